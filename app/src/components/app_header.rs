@@ -1,0 +1,46 @@
+//! The header on every page: the product name, the navigation and the theme switch.
+
+mod theme_toggle;
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use theme_toggle::ThemeToggle;
+
+/// The sections of the console, in the order the navigation lists them.
+const SECTIONS: [(&str, &str); 4] = [
+    ("/", "Fleet"),
+    ("/task-definitions", "Task definitions"),
+    ("/deployments", "Deployments"),
+    ("/cost", "Cost"),
+];
+
+/// The header with the product name, the navigation and the theme switch.
+#[component]
+pub fn AppHeader() -> impl IntoView {
+    view! {
+        <header class="app-header">
+            <a class="brand" href="/" aria-label="gpushare home">
+                <span class="brand-mark" aria-hidden="true"></span>
+                "gpushare"
+            </a>
+            <nav class="app-nav" aria-label="Sections">
+                <ul>
+                    {SECTIONS
+                        .into_iter()
+                        .map(|(href, label)| {
+                            view! {
+                                <li>
+                                    <A href=href exact=true>
+                                        {label}
+                                    </A>
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+            </nav>
+            <ThemeToggle />
+        </header>
+    }
+}

@@ -1,0 +1,66 @@
+//! The console's view of itself: version, uptime and where its fleet comes from.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the console reads its fleet from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FleetSource {
+    /// No fleet is configured: the console runs, but has nothing to show.
+    NotConfigured,
+    /// The embedded emulator, with the scenario it simulates.
+    Emulator { endpoint: String, scenario: String },
+    /// Amazon ECS and CloudWatch in an AWS account.
+    Aws { region: String },
+}
+
+impl FleetSource {
+    /// A short phrase for the header and the status card.
+    pub fn label(&self) -> String {
+        match self {
+            FleetSource::NotConfigured => "no fleet configured".to_string(),
+            FleetSource::Emulator { scenario, .. } => {
+                format!("simulated fleet ({scenario})")
+            }
+            FleetSource::Aws { region } => format!("AWS {region}"),
+        }
+    }
+}
+
+/// The server's status, as the status card shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleStatus {
+    /// The server's version.
+    pub version: String,
+    /// Where the fleet comes from.
+    pub fleet_source: FleetSource,
+    /// Whole seconds since the server started.
+    pub uptime_seconds: u64,
+    /// The server's clock when it answered, RFC 3339 in UTC.
+    pub server_time: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_the_source() {
+        assert_eq!(FleetSource::NotConfigured.label(), "no fleet configured");
+        let emulator = FleetSource::Emulator {
+            endpoint: "http://127.0.0.1:4566".into(),
+            scenario: "demo".into(),
+        };
+        assert_eq!(emulator.label(), "simulated fleet (demo)");
+        assert_eq!(FleetSource::Aws { region: "eu-west-1".into() }.label(), "AWS eu-west-1");
+    }
+
+    #[test]
+    fn fleet_source_serializes_with_a_kind_tag() {
+        let json = serde_json::to_string(&FleetSource::Aws { region: "us-east-1".into() })
+            .expect("serializes");
+        assert_eq!(json, r#"{"kind":"aws","region":"us-east-1"}"#);
+        let back: FleetSource = serde_json::from_str(r#"{"kind":"not_configured"}"#).expect("parses");
+        assert_eq!(back, FleetSource::NotConfigured);
+    }
+}

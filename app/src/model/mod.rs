@@ -1,0 +1,7 @@
+//! Plain serde types shared by the server and the browser.
+
+mod console;
+mod theme;
+
+pub use console::{ConsoleStatus, FleetSource};
+pub use theme::{Theme, THEME_COOKIE};

@@ -1,0 +1,7 @@
+//! One file per route.
+
+pub mod cost;
+pub mod deployments;
+pub mod fleet;
+pub mod not_found;
+pub mod task_definitions;

@@ -1,0 +1,3 @@
+//! Server functions, grouped by domain: called from the browser, run on the server.
+
+pub mod console;

@@ -1,0 +1,76 @@
+//! The HTML document and the top-level component with its routes.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    path, SsrMode,
+};
+
+use crate::components::app_header::AppHeader;
+use crate::pages::{
+    cost::CostPage, deployments::DeploymentsPage, fleet::FleetPage, not_found::NotFound,
+    task_definitions::TaskDefinitionsPage,
+};
+
+/// The whole HTML document, rendered on the server only.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    crate::ssr::csp::provide_request_nonce();
+    #[cfg(feature = "ssr")]
+    let theme = crate::ssr::theme::request_theme();
+    #[cfg(not(feature = "ssr"))]
+    let theme = crate::model::Theme::System;
+
+    view! {
+        <!DOCTYPE html>
+        <html lang="en" data-theme=theme.attribute()>
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The console: the header with its navigation, and one page per route.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+
+    view! {
+        <Stylesheet id="gpushare-style" href="/pkg/gpushare.css" />
+        <Link rel="icon" type_="image/svg+xml" href="/favicon.svg" />
+        <Meta name="color-scheme" content="light dark" />
+        <Meta
+            name="description"
+            content="gpushare: the GPUs of your Amazon ECS fleet and how their tasks share them."
+        />
+        <Title formatter=|page: String| {
+            if page.is_empty() { "gpushare".to_string() } else { format!("{page} · gpushare") }
+        } />
+        <Router>
+            <a class="skip-link" href="#main">
+                "Skip to content"
+            </a>
+            <AppHeader />
+            <main id="main" class="page">
+                <Routes fallback=|| view! { <NotFound /> }>
+                    <Route path=path!("/") view=FleetPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("/task-definitions")
+                        view=TaskDefinitionsPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route path=path!("/deployments") view=DeploymentsPage ssr=SsrMode::Async />
+                    <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
+                </Routes>
+            </main>
+        </Router>
+    }
+}

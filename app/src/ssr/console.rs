@@ -1,0 +1,16 @@
+//! What the server tells the pages about itself.
+
+use std::time::Instant;
+
+use crate::model::FleetSource;
+
+/// Facts about the running server, provided as context to every render and server function.
+#[derive(Clone, Debug)]
+pub struct ConsoleContext {
+    /// The server's version.
+    pub version: &'static str,
+    /// When the server started.
+    pub started: Instant,
+    /// Where the fleet comes from.
+    pub fleet_source: FleetSource,
+}

@@ -1,0 +1,110 @@
+//! The one error type at the HTTP edge.
+//!
+//! Handlers return [`AppError`]; it becomes a status and a JSON message a person can act on. The
+//! detail of an internal error is logged once, here, and never sent to the client.
+
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Serialize;
+
+/// Everything that can go wrong in a request, as the client should hear it.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request itself is wrong; the message says what and how to fix it.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request body is larger than the server accepts.
+    #[error("the request body is larger than the limit of {limit} bytes; send a smaller body")]
+    PayloadTooLarge { limit: usize },
+    /// The request took longer than the server allows.
+    #[error("the request took longer than {seconds} s and was stopped; try again, and if it keeps happening, narrow the request")]
+    Timeout { seconds: u64 },
+    /// A dependency is not usable right now.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or an unexpected failure; the detail goes to the log only.
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+/// The JSON body of every error response.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable code for programs and a message for people.
+#[derive(Debug, Serialize)]
+pub struct ErrorDetail {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl AppError {
+    /// The HTTP status and the stable error code.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            AppError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            AppError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            AppError::Timeout { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
+            AppError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            AppError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = match &self {
+            AppError::Internal(detail) => {
+                tracing::error!(error = ?detail, "internal error");
+                "Something went wrong on the server. It has been logged; try again, and if it \
+                 keeps happening, report it with the time it happened."
+                    .to_string()
+            }
+            other => {
+                tracing::debug!(%status, code, message = %other, "request refused");
+                other.to_string()
+            }
+        };
+        (status, Json(ErrorBody { error: ErrorDetail { code, message } })).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    async fn body_json(response: Response) -> serde_json::Value {
+        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        serde_json::from_slice(&bytes).expect("json")
+    }
+
+    #[tokio::test]
+    async fn internal_errors_hide_their_detail() {
+        let response = AppError::Internal(anyhow::anyhow!("secret connection string")).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let json = body_json(response).await;
+        assert_eq!(json["error"]["code"], "internal");
+        let message = json["error"]["message"].as_str().unwrap_or_default();
+        assert!(!message.contains("secret"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn client_errors_say_what_to_do() {
+        let response = AppError::PayloadTooLarge { limit: 1024 }.into_response();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let json = body_json(response).await;
+        assert_eq!(json["error"]["code"], "payload_too_large");
+        assert!(json["error"]["message"].as_str().unwrap_or_default().contains("1024 bytes"));
+    }
+}

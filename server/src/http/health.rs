@@ -1,0 +1,39 @@
+//! `/healthz` (the process is up) and `/readyz` (its dependencies are usable).
+
+use axum::{extract::State, http::StatusCode, response::IntoResponse, Json};
+use serde::Serialize;
+
+use crate::{readiness::CheckResult, state::AppState};
+
+/// The body of `/healthz`.
+#[derive(Debug, Serialize)]
+pub struct Health {
+    pub status: &'static str,
+    pub version: &'static str,
+    pub uptime_seconds: u64,
+}
+
+/// `GET /healthz`: 200 whenever the process can answer at all.
+pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        version: state.console.version,
+        uptime_seconds: state.console.started.elapsed().as_secs(),
+    })
+}
+
+/// The body of `/readyz`.
+#[derive(Debug, Serialize)]
+pub struct Ready {
+    pub status: &'static str,
+    pub checks: Vec<CheckResult>,
+}
+
+/// `GET /readyz`: 200 when every dependency is usable, 503 with the failing checks otherwise.
+pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    let checks = state.readiness.run().await;
+    let ready = checks.iter().all(|check| check.ok);
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = Ready { status: if ready { "ready" } else { "not_ready" }, checks };
+    (status, Json(body))
+}

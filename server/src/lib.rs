@@ -1,0 +1,82 @@
+//! The gpushare server: the HTTP router, its configuration, and what it talks to.
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod readiness;
+pub mod state;
+pub mod telemetry;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::{routing::get, Router};
+use leptos_axum::{generate_route_list, LeptosRoutes};
+
+use app::{shell, App};
+pub use state::AppState;
+
+/// The console's whole HTTP surface: pages, server functions, health, metrics and static files.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let context = state.render_context();
+    let shell_options = state.leptos_options.clone();
+
+    let router = Router::new()
+        .route("/healthz", get(http::health::healthz))
+        .route("/readyz", get(http::health::readyz))
+        .route("/metrics", get(http::metrics::render))
+        .route("/api/v1/{*path}", axum::routing::any(http::api::unknown_endpoint))
+        .leptos_routes_with_context(&state, routes, context.clone(), {
+            let options = shell_options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell));
+    http::with_layers(router, &state).with_state(state)
+}
+
+/// Runs the console's HTTP server until Ctrl-C or SIGTERM.
+pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
+    let state = AppState::new(&args);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}; is another server using it?", args.listen))?;
+    tracing::info!(
+        address = %args.listen,
+        site_root = %args.site_root.display(),
+        "gpushare is serving on http://{}",
+        args.listen
+    );
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("the HTTP server stopped with an error")?;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM, so that requests in flight can finish.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down; finishing requests in flight");
+    // Give open connections a moment; axum waits for them itself.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}

@@ -1,0 +1,15 @@
+//! The `gpushare` binary: parses the command line and runs the chosen command.
+
+use clap::Parser;
+
+use gpushare::config::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    gpushare::telemetry::init(cli.log_format, &cli.log_filter)?;
+    match cli.command {
+        Some(Command::Serve(args)) => gpushare::serve(args).await,
+        None => gpushare::serve(cli.serve).await,
+    }
+}

@@ -1,0 +1,129 @@
+//! The checks behind `/readyz`: can this server do its work right now?
+
+use std::{
+    future::Future,
+    path::{Path, PathBuf},
+    pin::Pin,
+    sync::Arc,
+};
+
+use serde::Serialize;
+
+/// A boxed future, so that checks can be stored side by side.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One dependency the server needs to serve its pages.
+pub trait ReadinessCheck: Send + Sync {
+    /// A short name for the report, e.g. `site_assets`.
+    fn name(&self) -> &'static str;
+    /// `Ok` when the dependency is usable, or what is wrong and how to fix it.
+    fn check(&self) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// The result of one check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckResult {
+    pub name: &'static str,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// All the checks of a server.
+#[derive(Clone, Default)]
+pub struct Readiness {
+    checks: Vec<Arc<dyn ReadinessCheck>>,
+}
+
+impl Readiness {
+    /// The checks of a console whose built site is in `site_root`.
+    pub fn for_site(site_root: &Path) -> Readiness {
+        Readiness::default().with(SiteAssets::new(site_root))
+    }
+
+    /// Adds a check.
+    pub fn with(mut self, check: impl ReadinessCheck + 'static) -> Readiness {
+        self.checks.push(Arc::new(check));
+        self
+    }
+
+    /// Runs every check concurrently.
+    pub async fn run(&self) -> Vec<CheckResult> {
+        let runs = self.checks.iter().map(|check| async move {
+            let result = check.check().await;
+            CheckResult { name: check.name(), ok: result.is_ok(), error: result.err() }
+        });
+        futures::future::join_all(runs).await
+    }
+}
+
+/// The built site's script, WebAssembly and stylesheet: without them pages render but never
+/// become interactive.
+pub struct SiteAssets {
+    files: Vec<PathBuf>,
+}
+
+impl SiteAssets {
+    /// Expects `pkg/gpushare.{js,wasm,css}` under `site_root`.
+    pub fn new(site_root: &Path) -> SiteAssets {
+        let pkg = site_root.join("pkg");
+        SiteAssets {
+            files: ["gpushare.js", "gpushare.wasm", "gpushare.css"]
+                .into_iter()
+                .map(|name| pkg.join(name))
+                .collect(),
+        }
+    }
+}
+
+impl ReadinessCheck for SiteAssets {
+    fn name(&self) -> &'static str {
+        "site_assets"
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let mut missing = Vec::new();
+            for file in &self.files {
+                if tokio::fs::metadata(file).await.is_err() {
+                    missing.push(file.display().to_string());
+                }
+            }
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "missing {}; build the site with `cargo leptos build --release` or point \
+                     --site-root at a built site",
+                    missing.join(", ")
+                ))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn site_assets_names_the_missing_files() {
+        let dir = std::env::temp_dir().join(format!("gpushare-ready-{}", std::process::id()));
+        let pkg = dir.join("pkg");
+        std::fs::create_dir_all(&pkg).expect("temp dir");
+        std::fs::write(pkg.join("gpushare.js"), "").expect("write");
+        std::fs::write(pkg.join("gpushare.css"), "").expect("write");
+
+        let results = Readiness::for_site(&dir).run().await;
+        assert_eq!(results.len(), 1);
+        assert!(!results[0].ok);
+        let error = results[0].error.as_deref().unwrap_or_default();
+        assert!(error.contains("gpushare.wasm"), "{error}");
+        assert!(!error.contains("gpushare.js"), "{error}");
+
+        std::fs::write(pkg.join("gpushare.wasm"), "").expect("write");
+        let results = Readiness::for_site(&dir).run().await;
+        assert!(results[0].ok, "{results:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

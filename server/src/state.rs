@@ -1,0 +1,64 @@
+//! What every request handler can reach.
+
+use std::{sync::Arc, time::Instant};
+
+use axum::extract::FromRef;
+use leptos::prelude::*;
+
+use app::{model::FleetSource, ssr::console::ConsoleContext};
+
+use crate::{config::ServeArgs, http::metrics::HttpMetrics, readiness::Readiness};
+
+/// The server's shared state, cloned into every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// Where the built site is and what its files are called.
+    pub leptos_options: LeptosOptions,
+    /// Facts about this server for the pages.
+    pub console: ConsoleContext,
+    /// Request counts and latencies for `/metrics`.
+    pub metrics: Arc<HttpMetrics>,
+    /// The checks behind `/readyz`.
+    pub readiness: Readiness,
+    /// Largest request body, in bytes.
+    pub body_limit: usize,
+    /// How long a request may take.
+    pub request_timeout: std::time::Duration,
+}
+
+impl AppState {
+    /// State for a server started with `args`.
+    pub fn new(args: &ServeArgs) -> AppState {
+        let leptos_options = LeptosOptions::builder()
+            .output_name("gpushare")
+            .site_root(args.site_root.to_string_lossy().into_owned())
+            .site_pkg_dir("pkg")
+            .site_addr(args.listen)
+            .env(leptos::config::Env::PROD)
+            .build();
+        AppState {
+            readiness: Readiness::for_site(&args.site_root),
+            leptos_options,
+            console: ConsoleContext {
+                version: env!("CARGO_PKG_VERSION"),
+                started: Instant::now(),
+                fleet_source: FleetSource::NotConfigured,
+            },
+            metrics: Arc::new(HttpMetrics::default()),
+            body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
+            request_timeout: std::time::Duration::from_secs(args.request_timeout),
+        }
+    }
+
+    /// Provides the server's context to a page render or server function call.
+    pub fn render_context(&self) -> impl Fn() + Clone + Send + Sync + 'static {
+        let console = self.console.clone();
+        move || provide_context(console.clone())
+    }
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
