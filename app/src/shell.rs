@@ -42,6 +42,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    mark_hydrated();
 
     view! {
         <Stylesheet id="gpushare-style" href="/pkg/gpushare.css" />
@@ -73,4 +74,16 @@ pub fn App() -> impl IntoView {
             </main>
         </Router>
     }
+}
+
+/// Marks `<body data-hydrated="true">` once the WebAssembly half has taken over the page, for
+/// end-to-end tests and for measuring the time to interactive. Effects never run on the server.
+fn mark_hydrated() {
+    Effect::new(|_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(body) = document().body() {
+            // Setting an attribute on <body> cannot fail in a browser.
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
 }

@@ -101,18 +101,20 @@ mod tests {
             "json",
         ])
         .expect("parses");
-        let Some(Command::Serve(args)) = cli.command else { panic!("expected serve") };
+        let Some(Command::Serve(args)) = cli.command else {
+            panic!("expected serve")
+        };
         assert_eq!(args.listen.port(), 8080);
         assert_eq!(cli.log_format, LogFormat::Json);
     }
 
     #[test]
     fn bad_values_are_rejected_with_the_flag_named() {
-        let error = Cli::try_parse_from(["gpushare", "--listen", "not-an-address"])
-            .expect_err("must fail");
+        let error =
+            Cli::try_parse_from(["gpushare", "--listen", "not-an-address"]).expect_err("must fail");
         assert!(error.to_string().contains("--listen"), "{error}");
-        let error = Cli::try_parse_from(["gpushare", "--request-timeout", "0"])
-            .expect_err("must fail");
+        let error =
+            Cli::try_parse_from(["gpushare", "--request-timeout", "0"]).expect_err("must fail");
         assert!(error.to_string().contains("--request-timeout"), "{error}");
     }
 }

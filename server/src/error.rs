@@ -52,7 +52,9 @@ impl AppError {
         match self {
             AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             AppError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            AppError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            AppError::PayloadTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+            }
             AppError::Timeout { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
             AppError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             AppError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -75,7 +77,13 @@ impl IntoResponse for AppError {
                 other.to_string()
             }
         };
-        (status, Json(ErrorBody { error: ErrorDetail { code, message } })).into_response()
+        (
+            status,
+            Json(ErrorBody {
+                error: ErrorDetail { code, message },
+            }),
+        )
+            .into_response()
     }
 }
 
@@ -85,13 +93,19 @@ mod tests {
     use http_body_util::BodyExt;
 
     async fn body_json(response: Response) -> serde_json::Value {
-        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
         serde_json::from_slice(&bytes).expect("json")
     }
 
     #[tokio::test]
     async fn internal_errors_hide_their_detail() {
-        let response = AppError::Internal(anyhow::anyhow!("secret connection string")).into_response();
+        let response =
+            AppError::Internal(anyhow::anyhow!("secret connection string")).into_response();
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let json = body_json(response).await;
         assert_eq!(json["error"]["code"], "internal");
@@ -105,6 +119,9 @@ mod tests {
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
         let json = body_json(response).await;
         assert_eq!(json["error"]["code"], "payload_too_large");
-        assert!(json["error"]["message"].as_str().unwrap_or_default().contains("1024 bytes"));
+        assert!(json["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1024 bytes"));
     }
 }

@@ -26,12 +26,18 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(http::health::healthz))
         .route("/readyz", get(http::health::readyz))
         .route("/metrics", get(http::metrics::render))
-        .route("/api/v1/{*path}", axum::routing::any(http::api::unknown_endpoint))
+        .route(
+            "/api/v1/{*path}",
+            axum::routing::any(http::api::unknown_endpoint),
+        )
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = shell_options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell));
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell));
     http::with_layers(router, &state).with_state(state)
 }
 
@@ -40,7 +46,12 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let state = AppState::new(&args);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .with_context(|| format!("cannot listen on {}; is another server using it?", args.listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {}; is another server using it?",
+                args.listen
+            )
+        })?;
     tracing::info!(
         address = %args.listen,
         site_root = %args.site_root.display(),

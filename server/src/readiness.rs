@@ -51,7 +51,11 @@ impl Readiness {
     pub async fn run(&self) -> Vec<CheckResult> {
         let runs = self.checks.iter().map(|check| async move {
             let result = check.check().await;
-            CheckResult { name: check.name(), ok: result.is_ok(), error: result.err() }
+            CheckResult {
+                name: check.name(),
+                ok: result.is_ok(),
+                error: result.err(),
+            }
         });
         futures::future::join_all(runs).await
     }

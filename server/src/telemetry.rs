@@ -6,12 +6,15 @@ use crate::config::LogFormat;
 
 /// Installs the global log subscriber.
 pub fn init(format: LogFormat, filter: &str) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(filter)
-        .map_err(|error| anyhow::anyhow!("--log-filter {filter:?} is not a valid filter: {error}"))?;
+    let filter = EnvFilter::try_new(filter).map_err(|error| {
+        anyhow::anyhow!("--log-filter {filter:?} is not a valid filter: {error}")
+    })?;
     let registry = tracing_subscriber::registry().with(filter);
     match format {
         LogFormat::Text => registry.with(fmt::layer()).try_init()?,
-        LogFormat::Json => registry.with(fmt::layer().json().flatten_event(true)).try_init()?,
+        LogFormat::Json => registry
+            .with(fmt::layer().json().flatten_event(true))
+            .try_init()?,
     }
     Ok(())
 }

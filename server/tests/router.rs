@@ -27,7 +27,11 @@ fn test_app(with_assets: bool) -> (Router, PathBuf) {
             std::fs::write(pkg.join(name), "/* built */").expect("asset");
         }
     }
-    let args = ServeArgs { site_root: site_root.clone(), body_limit: 4096, ..ServeArgs::default() };
+    let args = ServeArgs {
+        site_root: site_root.clone(),
+        body_limit: 4096,
+        ..ServeArgs::default()
+    };
     (router(AppState::new(&args)), site_root)
 }
 
@@ -38,7 +42,10 @@ fn rand_suffix() -> u64 {
 }
 
 async fn send(app: &Router, request: Request<Body>) -> Response {
-    app.clone().oneshot(request).await.expect("the router never fails")
+    app.clone()
+        .oneshot(request)
+        .await
+        .expect("the router never fails")
 }
 
 fn get(path: &str) -> Request<Body> {
@@ -46,7 +53,12 @@ fn get(path: &str) -> Request<Body> {
 }
 
 async fn text(response: Response) -> String {
-    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
     String::from_utf8(bytes.to_vec()).expect("utf-8")
 }
 
@@ -73,7 +85,10 @@ async fn readyz_fails_without_the_built_site_and_passes_with_it() {
     let body = json(response).await;
     assert_eq!(body["status"], "not_ready");
     assert_eq!(body["checks"][0]["name"], "site_assets");
-    assert!(body["checks"][0]["error"].as_str().unwrap_or_default().contains("gpushare.wasm"));
+    assert!(body["checks"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("gpushare.wasm"));
 
     let (app, _) = test_app(true);
     let response = send(&app, get("/readyz")).await;
@@ -89,17 +104,27 @@ async fn metrics_count_requests_by_matched_route() {
     send(&app, get("/no/such/page/12345")).await;
     let response = send(&app, get("/metrics")).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert!(response.headers()[header::CONTENT_TYPE].to_str().unwrap_or_default().starts_with("text/plain"));
+    assert!(response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("text/plain"));
     let body = text(response).await;
     assert!(
-        body.contains(r#"gpushare_http_requests_total{method="GET",route="/healthz",status="200"} 2"#),
+        body.contains(
+            r#"gpushare_http_requests_total{method="GET",route="/healthz",status="200"} 2"#
+        ),
         "{body}"
     );
     assert!(
-        body.contains(r#"gpushare_http_requests_total{method="GET",route="unmatched",status="404"} 1"#),
+        body.contains(
+            r#"gpushare_http_requests_total{method="GET",route="unmatched",status="404"} 1"#
+        ),
         "{body}"
     );
-    assert!(!body.contains("12345"), "raw paths must not become labels: {body}");
+    assert!(
+        !body.contains("12345"),
+        "raw paths must not become labels: {body}"
+    );
     assert!(body.contains("# TYPE gpushare_http_request_duration_seconds histogram"));
 }
 
@@ -120,7 +145,10 @@ async fn unknown_api_endpoints_get_a_json_404() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let body = json(response).await;
     assert_eq!(body["error"]["code"], "not_found");
-    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("/api/v1/nothing-here"));
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("/api/v1/nothing-here"));
 }
 
 #[tokio::test]
@@ -137,7 +165,10 @@ async fn oversized_bodies_get_413_with_a_message() {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let body = json(response).await;
     assert_eq!(body["error"]["code"], "payload_too_large");
-    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("4096 bytes"));
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("4096 bytes"));
 }
 
 #[tokio::test]
@@ -149,7 +180,10 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
     assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
     assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
-    let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().expect("ascii").to_string();
+    let policy = headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("ascii")
+        .to_string();
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
     let nonce = policy
         .split("'nonce-")
@@ -168,7 +202,9 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
     );
 
     let again = send(&app, get("/")).await;
-    let other = again.headers()[header::CONTENT_SECURITY_POLICY].to_str().expect("ascii");
+    let other = again.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("ascii");
     assert!(!other.contains(nonce), "each request gets a fresh nonce");
 }
 
@@ -176,8 +212,13 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
 async fn api_responses_carry_security_headers_too() {
     let (app, _) = test_app(false);
     let response = send(&app, get("/healthz")).await;
-    assert_eq!(response.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-    assert!(response.headers().contains_key(header::CONTENT_SECURITY_POLICY));
+    assert_eq!(
+        response.headers()[header::X_CONTENT_TYPE_OPTIONS],
+        "nosniff"
+    );
+    assert!(response
+        .headers()
+        .contains_key(header::CONTENT_SECURITY_POLICY));
 }
 
 #[tokio::test]
@@ -192,8 +233,14 @@ async fn every_section_renders_on_the_server() {
         let response = send(&app, get(path)).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         let body = text(response).await;
-        assert!(body.contains(&format!("<h1>{heading}</h1>")), "{path}: {body}");
-        assert!(body.contains(r#"aria-current="page""#), "{path} marks its nav link");
+        assert!(
+            body.contains(&format!("<h1>{heading}</h1>")),
+            "{path}: {body}"
+        );
+        assert!(
+            body.contains(r#"aria-current="page""#),
+            "{path} marks its nav link"
+        );
     }
 }
 

@@ -52,15 +52,24 @@ mod tests {
             scenario: "demo".into(),
         };
         assert_eq!(emulator.label(), "simulated fleet (demo)");
-        assert_eq!(FleetSource::Aws { region: "eu-west-1".into() }.label(), "AWS eu-west-1");
+        assert_eq!(
+            FleetSource::Aws {
+                region: "eu-west-1".into()
+            }
+            .label(),
+            "AWS eu-west-1"
+        );
     }
 
     #[test]
     fn fleet_source_serializes_with_a_kind_tag() {
-        let json = serde_json::to_string(&FleetSource::Aws { region: "us-east-1".into() })
-            .expect("serializes");
+        let json = serde_json::to_string(&FleetSource::Aws {
+            region: "us-east-1".into(),
+        })
+        .expect("serializes");
         assert_eq!(json, r#"{"kind":"aws","region":"us-east-1"}"#);
-        let back: FleetSource = serde_json::from_str(r#"{"kind":"not_configured"}"#).expect("parses");
+        let back: FleetSource =
+            serde_json::from_str(r#"{"kind":"not_configured"}"#).expect("parses");
         assert_eq!(back, FleetSource::NotConfigured);
     }
 }

@@ -77,13 +77,22 @@ mod tests {
             theme = theme.next();
             seen.push(theme);
         }
-        assert_eq!(seen, [Theme::System, Theme::Light, Theme::Dark, Theme::System]);
+        assert_eq!(
+            seen,
+            [Theme::System, Theme::Light, Theme::Dark, Theme::System]
+        );
     }
 
     #[test]
     fn cookie_header_is_parsed_among_others() {
-        assert_eq!(Theme::from_cookie_header("a=1; gpushare-theme=dark; b=2"), Some(Theme::Dark));
-        assert_eq!(Theme::from_cookie_header("gpushare-theme=light"), Some(Theme::Light));
+        assert_eq!(
+            Theme::from_cookie_header("a=1; gpushare-theme=dark; b=2"),
+            Some(Theme::Dark)
+        );
+        assert_eq!(
+            Theme::from_cookie_header("gpushare-theme=light"),
+            Some(Theme::Light)
+        );
         assert_eq!(Theme::from_cookie_header("gpushare-theme=purple"), None);
         assert_eq!(Theme::from_cookie_header("other-theme=dark"), None);
         assert_eq!(Theme::from_cookie_header(""), None);

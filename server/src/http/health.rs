@@ -33,7 +33,14 @@ pub struct Ready {
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let checks = state.readiness.run().await;
     let ready = checks.iter().all(|check| check.ok);
-    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let body = Ready { status: if ready { "ready" } else { "not_ready" }, checks };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = Ready {
+        status: if ready { "ready" } else { "not_ready" },
+        checks,
+    };
     (status, Json(body))
 }

@@ -1,11 +1,6 @@
 //! Request counts and latencies by matched route, served at `/metrics` in Prometheus text format.
 
-use std::{
-    collections::BTreeMap,
-    fmt::Write as _,
-    sync::Mutex,
-    time::Instant,
-};
+use std::{collections::BTreeMap, fmt::Write as _, sync::Mutex, time::Instant};
 
 use axum::{
     extract::{MatchedPath, Request, State},
@@ -17,7 +12,9 @@ use axum::{
 use crate::state::AppState;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
-const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+const BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
 
 /// The route label of requests that matched no route, so that random paths cannot blow up the
 /// number of series.
@@ -48,9 +45,18 @@ pub struct HttpMetrics {
 impl HttpMetrics {
     /// Records one answered request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        let mut series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        *series.requests.entry((method.to_string(), route.to_string(), status)).or_default() += 1;
-        let latency = series.latency.entry((method.to_string(), route.to_string())).or_default();
+        let mut series = self
+            .series
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *series
+            .requests
+            .entry((method.to_string(), route.to_string(), status))
+            .or_default() += 1;
+        let latency = series
+            .latency
+            .entry((method.to_string(), route.to_string()))
+            .or_default();
         if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
             latency.buckets[bucket] += 1;
         }
@@ -60,7 +66,10 @@ impl HttpMetrics {
 
     /// The metrics in Prometheus text exposition format 0.0.4.
     pub fn render(&self, version: &str, uptime_seconds: u64) -> String {
-        let series = self.series.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let series = self
+            .series
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = write_metrics(&mut out, &series, version, uptime_seconds);
@@ -74,10 +83,20 @@ fn write_metrics(
     version: &str,
     uptime_seconds: u64,
 ) -> std::fmt::Result {
-    writeln!(out, "# HELP gpushare_build_info The running gpushare version.")?;
+    writeln!(
+        out,
+        "# HELP gpushare_build_info The running gpushare version."
+    )?;
     writeln!(out, "# TYPE gpushare_build_info gauge")?;
-    writeln!(out, "gpushare_build_info{{version=\"{}\"}} 1", escape(version))?;
-    writeln!(out, "# HELP gpushare_uptime_seconds Seconds since the server started.")?;
+    writeln!(
+        out,
+        "gpushare_build_info{{version=\"{}\"}} 1",
+        escape(version)
+    )?;
+    writeln!(
+        out,
+        "# HELP gpushare_uptime_seconds Seconds since the server started."
+    )?;
     writeln!(out, "# TYPE gpushare_uptime_seconds gauge")?;
     writeln!(out, "gpushare_uptime_seconds {uptime_seconds}")?;
 
@@ -99,7 +118,10 @@ fn write_metrics(
         out,
         "# HELP gpushare_http_request_duration_seconds Time to answer HTTP requests, by method and matched route."
     )?;
-    writeln!(out, "# TYPE gpushare_http_request_duration_seconds histogram")?;
+    writeln!(
+        out,
+        "# TYPE gpushare_http_request_duration_seconds histogram"
+    )?;
     for ((method, route), latency) in &series.latency {
         let labels = format!("method=\"{}\",route=\"{}\"", escape(method), escape(route));
         let mut cumulative = 0;
@@ -115,15 +137,26 @@ fn write_metrics(
             "gpushare_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
             latency.count
         )?;
-        writeln!(out, "gpushare_http_request_duration_seconds_sum{{{labels}}} {}", latency.sum_seconds)?;
-        writeln!(out, "gpushare_http_request_duration_seconds_count{{{labels}}} {}", latency.count)?;
+        writeln!(
+            out,
+            "gpushare_http_request_duration_seconds_sum{{{labels}}} {}",
+            latency.sum_seconds
+        )?;
+        writeln!(
+            out,
+            "gpushare_http_request_duration_seconds_count{{{labels}}} {}",
+            latency.count
+        )?;
     }
     Ok(())
 }
 
 /// Escapes a label value as the exposition format requires.
 fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Middleware: times every request and records it under its matched route.
@@ -146,10 +179,17 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
 
 /// `GET /metrics`.
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    let body = state
-        .metrics
-        .render(state.console.version, state.console.started.elapsed().as_secs());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body)
+    let body = state.metrics.render(
+        state.console.version,
+        state.console.started.elapsed().as_secs(),
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
 }
 
 #[cfg(test)]

@@ -25,23 +25,34 @@ use crate::{error::AppError, state::AppState};
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router
         .layer(RequestBodyLimitLayer::new(state.body_limit))
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.request_timeout))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            state.request_timeout,
+        ))
         .layer(CompressionLayer::new().gzip(true).br(true))
-        .layer(middleware::from_fn_with_state(state.clone(), explain_edge_errors))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            explain_edge_errors,
+        ))
         .layer(middleware::from_fn(security::headers))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let route = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or("unmatched", MatchedPath::as_str);
-            tracing::info_span!(
-                "request",
-                method = %request.method(),
-                route,
-                path = %request.uri().path()
-            )
-        }))
-        .layer(middleware::from_fn_with_state(state.clone(), metrics::record))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map_or("unmatched", MatchedPath::as_str);
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    route,
+                    path = %request.uri().path()
+                )
+            }),
+        )
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::record,
+        ))
 }
 
 /// Replaces the terse bodies of the timeout and body-limit layers with [`AppError`]'s messages.
@@ -56,12 +67,14 @@ async fn explain_edge_errors(
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
     match response.status() {
-        StatusCode::PAYLOAD_TOO_LARGE if !is_json => {
-            AppError::PayloadTooLarge { limit: state.body_limit }.into_response()
+        StatusCode::PAYLOAD_TOO_LARGE if !is_json => AppError::PayloadTooLarge {
+            limit: state.body_limit,
         }
-        StatusCode::REQUEST_TIMEOUT if !is_json => {
-            AppError::Timeout { seconds: state.request_timeout.as_secs() }.into_response()
+        .into_response(),
+        StatusCode::REQUEST_TIMEOUT if !is_json => AppError::Timeout {
+            seconds: state.request_timeout.as_secs(),
         }
+        .into_response(),
         _ => response,
     }
 }

@@ -19,8 +19,14 @@ pub async fn headers(mut request: Request, next: Next) -> Response {
     if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&nonce)) {
         headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     }
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
 }
@@ -51,7 +57,11 @@ mod tests {
         let (a, b) = (new_nonce(), new_nonce());
         assert_ne!(a, b);
         assert_eq!(a.len(), 22);
-        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'), "{a}");
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "{a}"
+        );
     }
 
     #[test]

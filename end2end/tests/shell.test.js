@@ -1,0 +1,102 @@
+// The app shell: hydration, a reactive control, a server function, navigation, and the same
+// pages read with JavaScript off.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+describe('hydrated', () => {
+  test('the theme switch reacts to a click and the choice survives a reload', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const toggle = page.getByTestId('theme-toggle');
+    assert.equal(await toggle.textContent(), 'Theme: system');
+
+    await toggle.click();
+    await page.waitForFunction(() => document.documentElement.dataset.theme === 'light');
+    assert.equal(await toggle.textContent(), 'Theme: light');
+    await toggle.click();
+    assert.equal(await toggle.textContent(), 'Theme: dark');
+
+    await page.reload();
+    assert.equal(await page.getByTestId('theme-toggle').textContent(), 'Theme: dark');
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+    assert.deepEqual(problems, [], 'no console errors or CSP violations');
+    await context.close();
+  });
+
+  test('the status card asks the server again through a server function', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const before = await page.getByTestId('status-time').textContent();
+
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/console_status') && r.request().method() === 'POST'),
+      page.getByTestId('status-refresh').click(),
+    ]);
+    assert.equal(response.status(), 200);
+    const answer = await response.json();
+    await page.waitForFunction(
+      (time) => document.querySelector('[data-testid="status-time"]')?.textContent === time,
+      answer.server_time,
+    );
+    assert.notEqual(answer.server_time, before, 'the server answered anew');
+    assert.equal(await page.getByTestId('status-version').textContent(), answer.version);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('the navigation moves between sections without a full reload', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    await page.evaluate(() => {
+      window.__sameDocument = true;
+    });
+    await page.getByRole('link', { name: 'Deployments' }).click();
+    await page.waitForURL(BASE_URL + '/deployments');
+    assert.equal(await page.locator('h1').textContent(), 'Deployments');
+    assert.equal(await page.getByRole('link', { name: 'Deployments' }).getAttribute('aria-current'), 'page');
+    assert.equal(await page.evaluate(() => window.__sameDocument), true, 'client-side navigation');
+    assert.equal(await page.title(), 'Deployments · gpushare');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
+
+describe('without JavaScript', () => {
+  test('the fleet page is rendered on the server, status included', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    const response = await page.goto(BASE_URL + '/');
+    assert.equal(response.status(), 200);
+    assert.match(await page.locator('h1').textContent(), /Fleet/);
+    assert.match(await page.getByTestId('no-fleet').textContent(), /No fleet is configured/);
+    assert.match(await page.getByTestId('status-version').textContent(), /^\d+\.\d+\.\d+/);
+    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').count(), 4);
+    assert.equal(await page.locator('body[data-hydrated]').count(), 0, 'nothing ran in the browser');
+    await context.close();
+  });
+
+  test('links work as plain links and unknown pages answer 404', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    await page.goto(BASE_URL + '/');
+    await page.getByRole('link', { name: 'Cost' }).click();
+    await page.waitForURL(BASE_URL + '/cost');
+    assert.equal(await page.locator('h1').textContent(), 'Cost');
+
+    const response = await page.goto(BASE_URL + '/no-such-page');
+    assert.equal(response.status(), 404);
+    assert.equal(await page.locator('h1').textContent(), 'Page not found');
+    await context.close();
+  });
+});

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Command 1 of the README: set up, build, and start the console on http://127.0.0.1:3000.
+# Arguments are passed to `gpushare serve` (see `--help`).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$GPUSHARE_ROOT"
+
+"$GPUSHARE_ROOT/scripts/setup.sh"
+"$GPUSHARE_ROOT/scripts/build.sh" --release
+
+gpushare_step "starting gpushare"
+export GPUSHARE_SITE_ROOT="${GPUSHARE_SITE_ROOT:-$GPUSHARE_ROOT/target/site}"
+exec "$CARGO_TARGET_DIR/release/gpushare" serve "$@"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs everything gpushare needs to build and test, skipping what is already there.
+# Safe to run again: a second run takes seconds. Downloads only from the package registries.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+apt_updated=0
+apt_install() {
+  local missing=()
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  gpushare_step "installing Debian packages: ${missing[*]}"
+  if [ "$apt_updated" = 0 ]; then
+    $SUDO apt-get update -q
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The Rust toolchain.
+if [ "$GPUSHARE_TOOLCHAIN" = debian ]; then
+  apt_install rustc-web cargo-web rust-web-src rust-web-clippy rustfmt-web lld
+else
+  rustup component add clippy rustfmt >/dev/null
+fi
+
+# The browser for the end-to-end tests, Node.js for their runner, and pkg-config/OpenSSL-free
+# builds need nothing else.
+apt_install chromium
+command -v node >/dev/null 2>&1 || apt_install nodejs npm
+
+# cargo-leptos builds the site.
+leptos_version=0.3.11
+if ! cargo leptos --version 2>/dev/null | grep -q "$leptos_version"; then
+  gpushare_step "installing cargo-leptos $leptos_version (a one-time build of about 20 minutes)"
+  cargo install cargo-leptos --version "$leptos_version" --locked
+fi
+
+# wasm-bindgen's CLI must be exactly the version of the wasm-bindgen crate in Cargo.lock.
+# Without --locked: its lock file pins a crate version the registry no longer serves.
+bindgen_version="$(gpushare_wasm_bindgen_version)"
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen_version\$"; then
+  gpushare_step "installing wasm-bindgen-cli $bindgen_version"
+  cargo install wasm-bindgen-cli --version "$bindgen_version" --force
+fi
+
+# npm packages: the browser driver for the end-to-end tests and wasm-opt for release builds.
+if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \
+  || [ ! -d "$GPUSHARE_ROOT/end2end/node_modules/playwright-core" ] \
+  || [ "$GPUSHARE_ROOT/end2end/package-lock.json" -nt "$GPUSHARE_ROOT/end2end/node_modules/.package-lock.json" ]; then
+  gpushare_step "installing npm packages in end2end/"
+  (cd "$GPUSHARE_ROOT/end2end" && npm ci --no-audit --no-fund)
+fi
+
+# cargo-nextest runs the Rust tests; the machine image usually has it.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  gpushare_step "installing cargo-nextest"
+  cargo install cargo-nextest --locked
+fi
+
+gpushare_step "set-up complete (toolchain: $GPUSHARE_TOOLCHAIN, $(cargo --version))"

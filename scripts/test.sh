@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Command 2 of the README: set up, then run every check and test. `.ci/run` calls this.
+#   formatting, clippy (server side and browser side), the Rust unit and integration tests,
+#   a release build, and the end-to-end tests in headless Chromium against that build.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$GPUSHARE_ROOT"
+
+"$GPUSHARE_ROOT/scripts/setup.sh"
+
+logs="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+
+gpushare_step "cargo fmt --check"
+cargo fmt --all --check
+
+gpushare_step "cargo clippy (server side: ssr)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+gpushare_step "cargo clippy (browser side: hydrate)"
+cargo clippy -p app --all-targets --features hydrate --locked -- -D warnings
+
+gpushare_step "unit and integration tests"
+cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.log"
+
+"$GPUSHARE_ROOT/scripts/build.sh" --release
+
+gpushare_step "end-to-end tests in headless Chromium"
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
+  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    cat "$logs/server.log"
+    echo "the server did not start" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+curl -fsS "http://127.0.0.1:$port/readyz" || { cat "$logs/server.log"; exit 1; }
+echo
+(cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" node --test --test-concurrency=1 \
+  --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
+
+# One closing line for both runners.
+rust_passed="$(grep -oE '[0-9]+ tests? run: [0-9]+ passed' "$logs/nextest.log" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)"
+e2e_passed="$(grep -oE '^. pass [0-9]+' "$logs/e2e.log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
+e2e_failed="$(grep -oE '^. fail [0-9]+' "$logs/e2e.log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
+echo
+echo "tests: $((rust_passed + e2e_passed)) passed, ${e2e_failed} failed"
