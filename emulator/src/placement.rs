@@ -80,7 +80,9 @@ impl GpuRequest {
     /// The memory all MPS containers of the task need together on one GPU.
     pub fn mps_memory_mib(&self) -> u32 {
         match self {
-            GpuRequest::Mps(memories) => memories.iter().fold(0_u32, |sum, m| sum.saturating_add(*m)),
+            GpuRequest::Mps(memories) => {
+                memories.iter().fold(0_u32, |sum, m| sum.saturating_add(*m))
+            }
             _ => 0,
         }
     }
@@ -109,17 +111,29 @@ pub enum NoFit {
     /// The instance cannot share GPUs with MPS (no `ecs.capability.gpu-sharing-mps`).
     NoMpsCapability,
     /// No single GPU has the memory the task's MPS containers need together.
-    NotEnoughGpuMemory { needed_mib: u32, largest_free_mib: u32 },
+    NotEnoughGpuMemory {
+        needed_mib: u32,
+        largest_free_mib: u32,
+    },
     /// Fewer idle GPUs than the task's whole-GPU containers need.
     NotEnoughIdleGpus { needed: u32, idle: u32 },
     /// The request is larger than any GPU of the instance, however empty.
-    LargerThanAnyGpu { needed_mib: u32, largest_total_mib: u32 },
+    LargerThanAnyGpu {
+        needed_mib: u32,
+        largest_total_mib: u32,
+    },
 }
 
 /// Finds GPUs on one instance for a task, without changing anything.
-pub fn find_gpus(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> Result<GpuAssignment, NoFit> {
+pub fn find_gpus(
+    gpus: &[GpuSlot],
+    mps_capable: bool,
+    request: &GpuRequest,
+) -> Result<GpuAssignment, NoFit> {
     match request {
-        GpuRequest::None => Ok(GpuAssignment { per_container: Vec::new() }),
+        GpuRequest::None => Ok(GpuAssignment {
+            per_container: Vec::new(),
+        }),
         GpuRequest::Mps(memories) => {
             if gpus.is_empty() {
                 return Err(NoFit::NoGpus);
@@ -134,11 +148,16 @@ pub fn find_gpus(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> R
                 .filter(|(_, gpu)| gpu.fits_mps(needed))
                 .min_by_key(|(index, gpu)| (gpu.remaining_memory_mib, *index));
             match best {
-                Some((index, _)) => Ok(GpuAssignment { per_container: vec![vec![index]; memories.len()] }),
+                Some((index, _)) => Ok(GpuAssignment {
+                    per_container: vec![vec![index]; memories.len()],
+                }),
                 None => {
                     let largest_total = gpus.iter().map(|g| g.total_memory_mib).max().unwrap_or(0);
                     if largest_total < needed {
-                        Err(NoFit::LargerThanAnyGpu { needed_mib: needed, largest_total_mib: largest_total })
+                        Err(NoFit::LargerThanAnyGpu {
+                            needed_mib: needed,
+                            largest_total_mib: largest_total,
+                        })
                     } else {
                         let largest_free = gpus
                             .iter()
@@ -146,7 +165,10 @@ pub fn find_gpus(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> R
                             .map(|gpu| gpu.remaining_memory_mib)
                             .max()
                             .unwrap_or(0);
-                        Err(NoFit::NotEnoughGpuMemory { needed_mib: needed, largest_free_mib: largest_free })
+                        Err(NoFit::NotEnoughGpuMemory {
+                            needed_mib: needed,
+                            largest_free_mib: largest_free,
+                        })
                     }
                 }
             }
@@ -155,15 +177,23 @@ pub fn find_gpus(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> R
             if gpus.is_empty() {
                 return Err(NoFit::NoGpus);
             }
+            let counts = resolve_all(counts, gpus.len());
+            let request = &GpuRequest::Whole(counts.clone());
             let mut idle = gpus
                 .iter()
                 .enumerate()
                 .filter(|(_, gpu)| gpu.mode == SharingMode::Idle)
                 .map(|(index, _)| index);
             let needed = request.whole_gpus();
-            let idle_count = gpus.iter().filter(|gpu| gpu.mode == SharingMode::Idle).count() as u32;
+            let idle_count = gpus
+                .iter()
+                .filter(|gpu| gpu.mode == SharingMode::Idle)
+                .count() as u32;
             if idle_count < needed {
-                return Err(NoFit::NotEnoughIdleGpus { needed, idle: idle_count });
+                return Err(NoFit::NotEnoughIdleGpus {
+                    needed,
+                    idle: idle_count,
+                });
             }
             let per_container = counts
                 .iter()
@@ -172,6 +202,17 @@ pub fn find_gpus(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> R
             Ok(GpuAssignment { per_container })
         }
     }
+}
+
+/// The count that stands for `"value": "ALL"`: every GPU of the instance.
+pub const ALL_GPUS: u32 = u32::MAX;
+
+/// Replaces [`ALL_GPUS`] by the instance's GPU count.
+fn resolve_all(counts: &[u32], gpus: usize) -> Vec<u32> {
+    counts
+        .iter()
+        .map(|c| if *c == ALL_GPUS { gpus as u32 } else { *c })
+        .collect()
 }
 
 /// Marks the GPUs of `assignment` as taken by the task.
@@ -206,7 +247,8 @@ pub fn release(gpus: &mut [GpuSlot], request: &GpuRequest, assignment: &GpuAssig
         GpuRequest::Mps(memories) => {
             for (memory, indexes) in memories.iter().zip(&assignment.per_container) {
                 if let Some(gpu) = indexes.first().and_then(|index| gpus.get_mut(*index)) {
-                    gpu.remaining_memory_mib = (gpu.remaining_memory_mib + memory).min(gpu.total_memory_mib);
+                    gpu.remaining_memory_mib =
+                        (gpu.remaining_memory_mib + memory).min(gpu.total_memory_mib);
                     gpu.container_count = gpu.container_count.saturating_sub(1);
                     if gpu.container_count == 0 {
                         gpu.mode = SharingMode::Idle;
@@ -232,19 +274,26 @@ pub fn capacity(gpus: &[GpuSlot], mps_capable: bool, request: &GpuRequest) -> u3
         GpuRequest::Mps(_) => {
             let needed = request.mps_memory_mib();
             if !mps_capable || needed == 0 {
-                return if needed == 0 && mps_capable { u32::MAX } else { 0 };
+                return if needed == 0 && mps_capable {
+                    u32::MAX
+                } else {
+                    0
+                };
             }
             gpus.iter()
                 .filter(|gpu| gpu.mode != SharingMode::Dedicated)
                 .map(|gpu| gpu.remaining_memory_mib / needed)
                 .sum()
         }
-        GpuRequest::Whole(_) => {
-            let needed = request.whole_gpus();
+        GpuRequest::Whole(counts) => {
+            let needed = GpuRequest::Whole(resolve_all(counts, gpus.len())).whole_gpus();
             if needed == 0 {
                 return u32::MAX;
             }
-            gpus.iter().filter(|gpu| gpu.mode == SharingMode::Idle).count() as u32 / needed
+            gpus.iter()
+                .filter(|gpu| gpu.mode == SharingMode::Idle)
+                .count() as u32
+                / needed
         }
     }
 }
@@ -303,21 +352,30 @@ mod tests {
                 gpus: vec![shared(6_000, 1), shared(6_000, 1)],
                 mps_capable: true,
                 request: mps(&[8_192]),
-                expect: Err(NoFit::NotEnoughGpuMemory { needed_mib: 8_192, largest_free_mib: 6_000 }),
+                expect: Err(NoFit::NotEnoughGpuMemory {
+                    needed_mib: 8_192,
+                    largest_free_mib: 6_000,
+                }),
             },
             Case {
                 name: "larger than any GPU of the instance",
                 gpus: vec![a10g()],
                 mps_capable: true,
                 request: mps(&[30_000]),
-                expect: Err(NoFit::LargerThanAnyGpu { needed_mib: 30_000, largest_total_mib: 22_563 }),
+                expect: Err(NoFit::LargerThanAnyGpu {
+                    needed_mib: 30_000,
+                    largest_total_mib: 22_563,
+                }),
             },
             Case {
                 name: "a dedicated GPU blocks sharing",
                 gpus: vec![dedicated.clone()],
                 mps_capable: true,
                 request: mps(&[1]),
-                expect: Err(NoFit::NotEnoughGpuMemory { needed_mib: 1, largest_free_mib: 0 }),
+                expect: Err(NoFit::NotEnoughGpuMemory {
+                    needed_mib: 1,
+                    largest_free_mib: 0,
+                }),
             },
             Case {
                 name: "an MPS-mode GPU blocks a whole-GPU request",
@@ -381,7 +439,11 @@ mod tests {
 
         let second = mps(&[10_000]);
         let at2 = find_gpus(&gpus, true, &second).expect("fits");
-        assert_eq!(at2.per_container, vec![vec![0]], "best fit packs the shared GPU");
+        assert_eq!(
+            at2.per_container,
+            vec![vec![0]],
+            "best fit packs the shared GPU"
+        );
         allocate(&mut gpus, &second, &at2);
         assert_eq!(gpus[0].remaining_memory_mib, 563);
         assert_eq!(gpus[0].container_count, 3);
@@ -392,20 +454,35 @@ mod tests {
         assert_eq!(gpus[0].mode, SharingMode::NvidiaMps);
 
         release(&mut gpus, &second, &at2);
-        assert_eq!(gpus[0], a10g(), "the last container out leaves the GPU idle");
+        assert_eq!(
+            gpus[0],
+            a10g(),
+            "the last container out leaves the GPU idle"
+        );
 
         let whole = GpuRequest::Whole(vec![2]);
         let at3 = find_gpus(&gpus, true, &whole).expect("fits");
         allocate(&mut gpus, &whole, &at3);
         assert!(gpus.iter().all(|gpu| gpu.mode == SharingMode::Dedicated));
-        assert_eq!(find_gpus(&gpus, true, &mps(&[1])).map(|_| ()), Err(NoFit::NotEnoughGpuMemory { needed_mib: 1, largest_free_mib: 0 }));
+        assert_eq!(
+            find_gpus(&gpus, true, &mps(&[1])).map(|_| ()),
+            Err(NoFit::NotEnoughGpuMemory {
+                needed_mib: 1,
+                largest_free_mib: 0
+            })
+        );
         release(&mut gpus, &whole, &at3);
         assert_eq!(gpus, vec![a10g(), a10g()]);
     }
 
     #[test]
     fn capacity_matches_placing_one_by_one() {
-        let requests = [mps(&[5_000]), mps(&[3_000, 3_000]), GpuRequest::Whole(vec![1]), GpuRequest::Whole(vec![2])];
+        let requests = [
+            mps(&[5_000]),
+            mps(&[3_000, 3_000]),
+            GpuRequest::Whole(vec![1]),
+            GpuRequest::Whole(vec![2]),
+        ];
         for request in requests {
             let mut gpus = vec![a10g(), GpuSlot::idle(45_000), a10g(), GpuSlot::idle(15_000)];
             let predicted = capacity(&gpus, true, &request);

@@ -1,0 +1,23 @@
+//! An Amazon ECS and CloudWatch emulator for GPU sharing with NVIDIA MPS.
+//!
+//! It speaks the wire protocols of the AWS SDKs (ECS: `awsJson1_1`; CloudWatch: `rpc-v2-cbor`),
+//! so the real `aws-sdk-ecs` and `aws-sdk-cloudwatch` clients talk to it with only an
+//! `endpoint_url`. Its logic — state, placement, scheduling, the clock, metrics — is plain Rust
+//! under [`model`], [`placement`], [`engine`] and [`cloudwatch`], testable without HTTP.
+
+pub mod cbor;
+pub mod clock;
+pub mod cloudwatch;
+pub mod ecs_api;
+pub mod engine;
+pub mod error;
+pub mod faults;
+pub mod model;
+pub mod placement;
+pub mod runtime;
+pub mod scenario;
+pub mod task_definitions;
+
+pub use faults::{Fault, Faults};
+pub use runtime::Emulator;
+pub use scenario::Scenario;

@@ -1,0 +1,384 @@
+//! The emulated account's state: clusters, container instances and their GPUs, task
+//! definitions, services with their deployments and events, tasks, tags.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use crate::placement::{GpuAssignment, GpuRequest, GpuSlot};
+
+/// How many events a service keeps, newest first (ECS shows the latest 100).
+pub const EVENTS_KEPT: usize = 100;
+
+/// An EC2 instance registered to a cluster.
+#[derive(Clone, Debug)]
+pub struct ContainerInstance {
+    pub arn: String,
+    pub ec2_instance_id: String,
+    pub instance_type: String,
+    pub availability_zone: String,
+    /// The GPUs' UUIDs (`GPU-xxxxxxxx-…`), in device index order.
+    pub gpu_ids: Vec<String>,
+    /// The GPUs' allocation state, in the same order.
+    pub gpus: Vec<GpuSlot>,
+    /// The GPU model, e.g. `NVIDIA A10G`.
+    pub gpu_model: String,
+    pub cpu: u32,
+    pub memory_mib: u32,
+    pub cpu_remaining: u32,
+    pub memory_remaining_mib: u32,
+    /// Carries `ecs.capability.gpu-sharing-mps`.
+    pub mps_capable: bool,
+    pub agent_connected: bool,
+    /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
+    pub mps_impaired: Option<String>,
+    pub registered_at: DateTime<Utc>,
+    pub running_tasks: u32,
+    pub pending_tasks: u32,
+}
+
+impl ContainerInstance {
+    /// The instance ID part of the ARN.
+    pub fn short_id(&self) -> &str {
+        self.arn.rsplit('/').next().unwrap_or(&self.arn)
+    }
+
+    /// Whether the instance takes new tasks at all.
+    pub fn accepts_tasks(&self) -> bool {
+        self.agent_connected
+    }
+}
+
+/// A registered task definition revision.
+#[derive(Clone, Debug)]
+pub struct TaskDefinition {
+    pub arn: String,
+    pub family: String,
+    pub revision: u32,
+    pub active: bool,
+    /// Every field as registered (without `tags`), returned exactly as given.
+    pub body: Map<String, Value>,
+    /// What one task asks of the GPUs.
+    pub gpu: GpuRequest,
+    /// The names of the containers behind `gpu`'s entries, in the same order.
+    pub gpu_containers: Vec<String>,
+    /// The names of all containers, in order.
+    pub containers: Vec<String>,
+    /// CPU units and MiB one task reserves on its instance.
+    pub cpu: u32,
+    pub memory_mib: u32,
+    /// Exit code a container is told to fail with (environment `EMULATOR_EXIT_CODE`), to
+    /// simulate a broken revision.
+    pub fails_with: Option<i32>,
+    pub registered_at: DateTime<Utc>,
+    pub deregistered_at: Option<DateTime<Utc>>,
+}
+
+/// Task status, as ECS spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TaskStatus {
+    Provisioning,
+    Pending,
+    Running,
+    Deprovisioning,
+    Stopped,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Provisioning => "PROVISIONING",
+            TaskStatus::Pending => "PENDING",
+            TaskStatus::Running => "RUNNING",
+            TaskStatus::Deprovisioning => "DEPROVISIONING",
+            TaskStatus::Stopped => "STOPPED",
+        }
+    }
+}
+
+/// One container of a running or stopped task.
+#[derive(Clone, Debug)]
+pub struct TaskContainer {
+    pub name: String,
+    pub arn: String,
+    pub gpu_ids: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub reason: Option<String>,
+}
+
+/// A task placed on a container instance.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub arn: String,
+    pub cluster_arn: String,
+    pub instance_arn: String,
+    pub task_definition_arn: String,
+    /// `service:<name>` for service tasks.
+    pub group: String,
+    /// The deployment that started it.
+    pub started_by: Option<String>,
+    pub last_status: TaskStatus,
+    pub desired_status: TaskStatus,
+    pub containers: Vec<TaskContainer>,
+    pub gpu: GpuRequest,
+    pub assignment: GpuAssignment,
+    pub cpu: u32,
+    pub memory_mib: u32,
+    pub created_at: DateTime<Utc>,
+    /// When it reaches `PENDING` and then `RUNNING`.
+    pub pending_at: DateTime<Utc>,
+    pub running_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    /// The exit code its essential container fails with as it starts, for a broken revision.
+    pub fails_with: Option<i32>,
+    pub stopping_at: Option<DateTime<Utc>>,
+    pub stopped_at: Option<DateTime<Utc>>,
+    pub stopped_reason: Option<String>,
+    pub stop_code: Option<&'static str>,
+    /// Whether it stopped before it ever ran, which counts against the circuit breaker.
+    pub failed_to_start: bool,
+}
+
+impl Task {
+    /// Still counts toward its service: not stopped and not told to stop.
+    pub fn is_live(&self) -> bool {
+        self.desired_status != TaskStatus::Stopped && self.last_status != TaskStatus::Stopped
+    }
+}
+
+/// Deployment status within a service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeploymentStatus {
+    Primary,
+    Active,
+}
+
+/// Rollout state of a deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RolloutState {
+    InProgress,
+    Completed,
+    Failed,
+}
+
+impl RolloutState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutState::InProgress => "IN_PROGRESS",
+            RolloutState::Completed => "COMPLETED",
+            RolloutState::Failed => "FAILED",
+        }
+    }
+}
+
+/// One deployment of a service.
+#[derive(Clone, Debug)]
+pub struct Deployment {
+    pub id: String,
+    pub status: DeploymentStatus,
+    pub task_definition_arn: String,
+    pub desired_count: u32,
+    pub running_count: u32,
+    pub pending_count: u32,
+    pub failed_tasks: u32,
+    /// Placement attempts that found no instance, counted at most once per interval.
+    pub failed_placements: u32,
+    pub last_placement_failure: Option<DateTime<Utc>>,
+    pub rollout_state: RolloutState,
+    pub rollout_state_reason: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The rolling-update settings of a service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeploymentConfig {
+    pub maximum_percent: u32,
+    pub minimum_healthy_percent: u32,
+    pub circuit_breaker_enable: bool,
+    pub circuit_breaker_rollback: bool,
+}
+
+impl Default for DeploymentConfig {
+    fn default() -> Self {
+        DeploymentConfig {
+            maximum_percent: 200,
+            minimum_healthy_percent: 100,
+            circuit_breaker_enable: false,
+            circuit_breaker_rollback: false,
+        }
+    }
+}
+
+/// A message in a service's event list.
+#[derive(Clone, Debug)]
+pub struct ServiceEvent {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub message: String,
+}
+
+/// A replica service.
+#[derive(Clone, Debug)]
+pub struct Service {
+    pub name: String,
+    pub arn: String,
+    pub cluster_arn: String,
+    pub task_definition_arn: String,
+    pub desired_count: u32,
+    /// PRIMARY first.
+    pub deployments: Vec<Deployment>,
+    pub config: DeploymentConfig,
+    /// Newest first, at most [`EVENTS_KEPT`].
+    pub events: VecDeque<ServiceEvent>,
+    pub created_at: DateTime<Utc>,
+    /// When the last placement failure event was written, to write one at most every minute.
+    pub last_placement_event: Option<DateTime<Utc>>,
+    /// Whether the service was steady at the last step, to say so once when it becomes so.
+    pub steady: bool,
+    /// The task definition of the last deployment that completed, to roll back to.
+    pub last_completed_task_definition: Option<String>,
+    /// Live tasks of this service.
+    pub tasks: BTreeSet<String>,
+}
+
+impl Service {
+    /// The PRIMARY deployment.
+    pub fn primary(&self) -> Option<&Deployment> {
+        self.deployments.first()
+    }
+
+    /// Adds an event, keeping the newest [`EVENTS_KEPT`].
+    pub fn push_event(&mut self, id: String, at: DateTime<Utc>, message: String) {
+        self.events.push_front(ServiceEvent {
+            id,
+            created_at: at,
+            message,
+        });
+        self.events.truncate(EVENTS_KEPT);
+    }
+}
+
+/// A cluster and everything in it.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub name: String,
+    pub arn: String,
+    /// In registration order.
+    pub instances: Vec<ContainerInstance>,
+    pub instance_index: HashMap<String, usize>,
+    pub services: BTreeMap<String, Service>,
+    /// Every task still kept, by ARN (stopped ones for an hour).
+    pub tasks: BTreeMap<String, Task>,
+    /// Tasks with a transition still to come (starting, failing or stopping).
+    pub moving: BTreeSet<String>,
+}
+
+impl Cluster {
+    pub fn instance(&self, arn: &str) -> Option<&ContainerInstance> {
+        self.instance_index
+            .get(arn)
+            .map(|index| &self.instances[*index])
+    }
+
+    pub fn instance_mut(&mut self, arn: &str) -> Option<&mut ContainerInstance> {
+        let index = *self.instance_index.get(arn)?;
+        self.instances.get_mut(index)
+    }
+}
+
+/// A resource tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub key: String,
+    pub value: String,
+}
+
+/// The whole emulated account in one region.
+#[derive(Clone, Debug)]
+pub struct Fleet {
+    pub account: String,
+    pub region: String,
+    pub clusters: BTreeMap<String, Cluster>,
+    /// By family, revisions in order (revision N at index N-1).
+    pub task_definitions: BTreeMap<String, Vec<TaskDefinition>>,
+    /// Resource ARN → tags.
+    pub tags: HashMap<String, Vec<Tag>>,
+    /// Seed of the identifiers this fleet makes.
+    pub seed: u64,
+    /// The next identifier to make.
+    pub next_id: u64,
+    /// The simulated time of the last step.
+    pub now: DateTime<Utc>,
+    /// Data points stored through PutMetricData.
+    pub metrics: crate::cloudwatch::MetricStore,
+}
+
+impl Fleet {
+    /// An empty account.
+    pub fn new(seed: u64, now: DateTime<Utc>) -> Fleet {
+        Fleet {
+            account: "123456789012".to_string(),
+            region: "us-east-1".to_string(),
+            clusters: BTreeMap::new(),
+            task_definitions: BTreeMap::new(),
+            tags: HashMap::new(),
+            seed,
+            next_id: 1,
+            now,
+            metrics: Default::default(),
+        }
+    }
+
+    /// A fresh 128-bit identifier as 32 hex digits, deterministic from the seed.
+    pub fn new_hex_id(&mut self) -> String {
+        let id = self.next_id;
+        self.next_id += 1;
+        let high = splitmix(self.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let low = splitmix(high ^ id);
+        format!("{high:016x}{low:016x}")
+    }
+
+    /// The ARN of a resource of this account.
+    pub fn arn(&self, resource: &str) -> String {
+        format!("arn:aws:ecs:{}:{}:{resource}", self.region, self.account)
+    }
+
+    /// Finds a cluster by name or ARN.
+    pub fn cluster_key(&self, name_or_arn: &str) -> Option<String> {
+        let name = name_or_arn
+            .rsplit_once(":cluster/")
+            .map_or(name_or_arn, |(_, name)| name);
+        self.clusters.contains_key(name).then(|| name.to_string())
+    }
+
+    /// Finds a task definition by ARN, `family:revision`, or `family` (its latest active revision).
+    pub fn task_definition(&self, reference: &str) -> Option<&TaskDefinition> {
+        let reference = reference
+            .rsplit_once(":task-definition/")
+            .map_or(reference, |(_, rest)| rest);
+        match reference.rsplit_once(':') {
+            Some((family, revision)) => {
+                let revision: usize = revision.parse().ok()?;
+                self.task_definitions
+                    .get(family)?
+                    .get(revision.checked_sub(1)?)
+            }
+            None => self
+                .task_definitions
+                .get(reference)?
+                .iter()
+                .rev()
+                .find(|td| td.active),
+        }
+    }
+}
+
+/// A 64-bit mixing function (SplitMix64's finaliser): cheap, deterministic, well spread.
+pub fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}

@@ -1,0 +1,469 @@
+//! The running emulator: the fleet behind a lock, the simulated clock that drives it, the fault
+//! settings, and the HTTP server that speaks ECS (awsJson1_1) and CloudWatch (rpc-v2-cbor).
+
+use std::{
+    io::Read as _,
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicI64, AtomicU64, Ordering},
+        Arc, Mutex, RwLock, Weak,
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::{Path, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::{
+    cbor,
+    clock::SimClock,
+    cloudwatch::CloudWatchError,
+    ecs_api,
+    error::EcsError,
+    faults::{Faults, Outcome},
+    model::Fleet,
+};
+
+const ECS_TARGET_PREFIX: &str = "AmazonEC2ContainerServiceV20141113.";
+const ECS_CONTENT_TYPE: &str = "application/x-amz-json-1.1";
+
+struct Inner {
+    fleet: Mutex<Fleet>,
+    clock: SimClock,
+    /// Simulated milliseconds added by `/_emulator/advance`.
+    offset_ms: AtomicI64,
+    faults: RwLock<Faults>,
+    scenario: String,
+    requests: AtomicU64,
+}
+
+/// A handle to a running emulator; clones share it.
+#[derive(Clone)]
+pub struct Emulator {
+    inner: Arc<Inner>,
+}
+
+/// The emulator's own status, at `GET /_emulator/status`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Status {
+    pub scenario: String,
+    pub clock_speed: f64,
+    pub simulated_time: DateTime<Utc>,
+    pub clusters: usize,
+    pub container_instances: usize,
+    pub gpus: usize,
+    pub services: usize,
+    pub tasks: usize,
+    pub requests: u64,
+}
+
+impl Emulator {
+    /// An emulator over `fleet`, whose clock starts at the fleet's time and runs `clock_speed`
+    /// times faster than real time.
+    pub fn new(fleet: Fleet, scenario: &str, clock_speed: f64, faults: Faults) -> Emulator {
+        let clock = SimClock::new(fleet.now, clock_speed);
+        Emulator {
+            inner: Arc::new(Inner {
+                fleet: Mutex::new(fleet),
+                clock,
+                offset_ms: AtomicI64::new(0),
+                faults: RwLock::new(faults),
+                scenario: scenario.to_string(),
+                requests: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The simulated time now.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.inner.clock.now()
+            + chrono::Duration::milliseconds(self.inner.offset_ms.load(Ordering::Relaxed))
+    }
+
+    /// Runs `f` on the fleet, brought up to the simulated time first.
+    pub fn with_fleet<R>(&self, f: impl FnOnce(&mut Fleet) -> R) -> R {
+        let now = self.now();
+        let mut fleet = self
+            .inner
+            .fleet
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        fleet.advance(now);
+        f(&mut fleet)
+    }
+
+    /// Moves simulated time forward at once.
+    pub fn advance(&self, seconds: i64) {
+        self.inner
+            .offset_ms
+            .fetch_add(seconds.saturating_mul(1000), Ordering::Relaxed);
+        self.with_fleet(|_| ());
+    }
+
+    /// The fault settings now.
+    pub fn faults(&self) -> Faults {
+        self.inner
+            .faults
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the fault settings.
+    pub fn set_faults(&self, faults: Faults) -> Result<(), String> {
+        faults.validate()?;
+        *self.inner.faults.write().unwrap_or_else(|p| p.into_inner()) = faults;
+        Ok(())
+    }
+
+    /// Counts of what the emulator holds.
+    pub fn status(&self) -> Status {
+        let (clusters, container_instances, gpus, services, tasks, simulated_time) = self
+            .with_fleet(|fleet| {
+                let instances = fleet.clusters.values().map(|c| c.instances.len()).sum();
+                let gpus = fleet
+                    .clusters
+                    .values()
+                    .flat_map(|c| c.instances.iter())
+                    .map(|i| i.gpus.len())
+                    .sum();
+                let services = fleet.clusters.values().map(|c| c.services.len()).sum();
+                let tasks = fleet
+                    .clusters
+                    .values()
+                    .map(|c| c.tasks.values().filter(|t| t.is_live()).count())
+                    .sum();
+                (
+                    fleet.clusters.len(),
+                    instances,
+                    gpus,
+                    services,
+                    tasks,
+                    fleet.now,
+                )
+            });
+        Status {
+            scenario: self.inner.scenario.clone(),
+            clock_speed: self.inner.clock.speed(),
+            simulated_time,
+            clusters,
+            container_instances,
+            gpus,
+            services,
+            tasks,
+            requests: self.inner.requests.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The emulator's HTTP surface.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/", post(ecs))
+            .route(
+                "/service/GraniteServiceVersion20100801/operation/{operation}",
+                post(cloudwatch),
+            )
+            .route("/_emulator/status", get(status))
+            .route("/_emulator/faults", get(get_faults).put(put_faults))
+            .route("/_emulator/advance", post(advance))
+            .with_state(self.clone())
+    }
+
+    /// Serves on `listener` until the task is dropped, and keeps the simulation moving.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        spawn_ticker(Arc::downgrade(&self.inner));
+        axum::serve(listener, self.router()).await
+    }
+
+    /// Binds `addr` (port 0 for any free port) and serves in the background.
+    pub async fn spawn(self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        tokio::spawn(async move {
+            if let Err(error) = self.serve(listener).await {
+                tracing::error!(%error, "the emulator stopped");
+            }
+        });
+        Ok(bound)
+    }
+}
+
+/// Advances the fleet every tenth of a real second, so rollouts move without requests.
+fn spawn_ticker(inner: Weak<Inner>) {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            interval.tick().await;
+            let Some(inner) = inner.upgrade() else { break };
+            Emulator { inner }.with_fleet(|_| ());
+        }
+    });
+}
+
+fn request_id(emulator: &Emulator) -> String {
+    let n = emulator.inner.requests.fetch_add(1, Ordering::Relaxed);
+    format!("{:08x}-0000-4000-8000-{:012x}", n as u32, n)
+}
+
+/// A response whose body fails at once: the client sees its connection dropped.
+fn dropped() -> Response {
+    let failing = futures::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection dropped by fault injection",
+        ))
+    });
+    Response::new(Body::from_stream(failing))
+}
+
+fn ecs_error(emulator: &Emulator, error: &EcsError) -> Response {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = json!({"__type": error.type_name(), "message": error.to_string()});
+    let mut response = (status, body.to_string()).into_response();
+    set_json_headers(emulator, response.headers_mut());
+    response
+}
+
+fn set_json_headers(emulator: &Emulator, headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(ECS_CONTENT_TYPE),
+    );
+    if let Ok(id) = HeaderValue::from_str(&request_id(emulator)) {
+        headers.insert("x-amzn-requestid", id);
+    }
+}
+
+/// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>`.
+async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) -> Response {
+    let operation = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix(ECS_TARGET_PREFIX))
+        .unwrap_or_default()
+        .to_string();
+    if !ecs_api::OPERATIONS.contains(&operation.as_str()) {
+        let message = if operation.is_empty() {
+            "Missing or unknown X-Amz-Target header; expected AmazonEC2ContainerServiceV20141113.<Operation>.".to_string()
+        } else {
+            format!("The operation {operation} is not supported by this emulator.")
+        };
+        let mut response = (
+            StatusCode::BAD_REQUEST,
+            json!({"__type": "UnknownOperationException", "message": message}).to_string(),
+        )
+            .into_response();
+        set_json_headers(&emulator, response.headers_mut());
+        return response;
+    }
+    let fault = emulator.faults().for_operation(&operation).clone();
+    tokio::time::sleep(fault.delay()).await;
+    match fault.draw() {
+        Outcome::Throttle => return ecs_error(&emulator, &EcsError::Throttling),
+        Outcome::ServerError => {
+            return ecs_error(
+                &emulator,
+                &EcsError::Server("Injected server error.".into()),
+            )
+        }
+        Outcome::Drop => return dropped(),
+        Outcome::Answer => {}
+    }
+    let input: Value = if body.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(value) => value,
+            Err(error) => {
+                let mut response = (
+                    StatusCode::BAD_REQUEST,
+                    json!({"__type": "SerializationException", "message": format!("The request body is not valid JSON: {error}.")}).to_string(),
+                )
+                    .into_response();
+                set_json_headers(&emulator, response.headers_mut());
+                return response;
+            }
+        }
+    };
+    match emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input)) {
+        Ok(output) => {
+            let mut response = (StatusCode::OK, output.to_string()).into_response();
+            set_json_headers(&emulator, response.headers_mut());
+            response
+        }
+        Err(error) => ecs_error(&emulator, &error),
+    }
+}
+
+fn cbor_response(
+    emulator: &Emulator,
+    status: StatusCode,
+    value: &ciborium::Value,
+    query_error: Option<&str>,
+) -> Response {
+    let mut bytes = Vec::new();
+    if ciborium::into_writer(value, &mut bytes).is_err() {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let mut response = (status, bytes).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/cbor"),
+    );
+    headers.insert("smithy-protocol", HeaderValue::from_static("rpc-v2-cbor"));
+    if let Ok(id) = HeaderValue::from_str(&request_id(emulator)) {
+        headers.insert("x-amzn-requestid", id);
+    }
+    if let Some(code) = query_error.and_then(|c| HeaderValue::from_str(c).ok()) {
+        headers.insert("x-amzn-query-error", code);
+    }
+    response
+}
+
+fn cloudwatch_error(emulator: &Emulator, error: &CloudWatchError) -> Response {
+    let (type_name, query_error) = error.codes();
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = ciborium::Value::Map(vec![
+        (
+            ciborium::Value::Text("__type".into()),
+            ciborium::Value::Text(format!("com.amazonaws.cloudwatch#{type_name}")),
+        ),
+        (
+            ciborium::Value::Text("message".into()),
+            ciborium::Value::Text(error.to_string()),
+        ),
+    ]);
+    cbor_response(emulator, status, &body, Some(query_error))
+}
+
+/// `POST /service/GraniteServiceVersion20100801/operation/<Operation>` with a CBOR body.
+async fn cloudwatch(
+    State(emulator): State<Emulator>,
+    Path(operation): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !cbor::OPERATIONS.contains(&operation.as_str()) {
+        return cloudwatch_error(
+            &emulator,
+            &CloudWatchError::InvalidParameterValue(format!(
+                "The operation {operation} is not supported by this emulator."
+            )),
+        );
+    }
+    if headers.get("smithy-protocol").and_then(|v| v.to_str().ok()) != Some("rpc-v2-cbor") {
+        return cloudwatch_error(
+            &emulator,
+            &CloudWatchError::InvalidParameterValue(
+                "Requests must carry the header smithy-protocol: rpc-v2-cbor.".into(),
+            ),
+        );
+    }
+    let fault = emulator.faults().for_operation(&operation).clone();
+    tokio::time::sleep(fault.delay()).await;
+    match fault.draw() {
+        Outcome::Throttle => return cloudwatch_error(&emulator, &CloudWatchError::Throttling),
+        Outcome::ServerError => {
+            return cloudwatch_error(
+                &emulator,
+                &CloudWatchError::InternalService("Injected server error.".into()),
+            )
+        }
+        Outcome::Drop => return dropped(),
+        Outcome::Answer => {}
+    }
+    let gzip = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        == Some("gzip");
+    let raw = if gzip {
+        let mut out = Vec::new();
+        if flate2::read::GzDecoder::new(&body[..])
+            .read_to_end(&mut out)
+            .is_err()
+        {
+            return cloudwatch_error(
+                &emulator,
+                &CloudWatchError::InvalidParameterValue("The gzip body could not be read.".into()),
+            );
+        }
+        Bytes::from(out)
+    } else {
+        body
+    };
+    let input: ciborium::Value = if raw.is_empty() {
+        ciborium::Value::Map(Vec::new())
+    } else {
+        match ciborium::from_reader(&raw[..]) {
+            Ok(value) => value,
+            Err(error) => {
+                return cloudwatch_error(
+                    &emulator,
+                    &CloudWatchError::InvalidParameterValue(format!(
+                        "The request body is not valid CBOR: {error}."
+                    )),
+                )
+            }
+        }
+    };
+    let now = emulator.now();
+    match emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now)) {
+        Ok(output) => cbor_response(&emulator, StatusCode::OK, &output, None),
+        Err(error) => cloudwatch_error(&emulator, &error),
+    }
+}
+
+async fn status(State(emulator): State<Emulator>) -> Json<Status> {
+    Json(emulator.status())
+}
+
+async fn get_faults(State(emulator): State<Emulator>) -> Json<Faults> {
+    Json(emulator.faults())
+}
+
+async fn put_faults(State(emulator): State<Emulator>, body: Bytes) -> Response {
+    let faults: Faults = match serde_json::from_slice(&body) {
+        Ok(faults) => faults,
+        Err(error) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": format!("the fault settings are not valid: {error}")})),
+            )
+                .into_response()
+        }
+    };
+    match emulator.set_faults(faults) {
+        Ok(()) => Json(emulator.faults()).into_response(),
+        Err(error) => (StatusCode::BAD_REQUEST, Json(json!({"error": error}))).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Advance {
+    seconds: i64,
+}
+
+async fn advance(State(emulator): State<Emulator>, body: Bytes) -> Response {
+    match serde_json::from_slice::<Advance>(&body) {
+        Ok(Advance { seconds }) if (0..=86_400).contains(&seconds) => {
+            emulator.advance(seconds);
+            Json(emulator.status()).into_response()
+        }
+        _ => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "send {\"seconds\": N} with N from 0 to 86400"})),
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,611 @@
+//! Fleets to emulate, deterministic from a seed: `demo` to look at, `large` to measure,
+//! `empty` for a new account.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
+
+use crate::{
+    engine::{NewService, ServiceUpdate},
+    model::{splitmix, ContainerInstance, DeploymentConfig, Fleet, Tag},
+    placement::GpuSlot,
+};
+
+/// A scenario's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    Demo,
+    Large,
+    Empty,
+}
+
+impl Scenario {
+    pub const NAMES: [&'static str; 3] = ["demo", "large", "empty"];
+
+    pub fn parse(name: &str) -> Option<Scenario> {
+        match name {
+            "demo" => Some(Scenario::Demo),
+            "large" => Some(Scenario::Large),
+            "empty" => Some(Scenario::Empty),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Demo => "demo",
+            Scenario::Large => "large",
+            Scenario::Empty => "empty",
+        }
+    }
+
+    /// Builds the fleet as it stands at `now`.
+    pub fn build(self, seed: u64, now: DateTime<Utc>) -> Fleet {
+        match self {
+            Scenario::Demo => demo(seed, now),
+            Scenario::Large => large(seed, now),
+            Scenario::Empty => Fleet::new(seed, now),
+        }
+    }
+}
+
+/// An instance type: GPU model, GPU count, usable GPU memory, vCPUs, memory.
+struct InstanceType {
+    name: &'static str,
+    gpu_model: &'static str,
+    gpus: usize,
+    gpu_memory_mib: u32,
+    vcpus: u32,
+    memory_mib: u32,
+}
+
+const fn it(
+    name: &'static str,
+    gpu_model: &'static str,
+    gpus: usize,
+    gpu_memory_mib: u32,
+    vcpus: u32,
+    memory_gib: u32,
+) -> InstanceType {
+    InstanceType {
+        name,
+        gpu_model,
+        gpus,
+        gpu_memory_mib,
+        vcpus,
+        memory_mib: memory_gib * 1024 - 1024,
+    }
+}
+
+const G5_XLARGE: InstanceType = it("g5.xlarge", "NVIDIA A10G", 1, 22_563, 4, 16);
+const G5_12XLARGE: InstanceType = it("g5.12xlarge", "NVIDIA A10G", 4, 22_563, 48, 192);
+const G5_48XLARGE: InstanceType = it("g5.48xlarge", "NVIDIA A10G", 8, 22_563, 192, 768);
+const G6_12XLARGE: InstanceType = it("g6.12xlarge", "NVIDIA L4", 4, 22_491, 48, 192);
+const G6_48XLARGE: InstanceType = it("g6.48xlarge", "NVIDIA L4", 8, 22_491, 192, 768);
+const G6E_12XLARGE: InstanceType = it("g6e.12xlarge", "NVIDIA L40S", 4, 45_582, 48, 384);
+const G6E_48XLARGE: InstanceType = it("g6e.48xlarge", "NVIDIA L40S", 8, 45_582, 192, 1536);
+const P4D_24XLARGE: InstanceType = it("p4d.24xlarge", "NVIDIA A100-SXM4-40GB", 8, 40_536, 96, 1152);
+const P5_48XLARGE: InstanceType = it("p5.48xlarge", "NVIDIA H100 80GB HBM3", 8, 81_079, 192, 2048);
+
+fn hex(fleet: &mut Fleet) -> String {
+    fleet.new_hex_id()
+}
+
+fn add_instances(
+    fleet: &mut Fleet,
+    cluster: &str,
+    kind: &InstanceType,
+    count: usize,
+    at: DateTime<Utc>,
+) {
+    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+    for n in 0..count {
+        let id = hex(fleet);
+        let ec2 = format!("i-0{}", &id[..16]);
+        let arn = fleet.arn(&format!("container-instance/{cluster}/{id}"));
+        let gpu_ids = (0..kind.gpus)
+            .map(|_| {
+                let g = hex(fleet);
+                format!(
+                    "GPU-{}-{}-{}-{}-{}",
+                    &g[..8],
+                    &g[8..12],
+                    &g[12..16],
+                    &g[16..20],
+                    &g[20..32]
+                )
+            })
+            .collect();
+        let cpu = kind.vcpus * 1024;
+        fleet.add_instance(
+            cluster,
+            ContainerInstance {
+                arn,
+                ec2_instance_id: ec2,
+                instance_type: kind.name.to_string(),
+                availability_zone: zones[n % zones.len()].to_string(),
+                gpu_ids,
+                gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
+                gpu_model: kind.gpu_model.to_string(),
+                cpu,
+                memory_mib: kind.memory_mib,
+                cpu_remaining: cpu,
+                memory_remaining_mib: kind.memory_mib,
+                mps_capable: true,
+                agent_connected: true,
+                mps_impaired: None,
+                registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
+                running_tasks: 0,
+                pending_tasks: 0,
+            },
+        );
+    }
+}
+
+/// The GPU part of a container definition.
+enum Gpu {
+    Mps(u32, Option<u32>),
+    Whole(u32),
+}
+
+struct ServiceSpec {
+    cluster: &'static str,
+    name: &'static str,
+    team: &'static str,
+    image: &'static str,
+    gpus: Vec<Gpu>,
+    desired: u32,
+    cpu: u32,
+    memory_mib: u32,
+}
+
+fn container(name: &str, image: &str, gpu: Option<&Gpu>, cpu: u32, memory_mib: u32) -> Value {
+    let mut body = json!({
+        "name": name,
+        "image": image,
+        "cpu": cpu,
+        "memory": memory_mib,
+        "essential": true,
+        "portMappings": [{"containerPort": 8080, "protocol": "tcp"}],
+        "environment": [{"name": "LOG_LEVEL", "value": "info"}],
+        "logConfiguration": {"logDriver": "awslogs", "options": {"awslogs-group": format!("/ecs/{name}"), "awslogs-region": "us-east-1", "awslogs-stream-prefix": "ecs"}},
+    });
+    match gpu {
+        Some(Gpu::Mps(memory, compute)) => {
+            let mut mps = json!({"memory": memory});
+            if let Some(compute) = compute {
+                mps["maxComputePercent"] = json!(compute);
+            }
+            body["resourceRequirements"] =
+                json!([{"type": "GPU", "sharingStrategy": {"nvidiaMps": mps}}]);
+        }
+        Some(Gpu::Whole(count)) => {
+            body["resourceRequirements"] = json!([{"type": "GPU", "value": count.to_string()}]);
+        }
+        None => {}
+    }
+    body
+}
+
+fn task_definition(
+    spec: &ServiceSpec,
+    extra_env: Option<(&str, &str)>,
+) -> serde_json::Map<String, Value> {
+    let per = spec.gpus.len().max(1) as u32;
+    let mut containers: Vec<Value> = spec
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(i, gpu)| {
+            let name = if spec.gpus.len() == 1 {
+                spec.name.to_string()
+            } else {
+                format!("{}-{}", spec.name, i + 1)
+            };
+            container(
+                &name,
+                spec.image,
+                Some(gpu),
+                spec.cpu / per,
+                spec.memory_mib / per,
+            )
+        })
+        .collect();
+    if let Some((key, value)) = extra_env {
+        if let Some(env) = containers[0]["environment"].as_array_mut() {
+            env.push(json!({"name": key, "value": value}));
+        }
+    }
+    json!({
+        "family": spec.name,
+        "networkMode": "bridge",
+        "requiresCompatibilities": ["EC2"],
+        "containerDefinitions": containers,
+        "tags": [{"key": "team", "value": spec.team}],
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default()
+}
+
+fn add_service(fleet: &mut Fleet, spec: &ServiceSpec, config: DeploymentConfig) {
+    let now = fleet.now;
+    let Ok(td) = fleet.register_task_definition(task_definition(spec, None), now) else {
+        return;
+    };
+    let td = td.arn.clone();
+    let new = NewService {
+        name: spec.name.to_string(),
+        task_definition: td,
+        desired_count: spec.desired,
+        config,
+    };
+    if let Ok(service) = fleet.create_service(spec.cluster, new) {
+        let arn = service.arn.clone();
+        fleet.tags.insert(
+            arn,
+            vec![Tag {
+                key: "team".into(),
+                value: spec.team.into(),
+            }],
+        );
+    }
+}
+
+fn breaker() -> DeploymentConfig {
+    DeploymentConfig {
+        circuit_breaker_enable: true,
+        circuit_breaker_rollback: true,
+        ..DeploymentConfig::default()
+    }
+}
+
+/// Three clusters, 24 instances of mixed types, four teams, a dozen services — with idle GPUs, an
+/// oversubscribed GPU, a fragmented cluster, an impaired MPS daemon and a rollout that failed and
+/// rolled back.
+fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
+    let start = now - Duration::hours(2);
+    let mut fleet = Fleet::new(seed, start);
+    for name in ["inference-prod", "batch-sim", "ml-dev"] {
+        let _ = fleet.create_cluster(name);
+    }
+    add_instances(&mut fleet, "inference-prod", &G5_12XLARGE, 4, start);
+    add_instances(&mut fleet, "inference-prod", &G6_12XLARGE, 3, start);
+    add_instances(&mut fleet, "inference-prod", &G6E_12XLARGE, 2, start);
+    add_instances(&mut fleet, "inference-prod", &G5_XLARGE, 3, start);
+    add_instances(&mut fleet, "batch-sim", &P4D_24XLARGE, 1, start);
+    add_instances(&mut fleet, "batch-sim", &P5_48XLARGE, 1, start);
+    add_instances(&mut fleet, "batch-sim", &G6E_12XLARGE, 2, start);
+    add_instances(&mut fleet, "batch-sim", &G5_12XLARGE, 1, start);
+    add_instances(&mut fleet, "ml-dev", &G5_XLARGE, 5, start);
+    add_instances(&mut fleet, "ml-dev", &G6_12XLARGE, 2, start);
+
+    let specs = [
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "embed-api",
+            team: "search",
+            image: "search/embed:2.4.1",
+            gpus: vec![Gpu::Mps(4_096, Some(50))],
+            desired: 8,
+            cpu: 1024,
+            memory_mib: 4096,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "rerank",
+            team: "search",
+            image: "search/rerank:1.9.0",
+            gpus: vec![Gpu::Mps(8_192, Some(30))],
+            desired: 4,
+            cpu: 2048,
+            memory_mib: 8192,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "vision-detect",
+            team: "vision",
+            image: "vision/detect:5.0.2",
+            gpus: vec![Gpu::Mps(6_144, Some(60))],
+            desired: 6,
+            cpu: 2048,
+            memory_mib: 8192,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "ocr",
+            team: "vision",
+            image: "vision/ocr:3.1.0",
+            gpus: vec![Gpu::Mps(3_072, None)],
+            desired: 6,
+            cpu: 1024,
+            memory_mib: 4096,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "asr-stream",
+            team: "speech",
+            image: "speech/asr:7.2.0",
+            gpus: vec![Gpu::Mps(10_240, Some(40)), Gpu::Mps(2_048, Some(20))],
+            desired: 4,
+            cpu: 2048,
+            memory_mib: 8192,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "tts",
+            team: "speech",
+            image: "speech/tts:2.0.3",
+            gpus: vec![Gpu::Mps(5_120, Some(50))],
+            desired: 3,
+            cpu: 1024,
+            memory_mib: 4096,
+        },
+        ServiceSpec {
+            cluster: "inference-prod",
+            name: "llm-chat",
+            team: "research",
+            image: "research/llm-chat:0.9.4",
+            gpus: vec![Gpu::Whole(1)],
+            desired: 2,
+            cpu: 8192,
+            memory_mib: 65_536,
+        },
+        ServiceSpec {
+            cluster: "batch-sim",
+            name: "trainer",
+            team: "research",
+            image: "research/trainer:4.2.0",
+            gpus: vec![Gpu::Whole(8)],
+            desired: 1,
+            cpu: 65_536,
+            memory_mib: 524_288,
+        },
+        ServiceSpec {
+            cluster: "batch-sim",
+            name: "physics-sim",
+            team: "research",
+            image: "research/physics:1.3.0",
+            gpus: vec![Gpu::Mps(20_000, Some(60))],
+            desired: 5,
+            cpu: 4096,
+            memory_mib: 16_384,
+        },
+        ServiceSpec {
+            cluster: "batch-sim",
+            name: "sim-render",
+            team: "vision",
+            image: "vision/render:2.2.1",
+            gpus: vec![Gpu::Mps(12_000, Some(70))],
+            desired: 3,
+            cpu: 4096,
+            memory_mib: 16_384,
+        },
+        ServiceSpec {
+            cluster: "ml-dev",
+            name: "notebook-gpu",
+            team: "research",
+            image: "research/notebook:2026.11",
+            gpus: vec![Gpu::Mps(14_000, None)],
+            desired: 5,
+            cpu: 1024,
+            memory_mib: 4096,
+        },
+        ServiceSpec {
+            cluster: "ml-dev",
+            name: "speech-align",
+            team: "speech",
+            image: "speech/align:1.4.0",
+            gpus: vec![Gpu::Mps(4_096, Some(25))],
+            desired: 2,
+            cpu: 1024,
+            memory_mib: 4096,
+        },
+    ];
+    for spec in &specs {
+        add_service(&mut fleet, spec, breaker());
+    }
+    fleet.advance(start + Duration::seconds(60));
+
+    // One instance's MPS daemon stops answering; its MPS tasks stop and are replaced elsewhere.
+    if let Some(arn) = fleet
+        .clusters
+        .get("inference-prod")
+        .and_then(|c| c.instances.get(4))
+        .map(|i| i.arn.clone())
+    {
+        fleet.impair_mps(
+            "inference-prod",
+            &arn,
+            "MPS control daemon is not responding (3 failed probes)",
+        );
+    }
+    fleet.advance(start + Duration::seconds(120));
+
+    // A release of speech-align that crashes on start: the circuit breaker rolls it back.
+    let broken = &specs[11];
+    let body = task_definition(broken, Some(("EMULATOR_EXIT_CODE", "137")));
+    let at = fleet.now;
+    if let Ok(td) = fleet
+        .register_task_definition(body, at)
+        .map(|td| td.arn.clone())
+    {
+        let update = ServiceUpdate {
+            task_definition: Some(td),
+            ..ServiceUpdate::default()
+        };
+        let _ = fleet.update_service("ml-dev", "speech-align", update);
+    }
+    fleet.advance(start + Duration::seconds(600));
+    fleet.now = now;
+    fleet
+}
+
+/// 1,000 instances with 8 GPUs each in four clusters, 60 services, about 20,000 tasks.
+fn large(seed: u64, now: DateTime<Utc>) -> Fleet {
+    let start = now - Duration::hours(1);
+    let mut fleet = Fleet::new(seed, start);
+    let clusters = ["prod-a", "prod-b", "prod-c", "batch"];
+    let kinds = [
+        &G5_48XLARGE,
+        &G6_48XLARGE,
+        &G6E_48XLARGE,
+        &P4D_24XLARGE,
+        &P5_48XLARGE,
+    ];
+    for (c, cluster) in clusters.iter().enumerate() {
+        let _ = fleet.create_cluster(cluster);
+        for (k, kind) in kinds.iter().enumerate() {
+            add_instances(
+                &mut fleet,
+                cluster,
+                kind,
+                50,
+                start + Duration::minutes((c * 5 + k) as i64),
+            );
+        }
+    }
+    let teams = ["search", "vision", "speech", "research", "ads", "platform"];
+    let images = ["app/infer:1.0.0", "app/embed:2.1.0", "app/batch:3.0.1"];
+    let mut specs = Vec::new();
+    for n in 0..60_u64 {
+        let h = splitmix(seed ^ (n + 1));
+        let cluster = clusters[(n % 4) as usize];
+        let name: &'static str = Box::leak(format!("svc-{n:02}").into_boxed_str());
+        let gpus = if n % 20 == 7 {
+            vec![Gpu::Whole(1 + (h % 2) as u32)]
+        } else {
+            vec![Gpu::Mps(
+                1_024 * (1 + (h % 12) as u32),
+                (h % 3 != 0).then_some(10 + (h % 9) as u32 * 10),
+            )]
+        };
+        let desired = if matches!(gpus[0], Gpu::Whole(_)) {
+            40
+        } else {
+            300 + (h % 120) as u32
+        };
+        specs.push(ServiceSpec {
+            cluster,
+            name,
+            team: teams[(h % teams.len() as u64) as usize],
+            image: images[(n % 3) as usize],
+            gpus,
+            desired,
+            cpu: 512,
+            memory_mib: 2048,
+        });
+    }
+    for spec in &specs {
+        add_service(&mut fleet, spec, breaker());
+    }
+    fleet.advance(start + Duration::seconds(30));
+    fleet.now = now;
+    fleet
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaskStatus;
+
+    #[test]
+    fn the_same_seed_builds_the_same_fleet() {
+        let now = Utc::now();
+        let a = Scenario::Demo.build(7, now);
+        let b = Scenario::Demo.build(7, now);
+        let ids = |f: &Fleet| {
+            f.clusters
+                .values()
+                .flat_map(|c| c.tasks.keys().cloned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&a), ids(&b));
+        assert_ne!(ids(&a), ids(&Scenario::Demo.build(8, now)));
+    }
+
+    #[test]
+    fn demo_has_what_it_promises() {
+        let fleet = Scenario::Demo.build(1, Utc::now());
+        let instances: Vec<_> = fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .collect();
+        assert_eq!(fleet.clusters.len(), 3);
+        assert_eq!(instances.len(), 24);
+        let gpus = || instances.iter().flat_map(|i| i.gpus.iter());
+        assert!(
+            gpus().any(|g| g.mode == crate::placement::SharingMode::Idle),
+            "some idle GPUs"
+        );
+        assert!(
+            gpus().any(|g| g.mode == crate::placement::SharingMode::Dedicated),
+            "a dedicated GPU"
+        );
+        assert_eq!(
+            instances
+                .iter()
+                .filter(|i| i.mps_impaired.is_some())
+                .count(),
+            1,
+            "one impaired daemon"
+        );
+        let services: Vec<_> = fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.services.values())
+            .collect();
+        assert_eq!(services.len(), 12);
+        let align = services
+            .iter()
+            .find(|s| s.name == "speech-align")
+            .expect("speech-align");
+        assert!(
+            align.task_definition_arn.ends_with("speech-align:1"),
+            "rolled back to revision 1"
+        );
+        assert!(
+            align
+                .events
+                .iter()
+                .any(|e| e.message.contains("deployment failed")),
+            "{:?}",
+            align.events
+        );
+        assert!(align
+            .events
+            .iter()
+            .any(|e| e.message.contains("rolling back")));
+        // Every service but the one that failed reaches its desired count.
+        for service in &services {
+            let running: u32 = service.deployments.iter().map(|d| d.running_count).sum();
+            assert_eq!(running, service.desired_count, "{}", service.name);
+        }
+        // Allocation bookkeeping matches the tasks placed.
+        for cluster in fleet.clusters.values() {
+            for instance in &cluster.instances {
+                for (index, slot) in instance.gpus.iter().enumerate() {
+                    let uuid = &instance.gpu_ids[index];
+                    let containers: Vec<_> = cluster
+                        .tasks
+                        .values()
+                        .filter(|t| t.last_status != TaskStatus::Stopped)
+                        .flat_map(|t| t.containers.iter())
+                        .filter(|c| c.gpu_ids.contains(uuid))
+                        .collect();
+                    assert_eq!(
+                        slot.container_count as usize,
+                        containers.len().min(
+                            if slot.mode == crate::placement::SharingMode::Dedicated {
+                                1
+                            } else {
+                                usize::MAX
+                            }
+                        ),
+                        "{uuid}"
+                    );
+                }
+            }
+        }
+    }
+}

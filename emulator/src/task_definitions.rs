@@ -1,0 +1,583 @@
+//! RegisterTaskDefinition's rules for GPU requirements, as the ECS API reference documents them,
+//! and the parsed form the emulator places tasks with.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use crate::{
+    error::{invalid, EcsError},
+    model::{Fleet, Tag, TaskDefinition},
+    placement::GpuRequest,
+};
+
+/// The GPU ask of one container, as parsed from its `resourceRequirements`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContainerGpu {
+    None,
+    /// `value`: a number of whole GPUs, or [`ALL_GPUS`] for `ALL`.
+    Whole(u32),
+    /// `sharingStrategy.nvidiaMps`.
+    Mps {
+        memory_mib: u32,
+        max_compute_percent: Option<u32>,
+    },
+}
+
+pub use crate::placement::ALL_GPUS;
+
+/// Parses one container's GPU requirement, applying the per-container rules.
+pub fn container_gpu(container: &Map<String, Value>) -> Result<ContainerGpu, EcsError> {
+    let name = container.get("name").and_then(Value::as_str).unwrap_or("?");
+    let Some(requirements) = container.get("resourceRequirements") else {
+        return Ok(ContainerGpu::None);
+    };
+    let requirements = requirements.as_array().ok_or_else(|| {
+        invalid(format!(
+            "Container '{name}': resourceRequirements must be a list."
+        ))
+    })?;
+    let mut found = ContainerGpu::None;
+    for requirement in requirements {
+        let requirement = requirement.as_object().ok_or_else(|| {
+            invalid(format!(
+                "Container '{name}': each resource requirement must be an object."
+            ))
+        })?;
+        let kind = requirement
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind != "GPU" {
+            if kind != "InferenceAccelerator" {
+                return Err(invalid(format!(
+                    "Container '{name}': resource requirement type '{kind}' is not valid; use GPU or InferenceAccelerator."
+                )));
+            }
+            continue;
+        }
+        if found != ContainerGpu::None {
+            return Err(invalid(format!(
+                "Container '{name}' has more than one GPU resource requirement."
+            )));
+        }
+        let value = match requirement.get("value") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(value)) => value.as_str(),
+            Some(_) => {
+                return Err(invalid(format!(
+                    "Container '{name}': the GPU value must be a string."
+                )))
+            }
+        };
+        let strategy = requirement.get("sharingStrategy").filter(|v| !v.is_null());
+        found = match (value.is_empty(), strategy) {
+            (false, Some(_)) => {
+                return Err(invalid(format!(
+                    "Container '{name}': a GPU resource requirement takes either a value or a sharingStrategy, not both."
+                )))
+            }
+            (true, None) => {
+                return Err(invalid(format!(
+                    "Container '{name}': a GPU resource requirement needs a value (a number of GPUs) or a sharingStrategy."
+                )))
+            }
+            (false, None) => ContainerGpu::Whole(parse_gpu_count(name, value)?),
+            (true, Some(strategy)) => parse_sharing_strategy(name, strategy)?,
+        };
+    }
+    Ok(found)
+}
+
+fn parse_gpu_count(name: &str, value: &str) -> Result<u32, EcsError> {
+    if value == "ALL" {
+        return Ok(ALL_GPUS);
+    }
+    match value.parse::<u32>() {
+        Ok(count) if count >= 1 && count < ALL_GPUS => Ok(count),
+        _ => Err(invalid(format!(
+            "Container '{name}': the GPU value '{value}' is not valid; give a whole number of GPUs of at least 1, or ALL."
+        ))),
+    }
+}
+
+fn parse_sharing_strategy(name: &str, strategy: &Value) -> Result<ContainerGpu, EcsError> {
+    let strategy = strategy.as_object().ok_or_else(|| {
+        invalid(format!(
+            "Container '{name}': sharingStrategy must be an object."
+        ))
+    })?;
+    if strategy.len() != 1 {
+        return Err(invalid(format!(
+            "Container '{name}': sharingStrategy must have exactly one member (nvidiaMps)."
+        )));
+    }
+    let mps = match strategy.get("nvidiaMps") {
+        Some(Value::Object(mps)) => mps,
+        Some(_) => {
+            return Err(invalid(format!(
+                "Container '{name}': nvidiaMps must be an object."
+            )))
+        }
+        None => {
+            let other = strategy
+                .keys()
+                .next()
+                .map(String::as_str)
+                .unwrap_or_default();
+            return Err(invalid(format!(
+                "Container '{name}': sharing strategy '{other}' is not supported; use nvidiaMps."
+            )));
+        }
+    };
+    let memory = mps.get("memory").ok_or_else(|| {
+        invalid(format!(
+            "Container '{name}': nvidiaMps.memory is required (MiB of GPU memory)."
+        ))
+    })?;
+    let memory = whole_number(memory)
+        .filter(|memory| *memory >= 1 && *memory <= i64::from(i32::MAX))
+        .ok_or_else(|| {
+            invalid(format!(
+                "Container '{name}': nvidiaMps.memory must be a whole number of MiB, at least 1."
+            ))
+        })?;
+    let compute = match mps.get("maxComputePercent") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(whole_number(value).filter(|p| (1..=100).contains(p)).ok_or_else(|| {
+            invalid(format!(
+                "Container '{name}': nvidiaMps.maxComputePercent must be a whole number from 1 to 100."
+            ))
+        })?),
+    };
+    if let Some(unknown) = mps
+        .keys()
+        .find(|key| *key != "memory" && *key != "maxComputePercent")
+    {
+        return Err(invalid(format!(
+            "Container '{name}': nvidiaMps has no field '{unknown}'."
+        )));
+    }
+    Ok(ContainerGpu::Mps {
+        memory_mib: memory as u32,
+        max_compute_percent: compute.map(|p| p as u32),
+    })
+}
+
+fn whole_number(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0)
+            .map(|f| f as i64)
+    })
+}
+
+/// The task's GPU request from its containers, with the rules across containers.
+pub fn task_gpu(
+    containers: &[Map<String, Value>],
+    compatibilities: &[String],
+) -> Result<(GpuRequest, Vec<String>), EcsError> {
+    let mut whole = Vec::new();
+    let mut mps = Vec::new();
+    let mut names = Vec::new();
+    for container in containers {
+        let name = container
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match container_gpu(container)? {
+            ContainerGpu::None => {}
+            ContainerGpu::Whole(count) => {
+                whole.push(count);
+                names.push(name);
+            }
+            ContainerGpu::Mps { memory_mib, .. } => {
+                mps.push(memory_mib);
+                names.push(name);
+            }
+        }
+    }
+    if !whole.is_empty() && !mps.is_empty() {
+        return Err(invalid(
+            "All containers of a task that use GPUs must use the same option: all a value (whole GPUs) or all a sharingStrategy.",
+        ));
+    }
+    if !mps.is_empty() {
+        if let Some(bad) = compatibilities
+            .iter()
+            .find(|c| *c == "EXTERNAL" || *c == "FARGATE")
+        {
+            return Err(invalid(format!(
+                "GPU sharing (sharingStrategy) is not supported with {bad} compatibility; use EC2 or MANAGED_INSTANCES."
+            )));
+        }
+        return Ok((GpuRequest::Mps(mps), names));
+    }
+    if !whole.is_empty() {
+        return Ok((GpuRequest::Whole(whole), names));
+    }
+    Ok((GpuRequest::None, names))
+}
+
+/// CPU units and memory MiB one task reserves: the task-level values, or the containers' sum.
+fn reservation(body: &Map<String, Value>, containers: &[Map<String, Value>]) -> (u32, u32) {
+    let task_level = |key: &str| -> Option<u32> {
+        match body.get(key)? {
+            Value::String(s) => s.trim().parse().ok(),
+            Value::Number(n) => n.as_u64().map(|n| n as u32),
+            _ => None,
+        }
+    };
+    let sum = |keys: &[&str]| -> u32 {
+        containers
+            .iter()
+            .map(|c| {
+                keys.iter()
+                    .find_map(|k| c.get(*k).and_then(Value::as_u64))
+                    .unwrap_or(0) as u32
+            })
+            .sum()
+    };
+    let cpu = task_level("cpu").unwrap_or_else(|| sum(&["cpu"]));
+    let memory = task_level("memory").unwrap_or_else(|| sum(&["memory", "memoryReservation"]));
+    (cpu, memory)
+}
+
+fn fails_with(containers: &[Map<String, Value>]) -> Option<i32> {
+    containers.iter().find_map(|container| {
+        container
+            .get("environment")?
+            .as_array()?
+            .iter()
+            .find_map(|pair| {
+                (pair.get("name")?.as_str()? == "EMULATOR_EXIT_CODE")
+                    .then(|| pair.get("value")?.as_str()?.parse().ok())
+                    .flatten()
+            })
+    })
+}
+
+fn valid_family(family: &str) -> bool {
+    !family.is_empty()
+        && family.len() <= 255
+        && family
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl Fleet {
+    /// RegisterTaskDefinition: validates, stores every field as given, returns the new revision.
+    pub fn register_task_definition(
+        &mut self,
+        mut input: Map<String, Value>,
+        now: DateTime<Utc>,
+    ) -> Result<&TaskDefinition, EcsError> {
+        let family = input
+            .get("family")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("family is required."))?
+            .to_string();
+        if !valid_family(&family) {
+            return Err(invalid(
+                "family must be 1 to 255 letters, numbers, hyphens and underscores.",
+            ));
+        }
+        let containers: Vec<Map<String, Value>> = match input.get("containerDefinitions") {
+            Some(Value::Array(list)) if !list.is_empty() => list
+                .iter()
+                .map(|c| {
+                    c.as_object()
+                        .cloned()
+                        .ok_or_else(|| invalid("Each container definition must be an object."))
+                })
+                .collect::<Result<_, _>>()?,
+            _ => {
+                return Err(invalid(
+                    "containerDefinitions must list at least one container.",
+                ))
+            }
+        };
+        let mut names = Vec::new();
+        for container in &containers {
+            let name = container
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| invalid("Each container definition needs a name."))?;
+            if names.iter().any(|n| n == name) {
+                return Err(invalid(format!(
+                    "Container names must be unique: '{name}' appears twice."
+                )));
+            }
+            if container
+                .get("image")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(invalid(format!("Container '{name}' needs an image.")));
+            }
+            names.push(name.to_string());
+        }
+        let compatibilities: Vec<String> = input
+            .get("requiresCompatibilities")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (gpu, gpu_containers) = task_gpu(&containers, &compatibilities)?;
+        let tags = parse_tags(input.remove("tags"))?;
+        let (cpu, memory_mib) = reservation(&input, &containers);
+
+        let revisions = self.task_definitions.entry(family.clone()).or_default();
+        let revision = revisions.len() as u32 + 1;
+        let arn = format!(
+            "arn:aws:ecs:{}:{}:task-definition/{family}:{revision}",
+            self.region, self.account
+        );
+        revisions.push(TaskDefinition {
+            arn: arn.clone(),
+            family,
+            revision,
+            active: true,
+            fails_with: fails_with(&containers),
+            body: input,
+            gpu,
+            gpu_containers,
+            containers: names,
+            cpu,
+            memory_mib,
+            registered_at: now,
+            deregistered_at: None,
+        });
+        if !tags.is_empty() {
+            self.tags.insert(arn.clone(), tags);
+        }
+        self.task_definition(&arn)
+            .ok_or_else(|| EcsError::Server("registration was lost".into()))
+    }
+
+    /// DeregisterTaskDefinition: marks a revision INACTIVE.
+    pub fn deregister_task_definition(
+        &mut self,
+        reference: &str,
+        now: DateTime<Utc>,
+    ) -> Result<&TaskDefinition, EcsError> {
+        let arn = self
+            .task_definition(reference)
+            .filter(|_| reference.contains(':'))
+            .map(|td| td.arn.clone())
+            .ok_or_else(|| invalid(format!("The task definition '{reference}' does not exist; give family:revision or its ARN.")))?;
+        let (family, revision) = split_arn(&arn);
+        let td = self
+            .task_definitions
+            .get_mut(&family)
+            .and_then(|revisions| revisions.get_mut(revision.saturating_sub(1)))
+            .ok_or_else(|| EcsError::Server("task definition index is inconsistent".into()))?;
+        td.active = false;
+        td.deregistered_at = Some(now);
+        Ok(td)
+    }
+}
+
+fn split_arn(arn: &str) -> (String, usize) {
+    let rest = arn
+        .rsplit_once(":task-definition/")
+        .map_or(arn, |(_, rest)| rest);
+    let (family, revision) = rest.rsplit_once(':').unwrap_or((rest, "0"));
+    (family.to_string(), revision.parse().unwrap_or(0))
+}
+
+/// Parses a `tags` list of `{key, value}`.
+pub fn parse_tags(tags: Option<Value>) -> Result<Vec<Tag>, EcsError> {
+    let Some(tags) = tags else {
+        return Ok(Vec::new());
+    };
+    let list = tags
+        .as_array()
+        .ok_or_else(|| invalid("tags must be a list of {key, value}."))?;
+    list.iter()
+        .map(|tag| {
+            let key = tag
+                .get("key")
+                .and_then(Value::as_str)
+                .filter(|k| !k.is_empty() && k.len() <= 128);
+            let value = tag.get("value").and_then(Value::as_str).unwrap_or_default();
+            match key {
+                Some(key) if value.len() <= 256 => Ok(Tag {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                }),
+                _ => Err(invalid(
+                    "Each tag needs a key of 1 to 128 characters and a value of at most 256.",
+                )),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().expect("object")
+    }
+
+    fn register(value: Value) -> Result<TaskDefinition, EcsError> {
+        let mut fleet = Fleet::new(1, Utc::now());
+        fleet
+            .register_task_definition(body(value), Utc::now())
+            .cloned()
+    }
+
+    fn gpu_container(name: &str, requirement: Value) -> Value {
+        json!({"name": name, "image": "img", "resourceRequirements": [requirement]})
+    }
+
+    #[test]
+    fn mps_with_an_empty_value_is_shared() {
+        let td = register(json!({"family": "a", "containerDefinitions": [gpu_container("c", json!({
+            "type": "GPU", "value": "", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}
+        }))]}))
+        .expect("valid");
+        assert_eq!(td.gpu, GpuRequest::Mps(vec![8192]));
+        assert_eq!(td.revision, 1);
+    }
+
+    #[test]
+    fn each_rule_rejects_what_it_should() {
+        let cases = [
+            (
+                "both value and strategy",
+                json!({"type": "GPU", "value": "1", "sharingStrategy": {"nvidiaMps": {"memory": 1}}}),
+                "not both",
+            ),
+            (
+                "neither",
+                json!({"type": "GPU", "value": ""}),
+                "needs a value",
+            ),
+            (
+                "memory zero",
+                json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 0}}}),
+                "at least 1",
+            ),
+            (
+                "memory fractional",
+                json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1.5}}}),
+                "whole number",
+            ),
+            (
+                "compute 0",
+                json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1, "maxComputePercent": 0}}}),
+                "1 to 100",
+            ),
+            (
+                "compute 101",
+                json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1, "maxComputePercent": 101}}}),
+                "1 to 100",
+            ),
+            (
+                "two strategies",
+                json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1}, "other": {}}}),
+                "exactly one",
+            ),
+            (
+                "unknown strategy",
+                json!({"type": "GPU", "sharingStrategy": {"timeSlicing": {}}}),
+                "not supported",
+            ),
+            (
+                "zero GPUs",
+                json!({"type": "GPU", "value": "0"}),
+                "at least 1",
+            ),
+        ];
+        for (name, requirement, expected) in cases {
+            let error = register(
+                json!({"family": "a", "containerDefinitions": [gpu_container("c", requirement)]}),
+            )
+            .expect_err(name);
+            assert!(
+                matches!(error, EcsError::InvalidParameter(_)),
+                "{name}: {error:?}"
+            );
+            assert!(error.to_string().contains(expected), "{name}: {error}");
+        }
+    }
+
+    #[test]
+    fn containers_of_a_task_use_one_option() {
+        let error = register(json!({"family": "a", "containerDefinitions": [
+            gpu_container("a", json!({"type": "GPU", "value": "1"})),
+            gpu_container("b", json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1}}})),
+        ]}))
+        .expect_err("mixed");
+        assert!(error.to_string().contains("same option"), "{error}");
+
+        let td = register(json!({"family": "a", "containerDefinitions": [
+            gpu_container("a", json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 100}}})),
+            gpu_container("b", json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 200}}})),
+            {"name": "sidecar", "image": "envoy"},
+        ]}))
+        .expect("valid");
+        assert_eq!(td.gpu, GpuRequest::Mps(vec![100, 200]));
+        assert_eq!(td.gpu_containers, ["a", "b"]);
+    }
+
+    #[test]
+    fn sharing_is_refused_on_fargate_and_external() {
+        for compatibility in ["FARGATE", "EXTERNAL"] {
+            let error = register(json!({"family": "a", "requiresCompatibilities": [compatibility],
+                "containerDefinitions": [gpu_container("c", json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1}}}))]}))
+            .expect_err(compatibility);
+            assert!(error.to_string().contains(compatibility), "{error}");
+        }
+        let td = register(json!({"family": "a", "requiresCompatibilities": ["EC2"],
+            "containerDefinitions": [gpu_container("c", json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1}}}))]}));
+        assert!(td.is_ok());
+    }
+
+    #[test]
+    fn every_field_is_kept_and_revisions_count_up() {
+        let mut fleet = Fleet::new(1, Utc::now());
+        let input = json!({"family": "web", "networkMode": "awsvpc", "cpu": "1024", "memory": "4096",
+            "containerDefinitions": [{"name": "c", "image": "i", "environment": [{"name": "A", "value": "1"}],
+                "someFutureField": {"nested": [1, 2, 3]}}],
+            "tags": [{"key": "team", "value": "search"}]});
+        let first = fleet
+            .register_task_definition(body(input.clone()), Utc::now())
+            .expect("valid")
+            .clone();
+        let second = fleet
+            .register_task_definition(body(input.clone()), Utc::now())
+            .expect("valid")
+            .clone();
+        assert_eq!(second.revision, 2);
+        let mut expected = body(input);
+        expected.remove("tags");
+        assert_eq!(first.body, expected);
+        assert_eq!((first.cpu, first.memory_mib), (1024, 4096));
+        assert_eq!(
+            fleet.tags[&first.arn],
+            vec![Tag {
+                key: "team".into(),
+                value: "search".into()
+            }]
+        );
+        assert_eq!(fleet.task_definition("web").map(|td| td.revision), Some(2));
+        fleet
+            .deregister_task_definition("web:2", Utc::now())
+            .expect("exists");
+        assert_eq!(
+            fleet.task_definition("web").map(|td| td.revision),
+            Some(1),
+            "latest ACTIVE"
+        );
+    }
+}
