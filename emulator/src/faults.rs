@@ -121,9 +121,11 @@ impl Faults {
                 "throttle" => fault.throttle_rate = number(value)?,
                 "error" => fault.error_rate = number(value)?,
                 "drop" => fault.drop_rate = number(value)?,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "unknown fault setting {other:?}; use latency, jitter, throttle, error or drop"
-                )),
+                ))
+                }
             }
         }
         fault.validate()?;

@@ -1,0 +1,1018 @@
+//! Conformance: the real aws-sdk-ecs and aws-sdk-cloudwatch clients against the emulator over
+//! HTTP, for every operation it serves, with errors, pagination, batch limits and faults.
+
+use std::net::SocketAddr;
+
+use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricDatum, MetricStat};
+use aws_sdk_ecs::{
+    config::{BehaviorVersion, Credentials, Region},
+    error::ProvideErrorMetadata,
+    types::{
+        ContainerDefinition, DeploymentCircuitBreaker, DeploymentConfiguration, GpuSharingMode,
+        InstanceHealthCheckState, InstanceHealthCheckType, KeyValuePair, NvidiaMpsAllocation,
+        ResourceRequirement, ResourceType, SharingStrategy, Tag, TaskDefinitionField,
+    },
+};
+use aws_smithy_types::DateTime as SmithyTime;
+use chrono::Utc;
+use emulator::{Emulator, Fault, Faults, Scenario};
+
+struct Harness {
+    emulator: Emulator,
+    addr: SocketAddr,
+    ecs: aws_sdk_ecs::Client,
+    cloudwatch: aws_sdk_cloudwatch::Client,
+}
+
+async fn start(scenario: Scenario, clock_speed: f64) -> Harness {
+    let emulator = Emulator::new(
+        scenario.build(42, Utc::now()),
+        scenario.name(),
+        clock_speed,
+        Faults::default(),
+    );
+    let addr = emulator
+        .clone()
+        .spawn("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new(
+            "AKIDEMULATOR",
+            "secret",
+            None,
+            None,
+            "test",
+        ))
+        .endpoint_url(format!("http://{addr}"))
+        .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
+        .load()
+        .await;
+    Harness {
+        emulator,
+        addr,
+        ecs: aws_sdk_ecs::Client::new(&config),
+        cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+    }
+}
+
+async fn all_instance_arns(ecs: &aws_sdk_ecs::Client, cluster: &str, page: i32) -> Vec<String> {
+    let mut arns = Vec::new();
+    let mut token = None;
+    loop {
+        let out = ecs
+            .list_container_instances()
+            .cluster(cluster)
+            .max_results(page)
+            .set_next_token(token)
+            .send()
+            .await
+            .expect("list");
+        arns.extend(out.container_instance_arns().iter().cloned());
+        token = out.next_token().map(str::to_string);
+        if token.is_none() {
+            return arns;
+        }
+    }
+}
+
+#[tokio::test]
+async fn clusters_and_container_instances_with_gpu_devices() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let clusters = h.ecs.list_clusters().send().await.expect("list clusters");
+    assert_eq!(clusters.cluster_arns().len(), 3);
+
+    let described = h
+        .ecs
+        .describe_clusters()
+        .set_clusters(Some(vec!["inference-prod".into(), "nope".into()]))
+        .send()
+        .await
+        .expect("describe clusters");
+    assert_eq!(described.clusters().len(), 1);
+    assert_eq!(
+        described.clusters()[0].registered_container_instances_count(),
+        12
+    );
+    assert_eq!(described.failures()[0].reason(), Some("MISSING"));
+
+    // Pages of 5 collect the same 12 instances as one page.
+    let paged = all_instance_arns(&h.ecs, "inference-prod", 5).await;
+    assert_eq!(paged.len(), 12);
+    assert_eq!(
+        paged,
+        all_instance_arns(&h.ecs, "inference-prod", 100).await
+    );
+
+    let out = h
+        .ecs
+        .describe_container_instances()
+        .cluster("inference-prod")
+        .set_container_instances(Some(paged))
+        .send()
+        .await
+        .expect("describe instances");
+    let instances = out.container_instances();
+    assert_eq!(instances.len(), 12);
+    let mut impaired = 0;
+    for instance in instances {
+        let attributes: Vec<&str> = instance.attributes().iter().map(|a| a.name()).collect();
+        assert!(attributes.contains(&"ecs.instance-type"));
+        assert!(attributes.contains(&"ecs.capability.gpu-sharing-mps"));
+        let devices = instance.gpu_devices();
+        assert!(!devices.is_empty());
+        for gpu in devices {
+            assert!(gpu.gpu_id().unwrap_or_default().starts_with("GPU-"));
+            let total = gpu.total_memory_in_mib().unwrap_or_default();
+            let remaining = gpu.remaining_memory_in_mib().unwrap_or_default();
+            assert!(remaining <= total);
+            match gpu.sharing_mode() {
+                Some(GpuSharingMode::Idle) => {
+                    assert_eq!((remaining, gpu.container_count()), (total, Some(0)))
+                }
+                Some(GpuSharingMode::NvidiaMps) => {
+                    assert!(gpu.container_count().unwrap_or_default() >= 1)
+                }
+                Some(GpuSharingMode::Dedicated) => assert_eq!(gpu.container_count(), Some(1)),
+                other => panic!("unexpected sharing mode {other:?}"),
+            }
+        }
+        let health = instance.health_status().expect("health status");
+        if let Some(check) = health
+            .details()
+            .iter()
+            .find(|d| d.r#type() == Some(&InstanceHealthCheckType::AcceleratedCompute))
+        {
+            if check.status() == Some(&InstanceHealthCheckState::Impaired) {
+                impaired += 1;
+                assert!(check
+                    .status_reason()
+                    .unwrap_or_default()
+                    .contains("MPS control daemon"));
+            }
+        }
+    }
+    assert_eq!(impaired, 1);
+}
+
+#[tokio::test]
+async fn gpu_ids_of_tasks_add_up_to_each_gpus_allocation() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let arns = all_instance_arns(&h.ecs, "inference-prod", 100).await;
+    let instances = h
+        .ecs
+        .describe_container_instances()
+        .cluster("inference-prod")
+        .set_container_instances(Some(arns))
+        .send()
+        .await
+        .expect("describe");
+    let tasks = h
+        .ecs
+        .list_tasks()
+        .cluster("inference-prod")
+        .send()
+        .await
+        .expect("list tasks");
+    let described = h
+        .ecs
+        .describe_tasks()
+        .cluster("inference-prod")
+        .set_tasks(Some(tasks.task_arns().to_vec()))
+        .send()
+        .await
+        .expect("describe tasks");
+    // Memory requested per GPU, from the task definitions of the tasks on it.
+    let mut requested: std::collections::HashMap<String, i32> = Default::default();
+    for task in described.tasks() {
+        assert!(task.group().unwrap_or_default().starts_with("service:"));
+        let td = h
+            .ecs
+            .describe_task_definition()
+            .task_definition(task.task_definition_arn().unwrap_or_default())
+            .send()
+            .await
+            .expect("td");
+        let td = td.task_definition().expect("td");
+        for container in task.containers() {
+            let definition = td
+                .container_definitions()
+                .iter()
+                .find(|c| c.name() == container.name())
+                .expect("container");
+            for gpu in container.gpu_ids() {
+                let memory = definition
+                    .resource_requirements()
+                    .iter()
+                    .find_map(|r| match r.sharing_strategy() {
+                        Some(SharingStrategy::NvidiaMps(mps)) => Some(mps.memory()),
+                        _ => None,
+                    })
+                    .unwrap_or(i32::MAX);
+                *requested.entry(gpu.clone()).or_default() += memory.min(100_000_000);
+            }
+        }
+    }
+    for instance in instances.container_instances() {
+        for gpu in instance.gpu_devices() {
+            if gpu.sharing_mode() == Some(&GpuSharingMode::NvidiaMps) {
+                let allocated = gpu.total_memory_in_mib().unwrap_or_default()
+                    - gpu.remaining_memory_in_mib().unwrap_or_default();
+                assert_eq!(
+                    requested
+                        .get(gpu.gpu_id().unwrap_or_default())
+                        .copied()
+                        .unwrap_or_default(),
+                    allocated,
+                    "{:?}",
+                    gpu.gpu_id()
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn errors_come_back_typed() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let error = h
+        .ecs
+        .list_services()
+        .cluster("no-such-cluster")
+        .send()
+        .await
+        .expect_err("unknown cluster");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.is_cluster_not_found_exception()),
+        "{error:?}"
+    );
+
+    let error = h
+        .ecs
+        .update_service()
+        .cluster("ml-dev")
+        .service("no-such-service")
+        .desired_count(1)
+        .send()
+        .await
+        .expect_err("unknown service");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.is_service_not_found_exception()),
+        "{error:?}"
+    );
+
+    let too_many: Vec<String> = (0..101).map(|i| format!("instance-{i}")).collect();
+    let error = h
+        .ecs
+        .describe_container_instances()
+        .cluster("ml-dev")
+        .set_container_instances(Some(too_many))
+        .send()
+        .await
+        .expect_err("101 ARNs");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.is_invalid_parameter_exception()),
+        "{error:?}"
+    );
+
+    let eleven: Vec<String> = (0..11).map(|i| format!("svc-{i}")).collect();
+    let error = h
+        .ecs
+        .describe_services()
+        .cluster("ml-dev")
+        .set_services(Some(eleven))
+        .send()
+        .await
+        .expect_err("11 services");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.is_invalid_parameter_exception()),
+        "{error:?}"
+    );
+
+    let error = h
+        .ecs
+        .list_clusters()
+        .next_token("garbage")
+        .send()
+        .await
+        .expect_err("bad token");
+    assert_eq!(error.code(), Some("InvalidParameterException"));
+}
+
+fn mps_requirement(memory: i32, compute: Option<i32>) -> ResourceRequirement {
+    let mps = NvidiaMpsAllocation::builder()
+        .memory(memory)
+        .set_max_compute_percent(compute)
+        .build()
+        .expect("mps");
+    // The SDK models `value` as required, so it goes out as "" beside the sharing strategy.
+    ResourceRequirement::builder()
+        .r#type(ResourceType::Gpu)
+        .value("")
+        .sharing_strategy(SharingStrategy::NvidiaMps(mps))
+        .build()
+        .expect("requirement")
+}
+
+#[tokio::test]
+async fn task_definitions_register_describe_list_and_deregister() {
+    let h = start(Scenario::Empty, 1.0).await;
+    let container = ContainerDefinition::builder()
+        .name("model")
+        .image("example/model:1")
+        .memory(2048)
+        .environment(KeyValuePair::builder().name("MODEL").value("small").build())
+        .resource_requirements(mps_requirement(8192, Some(50)))
+        .build();
+    let registered = h
+        .ecs
+        .register_task_definition()
+        .family("embedder")
+        .container_definitions(container.clone())
+        .tags(Tag::builder().key("team").value("search").build())
+        .send()
+        .await
+        .expect("register");
+    let td = registered.task_definition().expect("td");
+    assert_eq!(td.revision(), 1);
+    let again = h
+        .ecs
+        .register_task_definition()
+        .family("embedder")
+        .container_definitions(container)
+        .send()
+        .await
+        .expect("register 2");
+    assert_eq!(again.task_definition().map(|t| t.revision()), Some(2));
+
+    let described = h
+        .ecs
+        .describe_task_definition()
+        .task_definition("embedder:1")
+        .include(TaskDefinitionField::Tags)
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(described.tags()[0].value(), Some("search"));
+    let requirement = &described
+        .task_definition()
+        .expect("td")
+        .container_definitions()[0]
+        .resource_requirements()[0];
+    match requirement.sharing_strategy() {
+        Some(SharingStrategy::NvidiaMps(mps)) => {
+            assert_eq!((mps.memory(), mps.max_compute_percent()), (8192, Some(50)))
+        }
+        other => panic!("sharing strategy lost: {other:?}"),
+    }
+    assert_eq!(
+        requirement.value(),
+        "",
+        "the value is returned exactly as given"
+    );
+
+    let families = h
+        .ecs
+        .list_task_definition_families()
+        .send()
+        .await
+        .expect("families");
+    assert_eq!(families.families(), ["embedder"]);
+    let revisions = h
+        .ecs
+        .list_task_definitions()
+        .family_prefix("embedder")
+        .send()
+        .await
+        .expect("revisions");
+    assert_eq!(revisions.task_definition_arns().len(), 2);
+
+    h.ecs
+        .deregister_task_definition()
+        .task_definition("embedder:2")
+        .send()
+        .await
+        .expect("deregister");
+    let active = h
+        .ecs
+        .list_task_definitions()
+        .family_prefix("embedder")
+        .send()
+        .await
+        .expect("revisions");
+    assert_eq!(active.task_definition_arns().len(), 1);
+
+    // ECS's rules: value and sharingStrategy together are refused.
+    let both = ResourceRequirement::builder()
+        .r#type(ResourceType::Gpu)
+        .value("1")
+        .sharing_strategy(SharingStrategy::NvidiaMps(
+            NvidiaMpsAllocation::builder()
+                .memory(1)
+                .build()
+                .expect("mps"),
+        ))
+        .build()
+        .expect("requirement");
+    let error = h
+        .ecs
+        .register_task_definition()
+        .family("bad")
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name("c")
+                .image("i")
+                .resource_requirements(both)
+                .build(),
+        )
+        .send()
+        .await
+        .expect_err("both");
+    assert!(
+        error.message().unwrap_or_default().contains("not both"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn services_roll_out_and_a_broken_revision_rolls_back() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let services = h
+        .ecs
+        .list_services()
+        .cluster("inference-prod")
+        .send()
+        .await
+        .expect("list services");
+    assert_eq!(services.service_arns().len(), 7);
+
+    let before = h
+        .ecs
+        .describe_services()
+        .cluster("inference-prod")
+        .services("tts")
+        .include(aws_sdk_ecs::types::ServiceField::Tags)
+        .send()
+        .await
+        .expect("describe");
+    let service = &before.services()[0];
+    assert_eq!(service.running_count(), 3);
+    assert_eq!(service.tags()[0].value(), Some("speech"));
+    let td = h
+        .ecs
+        .describe_task_definition()
+        .task_definition(service.task_definition().unwrap_or_default())
+        .send()
+        .await
+        .expect("td");
+    let mut container = td.task_definition().expect("td").container_definitions()[0].clone();
+    container.resource_requirements = Some(vec![mps_requirement(6_144, Some(50))]);
+    let new = h
+        .ecs
+        .register_task_definition()
+        .family("tts")
+        .container_definitions(container.clone())
+        .send()
+        .await
+        .expect("register");
+    let new_arn = new
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .unwrap_or_default()
+        .to_string();
+
+    let updated = h
+        .ecs
+        .update_service()
+        .cluster("inference-prod")
+        .service("tts")
+        .task_definition(&new_arn)
+        .deployment_configuration(
+            DeploymentConfiguration::builder()
+                .maximum_percent(200)
+                .minimum_healthy_percent(100)
+                .deployment_circuit_breaker(
+                    DeploymentCircuitBreaker::builder()
+                        .enable(true)
+                        .rollback(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("update");
+    let deployments = updated.service().expect("service").deployments();
+    assert_eq!(deployments.len(), 2);
+    assert_eq!(deployments[0].status(), Some("PRIMARY"));
+    assert_eq!(
+        deployments[0].rollout_state().map(|s| s.as_str()),
+        Some("IN_PROGRESS")
+    );
+
+    h.emulator.advance(120);
+    let after = h
+        .ecs
+        .describe_services()
+        .cluster("inference-prod")
+        .services("tts")
+        .send()
+        .await
+        .expect("describe");
+    let service = &after.services()[0];
+    assert_eq!(service.deployments().len(), 1);
+    assert_eq!(
+        service.deployments()[0].rollout_state().map(|s| s.as_str()),
+        Some("COMPLETED")
+    );
+    assert_eq!(service.task_definition(), Some(new_arn.as_str()));
+    assert_eq!(service.running_count(), 3);
+    assert!(service.events().iter().any(|e| e
+        .message()
+        .unwrap_or_default()
+        .contains("deployment completed")));
+
+    // A revision whose container exits on start: the circuit breaker fails it and rolls back.
+    container.environment = Some(vec![KeyValuePair::builder()
+        .name("EMULATOR_EXIT_CODE")
+        .value("1")
+        .build()]);
+    let broken = h
+        .ecs
+        .register_task_definition()
+        .family("tts")
+        .container_definitions(container)
+        .send()
+        .await
+        .expect("register");
+    let broken_arn = broken
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .unwrap_or_default()
+        .to_string();
+    h.ecs
+        .update_service()
+        .cluster("inference-prod")
+        .service("tts")
+        .task_definition(&broken_arn)
+        .send()
+        .await
+        .expect("update");
+    h.emulator.advance(300);
+    let after = h
+        .ecs
+        .describe_services()
+        .cluster("inference-prod")
+        .services("tts")
+        .send()
+        .await
+        .expect("describe");
+    let service = &after.services()[0];
+    assert_eq!(
+        service.task_definition(),
+        Some(new_arn.as_str()),
+        "rolled back to the last good revision"
+    );
+    let messages: Vec<&str> = service
+        .events()
+        .iter()
+        .filter_map(|e| e.message())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("deployment failed: tasks failed to start")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("rolling back")),
+        "{messages:?}"
+    );
+    assert_eq!(service.running_count(), 3);
+
+    let stopped = h
+        .ecs
+        .list_tasks()
+        .cluster("inference-prod")
+        .service_name("tts")
+        .desired_status(aws_sdk_ecs::types::DesiredStatus::Stopped)
+        .send()
+        .await
+        .expect("stopped");
+    let stopped = h
+        .ecs
+        .describe_tasks()
+        .cluster("inference-prod")
+        .set_tasks(Some(stopped.task_arns().to_vec()))
+        .send()
+        .await
+        .expect("describe stopped");
+    assert!(stopped
+        .tasks()
+        .iter()
+        .any(|t| t.stopped_reason() == Some("Essential container in task exited")));
+}
+
+#[tokio::test]
+async fn a_service_that_cannot_be_placed_reports_it() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let huge = ContainerDefinition::builder()
+        .name("huge")
+        .image("i")
+        .resource_requirements(mps_requirement(200_000, None))
+        .build();
+    let td = h
+        .ecs
+        .register_task_definition()
+        .family("huge")
+        .container_definitions(huge)
+        .send()
+        .await
+        .expect("register");
+    let arn = td
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .unwrap_or_default()
+        .to_string();
+    let created = h
+        .ecs
+        .create_service()
+        .cluster("ml-dev")
+        .service_name("huge")
+        .task_definition(arn)
+        .desired_count(1)
+        .deployment_configuration(
+            DeploymentConfiguration::builder()
+                .deployment_circuit_breaker(
+                    DeploymentCircuitBreaker::builder()
+                        .enable(true)
+                        .rollback(false)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("create");
+    let service = created.service().expect("service");
+    assert_eq!(service.running_count(), 0);
+    assert!(service.events().iter().any(|e| e
+        .message()
+        .unwrap_or_default()
+        .contains("unable to place a task")));
+    h.emulator.advance(120);
+    let after = h
+        .ecs
+        .describe_services()
+        .cluster("ml-dev")
+        .services("huge")
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(
+        after.services()[0].deployments()[0]
+            .rollout_state()
+            .map(|s| s.as_str()),
+        Some("FAILED")
+    );
+}
+
+#[tokio::test]
+async fn tags_can_be_added_listed_and_removed() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let arn = h
+        .ecs
+        .describe_clusters()
+        .clusters("ml-dev")
+        .send()
+        .await
+        .expect("describe")
+        .clusters()[0]
+        .cluster_arn()
+        .unwrap_or_default()
+        .to_string();
+    h.ecs
+        .tag_resource()
+        .resource_arn(&arn)
+        .tags(Tag::builder().key("owner").value("platform").build())
+        .send()
+        .await
+        .expect("tag");
+    let tags = h
+        .ecs
+        .list_tags_for_resource()
+        .resource_arn(&arn)
+        .send()
+        .await
+        .expect("list tags");
+    assert_eq!(tags.tags()[0].key(), Some("owner"));
+    h.ecs
+        .untag_resource()
+        .resource_arn(&arn)
+        .tag_keys("owner")
+        .send()
+        .await
+        .expect("untag");
+    assert!(h
+        .ecs
+        .list_tags_for_resource()
+        .resource_arn(&arn)
+        .send()
+        .await
+        .expect("list")
+        .tags()
+        .is_empty());
+    let error = h
+        .ecs
+        .list_tags_for_resource()
+        .resource_arn("arn:aws:ecs:us-east-1:123456789012:cluster/none")
+        .send()
+        .await
+        .expect_err("unknown");
+    assert_eq!(error.code(), Some("InvalidParameterException"));
+}
+
+fn gpu_query(id: &str, metric: &str, dims: &[Dimension]) -> MetricDataQuery {
+    MetricDataQuery::builder()
+        .id(id)
+        .metric_stat(
+            MetricStat::builder()
+                .metric(
+                    Metric::builder()
+                        .namespace("CWAgent")
+                        .metric_name(metric)
+                        .set_dimensions(Some(dims.to_vec()))
+                        .build(),
+                )
+                .period(60)
+                .stat("Average")
+                .build(),
+        )
+        .build()
+}
+
+#[tokio::test]
+async fn cloudwatch_serves_gpu_metrics_over_cbor() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let listed = h
+        .cloudwatch
+        .list_metrics()
+        .namespace("CWAgent")
+        .metric_name("nvidia_smi_utilization_gpu")
+        .send()
+        .await
+        .expect("list metrics");
+    let gpus: usize = h.emulator.status().gpus;
+    assert_eq!(listed.metrics().len(), gpus);
+    let dims = listed.metrics()[0].dimensions().to_vec();
+    let names: Vec<&str> = dims.iter().filter_map(|d| d.name()).collect();
+    assert_eq!(names, ["arch", "host", "index", "name"]);
+
+    let now = h.emulator.now().timestamp();
+    let out = h
+        .cloudwatch
+        .get_metric_data()
+        .metric_data_queries(gpu_query("util", "nvidia_smi_utilization_gpu", &dims))
+        .metric_data_queries(gpu_query("mem", "nvidia_smi_memory_used", &dims))
+        .start_time(SmithyTime::from_secs(now - 15 * 60))
+        .end_time(SmithyTime::from_secs(now))
+        .send()
+        .await
+        .expect("get metric data");
+    let results = out.metric_data_results();
+    assert_eq!(results.len(), 2);
+    assert!(
+        (14..=16).contains(&results[0].values().len()),
+        "{:?}",
+        results[0].values()
+    );
+    assert_eq!(results[0].timestamps().len(), results[0].values().len());
+    assert!(results[0]
+        .values()
+        .iter()
+        .all(|v| (0.0..=100.0).contains(v)));
+
+    // A GPU that does not exist has no data, not zeros.
+    let mut missing = dims.clone();
+    missing[2] = Dimension::builder().name("index").value("99").build();
+    let none = h
+        .cloudwatch
+        .get_metric_data()
+        .metric_data_queries(gpu_query("x", "nvidia_smi_utilization_gpu", &missing))
+        .start_time(SmithyTime::from_secs(now - 600))
+        .end_time(SmithyTime::from_secs(now))
+        .send()
+        .await
+        .expect("get");
+    assert!(none.metric_data_results()[0].values().is_empty());
+
+    // At most 500 queries a call.
+    let mut request = h
+        .cloudwatch
+        .get_metric_data()
+        .start_time(SmithyTime::from_secs(now - 600))
+        .end_time(SmithyTime::from_secs(now));
+    for i in 0..501 {
+        request = request.metric_data_queries(gpu_query(
+            &format!("q{i}"),
+            "nvidia_smi_utilization_gpu",
+            &dims,
+        ));
+    }
+    let error = request.send().await.expect_err("501 queries");
+    assert!(
+        error.message().unwrap_or_default().contains("500"),
+        "{error:?}"
+    );
+
+    // PutMetricData, then read it back.
+    let dim = Dimension::builder()
+        .name("service")
+        .value("embed-api")
+        .build();
+    h.cloudwatch
+        .put_metric_data()
+        .namespace("gpushare/test")
+        .metric_data(
+            MetricDatum::builder()
+                .metric_name("latency")
+                .dimensions(dim.clone())
+                .value(42.0)
+                .timestamp(SmithyTime::from_secs(now - 120))
+                .build(),
+        )
+        .send()
+        .await
+        .expect("put");
+    let back = h
+        .cloudwatch
+        .get_metric_data()
+        .metric_data_queries(
+            MetricDataQuery::builder()
+                .id("l")
+                .metric_stat(
+                    MetricStat::builder()
+                        .metric(
+                            Metric::builder()
+                                .namespace("gpushare/test")
+                                .metric_name("latency")
+                                .dimensions(dim)
+                                .build(),
+                        )
+                        .period(300)
+                        .stat("Maximum")
+                        .build(),
+                )
+                .build(),
+        )
+        .start_time(SmithyTime::from_secs(now - 900))
+        .end_time(SmithyTime::from_secs(now))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(back.metric_data_results()[0].values(), [42.0]);
+}
+
+#[tokio::test]
+async fn faults_throttle_fail_drop_and_delay() {
+    let h = start(Scenario::Empty, 1.0).await;
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "ListClusters".into(),
+        Fault {
+            throttle_rate: 1.0,
+            ..Fault::default()
+        },
+    );
+    faults.operations.insert(
+        "DescribeClusters".into(),
+        Fault {
+            error_rate: 1.0,
+            ..Fault::default()
+        },
+    );
+    faults.operations.insert(
+        "ListServices".into(),
+        Fault {
+            drop_rate: 1.0,
+            ..Fault::default()
+        },
+    );
+    faults.operations.insert(
+        "ListTaskDefinitions".into(),
+        Fault {
+            latency_ms: 300,
+            ..Fault::default()
+        },
+    );
+    faults.operations.insert(
+        "ListMetrics".into(),
+        Fault {
+            throttle_rate: 1.0,
+            ..Fault::default()
+        },
+    );
+    h.emulator.set_faults(faults).expect("valid");
+
+    let error = h.ecs.list_clusters().send().await.expect_err("throttled");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.code() == Some("ThrottlingException")),
+        "{error:?}"
+    );
+    let error = h
+        .ecs
+        .describe_clusters()
+        .clusters("x")
+        .send()
+        .await
+        .expect_err("5xx");
+    assert!(
+        error
+            .as_service_error()
+            .is_some_and(|e| e.is_server_exception()),
+        "{error:?}"
+    );
+    let error = h.ecs.list_services().send().await.expect_err("dropped");
+    assert!(
+        error.as_service_error().is_none(),
+        "a dropped connection is not a service error: {error:?}"
+    );
+    let started = std::time::Instant::now();
+    h.ecs
+        .list_task_definitions()
+        .send()
+        .await
+        .expect("slow but fine");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    // CloudWatch is query-compatible: the SDK reports the query protocol's code.
+    let error = h
+        .cloudwatch
+        .list_metrics()
+        .send()
+        .await
+        .expect_err("throttled");
+    assert_eq!(error.code(), Some("Throttling"), "{error:?}");
+}
+
+#[tokio::test]
+async fn the_admin_endpoint_takes_faults_and_refuses_bad_ones() {
+    let h = start(Scenario::Empty, 1.0).await;
+    let (status, body) = raw(
+        h.addr,
+        "PUT",
+        "/_emulator/faults",
+        r#"{"default": {"throttle_rate": 2}}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("between 0 and 1"), "{body}");
+    let (status, _) = raw(
+        h.addr,
+        "PUT",
+        "/_emulator/faults",
+        r#"{"operations": {"ListClusters": {"error_rate": 1}}}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        h.emulator.faults().for_operation("ListClusters").error_rate,
+        1.0
+    );
+    let (status, body) = raw(h.addr, "GET", "/_emulator/status", "").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"scenario\":\"empty\""), "{body}");
+}
+
+/// A minimal HTTP/1.1 exchange, to call the admin endpoint without another client crate.
+async fn raw(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
