@@ -375,7 +375,7 @@ fn gpu_value(gpu: &GpuSource<'_>, metric: &str, minute: i64) -> f64 {
         f64::from(slot.total_memory_mib - slot.remaining_memory_mib.min(slot.total_memory_mib))
             / f64::from(slot.total_memory_mib.max(1));
     // One GPU in eight that has work on it sits idle: allocated, not used.
-    let idle_but_allocated = slot.mode != SharingMode::Idle && seed % 8 == 0;
+    let idle_but_allocated = slot.mode != SharingMode::Idle && seed.is_multiple_of(8);
     let hour_of_day = (minute.rem_euclid(1440)) as f64 / 60.0;
     let daily = 0.65 + 0.35 * ((hour_of_day - 15.0) / 24.0 * std::f64::consts::TAU).cos();
     let noise = unit(seed ^ (minute as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) - 0.5;

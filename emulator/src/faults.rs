@@ -153,15 +153,15 @@ mod tests {
         assert_eq!(faults.for_operation("DescribeTasks").throttle_rate, 0.5);
         assert!(faults
             .add_spec("nothing")
-            .unwrap_err()
+            .expect_err("invalid")
             .contains("OPERATION:"));
         assert!(faults
             .add_spec("X:throttle=2")
-            .unwrap_err()
+            .expect_err("invalid")
             .contains("between 0 and 1"));
         assert!(faults
             .add_spec("X:speed=1")
-            .unwrap_err()
+            .expect_err("invalid")
             .contains("unknown fault setting"));
     }
 

@@ -476,7 +476,7 @@ fn large(seed: u64, now: DateTime<Utc>) -> Fleet {
         } else {
             vec![Gpu::Mps(
                 1_024 * (1 + (h % 12) as u32),
-                (h % 3 != 0).then_some(10 + (h % 9) as u32 * 10),
+                (!h.is_multiple_of(3)).then_some(10 + (h % 9) as u32 * 10),
             )]
         };
         let desired = if matches!(gpus[0], Gpu::Whole(_)) {

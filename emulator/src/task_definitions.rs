@@ -93,7 +93,7 @@ fn parse_gpu_count(name: &str, value: &str) -> Result<u32, EcsError> {
         return Ok(ALL_GPUS);
     }
     match value.parse::<u32>() {
-        Ok(count) if count >= 1 && count < ALL_GPUS => Ok(count),
+        Ok(count) if (1..ALL_GPUS).contains(&count) => Ok(count),
         _ => Err(invalid(format!(
             "Container '{name}': the GPU value '{value}' is not valid; give a whole number of GPUs of at least 1, or ALL."
         ))),

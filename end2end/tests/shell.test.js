@@ -14,6 +14,21 @@ after(async () => {
 });
 
 describe('hydrated', () => {
+  test('the fleet page lists the simulated clusters read through the SDK', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const badge = page.getByTestId('fleet-source');
+    assert.equal(await badge.textContent(), 'Simulated fleet (demo)');
+    assert.match(await badge.getAttribute('title'), /emulator/);
+    const rows = page.getByTestId('cluster-table').locator('tbody tr');
+    assert.equal(await rows.count(), 3);
+    const prod = rows.filter({ hasText: 'inference-prod' });
+    assert.equal(await prod.locator('td').first().textContent(), '12', 'container instances');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   test('the theme switch reacts to a click and the choice survives a reload', async () => {
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/');
@@ -75,12 +90,14 @@ describe('hydrated', () => {
 });
 
 describe('without JavaScript', () => {
-  test('the fleet page is rendered on the server, status included', async () => {
+  test('the fleet page is rendered on the server, clusters and status included', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     const response = await page.goto(BASE_URL + '/');
     assert.equal(response.status(), 200);
     assert.match(await page.locator('h1').textContent(), /Fleet/);
-    assert.match(await page.getByTestId('no-fleet').textContent(), /No fleet is configured/);
+    assert.equal(await page.getByTestId('fleet-source').textContent(), 'Simulated fleet (demo)');
+    const clusters = await page.getByTestId('cluster-table').locator('tbody th').allTextContents();
+    assert.deepEqual(clusters, ['batch-sim', 'inference-prod', 'ml-dev']);
     assert.match(await page.getByTestId('status-version').textContent(), /^\d+\.\d+\.\d+/);
     assert.equal(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').count(), 4);
     assert.equal(await page.locator('body[data-hydrated]').count(), 0, 'nothing ran in the browser');

@@ -29,8 +29,127 @@ pub struct Cli {
 /// What `gpushare` does.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the console over HTTP (the default).
+    /// Serve the console over HTTP (the default). With no AWS options it starts the embedded
+    /// emulator and shows its simulated fleet.
     Serve(ServeArgs),
+    /// Run the ECS and CloudWatch emulator alone, for scripts and the AWS CLI
+    /// (`aws --endpoint-url http://127.0.0.1:4566 ecs list-clusters`).
+    Emulate(EmulateArgs),
+}
+
+/// Which fleet the console shows: the embedded emulator (default) or AWS.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FleetArgs {
+    /// Use AWS through the default credential chain instead of the embedded emulator.
+    #[arg(long, env = "GPUSHARE_AWS")]
+    pub aws: bool,
+
+    /// Send ECS and CloudWatch requests to this endpoint (e.g. a standalone `gpushare emulate`);
+    /// implies --aws.
+    #[arg(long, env = "GPUSHARE_ENDPOINT_URL", value_name = "URL", value_parser = parse_url)]
+    pub endpoint_url: Option<String>,
+
+    /// AWS region (default: from the AWS configuration); implies --aws.
+    #[arg(long, env = "GPUSHARE_REGION")]
+    pub region: Option<String>,
+
+    /// AWS profile of the shared configuration files; implies --aws.
+    #[arg(long, env = "GPUSHARE_PROFILE")]
+    pub profile: Option<String>,
+
+    #[command(flatten)]
+    pub emulator: EmulatorArgs,
+}
+
+impl FleetArgs {
+    /// Whether the console talks to AWS (or a given endpoint) rather than its own emulator.
+    pub fn uses_aws(&self) -> bool {
+        self.aws || self.endpoint_url.is_some() || self.region.is_some() || self.profile.is_some()
+    }
+}
+
+/// The emulated fleet: which scenario, how fast its clock runs, which faults it injects.
+#[derive(Debug, Clone, Args)]
+pub struct EmulatorArgs {
+    /// The emulated fleet: `demo` (3 clusters, 24 instances), `large` (1,000 instances,
+    /// 8,000 GPUs) or `empty`.
+    #[arg(long, env = "GPUSHARE_SCENARIO", default_value = "demo", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+
+    /// Seed of the scenario: the same seed builds the same fleet.
+    #[arg(long, env = "GPUSHARE_SEED", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Simulated seconds per real second, so that rollouts take seconds to watch.
+    #[arg(long, env = "GPUSHARE_CLOCK_SPEED", default_value_t = 10.0, value_parser = parse_clock_speed)]
+    pub clock_speed: f64,
+
+    /// Inject faults: `OPERATION:latency=40,jitter=10,throttle=0.1,error=0.05,drop=0.01`, with
+    /// `*` for every operation; repeat for several. Also settable at runtime with
+    /// `PUT /_emulator/faults` on the emulator.
+    #[arg(
+        long = "fault",
+        env = "GPUSHARE_FAULT",
+        value_name = "SPEC",
+        value_delimiter = ';'
+    )]
+    pub faults: Vec<String>,
+}
+
+impl Default for EmulatorArgs {
+    fn default() -> Self {
+        EmulatorArgs {
+            scenario: "demo".into(),
+            seed: 1,
+            clock_speed: 10.0,
+            faults: Vec::new(),
+        }
+    }
+}
+
+impl EmulatorArgs {
+    /// The fault settings the flags describe, or what is wrong with them.
+    pub fn faults(&self) -> Result<emulator::Faults, String> {
+        let mut faults = emulator::Faults::default();
+        for spec in &self.faults {
+            faults
+                .add_spec(spec)
+                .map_err(|error| format!("--fault {spec:?}: {error}"))?;
+        }
+        Ok(faults)
+    }
+}
+
+/// Options of `gpushare emulate`.
+#[derive(Debug, Clone, Args)]
+pub struct EmulateArgs {
+    /// Address and port the emulator listens on.
+    #[arg(
+        long,
+        env = "GPUSHARE_EMULATOR_LISTEN",
+        default_value = "127.0.0.1:4566"
+    )]
+    pub listen: SocketAddr,
+
+    #[command(flatten)]
+    pub emulator: EmulatorArgs,
+}
+
+fn parse_clock_speed(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(speed) if speed > 0.0 && speed <= 10_000.0 => Ok(speed),
+        _ => Err(format!(
+            "{value:?} is not a clock speed; give a number above 0 and at most 10000"
+        )),
+    }
+}
+
+fn parse_url(value: &str) -> Result<String, String> {
+    if value.starts_with("http://") || value.starts_with("https://") {
+        Ok(value.trim_end_matches('/').to_string())
+    } else {
+        Err(format!("{value:?} is not an http:// or https:// URL"))
+    }
 }
 
 /// Options of the console's HTTP server.
@@ -51,6 +170,9 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes; larger bodies get 413.
     #[arg(long, env = "GPUSHARE_BODY_LIMIT", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
     pub body_limit: u64,
+
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 impl Default for ServeArgs {
@@ -60,6 +182,7 @@ impl Default for ServeArgs {
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,
+            fleet: FleetArgs::default(),
         }
     }
 }
@@ -106,6 +229,60 @@ mod tests {
         };
         assert_eq!(args.listen.port(), 8080);
         assert_eq!(cli.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn the_emulator_is_the_default_and_aws_flags_switch_it_off() {
+        let cli = Cli::try_parse_from(["gpushare"]).expect("parses");
+        assert!(!cli.serve.fleet.uses_aws());
+        assert_eq!(cli.serve.fleet.emulator.scenario, "demo");
+        let cli =
+            Cli::try_parse_from(["gpushare", "serve", "--region", "eu-west-1"]).expect("parses");
+        let Some(Command::Serve(args)) = cli.command else {
+            panic!("expected serve")
+        };
+        assert!(args.fleet.uses_aws());
+        let error = Cli::try_parse_from(["gpushare", "--scenario", "huge"]).expect_err("must fail");
+        assert!(error.to_string().contains("demo"), "{error}");
+    }
+
+    #[test]
+    fn emulate_takes_scenario_seed_speed_and_faults() {
+        let cli = Cli::try_parse_from([
+            "gpushare",
+            "emulate",
+            "--scenario",
+            "large",
+            "--seed",
+            "9",
+            "--clock-speed",
+            "60",
+            "--fault",
+            "*:latency=40",
+            "--fault",
+            "DescribeTasks:throttle=0.5",
+        ])
+        .expect("parses");
+        let Some(Command::Emulate(args)) = cli.command else {
+            panic!("expected emulate")
+        };
+        assert_eq!(args.listen.port(), 4566);
+        let faults = args.emulator.faults().expect("valid faults");
+        assert_eq!(faults.for_operation("ListTasks").latency_ms, 40);
+        assert_eq!(faults.for_operation("DescribeTasks").throttle_rate, 0.5);
+        let bad = Cli::try_parse_from(["gpushare", "emulate", "--fault", "X:throttle=5"])
+            .expect("parses");
+        let Some(Command::Emulate(args)) = bad.command else {
+            panic!("expected emulate")
+        };
+        assert!(args
+            .emulator
+            .faults()
+            .expect_err("invalid")
+            .contains("between 0 and 1"));
+        let error = Cli::try_parse_from(["gpushare", "emulate", "--clock-speed", "0"])
+            .expect_err("must fail");
+        assert!(error.to_string().contains("clock speed"), "{error}");
     }
 
     #[test]

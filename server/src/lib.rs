@@ -1,5 +1,7 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
+pub mod aws;
+pub mod clusters;
 pub mod config;
 pub mod error;
 pub mod http;
@@ -41,9 +43,90 @@ pub fn router(state: AppState) -> Router {
     http::with_layers(router, &state).with_state(state)
 }
 
+/// Builds the emulator the flags describe (a large scenario takes a few seconds).
+pub async fn build_emulator(args: &config::EmulatorArgs) -> anyhow::Result<emulator::Emulator> {
+    let faults = args.faults().map_err(anyhow::Error::msg)?;
+    let scenario = emulator::Scenario::parse(&args.scenario)
+        .with_context(|| format!("unknown scenario {:?}", args.scenario))?;
+    let seed = args.seed;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(seed, chrono::Utc::now()))
+        .await
+        .context("building the scenario failed")?;
+    Ok(emulator::Emulator::new(
+        fleet,
+        scenario.name(),
+        args.clock_speed,
+        faults,
+    ))
+}
+
+/// Where the console's fleet comes from: AWS as the flags say, or an embedded emulator started
+/// on a free loopback port.
+pub async fn connect_fleet(
+    fleet: &config::FleetArgs,
+) -> anyhow::Result<(app::model::FleetSource, aws::Clients)> {
+    if fleet.uses_aws() {
+        let target = aws::Target::Aws {
+            region: fleet.region.clone(),
+            profile: fleet.profile.clone(),
+            endpoint_url: fleet.endpoint_url.clone(),
+        };
+        let clients = aws::Clients::new(&target).await;
+        let source = app::model::FleetSource::Aws {
+            region: clients.region.clone(),
+        };
+        return Ok((source, clients));
+    }
+    let emulator = build_emulator(&fleet.emulator).await?;
+    let address = emulator
+        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .context("cannot start the embedded emulator on a loopback port")?;
+    let endpoint = format!("http://{address}");
+    tracing::info!(%endpoint, scenario = %fleet.emulator.scenario, "embedded emulator started");
+    let clients = aws::Clients::new(&aws::Target::Emulator {
+        endpoint: endpoint.clone(),
+    })
+    .await;
+    let source = app::model::FleetSource::Emulator {
+        endpoint,
+        scenario: fleet.emulator.scenario.clone(),
+    };
+    Ok((source, clients))
+}
+
+/// Runs the emulator alone until Ctrl-C or SIGTERM.
+pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
+    let emulator = build_emulator(&args.emulator).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {}; is another server using it?",
+                args.listen
+            )
+        })?;
+    let status = emulator.status();
+    tracing::info!(
+        address = %args.listen,
+        scenario = %status.scenario,
+        clusters = status.clusters,
+        gpus = status.gpus,
+        tasks = status.tasks,
+        "the emulator is serving ECS and CloudWatch on http://{}",
+        args.listen
+    );
+    tokio::select! {
+        result = emulator.serve(listener) => result.context("the emulator stopped with an error")?,
+        () = shutdown_signal() => {},
+    }
+    Ok(())
+}
+
 /// Runs the console's HTTP server until Ctrl-C or SIGTERM.
 pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
-    let state = AppState::new(&args);
+    let (source, clients) = connect_fleet(&args.fleet).await?;
+    let state = AppState::new(&args, source, clients);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| {

@@ -10,6 +10,7 @@ async fn main() -> anyhow::Result<()> {
     gpushare::telemetry::init(cli.log_format, &cli.log_filter)?;
     match cli.command {
         Some(Command::Serve(args)) => gpushare::serve(args).await,
+        Some(Command::Emulate(args)) => gpushare::emulate(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }

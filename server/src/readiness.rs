@@ -106,6 +106,82 @@ impl ReadinessCheck for SiteAssets {
     }
 }
 
+/// How long a dependency may take to answer a readiness probe.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+async fn probe<T, E: std::fmt::Display>(
+    service: &str,
+    call: impl Future<Output = Result<T, E>>,
+) -> Result<(), String> {
+    match tokio::time::timeout(PROBE_TIMEOUT, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(format!(
+            "{service} did not answer: {error}; check the credentials, the region or --endpoint-url"
+        )),
+        Err(_) => Err(format!(
+            "{service} did not answer within {} s",
+            PROBE_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// ECS answers ListClusters.
+pub struct EcsReachable {
+    ecs: aws_sdk_ecs::Client,
+}
+
+impl EcsReachable {
+    pub fn new(ecs: aws_sdk_ecs::Client) -> EcsReachable {
+        EcsReachable { ecs }
+    }
+}
+
+impl ReadinessCheck for EcsReachable {
+    fn name(&self) -> &'static str {
+        "ecs"
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(probe("ECS", async {
+            self.ecs
+                .list_clusters()
+                .max_results(1)
+                .send()
+                .await
+                .map_err(aws_sdk_ecs::error::DisplayErrorContext)
+        }))
+    }
+}
+
+/// CloudWatch answers ListMetrics.
+pub struct CloudWatchReachable {
+    cloudwatch: aws_sdk_cloudwatch::Client,
+}
+
+impl CloudWatchReachable {
+    pub fn new(cloudwatch: aws_sdk_cloudwatch::Client) -> CloudWatchReachable {
+        CloudWatchReachable { cloudwatch }
+    }
+}
+
+impl ReadinessCheck for CloudWatchReachable {
+    fn name(&self) -> &'static str {
+        "cloudwatch"
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(probe("CloudWatch", async {
+            self.cloudwatch
+                .list_metrics()
+                .namespace("CWAgent")
+                .metric_name("nvidia_smi_utilization_gpu")
+                .send()
+                .await
+                .map_err(aws_sdk_cloudwatch::error::DisplayErrorContext)
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

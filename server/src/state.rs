@@ -7,7 +7,13 @@ use leptos::prelude::*;
 
 use app::{model::FleetSource, ssr::console::ConsoleContext};
 
-use crate::{config::ServeArgs, http::metrics::HttpMetrics, readiness::Readiness};
+use crate::{
+    aws::Clients,
+    clusters::EcsClusters,
+    config::ServeArgs,
+    http::metrics::HttpMetrics,
+    readiness::{CloudWatchReachable, EcsReachable, Readiness},
+};
 
 /// The server's shared state, cloned into every handler.
 #[derive(Clone)]
@@ -18,6 +24,8 @@ pub struct AppState {
     pub console: ConsoleContext,
     /// Request counts and latencies for `/metrics`.
     pub metrics: Arc<HttpMetrics>,
+    /// The ECS and CloudWatch clients.
+    pub clients: Clients,
     /// The checks behind `/readyz`.
     pub readiness: Readiness,
     /// Largest request body, in bytes.
@@ -27,8 +35,8 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State for a server started with `args`.
-    pub fn new(args: &ServeArgs) -> AppState {
+    /// State for a server started with `args`, showing the fleet of `source` through `clients`.
+    pub fn new(args: &ServeArgs, source: FleetSource, clients: Clients) -> AppState {
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -37,13 +45,17 @@ impl AppState {
             .env(leptos::config::Env::PROD)
             .build();
         AppState {
-            readiness: Readiness::for_site(&args.site_root),
+            readiness: Readiness::for_site(&args.site_root)
+                .with(EcsReachable::new(clients.ecs.clone()))
+                .with(CloudWatchReachable::new(clients.cloudwatch.clone())),
             leptos_options,
             console: ConsoleContext {
                 version: env!("CARGO_PKG_VERSION"),
                 started: Instant::now(),
-                fleet_source: FleetSource::NotConfigured,
+                fleet_source: source,
+                clusters: Arc::new(EcsClusters::new(clients.ecs.clone())),
             },
+            clients,
             metrics: Arc::new(HttpMetrics::default()),
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),

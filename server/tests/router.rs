@@ -11,10 +11,11 @@ use axum::{
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use gpushare::{config::ServeArgs, router, AppState};
+use gpushare::{config::ServeArgs, connect_fleet, router, AppState};
 
-/// A router whose site root is a fresh temporary folder, with or without the built assets.
-fn test_app(with_assets: bool) -> (Router, PathBuf) {
+/// A router on the embedded emulator's demo fleet, whose site root is a fresh temporary folder,
+/// with or without the built assets.
+async fn test_app(with_assets: bool) -> (Router, PathBuf) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
@@ -32,7 +33,10 @@ fn test_app(with_assets: bool) -> (Router, PathBuf) {
         body_limit: 4096,
         ..ServeArgs::default()
     };
-    (router(AppState::new(&args)), site_root)
+    let (source, clients) = connect_fleet(&args.fleet)
+        .await
+        .expect("the embedded emulator starts");
+    (router(AppState::new(&args, source, clients)), site_root)
 }
 
 fn rand_suffix() -> u64 {
@@ -69,7 +73,7 @@ async fn json(response: Response) -> serde_json::Value {
 
 #[tokio::test]
 async fn healthz_answers_ok_with_the_version() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/healthz")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let body = json(response).await;
@@ -79,7 +83,7 @@ async fn healthz_answers_ok_with_the_version() {
 
 #[tokio::test]
 async fn readyz_fails_without_the_built_site_and_passes_with_it() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/readyz")).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body = json(response).await;
@@ -90,7 +94,7 @@ async fn readyz_fails_without_the_built_site_and_passes_with_it() {
         .unwrap_or_default()
         .contains("gpushare.wasm"));
 
-    let (app, _) = test_app(true);
+    let (app, _) = test_app(true).await;
     let response = send(&app, get("/readyz")).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(json(response).await["status"], "ready");
@@ -98,7 +102,7 @@ async fn readyz_fails_without_the_built_site_and_passes_with_it() {
 
 #[tokio::test]
 async fn metrics_count_requests_by_matched_route() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     send(&app, get("/healthz")).await;
     send(&app, get("/healthz")).await;
     send(&app, get("/no/such/page/12345")).await;
@@ -130,7 +134,7 @@ async fn metrics_count_requests_by_matched_route() {
 
 #[tokio::test]
 async fn unknown_pages_get_the_404_page() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/no-such-page")).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let body = text(response).await;
@@ -140,7 +144,7 @@ async fn unknown_pages_get_the_404_page() {
 
 #[tokio::test]
 async fn unknown_api_endpoints_get_a_json_404() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/api/v1/nothing-here")).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let body = json(response).await;
@@ -153,7 +157,7 @@ async fn unknown_api_endpoints_get_a_json_404() {
 
 #[tokio::test]
 async fn oversized_bodies_get_413_with_a_message() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let request = Request::builder()
         .method(Method::POST)
         .uri("/api/console_status")
@@ -173,7 +177,7 @@ async fn oversized_bodies_get_413_with_a_message() {
 
 #[tokio::test]
 async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let headers = response.headers().clone();
@@ -192,7 +196,11 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
         .expect("the policy names a nonce");
 
     let body = text(response).await;
-    assert!(body.contains("No fleet is configured"), "{body}");
+    assert!(body.contains("Simulated fleet (demo)"), "{body}");
+    assert!(
+        body.contains("inference-prod"),
+        "the clusters are read through the SDK: {body}"
+    );
     let scripts = body.matches("<script").count();
     assert!(scripts > 0, "the page loads its hydration script");
     assert_eq!(
@@ -210,7 +218,7 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
 
 #[tokio::test]
 async fn api_responses_carry_security_headers_too() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let response = send(&app, get("/healthz")).await;
     assert_eq!(
         response.headers()[header::X_CONTENT_TYPE_OPTIONS],
@@ -223,7 +231,7 @@ async fn api_responses_carry_security_headers_too() {
 
 #[tokio::test]
 async fn every_section_renders_on_the_server() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     for (path, heading) in [
         ("/", "Fleet"),
         ("/task-definitions", "Task definitions"),
@@ -246,7 +254,7 @@ async fn every_section_renders_on_the_server() {
 
 #[tokio::test]
 async fn the_theme_cookie_is_rendered_into_the_page() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let request = Request::get("/")
         .header(header::COOKIE, "other=1; gpushare-theme=dark")
         .body(Body::empty())
@@ -258,7 +266,7 @@ async fn the_theme_cookie_is_rendered_into_the_page() {
 
 #[tokio::test]
 async fn the_status_server_function_answers() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     let request = Request::post("/api/console_status")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(header::ACCEPT, "application/json")
@@ -268,12 +276,13 @@ async fn the_status_server_function_answers() {
     assert_eq!(response.status(), StatusCode::OK);
     let body = json(response).await;
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(body["fleet_source"]["kind"], "not_configured");
+    assert_eq!(body["fleet_source"]["kind"], "emulator");
+    assert_eq!(body["fleet_source"]["scenario"], "demo");
 }
 
 #[tokio::test]
 async fn responses_are_compressed_when_asked() {
-    let (app, _) = test_app(false);
+    let (app, _) = test_app(false).await;
     for encoding in ["gzip", "br"] {
         let request = Request::get("/")
             .header(header::ACCEPT_ENCODING, encoding)
@@ -282,4 +291,27 @@ async fn responses_are_compressed_when_asked() {
         let response = send(&app, request).await;
         assert_eq!(response.headers()[header::CONTENT_ENCODING], encoding);
     }
+}
+
+#[tokio::test]
+async fn the_cluster_server_function_reads_the_emulated_fleet() {
+    let (app, _) = test_app(false).await;
+    let request = Request::post("/api/list_clusters")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::ACCEPT, "application/json")
+        .body(Body::empty())
+        .expect("request");
+    let response = send(&app, request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json(response).await;
+    let names: Vec<&str> = body
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["batch-sim", "inference-prod", "ml-dev"]);
+    let prod = &body[1];
+    assert_eq!(prod["container_instances"], 12);
+    assert_eq!(prod["services"], 7);
 }

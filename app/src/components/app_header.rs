@@ -5,6 +5,7 @@ mod theme_toggle;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
+use crate::components::fleet_source_badge::FleetSourceBadge;
 use theme_toggle::ThemeToggle;
 
 /// The sections of the console, in the order the navigation lists them.
@@ -40,7 +41,10 @@ pub fn AppHeader() -> impl IntoView {
                         .collect_view()}
                 </ul>
             </nav>
-            <ThemeToggle />
+            <div class="header-end">
+                <FleetSourceBadge />
+                <ThemeToggle />
+            </div>
         </header>
     }
 }

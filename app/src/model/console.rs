@@ -6,8 +6,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FleetSource {
-    /// No fleet is configured: the console runs, but has nothing to show.
-    NotConfigured,
     /// The embedded emulator, with the scenario it simulates.
     Emulator { endpoint: String, scenario: String },
     /// Amazon ECS and CloudWatch in an AWS account.
@@ -15,16 +13,30 @@ pub enum FleetSource {
 }
 
 impl FleetSource {
+    /// Whether the fleet is the embedded emulator's simulation.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, FleetSource::Emulator { .. })
+    }
+
     /// A short phrase for the header and the status card.
     pub fn label(&self) -> String {
         match self {
-            FleetSource::NotConfigured => "no fleet configured".to_string(),
             FleetSource::Emulator { scenario, .. } => {
-                format!("simulated fleet ({scenario})")
+                format!("Simulated fleet ({scenario})")
             }
             FleetSource::Aws { region } => format!("AWS {region}"),
         }
     }
+}
+
+/// One cluster of the fleet with its counts, as DescribeClusters reports them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSummary {
+    pub name: String,
+    pub container_instances: u32,
+    pub running_tasks: u32,
+    pub pending_tasks: u32,
+    pub services: u32,
 }
 
 /// The server's status, as the status card shows it.
@@ -46,12 +58,11 @@ mod tests {
 
     #[test]
     fn labels_name_the_source() {
-        assert_eq!(FleetSource::NotConfigured.label(), "no fleet configured");
         let emulator = FleetSource::Emulator {
             endpoint: "http://127.0.0.1:4566".into(),
             scenario: "demo".into(),
         };
-        assert_eq!(emulator.label(), "simulated fleet (demo)");
+        assert_eq!(emulator.label(), "Simulated fleet (demo)");
         assert_eq!(
             FleetSource::Aws {
                 region: "eu-west-1".into()
@@ -68,8 +79,10 @@ mod tests {
         })
         .expect("serializes");
         assert_eq!(json, r#"{"kind":"aws","region":"us-east-1"}"#);
-        let back: FleetSource =
-            serde_json::from_str(r#"{"kind":"not_configured"}"#).expect("parses");
-        assert_eq!(back, FleetSource::NotConfigured);
+        let back: FleetSource = serde_json::from_str(
+            r#"{"kind":"emulator","endpoint":"http://127.0.0.1:1","scenario":"demo"}"#,
+        )
+        .expect("parses");
+        assert!(back.is_simulated());
     }
 }

@@ -3,5 +3,5 @@
 mod console;
 mod theme;
 
-pub use console::{ConsoleStatus, FleetSource};
+pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
 pub use theme::{Theme, THEME_COOKIE};

@@ -1,3 +1,4 @@
 //! Server functions, grouped by domain: called from the browser, run on the server.
 
+pub mod clusters;
 pub mod console;

@@ -1,11 +1,11 @@
 //! What the server tells the pages about itself.
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
-use crate::model::FleetSource;
+use crate::{model::FleetSource, ssr::clusters::ClusterDirectory};
 
 /// Facts about the running server, provided as context to every render and server function.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ConsoleContext {
     /// The server's version.
     pub version: &'static str,
@@ -13,4 +13,6 @@ pub struct ConsoleContext {
     pub started: Instant,
     /// Where the fleet comes from.
     pub fleet_source: FleetSource,
+    /// Lists the fleet's clusters.
+    pub clusters: Arc<dyn ClusterDirectory>,
 }
