@@ -35,6 +35,31 @@ pub enum Command {
     /// Run the ECS and CloudWatch emulator alone, for scripts and the AWS CLI
     /// (`aws --endpoint-url http://127.0.0.1:4566 ecs list-clusters`).
     Emulate(EmulateArgs),
+    /// Measure, and print the figures as a table.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// What `gpushare bench` measures.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The emulator: scenario build time and memory, a full walk of the fleet through the SDK
+    /// at 0 and 40 ms of added latency, and DescribeContainerInstances throughput.
+    Emulator(BenchEmulatorArgs),
+}
+
+/// Options of `gpushare bench emulator`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchEmulatorArgs {
+    /// The scenario to measure.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub concurrency: u64,
+    /// Seconds of the throughput run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: u64,
 }
 
 /// Which fleet the console shows: the embedded emulator (default) or AWS.

@@ -1,6 +1,7 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
 pub mod aws;
+pub mod bench;
 pub mod clusters;
 pub mod config;
 pub mod error;

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 
-use gpushare::config::{Cli, Command};
+use gpushare::config::{BenchCommand, Cli, Command};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -11,6 +11,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Serve(args)) => gpushare::serve(args).await,
         Some(Command::Emulate(args)) => gpushare::emulate(args).await,
+        Some(Command::Bench(BenchCommand::Emulator(args))) => gpushare::bench::emulator(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }
