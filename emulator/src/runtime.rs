@@ -34,6 +34,8 @@ use crate::{
 };
 
 const ECS_TARGET_PREFIX: &str = "AmazonEC2ContainerServiceV20141113.";
+/// CloudWatch over `awsJson1_0`, as botocore (the AWS CLI, boto3) speaks it.
+const CLOUDWATCH_TARGET_PREFIX: &str = "GraniteServiceVersion20100801.";
 const ECS_CONTENT_TYPE: &str = "application/x-amz-json-1.1";
 
 struct Inner {
@@ -243,12 +245,18 @@ fn set_json_headers(emulator: &Emulator, headers: &mut HeaderMap) {
     }
 }
 
-/// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>`.
+/// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>` (ECS), or
+/// `GraniteServiceVersion20100801.<Operation>` (CloudWatch over JSON, for botocore).
 async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) -> Response {
-    let operation = headers
+    let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix(ECS_TARGET_PREFIX))
+        .unwrap_or_default();
+    if let Some(operation) = target.strip_prefix(CLOUDWATCH_TARGET_PREFIX) {
+        return cloudwatch_json(emulator, operation.to_string(), body).await;
+    }
+    let operation = target
+        .strip_prefix(ECS_TARGET_PREFIX)
         .unwrap_or_default()
         .to_string();
     if !ecs_api::OPERATIONS.contains(&operation.as_str()) {
@@ -420,6 +428,94 @@ async fn cloudwatch(
     match emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now)) {
         Ok(output) => cbor_response(&emulator, StatusCode::OK, &output, None),
         Err(error) => cloudwatch_error(&emulator, &error),
+    }
+}
+
+/// CloudWatch over `awsJson1_0`: the same operations, JSON in and out, timestamps as epoch
+/// seconds.
+async fn cloudwatch_json(emulator: Emulator, operation: String, body: Bytes) -> Response {
+    let fail = |error: &CloudWatchError| {
+        let (type_name, query_error) = error.codes();
+        let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
+        let mut response = (
+            status,
+            json!({"__type": type_name, "message": error.to_string()}).to_string(),
+        )
+            .into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-amz-json-1.0"),
+        );
+        if let Ok(code) = HeaderValue::from_str(query_error) {
+            response.headers_mut().insert("x-amzn-query-error", code);
+        }
+        response
+    };
+    if !cbor::OPERATIONS.contains(&operation.as_str()) {
+        return fail(&CloudWatchError::InvalidParameterValue(format!(
+            "The operation {operation} is not supported by this emulator."
+        )));
+    }
+    let fault = emulator.faults().for_operation(&operation).clone();
+    tokio::time::sleep(fault.delay()).await;
+    match fault.draw() {
+        Outcome::Throttle => return fail(&CloudWatchError::Throttling),
+        Outcome::ServerError => {
+            return fail(&CloudWatchError::InternalService(
+                "Injected server error.".into(),
+            ))
+        }
+        Outcome::Drop => return dropped(),
+        Outcome::Answer => {}
+    }
+    let input: Value = if body.is_empty() {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(value) => value,
+            Err(error) => {
+                return fail(&CloudWatchError::InvalidParameterValue(format!(
+                    "The request body is not valid JSON: {error}."
+                )))
+            }
+        }
+    };
+    let Ok(input) = ciborium::Value::serialized(&input) else {
+        return fail(&CloudWatchError::InvalidParameterValue(
+            "The request body could not be read.".into(),
+        ));
+    };
+    let now = emulator.now();
+    match emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now)) {
+        Ok(output) => {
+            let mut response = (StatusCode::OK, cbor_to_json(&output).to_string()).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-amz-json-1.0"),
+            );
+            response
+        }
+        Err(error) => fail(&error),
+    }
+}
+
+/// CBOR to JSON, with timestamps (tag 1) as epoch seconds.
+fn cbor_to_json(value: &ciborium::Value) -> Value {
+    use ciborium::Value as C;
+    match value {
+        C::Integer(i) => i64::try_from(*i).map_or(Value::Null, |i| json!(i)),
+        C::Float(f) => json!(f),
+        C::Text(s) => json!(s),
+        C::Bool(b) => json!(b),
+        C::Array(items) => Value::Array(items.iter().map(cbor_to_json).collect()),
+        C::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .filter_map(|(k, v)| k.as_text().map(|k| (k.to_string(), cbor_to_json(v))))
+                .collect(),
+        ),
+        C::Tag(_, inner) => cbor_to_json(inner),
+        _ => Value::Null,
     }
 }
 

@@ -1016,3 +1016,107 @@ async fn raw(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, St
         .unwrap_or_default();
     (status, body)
 }
+
+#[tokio::test]
+async fn clusters_can_be_created() {
+    let h = start(Scenario::Empty, 1.0).await;
+    let created = h
+        .ecs
+        .create_cluster()
+        .cluster_name("gpu-new")
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(
+        created.cluster().and_then(|c| c.cluster_name()),
+        Some("gpu-new")
+    );
+    let listed = h.ecs.list_clusters().send().await.expect("list");
+    assert_eq!(listed.cluster_arns().len(), 1);
+    let error = h
+        .ecs
+        .create_cluster()
+        .cluster_name("bad name!")
+        .send()
+        .await
+        .expect_err("bad name");
+    assert_eq!(error.code(), Some("InvalidParameterException"));
+}
+
+#[tokio::test]
+async fn cloudwatch_also_answers_botocores_json_protocol() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let (status, body) = raw_with_target(
+        h.addr,
+        "GraniteServiceVersion20100801.ListMetrics",
+        r#"{"Namespace": "CWAgent", "MetricName": "nvidia_smi_memory_used"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        json["Metrics"].as_array().map(Vec::len),
+        Some(h.emulator.status().gpus)
+    );
+    let host = json["Metrics"][0]["Dimensions"]
+        .as_array()
+        .expect("dims")
+        .iter()
+        .find(|d| d["Name"] == "host")
+        .expect("host")["Value"]
+        .clone();
+    let dims = json["Metrics"][0]["Dimensions"].clone();
+    let now = h.emulator.now().timestamp();
+    let request = serde_json::json!({
+        "MetricDataQueries": [{"Id": "m", "MetricStat": {"Metric": {"Namespace": "CWAgent", "MetricName": "nvidia_smi_memory_used", "Dimensions": dims}, "Period": 300, "Stat": "Average"}}],
+        "StartTime": now - 3600, "EndTime": now,
+    });
+    let (status, body) = raw_with_target(
+        h.addr,
+        "GraniteServiceVersion20100801.GetMetricData",
+        &request.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let values = json["MetricDataResults"][0]["Values"]
+        .as_array()
+        .expect("values");
+    assert!((12..=13).contains(&values.len()), "{body}");
+    assert!(
+        json["MetricDataResults"][0]["Timestamps"][0].is_number(),
+        "timestamps are epoch seconds"
+    );
+    assert!(host.is_string());
+
+    let (status, body) = raw_with_target(
+        h.addr,
+        "GraniteServiceVersion20100801.GetMetricData",
+        r#"{"MetricDataQueries": []}"#,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(body.contains("__type"), "{body}");
+}
+
+async fn raw_with_target(addr: SocketAddr, target: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nX-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
