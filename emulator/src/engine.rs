@@ -142,21 +142,12 @@ impl Fleet {
             cluster_arn,
             task_definition_arn: td_arn.clone(),
             desired_count: new.desired_count,
-            deployments: vec![Deployment {
-                id: deployment_id,
-                status: DeploymentStatus::Primary,
-                task_definition_arn: td_arn,
-                desired_count: new.desired_count,
-                running_count: 0,
-                pending_count: 0,
-                failed_tasks: 0,
-                failed_placements: 0,
-                last_placement_failure: None,
-                rollout_state: RolloutState::InProgress,
-                rollout_state_reason: "ECS deployment ecs-svc in progress.".to_string(),
-                created_at: now,
-                updated_at: now,
-            }],
+            deployments: vec![new_deployment(
+                deployment_id,
+                td_arn,
+                new.desired_count,
+                now,
+            )],
             config: new.config,
             events: Default::default(),
             created_at: now,
@@ -854,24 +845,27 @@ fn start_deployment(svc: &mut Service, id: String, td: String, now: DateTime<Utc
         deployment.status = DeploymentStatus::Active;
     }
     svc.task_definition_arn = td.clone();
-    svc.deployments.insert(
-        0,
-        Deployment {
-            id,
-            status: DeploymentStatus::Primary,
-            task_definition_arn: td,
-            desired_count: svc.desired_count,
-            running_count: 0,
-            pending_count: 0,
-            failed_tasks: 0,
-            failed_placements: 0,
-            last_placement_failure: None,
-            rollout_state: RolloutState::InProgress,
-            rollout_state_reason: "ECS deployment ecs-svc in progress.".to_string(),
-            created_at: now,
-            updated_at: now,
-        },
-    );
+    let deployment = new_deployment(id, td, svc.desired_count, now);
+    svc.deployments.insert(0, deployment);
+}
+
+/// A PRIMARY deployment that has not started a task yet.
+fn new_deployment(id: String, td: String, desired_count: u32, now: DateTime<Utc>) -> Deployment {
+    Deployment {
+        id,
+        status: DeploymentStatus::Primary,
+        task_definition_arn: td,
+        desired_count,
+        running_count: 0,
+        pending_count: 0,
+        failed_tasks: 0,
+        failed_placements: 0,
+        last_placement_failure: None,
+        rollout_state: RolloutState::InProgress,
+        rollout_state_reason: "ECS deployment in progress.".to_string(),
+        created_at: now,
+        updated_at: now,
+    }
 }
 
 fn validate_config(config: &DeploymentConfig) -> Result<(), EcsError> {

@@ -994,12 +994,18 @@ async fn the_admin_endpoint_takes_faults_and_refuses_bad_ones() {
     assert!(body.contains("\"scenario\":\"empty\""), "{body}");
 }
 
-/// A minimal HTTP/1.1 exchange, to call the admin endpoint without another client crate.
-async fn raw(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+/// A minimal HTTP/1.1 exchange, to call the emulator without another client crate.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.expect("write");
@@ -1015,6 +1021,24 @@ async fn raw(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, St
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+/// The admin endpoint, with a JSON body.
+async fn raw(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    exchange(
+        addr,
+        method,
+        path,
+        "Content-Type: application/json\r\n",
+        body,
+    )
+    .await
+}
+
+/// An operation over `awsJson1_0`, as botocore sends it.
+async fn raw_with_target(addr: SocketAddr, target: &str, body: &str) -> (u16, String) {
+    let headers = format!("X-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.0\r\n");
+    exchange(addr, "POST", "/", &headers, body).await
 }
 
 #[tokio::test]
@@ -1097,26 +1121,4 @@ async fn cloudwatch_also_answers_botocores_json_protocol() {
     .await;
     assert_eq!(status, 400);
     assert!(body.contains("__type"), "{body}");
-}
-
-async fn raw_with_target(addr: SocketAddr, target: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nX-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }

@@ -99,14 +99,7 @@ pub async fn connect_fleet(
 /// Runs the emulator alone until Ctrl-C or SIGTERM.
 pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
     let emulator = build_emulator(&args.emulator).await?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {}; is another server using it?",
-                args.listen
-            )
-        })?;
+    let listener = bind(args.listen).await?;
     let status = emulator.status();
     tracing::info!(
         address = %args.listen,
@@ -128,14 +121,7 @@ pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
 pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let (source, clients) = connect_fleet(&args.fleet).await?;
     let state = AppState::new(&args, source, clients);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {}; is another server using it?",
-                args.listen
-            )
-        })?;
+    let listener = bind(args.listen).await?;
     tracing::info!(
         address = %args.listen,
         site_root = %args.site_root.display(),
@@ -147,6 +133,13 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         .await
         .context("the HTTP server stopped with an error")?;
     Ok(())
+}
+
+/// Binds a listening socket, with an error that says what to check.
+async fn bind(address: std::net::SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address}; is another server using it?"))
 }
 
 /// Resolves on Ctrl-C or SIGTERM, so that requests in flight can finish.
