@@ -9,8 +9,8 @@ use crate::{
     engine::{NewService, ServiceUpdate},
     error::{invalid, EcsError},
     model::{
-        Cluster, ContainerInstance, DeploymentConfig, DeploymentStatus, Fleet, Service, Tag, Task,
-        TaskDefinition, TaskStatus,
+        Cluster, DeploymentConfig, DeploymentStatus, Fleet, Service, Tag, Task, TaskDefinition,
+        TaskStatus,
     },
     task_definitions::parse_tags,
 };
@@ -42,8 +42,23 @@ pub const OPERATIONS: [&str; 19] = [
 const DESCRIBE_LIMIT: usize = 100;
 const DESCRIBE_SERVICES_LIMIT: usize = 10;
 
-/// Runs one ECS operation.
-pub fn handle(fleet: &mut Fleet, operation: &str, input: Value) -> Result<Value, EcsError> {
+/// Runs one ECS operation and answers with the JSON body.
+pub fn handle(fleet: &mut Fleet, operation: &str, input: Value) -> Result<String, EcsError> {
+    if operation == "DescribeContainerInstances" {
+        let input = match input {
+            Value::Object(map) => map,
+            _ => {
+                return Err(EcsError::Client(
+                    "The request body must be a JSON object.".into(),
+                ))
+            }
+        };
+        return describe_container_instances(fleet, &input);
+    }
+    dispatch(fleet, operation, input).map(|value| value.to_string())
+}
+
+fn dispatch(fleet: &mut Fleet, operation: &str, input: Value) -> Result<Value, EcsError> {
     let input = match input {
         Value::Object(map) => map,
         Value::Null => Map::new(),
@@ -64,7 +79,6 @@ pub fn handle(fleet: &mut Fleet, operation: &str, input: Value) -> Result<Value,
             Ok(json!({"cluster": cluster_json(cluster)}))
         }
         "ListContainerInstances" => list_container_instances(fleet, &input),
-        "DescribeContainerInstances" => describe_container_instances(fleet, &input),
         "ListServices" => list_services(fleet, &input),
         "DescribeServices" => describe_services(fleet, &input),
         "CreateService" => create_service(fleet, input),
@@ -207,7 +221,11 @@ fn with_token(mut body: Value, next: Option<String>) -> Value {
 }
 
 fn epoch(at: DateTime<Utc>) -> Value {
-    json!(at.timestamp_millis() as f64 / 1000.0)
+    json!(epoch_seconds(at))
+}
+
+fn epoch_seconds(at: DateTime<Utc>) -> f64 {
+    at.timestamp_millis() as f64 / 1000.0
 }
 
 fn tags_json(tags: &[Tag]) -> Value {
@@ -318,7 +336,7 @@ fn list_container_instances(fleet: &Fleet, input: &Map<String, Value>) -> Result
 fn describe_container_instances(
     fleet: &Fleet,
     input: &Map<String, Value>,
-) -> Result<Value, EcsError> {
+) -> Result<String, EcsError> {
     let cluster = cluster_of(fleet, input)?;
     let wanted = string_list(input, "containerInstances")?;
     if wanted.is_empty() {
@@ -344,97 +362,251 @@ fn describe_container_instances(
         };
         match cluster.instance(&arn) {
             Some(instance) => {
-                let mut body = instance_json(instance);
-                if tags {
-                    body["tags"] =
-                        tags_json(fleet.tags.get(&instance.arn).map_or(&[][..], Vec::as_slice));
-                }
-                found.push(body);
+                let tags = tags.then(|| {
+                    tags_json(fleet.tags.get(&instance.arn).map_or(&[][..], Vec::as_slice))
+                });
+                found.push(InstanceOut::new(instance, tags));
             }
             None => failures.push(json!({"arn": reference, "reason": "MISSING"})),
         }
     }
-    Ok(json!({"containerInstances": found, "failures": failures}))
-}
-
-fn resource(name: &str, value: u32) -> Value {
-    json!({"name": name, "type": "INTEGER", "integerValue": value, "doubleValue": 0.0, "longValue": 0})
-}
-
-fn instance_json(instance: &ContainerInstance) -> Value {
-    let free_gpus: Vec<&String> = instance
-        .gpu_ids
-        .iter()
-        .zip(&instance.gpus)
-        .filter(|(_, slot)| slot.mode == crate::placement::SharingMode::Idle)
-        .map(|(id, _)| id)
-        .collect();
-    let mut attributes = vec![
-        json!({"name": "ecs.instance-type", "value": instance.instance_type}),
-        json!({"name": "ecs.availability-zone", "value": instance.availability_zone}),
-        json!({"name": "ecs.os-type", "value": "linux"}),
-        json!({"name": "ecs.cpu-architecture", "value": "x86_64"}),
-        json!({"name": "com.amazonaws.ecs.capability.docker-remote-api.1.43"}),
-    ];
-    if !instance.gpus.is_empty() {
-        attributes.push(json!({"name": "ecs.capability.nvidia-driver-version.570.172.08"}));
-    }
-    if instance.mps_capable {
-        attributes.push(json!({"name": "ecs.capability.gpu-sharing-mps"}));
-    }
-    let registered_at = epoch(instance.registered_at);
-    let accelerated = match &instance.mps_impaired {
-        Some(reason) => {
-            json!({"type": "ACCELERATED_COMPUTE", "status": "IMPAIRED", "statusReason": reason,
-            "lastUpdated": registered_at, "lastStatusChange": registered_at})
-        }
-        None => {
-            json!({"type": "ACCELERATED_COMPUTE", "status": "OK", "lastUpdated": registered_at, "lastStatusChange": registered_at})
-        }
-    };
-    let mut details = vec![
-        json!({"type": "CONTAINER_RUNTIME", "status": "OK", "lastUpdated": registered_at, "lastStatusChange": registered_at}),
-    ];
-    if !instance.gpus.is_empty() {
-        details.push(accelerated);
-    }
-    let overall = if instance.mps_impaired.is_some() {
-        "IMPAIRED"
-    } else {
-        "OK"
-    };
-    json!({
-        "containerInstanceArn": instance.arn,
-        "ec2InstanceId": instance.ec2_instance_id,
-        "version": 1,
-        "versionInfo": {"agentVersion": "1.107.0", "agentHash": "emulated", "dockerVersion": "DockerVersion: 25.0.8"},
-        "status": "ACTIVE",
-        "agentConnected": instance.agent_connected,
-        "runningTasksCount": instance.running_tasks,
-        "pendingTasksCount": instance.pending_tasks,
-        "registeredAt": registered_at,
-        "attributes": attributes,
-        "registeredResources": [
-            resource("CPU", instance.cpu),
-            resource("MEMORY", instance.memory_mib),
-            {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ["22", "2375", "2376", "51678", "51679"]},
-            {"name": "GPU", "type": "STRINGSET", "stringSetValue": instance.gpu_ids},
-        ],
-        "remainingResources": [
-            resource("CPU", instance.cpu_remaining),
-            resource("MEMORY", instance.memory_remaining_mib),
-            {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ["22", "2375", "2376", "51678", "51679"]},
-            {"name": "GPU", "type": "STRINGSET", "stringSetValue": free_gpus},
-        ],
-        "gpuDevices": instance.gpu_ids.iter().zip(&instance.gpus).map(|(id, slot)| json!({
-            "gpuId": id,
-            "sharingMode": slot.mode.as_str(),
-            "totalMemoryInMiB": slot.total_memory_mib,
-            "remainingMemoryInMiB": slot.remaining_memory_mib,
-            "containerCount": slot.container_count,
-        })).collect::<Vec<_>>(),
-        "healthStatus": {"overallStatus": overall, "details": details},
+    serde_json::to_string(&json_out::Described {
+        container_instances: found,
+        failures,
     })
+    .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
+}
+
+use json_out::InstanceOut;
+
+/// Typed answers for the largest responses: written straight to text, without building a
+/// `serde_json::Value` tree first (a hundred GPU instances are about 300 KB of JSON).
+mod json_out {
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use super::epoch_seconds;
+    use crate::{model::ContainerInstance, placement::SharingMode};
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Described<'a> {
+        pub container_instances: Vec<InstanceOut<'a>>,
+        pub failures: Vec<Value>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct InstanceOut<'a> {
+        container_instance_arn: &'a str,
+        ec2_instance_id: &'a str,
+        version: u32,
+        version_info: VersionInfo,
+        status: &'static str,
+        agent_connected: bool,
+        running_tasks_count: u32,
+        pending_tasks_count: u32,
+        registered_at: f64,
+        attributes: Vec<Attribute<'a>>,
+        registered_resources: [Resource<'a>; 4],
+        remaining_resources: [Resource<'a>; 4],
+        gpu_devices: Vec<GpuDevice<'a>>,
+        health_status: Health<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tags: Option<Value>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct VersionInfo {
+        agent_version: &'static str,
+        agent_hash: &'static str,
+        docker_version: &'static str,
+    }
+
+    #[derive(Serialize)]
+    struct Attribute<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<&'a str>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Resource<'a> {
+        name: &'static str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        integer_value: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        string_set_value: Option<Vec<&'a str>>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct GpuDevice<'a> {
+        gpu_id: &'a str,
+        sharing_mode: &'static str,
+        #[serde(rename = "totalMemoryInMiB")]
+        total_memory_in_mib: u32,
+        #[serde(rename = "remainingMemoryInMiB")]
+        remaining_memory_in_mib: u32,
+        container_count: u32,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Health<'a> {
+        overall_status: &'static str,
+        details: Vec<Check<'a>>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Check<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        status: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status_reason: Option<&'a str>,
+        last_updated: f64,
+        last_status_change: f64,
+    }
+
+    const PORTS: [&str; 5] = ["22", "2375", "2376", "51678", "51679"];
+
+    fn integer(name: &'static str, value: u32) -> Resource<'static> {
+        Resource {
+            name,
+            kind: "INTEGER",
+            integer_value: Some(value),
+            string_set_value: None,
+        }
+    }
+
+    impl<'a> InstanceOut<'a> {
+        pub fn new(instance: &'a ContainerInstance, tags: Option<Value>) -> InstanceOut<'a> {
+            let registered_at = epoch_seconds(instance.registered_at);
+            let mut attributes = vec![
+                Attribute {
+                    name: "ecs.instance-type",
+                    value: Some(&instance.instance_type),
+                },
+                Attribute {
+                    name: "ecs.availability-zone",
+                    value: Some(&instance.availability_zone),
+                },
+                Attribute {
+                    name: "ecs.os-type",
+                    value: Some("linux"),
+                },
+                Attribute {
+                    name: "ecs.cpu-architecture",
+                    value: Some("x86_64"),
+                },
+                Attribute {
+                    name: "com.amazonaws.ecs.capability.docker-remote-api.1.43",
+                    value: None,
+                },
+            ];
+            if !instance.gpus.is_empty() {
+                attributes.push(Attribute {
+                    name: "ecs.capability.nvidia-driver-version.570.172.08",
+                    value: None,
+                });
+            }
+            if instance.mps_capable {
+                attributes.push(Attribute {
+                    name: "ecs.capability.gpu-sharing-mps",
+                    value: None,
+                });
+            }
+            let all_gpus: Vec<&str> = instance.gpu_ids.iter().map(String::as_str).collect();
+            let free_gpus: Vec<&str> = instance
+                .gpu_ids
+                .iter()
+                .zip(&instance.gpus)
+                .filter(|(_, slot)| slot.mode == SharingMode::Idle)
+                .map(|(id, _)| id.as_str())
+                .collect();
+            let set = |name, values| Resource {
+                name,
+                kind: "STRINGSET",
+                integer_value: None,
+                string_set_value: Some(values),
+            };
+            let mut details = vec![Check {
+                kind: "CONTAINER_RUNTIME",
+                status: "OK",
+                status_reason: None,
+                last_updated: registered_at,
+                last_status_change: registered_at,
+            }];
+            if !instance.gpus.is_empty() {
+                details.push(Check {
+                    kind: "ACCELERATED_COMPUTE",
+                    status: if instance.mps_impaired.is_some() {
+                        "IMPAIRED"
+                    } else {
+                        "OK"
+                    },
+                    status_reason: instance.mps_impaired.as_deref(),
+                    last_updated: registered_at,
+                    last_status_change: registered_at,
+                });
+            }
+            InstanceOut {
+                container_instance_arn: &instance.arn,
+                ec2_instance_id: &instance.ec2_instance_id,
+                version: 1,
+                version_info: VersionInfo {
+                    agent_version: "1.107.0",
+                    agent_hash: "emulated",
+                    docker_version: "DockerVersion: 25.0.8",
+                },
+                status: "ACTIVE",
+                agent_connected: instance.agent_connected,
+                running_tasks_count: instance.running_tasks,
+                pending_tasks_count: instance.pending_tasks,
+                registered_at,
+                attributes,
+                registered_resources: [
+                    integer("CPU", instance.cpu),
+                    integer("MEMORY", instance.memory_mib),
+                    set("PORTS", PORTS.to_vec()),
+                    set("GPU", all_gpus),
+                ],
+                remaining_resources: [
+                    integer("CPU", instance.cpu_remaining),
+                    integer("MEMORY", instance.memory_remaining_mib),
+                    set("PORTS", PORTS.to_vec()),
+                    set("GPU", free_gpus),
+                ],
+                gpu_devices: instance
+                    .gpu_ids
+                    .iter()
+                    .zip(&instance.gpus)
+                    .map(|(id, slot)| GpuDevice {
+                        gpu_id: id,
+                        sharing_mode: slot.mode.as_str(),
+                        total_memory_in_mib: slot.total_memory_mib,
+                        remaining_memory_in_mib: slot.remaining_memory_mib,
+                        container_count: slot.container_count,
+                    })
+                    .collect(),
+                health_status: Health {
+                    overall_status: if instance.mps_impaired.is_some() {
+                        "IMPAIRED"
+                    } else {
+                        "OK"
+                    },
+                    details,
+                },
+                tags,
+            }
+        }
+    }
 }
 
 // --- services ---------------------------------------------------------------------------------

@@ -237,7 +237,21 @@ impl Fleet {
         let keys: Vec<String> = self.clusters.keys().cloned().collect();
         for key in &keys {
             self.move_tasks(key);
-            let services: Vec<String> = self.clusters[key].services.keys().cloned().collect();
+            // A steady service with no task on the move has nothing to do: skip it, which keeps
+            // a step of a large fleet cheap.
+            let cluster = &self.clusters[key];
+            let busy: std::collections::HashSet<&str> = cluster
+                .moving
+                .iter()
+                .filter_map(|arn| cluster.tasks.get(arn))
+                .filter_map(|task| task.group.strip_prefix("service:"))
+                .collect();
+            let services: Vec<String> = cluster
+                .services
+                .values()
+                .filter(|svc| !svc.steady || busy.contains(svc.name.as_str()))
+                .map(|svc| svc.name.clone())
+                .collect();
             for service in services {
                 self.reconcile(key, &service);
             }
@@ -309,6 +323,7 @@ impl Fleet {
                 .and_then(|c| c.services.get_mut(&service))
             {
                 svc.tasks.remove(&arn);
+                svc.steady = false;
                 if let Some(d) = svc.deployments.iter_mut().find(|d| d.id == deployment) {
                     d.failed_tasks += 1;
                     d.updated_at = now;
@@ -461,6 +476,7 @@ impl Fleet {
         if let Some(service) = group.strip_prefix("service:") {
             if let Some(svc) = cluster.services.get_mut(service) {
                 svc.tasks.remove(task_arn);
+                svc.steady = false;
             }
         }
         true

@@ -304,7 +304,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     };
     match emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input)) {
         Ok(output) => {
-            let mut response = (StatusCode::OK, output.to_string()).into_response();
+            let mut response = (StatusCode::OK, output).into_response();
             set_json_headers(&emulator, response.headers_mut());
             response
         }
