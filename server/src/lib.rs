@@ -5,6 +5,7 @@ pub mod bench;
 pub mod clusters;
 pub mod config;
 pub mod error;
+pub mod fleet;
 pub mod http;
 pub mod readiness;
 pub mod state;

@@ -1,7 +1,9 @@
 //! Plain serde types shared by the server and the browser.
 
 mod console;
+mod fleet;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
+pub use fleet::{GpuContainer, GpuMode, GpuView};
 pub use theme::{Theme, THEME_COOKIE};

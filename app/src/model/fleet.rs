@@ -1,0 +1,65 @@
+//! The fleet snapshot: every GPU, and what runs on it, as the fleet view shows it.
+
+use serde::{Deserialize, Serialize};
+
+/// How a GPU is shared, as ECS reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum GpuMode {
+    Idle,
+    NvidiaMps,
+    Dedicated,
+}
+
+/// A container that ECS assigned to a GPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuContainer {
+    pub task_arn: String,
+    pub container: String,
+    /// The service that started the task (from its `group`), if any.
+    pub service: Option<String>,
+    /// The team tag of the service or task definition, if any.
+    pub team: Option<String>,
+    /// MPS: the memory it asked for. Whole GPU: `None`.
+    pub memory_mib: Option<u32>,
+    /// MPS: its `maxComputePercent`, or 100 when unset (the MPS default). Whole GPU: 100.
+    pub compute_percent: u32,
+    /// Whether the container has the GPU to itself.
+    pub whole_gpu: bool,
+    /// When the task started, RFC 3339.
+    pub started_at: Option<String>,
+}
+
+/// One GPU with its allocation and what runs on it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuView {
+    pub uuid: String,
+    /// Device index on its instance (the order of `gpuDevices`).
+    pub index: u32,
+    pub mode: GpuMode,
+    pub total_memory_mib: u32,
+    pub remaining_memory_mib: u32,
+    /// Σ `maxComputePercent` of its MPS containers (unset counts 100); may exceed 100.
+    pub compute_allocated_percent: u32,
+    pub containers: Vec<GpuContainer>,
+}
+
+impl GpuView {
+    /// Memory ECS allocated on this GPU.
+    pub fn allocated_memory_mib(&self) -> u32 {
+        self.total_memory_mib
+            .saturating_sub(self.remaining_memory_mib)
+    }
+
+    /// The distinct services on this GPU: its blast radius.
+    pub fn services(&self) -> Vec<&str> {
+        let mut services: Vec<&str> = self
+            .containers
+            .iter()
+            .filter_map(|c| c.service.as_deref())
+            .collect();
+        services.sort_unstable();
+        services.dedup();
+        services
+    }
+}

@@ -1,0 +1,359 @@
+//! Joins what ECS reports — instances with their `gpuDevices`, tasks with their containers'
+//! `gpuIds`, task definitions with each container's GPU ask, services with their team — into
+//! one view per GPU. Plain data in, plain data out.
+
+use std::collections::HashMap;
+
+use app::model::{GpuContainer, GpuMode, GpuView};
+
+/// One GPU as DescribeContainerInstances reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawGpu {
+    pub uuid: String,
+    pub mode: GpuMode,
+    pub total_memory_mib: u32,
+    pub remaining_memory_mib: u32,
+}
+
+/// One container of a task, with the GPUs ECS assigned it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawContainer {
+    pub name: String,
+    pub gpu_ids: Vec<String>,
+}
+
+/// One task as DescribeTasks reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawTask {
+    pub arn: String,
+    pub task_definition_arn: String,
+    /// `service:<name>` for service tasks.
+    pub group: Option<String>,
+    pub started_at: Option<String>,
+    pub containers: Vec<RawContainer>,
+}
+
+/// What one container of a task definition asks of the GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuAsk {
+    None,
+    Whole(u32),
+    Mps {
+        memory_mib: u32,
+        max_compute_percent: Option<u32>,
+    },
+}
+
+/// The GPU asks of a task definition's containers, and its team tag.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DefinitionGpu {
+    pub containers: HashMap<String, GpuAsk>,
+    pub team: Option<String>,
+}
+
+/// A container that names a GPU no instance reports (an instance that left, or stale data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownGpu {
+    pub task_arn: String,
+    pub container: String,
+    pub gpu_id: String,
+}
+
+/// The join's result: per instance (in input order), its GPUs; and what could not be joined.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Joined {
+    pub instances: Vec<Vec<GpuView>>,
+    pub unknown_gpus: Vec<UnknownGpu>,
+}
+
+/// MPS applies 100 % when a container sets no `maxComputePercent`.
+pub const DEFAULT_COMPUTE_PERCENT: u32 = 100;
+
+/// Joins instances' GPUs to the containers on them.
+pub fn join(
+    instances: &[Vec<RawGpu>],
+    tasks: &[RawTask],
+    definitions: &HashMap<String, DefinitionGpu>,
+    service_teams: &HashMap<String, String>,
+) -> Joined {
+    let mut views: Vec<Vec<GpuView>> = instances
+        .iter()
+        .map(|gpus| {
+            gpus.iter()
+                .enumerate()
+                .map(|(index, gpu)| GpuView {
+                    uuid: gpu.uuid.clone(),
+                    index: index as u32,
+                    mode: gpu.mode,
+                    total_memory_mib: gpu.total_memory_mib,
+                    remaining_memory_mib: gpu.remaining_memory_mib.min(gpu.total_memory_mib),
+                    compute_allocated_percent: 0,
+                    containers: Vec::new(),
+                })
+                .collect()
+        })
+        .collect();
+    let position: HashMap<&str, (usize, usize)> = instances
+        .iter()
+        .enumerate()
+        .flat_map(|(i, gpus)| {
+            gpus.iter()
+                .enumerate()
+                .map(move |(g, gpu)| (gpu.uuid.as_str(), (i, g)))
+        })
+        .collect();
+    let mut unknown_gpus = Vec::new();
+    for task in tasks {
+        let service = task
+            .group
+            .as_deref()
+            .and_then(|g| g.strip_prefix("service:"))
+            .map(str::to_string);
+        let definition = definitions.get(&task.task_definition_arn);
+        let team = service
+            .as_ref()
+            .and_then(|s| service_teams.get(s).cloned())
+            .or_else(|| definition.and_then(|d| d.team.clone()));
+        for container in &task.containers {
+            let ask = definition
+                .and_then(|d| d.containers.get(&container.name).copied())
+                .unwrap_or(GpuAsk::None);
+            for gpu_id in &container.gpu_ids {
+                let Some(&(i, g)) = position.get(gpu_id.as_str()) else {
+                    unknown_gpus.push(UnknownGpu {
+                        task_arn: task.arn.clone(),
+                        container: container.name.clone(),
+                        gpu_id: gpu_id.clone(),
+                    });
+                    continue;
+                };
+                let view = &mut views[i][g];
+                let (memory_mib, compute_percent, whole_gpu) = match ask {
+                    GpuAsk::Mps {
+                        memory_mib,
+                        max_compute_percent,
+                    } => (
+                        Some(memory_mib),
+                        max_compute_percent.unwrap_or(DEFAULT_COMPUTE_PERCENT),
+                        false,
+                    ),
+                    // A whole GPU, or a GPU the definition does not explain: the container has it all.
+                    GpuAsk::Whole(_) | GpuAsk::None => (None, DEFAULT_COMPUTE_PERCENT, true),
+                };
+                view.compute_allocated_percent += compute_percent;
+                view.containers.push(GpuContainer {
+                    task_arn: task.arn.clone(),
+                    container: container.name.clone(),
+                    service: service.clone(),
+                    team: team.clone(),
+                    memory_mib,
+                    compute_percent,
+                    whole_gpu,
+                    started_at: task.started_at.clone(),
+                });
+            }
+        }
+    }
+    Joined {
+        instances: views,
+        unknown_gpus,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(uuid: &str, mode: GpuMode, remaining: u32) -> RawGpu {
+        RawGpu {
+            uuid: uuid.into(),
+            mode,
+            total_memory_mib: 22_563,
+            remaining_memory_mib: remaining,
+        }
+    }
+
+    fn task(arn: &str, td: &str, service: &str, containers: &[(&str, &[&str])]) -> RawTask {
+        RawTask {
+            arn: arn.into(),
+            task_definition_arn: td.into(),
+            group: Some(format!("service:{service}")),
+            started_at: Some("2026-11-30T00:00:00Z".into()),
+            containers: containers
+                .iter()
+                .map(|(name, ids)| RawContainer {
+                    name: (*name).into(),
+                    gpu_ids: ids.iter().map(|s| s.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn definition(asks: &[(&str, GpuAsk)], team: Option<&str>) -> DefinitionGpu {
+        DefinitionGpu {
+            containers: asks.iter().map(|(n, a)| (n.to_string(), *a)).collect(),
+            team: team.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn mps_containers_add_memory_and_compute_with_unset_counting_100() {
+        let instances = vec![vec![gpu("GPU-a", GpuMode::NvidiaMps, 22_563 - 12_288)]];
+        let definitions = HashMap::from([
+            (
+                "td:embed".to_string(),
+                definition(
+                    &[(
+                        "embed",
+                        GpuAsk::Mps {
+                            memory_mib: 4_096,
+                            max_compute_percent: Some(50),
+                        },
+                    )],
+                    Some("search"),
+                ),
+            ),
+            (
+                "td:ocr".to_string(),
+                definition(
+                    &[(
+                        "ocr",
+                        GpuAsk::Mps {
+                            memory_mib: 8_192,
+                            max_compute_percent: None,
+                        },
+                    )],
+                    Some("vision"),
+                ),
+            ),
+        ]);
+        let tasks = vec![
+            task("t1", "td:embed", "embed-api", &[("embed", &["GPU-a"])]),
+            task("t2", "td:ocr", "ocr", &[("ocr", &["GPU-a"])]),
+        ];
+        let teams = HashMap::from([("embed-api".to_string(), "search-infra".to_string())]);
+        let joined = join(&instances, &tasks, &definitions, &teams);
+        let view = &joined.instances[0][0];
+        assert_eq!(view.containers.len(), 2);
+        assert_eq!(
+            view.compute_allocated_percent, 150,
+            "50 % plus an unset limit counted as 100 %"
+        );
+        assert_eq!(view.allocated_memory_mib(), 12_288);
+        let requested: u32 = view.containers.iter().filter_map(|c| c.memory_mib).sum();
+        assert_eq!(requested, view.allocated_memory_mib());
+        assert_eq!(
+            view.containers[0].team.as_deref(),
+            Some("search-infra"),
+            "the service's tag wins"
+        );
+        assert_eq!(
+            view.containers[1].team.as_deref(),
+            Some("vision"),
+            "else the task definition's"
+        );
+        assert_eq!(view.services(), ["embed-api", "ocr"]);
+    }
+
+    #[test]
+    fn a_dedicated_gpu_has_one_whole_container() {
+        let instances = vec![vec![
+            gpu("GPU-a", GpuMode::Dedicated, 0),
+            gpu("GPU-b", GpuMode::Dedicated, 0),
+        ]];
+        let definitions = HashMap::from([(
+            "td:train".to_string(),
+            definition(&[("trainer", GpuAsk::Whole(2))], None),
+        )]);
+        let tasks = vec![task(
+            "t1",
+            "td:train",
+            "trainer",
+            &[("trainer", &["GPU-a", "GPU-b"])],
+        )];
+        let joined = join(&instances, &tasks, &definitions, &HashMap::new());
+        for view in &joined.instances[0] {
+            assert_eq!(view.containers.len(), 1);
+            assert!(view.containers[0].whole_gpu);
+            assert_eq!(view.containers[0].memory_mib, None);
+            assert_eq!(view.compute_allocated_percent, 100);
+            assert_eq!(view.allocated_memory_mib(), 22_563);
+        }
+    }
+
+    #[test]
+    fn a_multi_container_task_lands_on_one_gpu() {
+        let instances = vec![vec![
+            gpu("GPU-a", GpuMode::Idle, 22_563),
+            gpu("GPU-b", GpuMode::NvidiaMps, 22_563 - 12_288),
+        ]];
+        let definitions = HashMap::from([(
+            "td:asr".to_string(),
+            definition(
+                &[
+                    (
+                        "asr",
+                        GpuAsk::Mps {
+                            memory_mib: 10_240,
+                            max_compute_percent: Some(40),
+                        },
+                    ),
+                    (
+                        "vad",
+                        GpuAsk::Mps {
+                            memory_mib: 2_048,
+                            max_compute_percent: Some(20),
+                        },
+                    ),
+                    ("sidecar", GpuAsk::None),
+                ],
+                None,
+            ),
+        )]);
+        let tasks = vec![task(
+            "t1",
+            "td:asr",
+            "asr-stream",
+            &[("asr", &["GPU-b"]), ("vad", &["GPU-b"]), ("sidecar", &[])],
+        )];
+        let joined = join(&instances, &tasks, &definitions, &HashMap::new());
+        assert!(joined.instances[0][0].containers.is_empty());
+        let view = &joined.instances[0][1];
+        assert_eq!(view.containers.len(), 2);
+        assert_eq!(view.compute_allocated_percent, 60);
+        assert_eq!(
+            view.services(),
+            ["asr-stream"],
+            "one service, however many containers"
+        );
+    }
+
+    #[test]
+    fn a_gpu_id_no_instance_reports_is_set_aside() {
+        let instances = vec![vec![gpu("GPU-a", GpuMode::Idle, 22_563)]];
+        let tasks = vec![task("t1", "td:x", "x", &[("c", &["GPU-gone"])])];
+        let joined = join(&instances, &tasks, &HashMap::new(), &HashMap::new());
+        assert!(joined.instances[0][0].containers.is_empty());
+        assert_eq!(
+            joined.unknown_gpus,
+            vec![UnknownGpu {
+                task_arn: "t1".into(),
+                container: "c".into(),
+                gpu_id: "GPU-gone".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn remaining_memory_never_exceeds_total() {
+        let instances = vec![vec![RawGpu {
+            uuid: "GPU-a".into(),
+            mode: GpuMode::Idle,
+            total_memory_mib: 100,
+            remaining_memory_mib: 150,
+        }]];
+        let joined = join(&instances, &[], &HashMap::new(), &HashMap::new());
+        assert_eq!(joined.instances[0][0].allocated_memory_mib(), 0);
+        assert_eq!(joined.instances[0][0].remaining_memory_mib, 100);
+    }
+}

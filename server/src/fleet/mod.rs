@@ -1,0 +1,3 @@
+//! The fleet snapshot: every GPU joined to the containers, tasks, services and teams on it.
+
+pub mod join;
