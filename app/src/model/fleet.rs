@@ -63,3 +63,33 @@ impl GpuView {
         services
     }
 }
+
+/// One container instance with its GPUs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstanceView {
+    pub arn: String,
+    pub ec2_instance_id: String,
+    pub instance_type: String,
+    /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
+    pub impaired: Option<String>,
+    pub gpus: Vec<GpuView>,
+}
+
+/// One cluster with its container instances.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterView {
+    pub name: String,
+    pub instances: Vec<InstanceView>,
+}
+
+/// The whole fleet at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FleetSnapshot {
+    /// When the snapshot was complete, RFC 3339.
+    pub taken_at: String,
+    /// ECS calls it took.
+    pub api_calls: u32,
+    pub clusters: Vec<ClusterView>,
+    /// Containers that named a GPU no instance reports.
+    pub unknown_gpu_ids: u32,
+}

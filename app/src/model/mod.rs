@@ -5,5 +5,5 @@ mod fleet;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
-pub use fleet::{GpuContainer, GpuMode, GpuView};
+pub use fleet::{ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuView, InstanceView};
 pub use theme::{Theme, THEME_COOKIE};

@@ -1,0 +1,438 @@
+//! Reads the fleet through aws-sdk-ecs: clusters → container instances → tasks → task
+//! definitions → services and their team tags, describes batched at the API limits, clusters
+//! read concurrently, task definitions cached by ARN (they never change).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+};
+
+use app::model::{ClusterView, FleetSnapshot, GpuMode, InstanceView};
+use aws_sdk_ecs::{
+    error::DisplayErrorContext,
+    types::{
+        GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, ServiceField,
+        SharingStrategy, TaskDefinitionField,
+    },
+};
+use futures::{future::try_join_all, stream, StreamExt, TryStreamExt};
+
+use super::join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask};
+
+/// Why a read failed, for the banner and the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{operation} failed: {message}")]
+pub struct ReadError {
+    pub operation: &'static str,
+    pub message: String,
+}
+
+fn failed<E: std::error::Error + 'static>(operation: &'static str) -> impl FnOnce(E) -> ReadError {
+    move |error| ReadError {
+        operation,
+        message: DisplayErrorContext(error).to_string(),
+    }
+}
+
+/// Reads fleet snapshots; keeps the task definition cache between reads.
+pub struct FleetReader {
+    ecs: aws_sdk_ecs::Client,
+    team_tag: String,
+    concurrency: usize,
+    definitions: Mutex<HashMap<String, DefinitionGpu>>,
+}
+
+impl FleetReader {
+    pub fn new(ecs: aws_sdk_ecs::Client, team_tag: &str, concurrency: usize) -> FleetReader {
+        FleetReader {
+            ecs,
+            team_tag: team_tag.to_string(),
+            concurrency: concurrency.max(1),
+            definitions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads the whole fleet. Never partial: any failed call fails the read.
+    pub async fn read(&self) -> Result<FleetSnapshot, ReadError> {
+        let calls = AtomicU32::new(0);
+        let mut clusters = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .ecs
+                .list_clusters()
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(failed("ListClusters"))?;
+            calls.fetch_add(1, Ordering::Relaxed);
+            clusters.extend(page.cluster_arns().iter().cloned());
+            token = page.next_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        let views = try_join_all(clusters.iter().map(|arn| self.read_cluster(arn, &calls))).await?;
+        let unknown = views.iter().map(|(_, unknown)| *unknown).sum();
+        let mut clusters: Vec<ClusterView> = views.into_iter().map(|(view, _)| view).collect();
+        clusters.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(FleetSnapshot {
+            taken_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            api_calls: calls.load(Ordering::Relaxed),
+            clusters,
+            unknown_gpu_ids: unknown,
+        })
+    }
+
+    async fn read_cluster(
+        &self,
+        cluster: &str,
+        calls: &AtomicU32,
+    ) -> Result<(ClusterView, u32), ReadError> {
+        let name = cluster.rsplit('/').next().unwrap_or(cluster).to_string();
+        let (instances, tasks, teams) = tokio::try_join!(
+            self.read_instances(cluster, calls),
+            self.read_tasks(cluster, calls),
+            self.read_service_teams(cluster, calls),
+        )?;
+        self.cache_definitions(&tasks, calls).await?;
+        let definitions = self
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let gpus: Vec<Vec<RawGpu>> = instances.iter().map(|(_, gpus)| gpus.clone()).collect();
+        let joined = join(&gpus, &tasks, &definitions, &teams);
+        let instances = instances
+            .into_iter()
+            .zip(joined.instances)
+            .map(|((instance, _), gpus)| InstanceView { gpus, ..instance })
+            .collect();
+        Ok((
+            ClusterView { name, instances },
+            joined.unknown_gpus.len() as u32,
+        ))
+    }
+
+    async fn list<F, Fut>(&self, calls: &AtomicU32, mut call: F) -> Result<Vec<String>, ReadError>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<(Vec<String>, Option<String>), ReadError>>,
+    {
+        let mut items = Vec::new();
+        let mut token = None;
+        loop {
+            let (page, next) = call(token).await?;
+            calls.fetch_add(1, Ordering::Relaxed);
+            items.extend(page);
+            token = next;
+            if token.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    async fn read_instances(
+        &self,
+        cluster: &str,
+        calls: &AtomicU32,
+    ) -> Result<Vec<(InstanceView, Vec<RawGpu>)>, ReadError> {
+        let arns = self
+            .list(calls, |token| async move {
+                let out = self
+                    .ecs
+                    .list_container_instances()
+                    .cluster(cluster)
+                    .max_results(100)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(failed("ListContainerInstances"))?;
+                Ok((
+                    out.container_instance_arns().to_vec(),
+                    out.next_token().map(str::to_string),
+                ))
+            })
+            .await?;
+        let batches: Vec<Vec<(InstanceView, Vec<RawGpu>)>> =
+            stream::iter(arns.chunks(100).map(|batch| async move {
+                let out = self
+                    .ecs
+                    .describe_container_instances()
+                    .cluster(cluster)
+                    .set_container_instances(Some(batch.to_vec()))
+                    .send()
+                    .await
+                    .map_err(failed("DescribeContainerInstances"))?;
+                calls.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, ReadError>(
+                    out.container_instances()
+                        .iter()
+                        .map(instance_view)
+                        .collect(),
+                )
+            }))
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        Ok(batches.into_iter().flatten().collect())
+    }
+
+    async fn read_tasks(
+        &self,
+        cluster: &str,
+        calls: &AtomicU32,
+    ) -> Result<Vec<RawTask>, ReadError> {
+        let arns = self
+            .list(calls, |token| async move {
+                let out = self
+                    .ecs
+                    .list_tasks()
+                    .cluster(cluster)
+                    .max_results(100)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(failed("ListTasks"))?;
+                Ok((
+                    out.task_arns().to_vec(),
+                    out.next_token().map(str::to_string),
+                ))
+            })
+            .await?;
+        let batches: Vec<Vec<RawTask>> = stream::iter(arns.chunks(100).map(|batch| async move {
+            let out = self
+                .ecs
+                .describe_tasks()
+                .cluster(cluster)
+                .set_tasks(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(failed("DescribeTasks"))?;
+            calls.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, ReadError>(
+                out.tasks()
+                    .iter()
+                    .map(|t| RawTask {
+                        arn: t.task_arn().unwrap_or_default().to_string(),
+                        task_definition_arn: t
+                            .task_definition_arn()
+                            .unwrap_or_default()
+                            .to_string(),
+                        group: t.group().map(str::to_string),
+                        started_at: t
+                            .started_at()
+                            .and_then(|at| at.fmt(aws_smithy_types_format()).ok()),
+                        containers: t
+                            .containers()
+                            .iter()
+                            .map(|c| RawContainer {
+                                name: c.name().unwrap_or_default().to_string(),
+                                gpu_ids: c.gpu_ids().to_vec(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            )
+        }))
+        .buffered(self.concurrency)
+        .try_collect()
+        .await?;
+        Ok(batches.into_iter().flatten().collect())
+    }
+
+    async fn read_service_teams(
+        &self,
+        cluster: &str,
+        calls: &AtomicU32,
+    ) -> Result<HashMap<String, String>, ReadError> {
+        let arns = self
+            .list(calls, |token| async move {
+                let out = self
+                    .ecs
+                    .list_services()
+                    .cluster(cluster)
+                    .max_results(100)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(failed("ListServices"))?;
+                Ok((
+                    out.service_arns().to_vec(),
+                    out.next_token().map(str::to_string),
+                ))
+            })
+            .await?;
+        let team_tag = self.team_tag.as_str();
+        let batches: Vec<Vec<(String, String)>> =
+            stream::iter(arns.chunks(10).map(|batch| async move {
+                let out = self
+                    .ecs
+                    .describe_services()
+                    .cluster(cluster)
+                    .set_services(Some(batch.to_vec()))
+                    .include(ServiceField::Tags)
+                    .send()
+                    .await
+                    .map_err(failed("DescribeServices"))?;
+                calls.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, ReadError>(
+                    out.services()
+                        .iter()
+                        .filter_map(|s| {
+                            let team = s
+                                .tags()
+                                .iter()
+                                .find(|t| t.key() == Some(team_tag))?
+                                .value()?
+                                .to_string();
+                            Some((s.service_name()?.to_string(), team))
+                        })
+                        .collect(),
+                )
+            }))
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        Ok(batches.into_iter().flatten().collect())
+    }
+
+    /// Describes the task definitions not yet cached.
+    async fn cache_definitions(
+        &self,
+        tasks: &[RawTask],
+        calls: &AtomicU32,
+    ) -> Result<(), ReadError> {
+        let missing: Vec<String> = {
+            let cache = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut missing: Vec<String> = tasks
+                .iter()
+                .map(|t| t.task_definition_arn.clone())
+                .filter(|arn| !cache.contains_key(arn))
+                .collect();
+            missing.sort();
+            missing.dedup();
+            missing
+        };
+        let team_tag = self.team_tag.as_str();
+        let found: Vec<(String, DefinitionGpu)> =
+            stream::iter(missing.into_iter().map(|arn| async move {
+                let out = self
+                    .ecs
+                    .describe_task_definition()
+                    .task_definition(&arn)
+                    .include(TaskDefinitionField::Tags)
+                    .send()
+                    .await
+                    .map_err(failed("DescribeTaskDefinition"))?;
+                calls.fetch_add(1, Ordering::Relaxed);
+                let containers = out
+                    .task_definition()
+                    .map(|td| {
+                        td.container_definitions()
+                            .iter()
+                            .map(|c| {
+                                (
+                                    c.name().unwrap_or_default().to_string(),
+                                    gpu_ask(c.resource_requirements()),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let team = out
+                    .tags()
+                    .iter()
+                    .find(|t| t.key() == Some(team_tag))
+                    .and_then(|t| t.value())
+                    .map(str::to_string);
+                Ok::<_, ReadError>((arn, DefinitionGpu { containers, team }))
+            }))
+            .buffer_unordered(self.concurrency)
+            .try_collect()
+            .await?;
+        self.definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(found);
+        Ok(())
+    }
+}
+
+fn aws_smithy_types_format() -> aws_sdk_ecs::primitives::DateTimeFormat {
+    aws_sdk_ecs::primitives::DateTimeFormat::DateTime
+}
+
+/// A container's GPU ask from its resource requirements. An empty `value` beside a sharing
+/// strategy is shared, never "0 GPUs".
+pub fn gpu_ask(requirements: &[aws_sdk_ecs::types::ResourceRequirement]) -> GpuAsk {
+    for requirement in requirements {
+        if requirement.r#type().as_str() != "GPU" {
+            continue;
+        }
+        if let Some(SharingStrategy::NvidiaMps(mps)) = requirement.sharing_strategy() {
+            return GpuAsk::Mps {
+                memory_mib: mps.memory().max(0) as u32,
+                max_compute_percent: mps.max_compute_percent().map(|p| p.max(0) as u32),
+            };
+        }
+        if let Ok(count) = requirement.value().parse::<u32>() {
+            return GpuAsk::Whole(count);
+        }
+        if requirement.value() == "ALL" {
+            return GpuAsk::Whole(u32::MAX);
+        }
+    }
+    GpuAsk::None
+}
+
+fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceView, Vec<RawGpu>) {
+    let attribute = |name: &str| {
+        instance
+            .attributes()
+            .iter()
+            .find(|a| a.name() == name)
+            .and_then(|a| a.value())
+            .map(str::to_string)
+    };
+    let impaired = instance.health_status().and_then(|h| {
+        h.details()
+            .iter()
+            .find(|d| {
+                d.r#type() == Some(&InstanceHealthCheckType::AcceleratedCompute)
+                    && d.status() == Some(&InstanceHealthCheckState::Impaired)
+            })
+            .map(|d| d.status_reason().unwrap_or("impaired").to_string())
+    });
+    let gpus = instance
+        .gpu_devices()
+        .iter()
+        .map(|g| RawGpu {
+            uuid: g.gpu_id().unwrap_or_default().to_string(),
+            mode: match g.sharing_mode() {
+                Some(GpuSharingMode::NvidiaMps) => GpuMode::NvidiaMps,
+                Some(GpuSharingMode::Dedicated) => GpuMode::Dedicated,
+                _ => GpuMode::Idle,
+            },
+            total_memory_mib: g.total_memory_in_mib().unwrap_or(0).max(0) as u32,
+            remaining_memory_mib: g.remaining_memory_in_mib().unwrap_or(0).max(0) as u32,
+        })
+        .collect();
+    let view = InstanceView {
+        arn: instance
+            .container_instance_arn()
+            .unwrap_or_default()
+            .to_string(),
+        ec2_instance_id: instance.ec2_instance_id().unwrap_or_default().to_string(),
+        instance_type: attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into()),
+        impaired,
+        gpus: Vec::new(),
+    };
+    (view, gpus)
+}
+
+/// Shared handle, for the background refresher.
+pub type SharedReader = Arc<FleetReader>;

@@ -1,0 +1,123 @@
+//! The fleet snapshot read through aws-sdk-ecs from the emulator's demo fleet, checked against
+//! the emulator's own state.
+
+use std::collections::HashMap;
+
+use app::model::GpuMode;
+use chrono::Utc;
+use emulator::{placement::SharingMode, Emulator, Faults, Scenario};
+use gpushare::{
+    aws::{Clients, Target},
+    fleet::reader::FleetReader,
+};
+
+async fn demo() -> (Emulator, Clients) {
+    let emulator = Emulator::new(
+        Scenario::Demo.build(5, Utc::now()),
+        "demo",
+        1.0,
+        Faults::default(),
+    );
+    let address = emulator
+        .clone()
+        .spawn("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let clients = Clients::new(&Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await;
+    (emulator, clients)
+}
+
+#[tokio::test]
+async fn the_snapshot_matches_the_emulators_state() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8);
+    let snapshot = reader.read().await.expect("read");
+    assert_eq!(snapshot.unknown_gpu_ids, 0);
+
+    // The emulator's view of every GPU: mode, remaining memory, containers on it.
+    let truth: HashMap<String, (SharingMode, u32, u32)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .flat_map(|i| {
+                i.gpu_ids.iter().cloned().zip(
+                    i.gpus
+                        .iter()
+                        .map(|g| (g.mode, g.remaining_memory_mib, g.container_count)),
+                )
+            })
+            .collect()
+    });
+    let views: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .flat_map(|i| i.gpus.iter())
+        .collect();
+    assert_eq!(views.len(), truth.len(), "one view per GPU");
+    for view in &views {
+        let (mode, remaining, count) = truth[&view.uuid];
+        let expected_mode = match mode {
+            SharingMode::Idle => GpuMode::Idle,
+            SharingMode::NvidiaMps => GpuMode::NvidiaMps,
+            SharingMode::Dedicated => GpuMode::Dedicated,
+        };
+        assert_eq!(view.mode, expected_mode, "{}", view.uuid);
+        assert_eq!(view.remaining_memory_mib, remaining, "{}", view.uuid);
+        assert_eq!(view.containers.len() as u32, count, "{}", view.uuid);
+        if view.mode == GpuMode::NvidiaMps {
+            let requested: u32 = view.containers.iter().filter_map(|c| c.memory_mib).sum();
+            assert_eq!(requested, view.allocated_memory_mib(), "{}", view.uuid);
+        }
+    }
+    assert!(
+        views.iter().any(|v| v.compute_allocated_percent > 100),
+        "the demo has an oversubscribed GPU"
+    );
+    assert!(
+        views
+            .iter()
+            .flat_map(|v| v.containers.iter())
+            .all(|c| c.team.is_some()),
+        "every demo service has a team"
+    );
+    let impaired: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .filter(|i| i.impaired.is_some())
+        .collect();
+    assert_eq!(impaired.len(), 1);
+
+    // A second read reuses the cached task definitions.
+    let again = reader.read().await.expect("read");
+    assert!(
+        again.api_calls < snapshot.api_calls,
+        "{} then {}",
+        snapshot.api_calls,
+        again.api_calls
+    );
+}
+
+#[tokio::test]
+async fn a_failing_call_fails_the_read_rather_than_giving_a_partial_snapshot() {
+    let (emulator, clients) = demo().await;
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "DescribeTasks".into(),
+        emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+    );
+    emulator.set_faults(faults).expect("valid");
+    let error = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .read()
+        .await
+        .expect_err("must fail");
+    assert_eq!(error.operation, "DescribeTasks");
+}
