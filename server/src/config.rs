@@ -63,7 +63,7 @@ pub struct BenchEmulatorArgs {
 }
 
 /// Which fleet the console shows: the embedded emulator (default) or AWS.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct FleetArgs {
     /// Use AWS through the default credential chain instead of the embedded emulator.
     #[arg(long, env = "GPUSHARE_AWS")]
@@ -82,8 +82,30 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_PROFILE")]
     pub profile: Option<String>,
 
+    /// Seconds between fleet snapshots; pages read the latest and never wait on AWS.
+    #[arg(long, env = "GPUSHARE_REFRESH_INTERVAL", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub refresh_interval: u64,
+
+    /// The tag key that names a service's or task definition's team.
+    #[arg(long, env = "GPUSHARE_TEAM_TAG", default_value = "team")]
+    pub team_tag: String,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
+}
+
+impl Default for FleetArgs {
+    fn default() -> Self {
+        FleetArgs {
+            aws: false,
+            endpoint_url: None,
+            region: None,
+            profile: None,
+            refresh_interval: 15,
+            team_tag: "team".into(),
+            emulator: EmulatorArgs::default(),
+        }
+    }
 }
 
 impl FleetArgs {

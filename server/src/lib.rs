@@ -30,6 +30,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(http::health::healthz))
         .route("/readyz", get(http::health::readyz))
         .route("/metrics", get(http::metrics::render))
+        .route("/api/v1/fleet", get(http::fleet::get_fleet))
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),

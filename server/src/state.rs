@@ -11,6 +11,10 @@ use crate::{
     aws::Clients,
     clusters::EcsClusters,
     config::ServeArgs,
+    fleet::{
+        reader::FleetReader,
+        store::{spawn_refresher, SnapshotStore},
+    },
     http::metrics::HttpMetrics,
     readiness::{CloudWatchReachable, EcsReachable, Readiness},
 };
@@ -26,6 +30,8 @@ pub struct AppState {
     pub metrics: Arc<HttpMetrics>,
     /// The ECS and CloudWatch clients.
     pub clients: Clients,
+    /// The latest fleet snapshot, refreshed in the background.
+    pub fleet: Arc<SnapshotStore>,
     /// The checks behind `/readyz`.
     pub readiness: Readiness,
     /// Largest request body, in bytes.
@@ -36,7 +42,19 @@ pub struct AppState {
 
 impl AppState {
     /// State for a server started with `args`, showing the fleet of `source` through `clients`.
+    /// Starts the background refresh of the fleet snapshot, so it must run inside Tokio.
     pub fn new(args: &ServeArgs, source: FleetSource, clients: Clients) -> AppState {
+        let fleet = Arc::new(SnapshotStore::default());
+        let reader = Arc::new(FleetReader::new(
+            clients.ecs.clone(),
+            &args.fleet.team_tag,
+            16,
+        ));
+        spawn_refresher(
+            &fleet,
+            reader,
+            std::time::Duration::from_secs(args.fleet.refresh_interval),
+        );
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -56,6 +74,7 @@ impl AppState {
                 clusters: Arc::new(EcsClusters::new(clients.ecs.clone())),
             },
             clients,
+            fleet,
             metrics: Arc::new(HttpMetrics::default()),
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),

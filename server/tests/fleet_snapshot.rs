@@ -121,3 +121,44 @@ async fn a_failing_call_fails_the_read_rather_than_giving_a_partial_snapshot() {
         .expect_err("must fail");
     assert_eq!(error.operation, "DescribeTasks");
 }
+
+#[tokio::test]
+async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8);
+    let store = gpushare::fleet::store::SnapshotStore::default();
+    store.refresh(&reader).await;
+    let good = store.state();
+    let first = good.snapshot.clone().expect("a snapshot");
+    assert!(good.last_error.is_none());
+
+    let faults = Faults {
+        all: emulator::Fault {
+            throttle_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+        ..Faults::default()
+    };
+    emulator.set_faults(faults).expect("valid");
+    store.refresh(&reader).await;
+    let after = store.state();
+    assert_eq!(
+        after.snapshot.as_deref(),
+        Some(&*first),
+        "the last good snapshot is served"
+    );
+    assert_eq!(after.taken_at, good.taken_at, "with its own age");
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ListClusters"),
+        "{:?}",
+        after.last_error
+    );
+
+    emulator.set_faults(Faults::default()).expect("valid");
+    store.refresh(&reader).await;
+    assert!(store.state().last_error.is_none());
+}

@@ -315,3 +315,93 @@ async fn the_cluster_server_function_reads_the_emulated_fleet() {
     assert_eq!(prod["container_instances"], 12);
     assert_eq!(prod["services"], 7);
 }
+
+/// Waits for the background refresher's first snapshot.
+async fn fleet_json(app: &Router, query: &str) -> (StatusCode, serde_json::Value) {
+    for _ in 0..100 {
+        let response = send(app, get(&format!("/api/v1/fleet{query}"))).await;
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            let status = response.status();
+            return (status, json(response).await);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no fleet snapshot after 5 s");
+}
+
+fn gpus(body: &serde_json::Value) -> Vec<&serde_json::Value> {
+    body["snapshot"]["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["instances"].as_array().into_iter().flatten())
+        .flat_map(|i| i["gpus"].as_array().into_iter().flatten())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_fleet_api_serves_the_snapshot_with_filters() {
+    let (app, _) = test_app(false).await;
+    let (status, all) = fleet_json(&app, "").await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert_eq!(all["stale"], false);
+    assert!(all["age_seconds"].as_i64().is_some());
+    let total = gpus(&all).len();
+    assert!(total > 24, "{total}");
+
+    let (_, dev) = fleet_json(&app, "?cluster=ml-dev").await;
+    let clusters: Vec<&str> = dev["snapshot"]["clusters"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(clusters, ["ml-dev"]);
+
+    let (_, dedicated) = fleet_json(&app, "?mode=DEDICATED").await;
+    let found = gpus(&dedicated);
+    assert!(!found.is_empty());
+    assert!(found.iter().all(|g| g["mode"] == "DEDICATED"));
+
+    let (_, research) = fleet_json(&app, "?team=research&instance_type=p4d.24xlarge").await;
+    let found = gpus(&research);
+    assert!(!found.is_empty());
+    assert!(found.iter().all(|g| g["containers"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .any(|c| c["team"] == "research")));
+}
+
+#[tokio::test]
+async fn the_fleet_api_refuses_bad_filters_clearly() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let (status, body) = fleet_json(&app, "?mode=SHARED").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("NVIDIA_MPS"),
+        "{body}"
+    );
+    let (status, body) = fleet_json(&app, "?colour=red").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("instance_type"),
+        "{body}"
+    );
+    let (status, body) = fleet_json(&app, "?cluster=%3Cscript%3E").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("inference-prod"),
+        "lists what exists: {body}"
+    );
+}

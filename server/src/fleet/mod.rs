@@ -2,3 +2,4 @@
 
 pub mod join;
 pub mod reader;
+pub mod store;

@@ -157,27 +157,32 @@ impl FleetReader {
                 ))
             })
             .await?;
-        let batches: Vec<Vec<(InstanceView, Vec<RawGpu>)>> =
-            stream::iter(arns.chunks(100).map(|batch| async move {
-                let out = self
-                    .ecs
-                    .describe_container_instances()
-                    .cluster(cluster)
-                    .set_container_instances(Some(batch.to_vec()))
-                    .send()
-                    .await
-                    .map_err(failed("DescribeContainerInstances"))?;
-                calls.fetch_add(1, Ordering::Relaxed);
-                Ok::<_, ReadError>(
-                    out.container_instances()
-                        .iter()
-                        .map(instance_view)
-                        .collect(),
-                )
-            }))
-            .buffered(self.concurrency)
-            .try_collect()
-            .await?;
+        let batches: Vec<Vec<(InstanceView, Vec<RawGpu>)>> = stream::iter(
+            arns.chunks(100)
+                .map(|batch| batch.to_vec())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|batch| async move {
+                    let out = self
+                        .ecs
+                        .describe_container_instances()
+                        .cluster(cluster)
+                        .set_container_instances(Some(batch))
+                        .send()
+                        .await
+                        .map_err(failed("DescribeContainerInstances"))?;
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, ReadError>(
+                        out.container_instances()
+                            .iter()
+                            .map(instance_view)
+                            .collect(),
+                    )
+                }),
+        )
+        .buffered(self.concurrency)
+        .try_collect()
+        .await?;
         Ok(batches.into_iter().flatten().collect())
     }
 
@@ -203,41 +208,47 @@ impl FleetReader {
                 ))
             })
             .await?;
-        let batches: Vec<Vec<RawTask>> = stream::iter(arns.chunks(100).map(|batch| async move {
-            let out = self
-                .ecs
-                .describe_tasks()
-                .cluster(cluster)
-                .set_tasks(Some(batch.to_vec()))
-                .send()
-                .await
-                .map_err(failed("DescribeTasks"))?;
-            calls.fetch_add(1, Ordering::Relaxed);
-            Ok::<_, ReadError>(
-                out.tasks()
-                    .iter()
-                    .map(|t| RawTask {
-                        arn: t.task_arn().unwrap_or_default().to_string(),
-                        task_definition_arn: t
-                            .task_definition_arn()
-                            .unwrap_or_default()
-                            .to_string(),
-                        group: t.group().map(str::to_string),
-                        started_at: t
-                            .started_at()
-                            .and_then(|at| at.fmt(aws_smithy_types_format()).ok()),
-                        containers: t
-                            .containers()
+        let batches: Vec<Vec<RawTask>> = stream::iter(
+            arns.chunks(100)
+                .map(|batch| batch.to_vec())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|batch| async move {
+                    let out = self
+                        .ecs
+                        .describe_tasks()
+                        .cluster(cluster)
+                        .set_tasks(Some(batch))
+                        .send()
+                        .await
+                        .map_err(failed("DescribeTasks"))?;
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, ReadError>(
+                        out.tasks()
                             .iter()
-                            .map(|c| RawContainer {
-                                name: c.name().unwrap_or_default().to_string(),
-                                gpu_ids: c.gpu_ids().to_vec(),
+                            .map(|t| RawTask {
+                                arn: t.task_arn().unwrap_or_default().to_string(),
+                                task_definition_arn: t
+                                    .task_definition_arn()
+                                    .unwrap_or_default()
+                                    .to_string(),
+                                group: t.group().map(str::to_string),
+                                started_at: t
+                                    .started_at()
+                                    .and_then(|at| at.fmt(aws_smithy_types_format()).ok()),
+                                containers: t
+                                    .containers()
+                                    .iter()
+                                    .map(|c| RawContainer {
+                                        name: c.name().unwrap_or_default().to_string(),
+                                        gpu_ids: c.gpu_ids().to_vec(),
+                                    })
+                                    .collect(),
                             })
                             .collect(),
-                    })
-                    .collect(),
-            )
-        }))
+                    )
+                }),
+        )
         .buffered(self.concurrency)
         .try_collect()
         .await?;
@@ -267,36 +278,41 @@ impl FleetReader {
             })
             .await?;
         let team_tag = self.team_tag.as_str();
-        let batches: Vec<Vec<(String, String)>> =
-            stream::iter(arns.chunks(10).map(|batch| async move {
-                let out = self
-                    .ecs
-                    .describe_services()
-                    .cluster(cluster)
-                    .set_services(Some(batch.to_vec()))
-                    .include(ServiceField::Tags)
-                    .send()
-                    .await
-                    .map_err(failed("DescribeServices"))?;
-                calls.fetch_add(1, Ordering::Relaxed);
-                Ok::<_, ReadError>(
-                    out.services()
-                        .iter()
-                        .filter_map(|s| {
-                            let team = s
-                                .tags()
-                                .iter()
-                                .find(|t| t.key() == Some(team_tag))?
-                                .value()?
-                                .to_string();
-                            Some((s.service_name()?.to_string(), team))
-                        })
-                        .collect(),
-                )
-            }))
-            .buffered(self.concurrency)
-            .try_collect()
-            .await?;
+        let batches: Vec<Vec<(String, String)>> = stream::iter(
+            arns.chunks(10)
+                .map(|batch| batch.to_vec())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|batch| async move {
+                    let out = self
+                        .ecs
+                        .describe_services()
+                        .cluster(cluster)
+                        .set_services(Some(batch))
+                        .include(ServiceField::Tags)
+                        .send()
+                        .await
+                        .map_err(failed("DescribeServices"))?;
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, ReadError>(
+                        out.services()
+                            .iter()
+                            .filter_map(|s| {
+                                let team = s
+                                    .tags()
+                                    .iter()
+                                    .find(|t| t.key() == Some(team_tag))?
+                                    .value()?
+                                    .to_string();
+                                Some((s.service_name()?.to_string(), team))
+                            })
+                            .collect(),
+                    )
+                }),
+        )
+        .buffered(self.concurrency)
+        .try_collect()
+        .await?;
         Ok(batches.into_iter().flatten().collect())
     }
 
