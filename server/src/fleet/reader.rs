@@ -117,22 +117,58 @@ impl FleetReader {
         ))
     }
 
-    async fn list<F, Fut>(&self, calls: &AtomicU32, mut call: F) -> Result<Vec<String>, ReadError>
+    /// Follows a list's `nextToken` chain and describes each page as soon as it arrives (in
+    /// batches of `batch`, at most `concurrency` at once), so that describing overlaps listing.
+    async fn pipelined<T, L, LF, D, DF>(
+        &self,
+        calls: &AtomicU32,
+        batch: usize,
+        mut list: L,
+        describe: D,
+    ) -> Result<Vec<T>, ReadError>
     where
-        F: FnMut(Option<String>) -> Fut,
-        Fut: std::future::Future<Output = Result<(Vec<String>, Option<String>), ReadError>>,
+        L: FnMut(Option<String>) -> LF,
+        LF: std::future::Future<Output = Result<(Vec<String>, Option<String>), ReadError>>,
+        D: Fn(Vec<String>) -> DF,
+        DF: std::future::Future<Output = Result<Vec<T>, ReadError>> + Send + 'static,
+        T: Send + 'static,
     {
-        let mut items = Vec::new();
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
+        let mut handles = Vec::new();
         let mut token = None;
-        loop {
-            let (page, next) = call(token).await?;
+        let listed = loop {
+            let (page, next) = match list(token).await {
+                Ok(page) => page,
+                Err(error) => break Err(error),
+            };
             calls.fetch_add(1, Ordering::Relaxed);
-            items.extend(page);
+            for chunk in page.chunks(batch) {
+                let described = describe(chunk.to_vec());
+                let limit = limit.clone();
+                handles.push(tokio::spawn(async move {
+                    let _permit = limit.acquire_owned().await;
+                    described.await
+                }));
+            }
             token = next;
             if token.is_none() {
-                return Ok(items);
+                break Ok(());
             }
+        };
+        if let Err(error) = listed {
+            handles.iter().for_each(tokio::task::JoinHandle::abort);
+            return Err(error);
         }
+        let mut items = Vec::new();
+        for handle in handles {
+            let described = handle.await.map_err(|e| ReadError {
+                operation: "describe",
+                message: e.to_string(),
+            })?;
+            items.extend(described?);
+            calls.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(items)
     }
 
     async fn read_instances(
@@ -140,50 +176,39 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<Vec<(InstanceView, Vec<RawGpu>)>, ReadError> {
-        let arns = self
-            .list(calls, |token| async move {
-                let out = self
-                    .ecs
-                    .list_container_instances()
+        let list = |token: Option<String>| async move {
+            let out = self
+                .ecs
+                .list_container_instances()
+                .cluster(cluster)
+                .max_results(100)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(failed("ListContainerInstances"))?;
+            Ok((
+                out.container_instance_arns().to_vec(),
+                out.next_token().map(str::to_string),
+            ))
+        };
+        let describe = |batch: Vec<String>| {
+            let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
+            async move {
+                let out = ecs
+                    .describe_container_instances()
                     .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(token)
+                    .set_container_instances(Some(batch))
                     .send()
                     .await
-                    .map_err(failed("ListContainerInstances"))?;
-                Ok((
-                    out.container_instance_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            })
-            .await?;
-        let batches: Vec<Vec<(InstanceView, Vec<RawGpu>)>> = stream::iter(
-            arns.chunks(100)
-                .map(|batch| batch.to_vec())
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|batch| async move {
-                    let out = self
-                        .ecs
-                        .describe_container_instances()
-                        .cluster(cluster)
-                        .set_container_instances(Some(batch))
-                        .send()
-                        .await
-                        .map_err(failed("DescribeContainerInstances"))?;
-                    calls.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, ReadError>(
-                        out.container_instances()
-                            .iter()
-                            .map(instance_view)
-                            .collect(),
-                    )
-                }),
-        )
-        .buffered(self.concurrency)
-        .try_collect()
-        .await?;
-        Ok(batches.into_iter().flatten().collect())
+                    .map_err(failed("DescribeContainerInstances"))?;
+                Ok(out
+                    .container_instances()
+                    .iter()
+                    .map(instance_view)
+                    .collect())
+            }
+        };
+        self.pipelined(calls, 100, list, describe).await
     }
 
     async fn read_tasks(
@@ -191,68 +216,35 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<Vec<RawTask>, ReadError> {
-        let arns = self
-            .list(calls, |token| async move {
-                let out = self
-                    .ecs
-                    .list_tasks()
+        let list = |token: Option<String>| async move {
+            let out = self
+                .ecs
+                .list_tasks()
+                .cluster(cluster)
+                .max_results(100)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(failed("ListTasks"))?;
+            Ok((
+                out.task_arns().to_vec(),
+                out.next_token().map(str::to_string),
+            ))
+        };
+        let describe = |batch: Vec<String>| {
+            let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
+            async move {
+                let out = ecs
+                    .describe_tasks()
                     .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(token)
+                    .set_tasks(Some(batch))
                     .send()
                     .await
-                    .map_err(failed("ListTasks"))?;
-                Ok((
-                    out.task_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            })
-            .await?;
-        let batches: Vec<Vec<RawTask>> = stream::iter(
-            arns.chunks(100)
-                .map(|batch| batch.to_vec())
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|batch| async move {
-                    let out = self
-                        .ecs
-                        .describe_tasks()
-                        .cluster(cluster)
-                        .set_tasks(Some(batch))
-                        .send()
-                        .await
-                        .map_err(failed("DescribeTasks"))?;
-                    calls.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, ReadError>(
-                        out.tasks()
-                            .iter()
-                            .map(|t| RawTask {
-                                arn: t.task_arn().unwrap_or_default().to_string(),
-                                task_definition_arn: t
-                                    .task_definition_arn()
-                                    .unwrap_or_default()
-                                    .to_string(),
-                                group: t.group().map(str::to_string),
-                                started_at: t
-                                    .started_at()
-                                    .and_then(|at| at.fmt(aws_smithy_types_format()).ok()),
-                                containers: t
-                                    .containers()
-                                    .iter()
-                                    .map(|c| RawContainer {
-                                        name: c.name().unwrap_or_default().to_string(),
-                                        gpu_ids: c.gpu_ids().to_vec(),
-                                    })
-                                    .collect(),
-                            })
-                            .collect(),
-                    )
-                }),
-        )
-        .buffered(self.concurrency)
-        .try_collect()
-        .await?;
-        Ok(batches.into_iter().flatten().collect())
+                    .map_err(failed("DescribeTasks"))?;
+                Ok(out.tasks().iter().map(raw_task).collect())
+            }
+        };
+        self.pipelined(calls, 100, list, describe).await
     }
 
     async fn read_service_teams(
@@ -260,60 +252,52 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<HashMap<String, String>, ReadError> {
-        let arns = self
-            .list(calls, |token| async move {
-                let out = self
-                    .ecs
-                    .list_services()
+        let list = |token: Option<String>| async move {
+            let out = self
+                .ecs
+                .list_services()
+                .cluster(cluster)
+                .max_results(100)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(failed("ListServices"))?;
+            Ok((
+                out.service_arns().to_vec(),
+                out.next_token().map(str::to_string),
+            ))
+        };
+        let describe = |batch: Vec<String>| {
+            let (ecs, cluster, team_tag) =
+                (self.ecs.clone(), cluster.to_string(), self.team_tag.clone());
+            async move {
+                let out = ecs
+                    .describe_services()
                     .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(token)
+                    .set_services(Some(batch))
+                    .include(ServiceField::Tags)
                     .send()
                     .await
-                    .map_err(failed("ListServices"))?;
-                Ok((
-                    out.service_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            })
-            .await?;
-        let team_tag = self.team_tag.as_str();
-        let batches: Vec<Vec<(String, String)>> = stream::iter(
-            arns.chunks(10)
-                .map(|batch| batch.to_vec())
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|batch| async move {
-                    let out = self
-                        .ecs
-                        .describe_services()
-                        .cluster(cluster)
-                        .set_services(Some(batch))
-                        .include(ServiceField::Tags)
-                        .send()
-                        .await
-                        .map_err(failed("DescribeServices"))?;
-                    calls.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, ReadError>(
-                        out.services()
+                    .map_err(failed("DescribeServices"))?;
+                Ok(out
+                    .services()
+                    .iter()
+                    .filter_map(|s| {
+                        let team = s
+                            .tags()
                             .iter()
-                            .filter_map(|s| {
-                                let team = s
-                                    .tags()
-                                    .iter()
-                                    .find(|t| t.key() == Some(team_tag))?
-                                    .value()?
-                                    .to_string();
-                                Some((s.service_name()?.to_string(), team))
-                            })
-                            .collect(),
-                    )
-                }),
-        )
-        .buffered(self.concurrency)
-        .try_collect()
-        .await?;
-        Ok(batches.into_iter().flatten().collect())
+                            .find(|t| t.key() == Some(team_tag.as_str()))?
+                            .value()?;
+                        Some((s.service_name()?.to_string(), team.to_string()))
+                    })
+                    .collect::<Vec<_>>())
+            }
+        };
+        Ok(self
+            .pipelined(calls, 10, list, describe)
+            .await?
+            .into_iter()
+            .collect())
     }
 
     /// Describes the task definitions not yet cached.
@@ -378,8 +362,24 @@ impl FleetReader {
     }
 }
 
-fn aws_smithy_types_format() -> aws_sdk_ecs::primitives::DateTimeFormat {
-    aws_sdk_ecs::primitives::DateTimeFormat::DateTime
+fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
+    RawTask {
+        arn: task.task_arn().unwrap_or_default().to_string(),
+        task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
+        group: task.group().map(str::to_string),
+        started_at: task.started_at().and_then(|at| {
+            at.fmt(aws_sdk_ecs::primitives::DateTimeFormat::DateTime)
+                .ok()
+        }),
+        containers: task
+            .containers()
+            .iter()
+            .map(|c| RawContainer {
+                name: c.name().unwrap_or_default().to_string(),
+                gpu_ids: c.gpu_ids().to_vec(),
+            })
+            .collect(),
+    }
 }
 
 /// A container's GPU ask from its resource requirements. An empty `value` beside a sharing
