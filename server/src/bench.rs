@@ -373,3 +373,80 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `gpushare bench fleet`: the fleet snapshot on an emulated fleet, at 0 and 40 ms of added
+/// latency per call, against the fewest calls and the longest chain of dependent calls.
+pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    // The fewest calls, and the longest chain: ListClusters, then a cluster's ListTasks pages one
+    // after the other, the last page's DescribeTasks, then DescribeTaskDefinition.
+    let (minimum, chain) = {
+        let pages = |n: usize, per: usize| n.div_ceil(per).max(1);
+        let mut minimum = 1;
+        let mut chain = 0;
+        let mut definitions = std::collections::HashSet::new();
+        for cluster in fleet.clusters.values() {
+            let instances = cluster.instances.len();
+            let tasks: Vec<_> = cluster.tasks.values().filter(|t| t.is_live()).collect();
+            let services = cluster.services.len();
+            minimum += pages(instances, 100) + instances.div_ceil(100);
+            minimum += pages(tasks.len(), 100) + tasks.len().div_ceil(100);
+            minimum += pages(services, 100) + services.div_ceil(10);
+            definitions.extend(tasks.iter().map(|t| t.task_definition_arn.clone()));
+            chain = chain.max(pages(tasks.len(), 100).max(pages(instances, 100)) + 1);
+        }
+        (minimum + definitions.len(), 1 + chain + 1)
+    };
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    let address = em
+        .clone()
+        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await?;
+    let clients = aws::Clients::new(&aws::Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await;
+    let concurrency = usize::try_from(args.concurrency).unwrap_or(16);
+    let mut rows = vec![Row {
+        what: "fewest ECS calls for a full snapshot".into(),
+        value: minimum.to_string(),
+    }];
+    for latency in [0_u64, 40] {
+        let mut faults = emulator::Faults::default();
+        faults.all.latency_ms = latency;
+        em.set_faults(faults).map_err(anyhow::Error::msg)?;
+        let reader =
+            crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency);
+        for pass in ["first", "second (task definitions cached)"] {
+            let started = Instant::now();
+            let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            let elapsed = started.elapsed();
+            let mut value = format!(
+                "{:.2} s, {} calls ({:.2}× the fewest)",
+                elapsed.as_secs_f64(),
+                snapshot.api_calls,
+                f64::from(snapshot.api_calls) / minimum as f64
+            );
+            if latency > 0 {
+                let bound = chain as f64 * latency as f64 / 1000.0;
+                value.push_str(&format!(
+                    "; bound {chain} dependent calls × {latency} ms = {bound:.2} s, ratio {:.2}",
+                    elapsed.as_secs_f64() / bound
+                ));
+            }
+            rows.push(Row {
+                what: format!("snapshot, {latency} ms added latency, {pass} read"),
+                value,
+            });
+        }
+    }
+    print_table(
+        &format!(
+            "gpushare bench fleet — scenario {}, {} in flight",
+            args.scenario, concurrency
+        ),
+        &rows,
+    );
+    Ok(())
+}

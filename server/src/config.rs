@@ -46,6 +46,9 @@ pub enum BenchCommand {
     /// The emulator: scenario build time and memory, a full walk of the fleet through the SDK
     /// at 0 and 40 ms of added latency, and DescribeContainerInstances throughput.
     Emulator(BenchEmulatorArgs),
+    /// The fleet snapshot on an emulated fleet: wall time and ECS calls at 0 and 40 ms of added
+    /// latency, against the fewest calls and the chain of dependent calls.
+    Fleet(BenchEmulatorArgs),
 }
 
 /// Options of `gpushare bench emulator`.

@@ -12,6 +12,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Serve(args)) => gpushare::serve(args).await,
         Some(Command::Emulate(args)) => gpushare::emulate(args).await,
         Some(Command::Bench(BenchCommand::Emulator(args))) => gpushare::bench::emulator(args).await,
+        Some(Command::Bench(BenchCommand::Fleet(args))) => gpushare::bench::fleet(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }
