@@ -35,220 +35,6 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// What a full walk of the fleet found and cost.
-#[derive(Debug, Default)]
-pub struct Walk {
-    pub calls: usize,
-    pub clusters: usize,
-    pub instances: usize,
-    pub gpus: usize,
-    pub services: usize,
-    pub tasks: usize,
-    pub task_definitions: usize,
-}
-
-/// Lists and describes everything, describes batched at the API limits, independent calls
-/// `concurrency` at a time.
-pub async fn walk_fleet(ecs: &aws_sdk_ecs::Client, concurrency: usize) -> anyhow::Result<Walk> {
-    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("{e}");
-    let mut walk = Walk::default();
-    let mut clusters = Vec::new();
-    let mut token = None;
-    loop {
-        let page = ecs
-            .list_clusters()
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(|e| err(&DisplayErrorContext(e)))?;
-        walk.calls += 1;
-        clusters.extend(page.cluster_arns().iter().cloned());
-        token = page.next_token().map(str::to_string);
-        if token.is_none() {
-            break;
-        }
-    }
-    walk.clusters = clusters.len();
-    for cluster in &clusters {
-        // Instances, services and tasks of a cluster are listed one after the other (the lists
-        // are paged), then described concurrently in batches.
-        let (instances, calls) = list_all(|t| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            async move {
-                let out = ecs
-                    .list_container_instances()
-                    .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(t)
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok((
-                    out.container_instance_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            }
-        })
-        .await?;
-        walk.calls += calls;
-        let (services, calls) = list_all(|t| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            async move {
-                let out = ecs
-                    .list_services()
-                    .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(t)
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok((
-                    out.service_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            }
-        })
-        .await?;
-        walk.calls += calls;
-        let (tasks, calls) = list_all(|t| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            async move {
-                let out = ecs
-                    .list_tasks()
-                    .cluster(cluster)
-                    .max_results(100)
-                    .set_next_token(t)
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok((
-                    out.task_arns().to_vec(),
-                    out.next_token().map(str::to_string),
-                ))
-            }
-        })
-        .await?;
-        walk.calls += calls;
-
-        let gpus: Vec<usize> = stream::iter(instances.chunks(100).map(|batch| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            let batch = batch.to_vec();
-            async move {
-                let out = ecs
-                    .describe_container_instances()
-                    .cluster(cluster)
-                    .set_container_instances(Some(batch))
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok::<_, anyhow::Error>(
-                    out.container_instances()
-                        .iter()
-                        .map(|i| i.gpu_devices().len())
-                        .sum::<usize>(),
-                )
-            }
-        }))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-        walk.calls += instances.len().div_ceil(100);
-        walk.gpus += gpus.iter().sum::<usize>();
-        walk.instances += instances.len();
-
-        let _: Vec<()> = stream::iter(services.chunks(10).map(|batch| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            let batch = batch.to_vec();
-            async move {
-                ecs.describe_services()
-                    .cluster(cluster)
-                    .set_services(Some(batch))
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok::<_, anyhow::Error>(())
-            }
-        }))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-        walk.calls += services.len().div_ceil(10);
-        walk.services += services.len();
-
-        let definitions: Vec<Vec<String>> = stream::iter(tasks.chunks(100).map(|batch| {
-            let ecs = ecs.clone();
-            let cluster = cluster.clone();
-            let batch = batch.to_vec();
-            async move {
-                let out = ecs
-                    .describe_tasks()
-                    .cluster(cluster)
-                    .set_tasks(Some(batch))
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok::<_, anyhow::Error>(
-                    out.tasks()
-                        .iter()
-                        .filter_map(|t| t.task_definition_arn().map(str::to_string))
-                        .collect(),
-                )
-            }
-        }))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-        walk.calls += tasks.len().div_ceil(100);
-        walk.tasks += tasks.len();
-
-        let mut unique: Vec<String> = definitions.into_iter().flatten().collect();
-        unique.sort();
-        unique.dedup();
-        let _: Vec<()> = stream::iter(unique.iter().cloned().map(|arn| {
-            let ecs = ecs.clone();
-            async move {
-                ecs.describe_task_definition()
-                    .task_definition(arn)
-                    .send()
-                    .await
-                    .map_err(|e| err(&DisplayErrorContext(e)))?;
-                Ok::<_, anyhow::Error>(())
-            }
-        }))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-        walk.calls += unique.len();
-        walk.task_definitions += unique.len();
-    }
-    Ok(walk)
-}
-
-/// Follows `nextToken` to the end; returns the items and the number of calls.
-async fn list_all<F, Fut>(mut call: F) -> anyhow::Result<(Vec<String>, usize)>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<(Vec<String>, Option<String>)>>,
-{
-    let mut items = Vec::new();
-    let mut token = None;
-    let mut calls = 0;
-    loop {
-        let (page, next) = call(token).await?;
-        calls += 1;
-        items.extend(page);
-        token = next;
-        if token.is_none() {
-            return Ok((items, calls));
-        }
-    }
-}
-
 /// `gpushare bench emulator`: scenario build time and memory, a full SDK walk at 0 and 40 ms of
 /// latency, and DescribeContainerInstances throughput.
 pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
@@ -291,22 +77,25 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         let mut faults = emulator::Faults::default();
         faults.all.latency_ms = latency;
         em.set_faults(faults).map_err(anyhow::Error::msg)?;
+        // The console's own full read: every list and describe, task definitions included.
+        let reader =
+            crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency);
         let started = Instant::now();
-        let walk = walk_fleet(&clients.ecs, concurrency).await?;
+        let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let elapsed = started.elapsed();
+        let instances: usize = snapshot.clusters.iter().map(|c| c.instances.len()).sum();
+        let gpus: usize = snapshot
+            .clusters
+            .iter()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| i.gpus.len())
+            .sum();
         rows.push(Row {
-            what: format!(
-                "full SDK walk, {latency} ms added latency, {} in flight",
-                args.concurrency
-            ),
+            what: format!("full SDK read, {latency} ms added latency, {concurrency} in flight"),
             value: format!(
-                "{:.2} s, {} calls ({} instances, {} GPUs, {} tasks, {} task definitions)",
+                "{:.2} s, {} calls ({instances} instances, {gpus} GPUs)",
                 elapsed.as_secs_f64(),
-                walk.calls,
-                walk.instances,
-                walk.gpus,
-                walk.tasks,
-                walk.task_definitions
+                snapshot.api_calls
             ),
         });
     }

@@ -22,22 +22,9 @@ impl EcsClusters {
                 "ECS did not answer ({error}); check the AWS credentials and region, and try again"
             )
         };
-        let mut arns = Vec::new();
-        let mut token = None;
-        loop {
-            let page = self
-                .ecs
-                .list_clusters()
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(|e| fail(&DisplayErrorContext(e)))?;
-            arns.extend(page.cluster_arns().iter().cloned());
-            token = page.next_token().map(str::to_string);
-            if token.is_none() {
-                break;
-            }
-        }
+        let (arns, _) = crate::fleet::reader::list_cluster_arns(&self.ecs)
+            .await
+            .map_err(|e| fail(&e))?;
         let mut clusters = Vec::with_capacity(arns.len());
         for batch in arns.chunks(100) {
             let out = self

@@ -58,23 +58,8 @@ impl FleetReader {
     /// Reads the whole fleet. Never partial: any failed call fails the read.
     pub async fn read(&self) -> Result<FleetSnapshot, ReadError> {
         let calls = AtomicU32::new(0);
-        let mut clusters = Vec::new();
-        let mut token = None;
-        loop {
-            let page = self
-                .ecs
-                .list_clusters()
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("ListClusters"))?;
-            calls.fetch_add(1, Ordering::Relaxed);
-            clusters.extend(page.cluster_arns().iter().cloned());
-            token = page.next_token().map(str::to_string);
-            if token.is_none() {
-                break;
-            }
-        }
+        let (clusters, pages) = list_cluster_arns(&self.ecs).await?;
+        calls.fetch_add(pages, Ordering::Relaxed);
         let views = try_join_all(clusters.iter().map(|arn| self.read_cluster(arn, &calls))).await?;
         let unknown = views.iter().map(|(_, unknown)| *unknown).sum();
         let mut clusters: Vec<ClusterView> = views.into_iter().map(|(view, _)| view).collect();
@@ -359,6 +344,27 @@ impl FleetReader {
             .unwrap_or_else(|p| p.into_inner())
             .extend(found);
         Ok(())
+    }
+}
+
+/// Every cluster ARN, following `nextToken`; and the number of calls it took.
+pub async fn list_cluster_arns(ecs: &aws_sdk_ecs::Client) -> Result<(Vec<String>, u32), ReadError> {
+    let mut arns = Vec::new();
+    let mut calls = 0;
+    let mut token = None;
+    loop {
+        let page = ecs
+            .list_clusters()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(failed("ListClusters"))?;
+        calls += 1;
+        arns.extend(page.cluster_arns().iter().cloned());
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok((arns, calls));
+        }
     }
 }
 
