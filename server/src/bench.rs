@@ -64,14 +64,7 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             status.clusters, status.container_instances, status.gpus, status.services, status.tasks
         ),
     });
-    let address = em
-        .clone()
-        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await?;
-    let clients = aws::Clients::new(&aws::Target::Emulator {
-        endpoint: format!("http://{address}"),
-    })
-    .await;
+    let (_, clients) = crate::serve_emulator(&em).await?;
 
     for latency in [0_u64, 40] {
         let mut faults = emulator::Faults::default();
@@ -188,14 +181,7 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         (minimum + definitions.len(), 1 + chain + 1)
     };
     let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
-    let address = em
-        .clone()
-        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await?;
-    let clients = aws::Clients::new(&aws::Target::Emulator {
-        endpoint: format!("http://{address}"),
-    })
-    .await;
+    let (_, clients) = crate::serve_emulator(&em).await?;
     let concurrency = usize::try_from(args.concurrency).unwrap_or(16);
     let mut rows = vec![Row {
         what: "fewest ECS calls for a full snapshot".into(),

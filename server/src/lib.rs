@@ -81,21 +81,30 @@ pub async fn connect_fleet(
         return Ok((source, clients));
     }
     let emulator = build_emulator(&fleet.emulator).await?;
-    let address = emulator
-        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .context("cannot start the embedded emulator on a loopback port")?;
-    let endpoint = format!("http://{address}");
+    let (endpoint, clients) = serve_emulator(&emulator).await?;
     tracing::info!(%endpoint, scenario = %fleet.emulator.scenario, "embedded emulator started");
-    let clients = aws::Clients::new(&aws::Target::Emulator {
-        endpoint: endpoint.clone(),
-    })
-    .await;
     let source = app::model::FleetSource::Emulator {
         endpoint,
         scenario: fleet.emulator.scenario.clone(),
     };
     Ok((source, clients))
+}
+
+/// Serves `emulator` on a free loopback port; returns its endpoint and SDK clients for it.
+pub async fn serve_emulator(
+    emulator: &emulator::Emulator,
+) -> anyhow::Result<(String, aws::Clients)> {
+    let address = emulator
+        .clone()
+        .spawn(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .context("cannot start the embedded emulator on a loopback port")?;
+    let endpoint = format!("http://{address}");
+    let clients = aws::Clients::new(&aws::Target::Emulator {
+        endpoint: endpoint.clone(),
+    })
+    .await;
+    Ok((endpoint, clients))
 }
 
 /// Runs the emulator alone until Ctrl-C or SIGTERM.
