@@ -6,7 +6,7 @@ use anyhow::Context;
 use aws_sdk_ecs::error::DisplayErrorContext;
 use futures::{stream, StreamExt, TryStreamExt};
 
-use crate::{aws, config::BenchEmulatorArgs};
+use crate::config::BenchEmulatorArgs;
 
 /// One row of a results table.
 struct Row {
