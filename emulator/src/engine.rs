@@ -329,11 +329,11 @@ impl Fleet {
                     d.updated_at = now;
                 }
             }
-            let id = arn.rsplit('/').next().unwrap_or(&arn).to_string();
+            let id = task_list(std::slice::from_ref(&arn));
             self.push_event(
                 key,
                 &service,
-                format!("(service {service}) has stopped 1 running tasks: (task {id})."),
+                format!("(service {service}) has stopped 1 running tasks: {id}."),
             );
         }
     }
@@ -600,17 +600,13 @@ impl Fleet {
             }
         }
         if !started.is_empty() {
-            let ids: Vec<String> = started
-                .iter()
-                .map(|arn| format!("(task {})", arn.rsplit('/').next().unwrap_or(arn)))
-                .collect();
+            let ids = task_list(&started);
             self.push_event(
                 key,
                 name,
                 format!(
-                    "(service {name}) has started {} tasks: {}.",
-                    started.len(),
-                    ids.join(" ")
+                    "(service {name}) has started {} tasks: {ids}.",
+                    started.len()
                 ),
             );
         }
@@ -689,17 +685,13 @@ impl Fleet {
             }
         }
         if !stopped.is_empty() {
-            let ids: Vec<String> = stopped
-                .iter()
-                .map(|arn| format!("(task {})", arn.rsplit('/').next().unwrap_or(arn)))
-                .collect();
+            let ids = task_list(&stopped);
             self.push_event(
                 key,
                 name,
                 format!(
-                    "(service {name}) has stopped {} running tasks: {}.",
-                    stopped.len(),
-                    ids.join(" ")
+                    "(service {name}) has stopped {} running tasks: {ids}.",
+                    stopped.len()
                 ),
             );
         }
@@ -853,6 +845,15 @@ impl Fleet {
             }
         }
     }
+}
+
+/// `(task id) (task id)`, as ECS names tasks in service events.
+fn task_list(arns: &[String]) -> String {
+    let ids: Vec<String> = arns
+        .iter()
+        .map(|arn| format!("(task {})", arn.rsplit('/').next().unwrap_or(arn)))
+        .collect();
+    ids.join(" ")
 }
 
 /// Makes `id` the PRIMARY deployment running `td`; earlier deployments become ACTIVE.

@@ -227,6 +227,13 @@ fn dropped() -> Response {
     Response::new(Body::from_stream(failing))
 }
 
+/// Waits out the operation's injected latency and draws what the request meets.
+async fn injected(emulator: &Emulator, operation: &str) -> Outcome {
+    let fault = emulator.faults().for_operation(operation).clone();
+    tokio::time::sleep(fault.delay()).await;
+    fault.draw()
+}
+
 fn ecs_error(emulator: &Emulator, error: &EcsError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let body = json!({"__type": error.type_name(), "message": error.to_string()});
@@ -273,9 +280,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         set_json_headers(&emulator, response.headers_mut());
         return response;
     }
-    let fault = emulator.faults().for_operation(&operation).clone();
-    tokio::time::sleep(fault.delay()).await;
-    match fault.draw() {
+    match injected(&emulator, &operation).await {
         Outcome::Throttle => return ecs_error(&emulator, &EcsError::Throttling),
         Outcome::ServerError => {
             return ecs_error(
@@ -377,9 +382,7 @@ async fn cloudwatch(
             ),
         );
     }
-    let fault = emulator.faults().for_operation(&operation).clone();
-    tokio::time::sleep(fault.delay()).await;
-    match fault.draw() {
+    match injected(&emulator, &operation).await {
         Outcome::Throttle => return cloudwatch_error(&emulator, &CloudWatchError::Throttling),
         Outcome::ServerError => {
             return cloudwatch_error(
@@ -456,9 +459,7 @@ async fn cloudwatch_json(emulator: Emulator, operation: String, body: Bytes) -> 
             "The operation {operation} is not supported by this emulator."
         )));
     }
-    let fault = emulator.faults().for_operation(&operation).clone();
-    tokio::time::sleep(fault.delay()).await;
-    match fault.draw() {
+    match injected(&emulator, &operation).await {
         Outcome::Throttle => return fail(&CloudWatchError::Throttling),
         Outcome::ServerError => {
             return fail(&CloudWatchError::InternalService(
