@@ -171,7 +171,7 @@ impl Fleet {
             .clusters
             .values()
             .flat_map(|c| c.instances.iter())
-            .find(|i| i.ec2_instance_id == host)?;
+            .find(|i| i.ec2_instance_id == host && i.cloudwatch_agent)?;
         let slot = instance.gpus.get(index)?;
         (gpu_dimensions(instance, index) == metric.dimensions).then_some(GpuSource {
             instance,
@@ -189,7 +189,12 @@ impl Fleet {
     ) -> Vec<MetricId> {
         let mut out = Vec::new();
         if namespace.is_none_or(|ns| ns == NAMESPACE) {
-            for instance in self.clusters.values().flat_map(|c| c.instances.iter()) {
+            for instance in self
+                .clusters
+                .values()
+                .flat_map(|c| c.instances.iter())
+                .filter(|i| i.cloudwatch_agent)
+            {
                 for index in 0..instance.gpus.len() {
                     let dimensions = gpu_dimensions(instance, index);
                     for metric in GPU_METRICS {

@@ -33,6 +33,8 @@ pub struct ContainerInstance {
     pub agent_connected: bool,
     /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
     pub mps_impaired: Option<String>,
+    /// Runs the CloudWatch agent with its `nvidia_gpu` plugin; without it, no GPU metrics.
+    pub cloudwatch_agent: bool,
     pub registered_at: DateTime<Utc>,
     pub running_tasks: u32,
     pub pending_tasks: u32,

@@ -133,6 +133,7 @@ fn add_instances(
                 mps_capable: true,
                 agent_connected: true,
                 mps_impaired: None,
+                cloudwatch_agent: true,
                 registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
                 running_tasks: 0,
                 pending_tasks: 0,
@@ -436,6 +437,14 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
         let _ = fleet.update_service("ml-dev", "speech-align", update);
     }
     fleet.advance(start + Duration::seconds(600));
+    // A dev box that never got the CloudWatch agent: its GPUs have no metrics.
+    if let Some(instance) = fleet
+        .clusters
+        .get_mut("ml-dev")
+        .and_then(|c| c.instances.last_mut())
+    {
+        instance.cloudwatch_agent = false;
+    }
     fleet.now = now;
     fleet
 }

@@ -771,8 +771,21 @@ async fn cloudwatch_serves_gpu_metrics_over_cbor() {
         .send()
         .await
         .expect("list metrics");
-    let gpus: usize = h.emulator.status().gpus;
-    assert_eq!(listed.metrics().len(), gpus);
+    let (gpus, reporting): (usize, usize) = h.emulator.with_fleet(|fleet| {
+        let instances = || fleet.clusters.values().flat_map(|c| c.instances.iter());
+        (
+            instances().map(|i| i.gpus.len()).sum(),
+            instances()
+                .filter(|i| i.cloudwatch_agent)
+                .map(|i| i.gpus.len())
+                .sum(),
+        )
+    });
+    assert!(
+        reporting < gpus,
+        "the demo has an instance without the agent"
+    );
+    assert_eq!(listed.metrics().len(), reporting);
     let dims = listed.metrics()[0].dimensions().to_vec();
     let names: Vec<&str> = dims.iter().filter_map(|d| d.name()).collect();
     assert_eq!(names, ["arch", "host", "index", "name"]);
@@ -1078,10 +1091,16 @@ async fn cloudwatch_also_answers_botocores_json_protocol() {
     .await;
     assert_eq!(status, 200, "{body}");
     let json: serde_json::Value = serde_json::from_str(&body).expect("json");
-    assert_eq!(
-        json["Metrics"].as_array().map(Vec::len),
-        Some(h.emulator.status().gpus)
-    );
+    let reporting: usize = h.emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .filter(|i| i.cloudwatch_agent)
+            .map(|i| i.gpus.len())
+            .sum()
+    });
+    assert_eq!(json["Metrics"].as_array().map(Vec::len), Some(reporting));
     let host = json["Metrics"][0]["Dimensions"]
         .as_array()
         .expect("dims")

@@ -93,6 +93,12 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_TEAM_TAG", default_value = "team")]
     pub team_tag: String,
 
+    /// The CloudWatch agent dimension that holds a GPU's EC2 instance ID. The agent's `host`
+    /// dimension holds the hostname unless its configuration sets it; with
+    /// `append_dimensions` `InstanceId`, use `InstanceId`. GPUs join by this and `index`.
+    #[arg(long, env = "GPUSHARE_USAGE_HOST_DIMENSION", default_value = "host")]
+    pub usage_host_dimension: String,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -106,6 +112,7 @@ impl Default for FleetArgs {
             profile: None,
             refresh_interval: 15,
             team_tag: "team".into(),
+            usage_host_dimension: "host".into(),
             emulator: EmulatorArgs::default(),
         }
     }

@@ -14,6 +14,7 @@ use crate::{
     fleet::{
         reader::FleetReader,
         store::{spawn_refresher, SnapshotStore},
+        usage::UsageReader,
     },
     http::metrics::HttpMetrics,
     readiness::{CloudWatchReachable, EcsReachable, Readiness},
@@ -44,17 +45,19 @@ impl AppState {
     /// State for a server started with `args`, showing the fleet of `source` through `clients`.
     /// Starts the background refresh of the fleet snapshot, so it must run inside Tokio.
     pub fn new(args: &ServeArgs, source: FleetSource, clients: Clients) -> AppState {
-        let fleet = Arc::new(SnapshotStore::default());
-        let reader = Arc::new(FleetReader::new(
-            clients.ecs.clone(),
-            &args.fleet.team_tag,
-            16,
-        ));
-        spawn_refresher(
-            &fleet,
-            reader,
-            std::time::Duration::from_secs(args.fleet.refresh_interval),
+        let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(
+            args.fleet.refresh_interval,
+        )));
+        let reader = Arc::new(
+            FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16).with_usage(
+                UsageReader::new(
+                    clients.cloudwatch.clone(),
+                    &args.fleet.usage_host_dimension,
+                    8,
+                ),
+            ),
         );
+        spawn_refresher(&fleet, reader);
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -72,6 +75,7 @@ impl AppState {
                 started: Instant::now(),
                 fleet_source: source,
                 clusters: Arc::new(EcsClusters::new(clients.ecs.clone())),
+                fleet: fleet.clone(),
             },
             clients,
             fleet,

@@ -8,7 +8,7 @@ use chrono::Utc;
 use emulator::{placement::SharingMode, Emulator, Faults, Scenario};
 use gpushare::{
     aws::{Clients, Target},
-    fleet::reader::FleetReader,
+    fleet::{reader::FleetReader, usage::UsageReader},
 };
 
 async fn demo() -> (Emulator, Clients) {
@@ -161,4 +161,88 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
     emulator.set_faults(Faults::default()).expect("valid");
     store.refresh(&reader).await;
     assert!(store.state().last_error.is_none());
+}
+
+#[tokio::test]
+async fn usage_joins_by_host_and_index_and_missing_metrics_are_no_data() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8).with_usage(UsageReader::new(
+        clients.cloudwatch.clone(),
+        "host",
+        4,
+    ));
+    let snapshot = reader.read().await.expect("read");
+    assert!(snapshot.usage_error.is_none(), "{:?}", snapshot.usage_error);
+    // One ListMetrics page and one GetMetricData call: the demo has under 500 queries.
+    assert_eq!(snapshot.cloudwatch_calls, 2);
+    let agents: HashMap<String, (bool, String)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| {
+                (
+                    i.ec2_instance_id.clone(),
+                    (i.cloudwatch_agent, i.gpu_model.clone()),
+                )
+            })
+            .collect()
+    });
+    let mut without = 0;
+    for instance in snapshot.clusters.iter().flat_map(|c| c.instances.iter()) {
+        let (agent, model) = &agents[&instance.ec2_instance_id];
+        for gpu in &instance.gpus {
+            if !agent {
+                without += 1;
+                assert_eq!(gpu.usage, None, "no metrics is no data, never zero");
+                continue;
+            }
+            assert_eq!(instance.gpu_model.as_ref(), Some(model));
+            let usage = gpu.usage.expect("a GPU with the agent has usage");
+            let utilization = usage.utilization_percent.expect("utilization");
+            let used = usage.memory_used_mib.expect("memory used");
+            assert!((0.0..=100.0).contains(&utilization.latest));
+            assert!((0.0..=100.0).contains(&utilization.average));
+            if gpu.mode == GpuMode::Idle {
+                assert_eq!(utilization.latest, 0.0, "{}", gpu.uuid);
+                assert!(used.latest <= 1.0, "{}: nothing but the driver", gpu.uuid);
+            } else {
+                assert!(used.average > 0.0, "{}", gpu.uuid);
+            }
+        }
+    }
+    assert!(without > 0, "the demo's instance without the agent");
+    // Without the agent, the model still comes from the instance type.
+    assert!(snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .all(|i| i.gpu_model.is_some()));
+}
+
+#[tokio::test]
+async fn a_cloudwatch_failure_keeps_the_ecs_snapshot_and_says_usage_is_missing() {
+    let (emulator, clients) = demo().await;
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "ListMetrics".into(),
+        emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+    );
+    emulator.set_faults(faults).expect("valid");
+    let snapshot = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .with_usage(UsageReader::new(clients.cloudwatch.clone(), "host", 4))
+        .read()
+        .await
+        .expect("ECS answers");
+    let error = snapshot.usage_error.expect("the usage error is reported");
+    assert!(error.contains("ListMetrics"), "{error}");
+    assert!(snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .flat_map(|i| i.gpus.iter())
+        .all(|g| g.usage.is_none()));
 }

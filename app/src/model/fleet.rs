@@ -42,6 +42,25 @@ pub struct GpuView {
     /// Σ `maxComputePercent` of its MPS containers (unset counts 100); may exceed 100.
     pub compute_allocated_percent: u32,
     pub containers: Vec<GpuContainer>,
+    /// Usage from CloudWatch over the last 15 minutes; `None` when the agent reported nothing.
+    #[serde(default)]
+    pub usage: Option<GpuUsage>,
+}
+
+/// One metric over a window: its newest value and its average.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    pub latest: f64,
+    pub average: f64,
+}
+
+/// What the CloudWatch agent reported for one GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuUsage {
+    /// `nvidia_smi_utilization_gpu`, percent.
+    pub utilization_percent: Option<Reading>,
+    /// `nvidia_smi_memory_used`, MiB.
+    pub memory_used_mib: Option<Reading>,
 }
 
 impl GpuView {
@@ -72,6 +91,9 @@ pub struct InstanceView {
     pub instance_type: String,
     /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
     pub impaired: Option<String>,
+    /// The GPU model: the agent's `name` dimension, else what the instance type carries.
+    #[serde(default)]
+    pub gpu_model: Option<String>,
     pub gpus: Vec<GpuView>,
 }
 
@@ -89,7 +111,42 @@ pub struct FleetSnapshot {
     pub taken_at: String,
     /// ECS calls it took.
     pub api_calls: u32,
+    /// CloudWatch calls it took.
+    #[serde(default)]
+    pub cloudwatch_calls: u32,
+    /// Why GPU usage could not be read, when it could not: usage then shows as "no data".
+    #[serde(default)]
+    pub usage_error: Option<String>,
     pub clusters: Vec<ClusterView>,
     /// Containers that named a GPU no instance reports.
     pub unknown_gpu_ids: u32,
+}
+
+/// The GPU model an instance type carries (AWS instance pages), for when the agent says none.
+pub fn gpu_model_of(instance_type: &str) -> Option<&'static str> {
+    let family = instance_type.split('.').next()?;
+    Some(match family {
+        "g4dn" => "NVIDIA T4",
+        "g5" => "NVIDIA A10G",
+        "g6" => "NVIDIA L4",
+        "g6e" => "NVIDIA L40S",
+        "p4d" => "NVIDIA A100 40GB",
+        "p4de" => "NVIDIA A100 80GB",
+        "p5" => "NVIDIA H100",
+        "p5e" | "p5en" => "NVIDIA H200",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_types_name_their_gpus() {
+        assert_eq!(gpu_model_of("g6e.12xlarge"), Some("NVIDIA L40S"));
+        assert_eq!(gpu_model_of("p5en.48xlarge"), Some("NVIDIA H200"));
+        assert_eq!(gpu_model_of("m7i.large"), None);
+        assert_eq!(gpu_model_of(""), None);
+    }
 }

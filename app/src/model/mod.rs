@@ -5,5 +5,8 @@ mod fleet;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
-pub use fleet::{ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuView, InstanceView};
+pub use fleet::{
+    gpu_model_of, ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuUsage, GpuView,
+    InstanceView, Reading,
+};
 pub use theme::{Theme, THEME_COOKIE};

@@ -2,7 +2,10 @@
 
 use std::{sync::Arc, time::Instant};
 
-use crate::{model::FleetSource, ssr::clusters::ClusterDirectory};
+use crate::{
+    model::FleetSource,
+    ssr::{clusters::ClusterDirectory, fleet::FleetFeed},
+};
 
 /// Facts about the running server, provided as context to every render and server function.
 #[derive(Clone)]
@@ -15,4 +18,6 @@ pub struct ConsoleContext {
     pub fleet_source: FleetSource,
     /// Lists the fleet's clusters.
     pub clusters: Arc<dyn ClusterDirectory>,
+    /// The latest fleet snapshot.
+    pub fleet: Arc<dyn FleetFeed>,
 }

@@ -3,4 +3,5 @@
 pub mod clusters;
 pub mod console;
 pub mod csp;
+pub mod fleet;
 pub mod theme;

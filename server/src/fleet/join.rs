@@ -89,6 +89,7 @@ pub fn join(
                     remaining_memory_mib: gpu.remaining_memory_mib.min(gpu.total_memory_mib),
                     compute_allocated_percent: 0,
                     containers: Vec::new(),
+                    usage: None,
                 })
                 .collect()
         })

@@ -3,3 +3,4 @@
 pub mod join;
 pub mod reader;
 pub mod store;
+pub mod usage;

@@ -10,7 +10,7 @@ use std::{
     },
 };
 
-use app::model::{ClusterView, FleetSnapshot, GpuMode, InstanceView};
+use app::model::{gpu_model_of, ClusterView, FleetSnapshot, GpuMode, InstanceView};
 use aws_sdk_ecs::{
     error::DisplayErrorContext,
     types::{
@@ -20,7 +20,10 @@ use aws_sdk_ecs::{
 };
 use futures::{future::try_join_all, stream, StreamExt, TryStreamExt};
 
-use super::join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask};
+use super::{
+    join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
+    usage::{UsageMap, UsageReader},
+};
 
 /// Why a read failed, for the banner and the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +33,10 @@ pub struct ReadError {
     pub message: String,
 }
 
-fn failed<E: std::error::Error + 'static>(operation: &'static str) -> impl FnOnce(E) -> ReadError {
+/// Turns an SDK error into a `ReadError` naming the operation.
+pub fn failed<E: std::error::Error + 'static>(
+    operation: &'static str,
+) -> impl FnOnce(E) -> ReadError {
     move |error| ReadError {
         operation,
         message: DisplayErrorContext(error).to_string(),
@@ -43,6 +49,7 @@ pub struct FleetReader {
     team_tag: String,
     concurrency: usize,
     definitions: Mutex<HashMap<String, DefinitionGpu>>,
+    usage: Option<UsageReader>,
 }
 
 impl FleetReader {
@@ -52,11 +59,44 @@ impl FleetReader {
             team_tag: team_tag.to_string(),
             concurrency: concurrency.max(1),
             definitions: Mutex::new(HashMap::new()),
+            usage: None,
         }
     }
 
-    /// Reads the whole fleet. Never partial: any failed call fails the read.
+    /// Also reads GPU usage from CloudWatch, alongside ECS.
+    pub fn with_usage(self, usage: UsageReader) -> FleetReader {
+        FleetReader {
+            usage: Some(usage),
+            ..self
+        }
+    }
+
+    /// Reads the whole fleet, and its usage when a usage reader is set, concurrently. Never
+    /// partial: any failed ECS call fails the read. When CloudWatch fails, the snapshot says so
+    /// in `usage_error` and every GPU's usage is "no data".
     pub async fn read(&self) -> Result<FleetSnapshot, ReadError> {
+        let now = chrono::Utc::now();
+        let usage = async {
+            match &self.usage {
+                Some(reader) => Some(reader.read(now).await),
+                None => None,
+            }
+        };
+        let (snapshot, usage) = tokio::join!(self.read_ecs(), usage);
+        let mut snapshot = snapshot?;
+        match usage {
+            Some(Ok(usage)) => add_usage(&mut snapshot, &usage),
+            Some(Err(error)) => {
+                add_usage(&mut snapshot, &UsageMap::default());
+                snapshot.usage_error = Some(error.to_string());
+            }
+            None => add_usage(&mut snapshot, &UsageMap::default()),
+        }
+        Ok(snapshot)
+    }
+
+    /// Reads what ECS knows of the fleet.
+    async fn read_ecs(&self) -> Result<FleetSnapshot, ReadError> {
         let calls = AtomicU32::new(0);
         let (clusters, pages) = list_cluster_arns(&self.ecs).await?;
         calls.fetch_add(pages, Ordering::Relaxed);
@@ -67,6 +107,8 @@ impl FleetReader {
         Ok(FleetSnapshot {
             taken_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             api_calls: calls.load(Ordering::Relaxed),
+            cloudwatch_calls: 0,
+            usage_error: None,
             clusters,
             unknown_gpu_ids: unknown,
         })
@@ -347,6 +389,29 @@ impl FleetReader {
     }
 }
 
+/// Puts usage and GPU models on the snapshot's GPUs, joined by EC2 instance ID and GPU index
+/// (the order of `gpuDevices`).
+fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap) {
+    snapshot.cloudwatch_calls = usage.calls;
+    for instance in snapshot
+        .clusters
+        .iter_mut()
+        .flat_map(|c| c.instances.iter_mut())
+    {
+        instance.gpu_model = usage
+            .models
+            .get(&instance.ec2_instance_id)
+            .cloned()
+            .or_else(|| gpu_model_of(&instance.instance_type).map(str::to_string));
+        for gpu in &mut instance.gpus {
+            gpu.usage = usage
+                .by_gpu
+                .get(&(instance.ec2_instance_id.clone(), gpu.index))
+                .copied();
+        }
+    }
+}
+
 /// Every cluster ARN, following `nextToken`; and the number of calls it took.
 pub async fn list_cluster_arns(ecs: &aws_sdk_ecs::Client) -> Result<(Vec<String>, u32), ReadError> {
     let mut arns = Vec::new();
@@ -451,6 +516,7 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
         ec2_instance_id: instance.ec2_instance_id().unwrap_or_default().to_string(),
         instance_type: attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into()),
         impaired,
+        gpu_model: None,
         gpus: Vec::new(),
     };
     (view, gpus)

@@ -7,30 +7,58 @@ use std::{
 };
 
 use app::model::FleetSnapshot;
+use app::ssr::fleet::FleetFeed;
+pub use app::ssr::fleet::FleetState;
 use chrono::{DateTime, Utc};
+use tokio::sync::watch;
 
 use super::reader::FleetReader;
 
-/// What the store holds.
-#[derive(Clone, Debug, Default)]
-pub struct FleetState {
-    /// The last complete snapshot, if any.
-    pub snapshot: Option<Arc<FleetSnapshot>>,
-    /// When it was taken.
-    pub taken_at: Option<DateTime<Utc>>,
-    /// The last refresh's failure, cleared by the next success.
-    pub last_error: Option<String>,
-    /// When a refresh last ended, well or not.
-    pub last_attempt: Option<DateTime<Utc>>,
-}
-
 /// The shared latest snapshot.
-#[derive(Default)]
 pub struct SnapshotStore {
     state: RwLock<FleetState>,
+    refresh_interval: Duration,
+    /// Tells listeners (the live page updates) that the state changed: a new snapshot or a
+    /// failed refresh.
+    changed: watch::Sender<u64>,
+}
+
+impl Default for SnapshotStore {
+    fn default() -> Self {
+        SnapshotStore::new(Duration::from_secs(15))
+    }
+}
+
+impl FleetFeed for SnapshotStore {
+    fn state(&self) -> FleetState {
+        SnapshotStore::state(self)
+    }
+
+    fn refresh_interval_seconds(&self) -> u64 {
+        self.refresh_interval.as_secs()
+    }
 }
 
 impl SnapshotStore {
+    /// An empty store, refreshed every `refresh_interval`.
+    pub fn new(refresh_interval: Duration) -> SnapshotStore {
+        SnapshotStore {
+            state: RwLock::default(),
+            refresh_interval,
+            changed: watch::channel(0).0,
+        }
+    }
+
+    /// Seconds between refreshes.
+    pub fn refresh_interval(&self) -> Duration {
+        self.refresh_interval
+    }
+
+    /// Wakes when the state changes (a new snapshot or a failed refresh).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// A copy of the state (the snapshot itself is shared, not copied).
     pub fn state(&self) -> FleetState {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
@@ -43,6 +71,10 @@ impl SnapshotStore {
         state.taken_at = Some(at);
         state.last_error = None;
         state.last_attempt = Some(at);
+        state.version += 1;
+        let version = state.version;
+        drop(state);
+        self.changed.send_replace(version);
     }
 
     /// Records a failed refresh; the last good snapshot stays.
@@ -50,6 +82,9 @@ impl SnapshotStore {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         state.last_error = Some(error);
         state.last_attempt = Some(at);
+        let version = state.version;
+        drop(state);
+        self.changed.send_replace(version);
     }
 
     /// Reads once and keeps the result.
@@ -64,8 +99,9 @@ impl SnapshotStore {
     }
 }
 
-/// Refreshes the store now and then every `interval`, while the store is in use.
-pub fn spawn_refresher(store: &Arc<SnapshotStore>, reader: Arc<FleetReader>, interval: Duration) {
+/// Refreshes the store now and then at its interval, while the store is in use.
+pub fn spawn_refresher(store: &Arc<SnapshotStore>, reader: Arc<FleetReader>) {
+    let interval = store.refresh_interval();
     let store = Arc::downgrade(store);
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval);
@@ -86,6 +122,8 @@ mod tests {
         FleetSnapshot {
             taken_at: "t".into(),
             api_calls: calls,
+            cloudwatch_calls: 0,
+            usage_error: None,
             clusters: Vec::new(),
             unknown_gpu_ids: 0,
         }
@@ -102,6 +140,7 @@ mod tests {
             first + chrono::Duration::seconds(15),
         );
         let state = store.state();
+        assert_eq!(state.version, 1, "a failure is no new snapshot");
         assert_eq!(state.snapshot.map(|s| s.api_calls), Some(7));
         assert_eq!(state.taken_at, Some(first));
         assert_eq!(
