@@ -63,6 +63,16 @@ impl GpuSlot {
     pub fn fits_mps(&self, memory_mib: u32) -> bool {
         self.mode != SharingMode::Dedicated && self.remaining_memory_mib >= memory_mib
     }
+
+    /// The largest MPS request (MiB, all containers of a task together) this GPU can take now;
+    /// 0 when it takes none.
+    pub fn largest_mps_request(&self) -> u32 {
+        if self.mode == SharingMode::Dedicated {
+            0
+        } else {
+            self.remaining_memory_mib
+        }
+    }
 }
 
 /// What one task asks of the GPUs of the instance it runs on.
@@ -494,5 +504,23 @@ mod tests {
             }
             assert_eq!(predicted, placed, "{request:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod largest_request_tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_request_is_the_free_memory_of_a_gpu_that_takes_mps() {
+        let mut gpu = GpuSlot::idle(22_563);
+        assert_eq!(gpu.largest_mps_request(), 22_563);
+        assert!(gpu.fits_mps(gpu.largest_mps_request()));
+        gpu.mode = SharingMode::NvidiaMps;
+        gpu.remaining_memory_mib = 4_000;
+        assert_eq!(gpu.largest_mps_request(), 4_000);
+        assert!(!gpu.fits_mps(gpu.largest_mps_request() + 1));
+        gpu.mode = SharingMode::Dedicated;
+        assert_eq!(gpu.largest_mps_request(), 0);
     }
 }

@@ -31,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(http::health::readyz))
         .route("/metrics", get(http::metrics::render))
         .route("/api/v1/fleet", get(http::fleet::get_fleet))
+        .route("/api/v1/fleet/events", get(http::fleet::fleet_events))
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),

@@ -2,6 +2,8 @@
 
 mod console;
 mod fleet;
+pub mod fleet_view;
+pub mod heatmap;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};

@@ -2,3 +2,4 @@
 
 pub mod clusters;
 pub mod console;
+pub mod fleet;

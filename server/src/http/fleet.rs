@@ -2,11 +2,16 @@
 
 use axum::{
     extract::{rejection::QueryRejection, Query, State},
+    response::sse::{Event, KeepAlive, Sse},
     Json,
 };
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use app::model::{ClusterView, FleetSnapshot, GpuMode};
+use app::model::{
+    fleet_view::{filter as filter_snapshot, parse_mode, FleetQuery},
+    FleetSnapshot,
+};
 
 use crate::{error::AppError, state::AppState};
 
@@ -32,21 +37,26 @@ pub struct FleetResponse {
     pub snapshot: FleetSnapshot,
 }
 
-fn parse_mode(mode: &str) -> Result<GpuMode, AppError> {
-    match mode {
-        "IDLE" => Ok(GpuMode::Idle),
-        "NVIDIA_MPS" => Ok(GpuMode::NvidiaMps),
-        "DEDICATED" => Ok(GpuMode::Dedicated),
-        other => Err(AppError::BadRequest(format!(
-            "mode {other:?} is not a sharing mode; use IDLE, NVIDIA_MPS or DEDICATED"
-        ))),
-    }
-}
-
-/// Keeps the clusters, instances and GPUs that match every filter given.
+/// Keeps the clusters, instances and GPUs that match every filter given. An unknown cluster
+/// is an error that lists the clusters; an unknown team, service or type matches nothing.
 pub fn apply(snapshot: &FleetSnapshot, filter: &FleetFilter) -> Result<FleetSnapshot, AppError> {
-    let mode = filter.mode.as_deref().map(parse_mode).transpose()?;
-    if let Some(cluster) = &filter.cluster {
+    let mode = match filter.mode.as_deref() {
+        None => None,
+        Some(value) => Some(parse_mode(value).ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "mode {value:?} is not a sharing mode; use IDLE, NVIDIA_MPS or DEDICATED"
+            ))
+        })?),
+    };
+    let query = FleetQuery {
+        cluster: filter.cluster.clone(),
+        team: filter.team.clone(),
+        service: filter.service.clone(),
+        instance_type: filter.instance_type.clone(),
+        mode,
+        ..FleetQuery::default()
+    };
+    if let Some(cluster) = &query.cluster {
         if !snapshot.clusters.iter().any(|c| &c.name == cluster) {
             let names: Vec<&str> = snapshot.clusters.iter().map(|c| c.name.as_str()).collect();
             return Err(AppError::NotFound(format!(
@@ -55,43 +65,7 @@ pub fn apply(snapshot: &FleetSnapshot, filter: &FleetFilter) -> Result<FleetSnap
             )));
         }
     }
-    let gpu_level = mode.is_some() || filter.team.is_some() || filter.service.is_some();
-    let clusters = snapshot
-        .clusters
-        .iter()
-        .filter(|c| filter.cluster.as_ref().is_none_or(|name| &c.name == name))
-        .map(|c| ClusterView {
-            name: c.name.clone(),
-            instances: c
-                .instances
-                .iter()
-                .filter(|i| {
-                    filter
-                        .instance_type
-                        .as_ref()
-                        .is_none_or(|t| &i.instance_type == t)
-                })
-                .map(|i| {
-                    let mut instance = i.clone();
-                    instance.gpus.retain(|g| {
-                        mode.is_none_or(|m| g.mode == m)
-                            && filter.team.as_ref().is_none_or(|team| {
-                                g.containers.iter().any(|c| c.team.as_ref() == Some(team))
-                            })
-                            && filter.service.as_ref().is_none_or(|s| {
-                                g.containers.iter().any(|c| c.service.as_ref() == Some(s))
-                            })
-                    });
-                    instance
-                })
-                .filter(|i| !gpu_level || !i.gpus.is_empty())
-                .collect(),
-        })
-        .collect();
-    Ok(FleetSnapshot {
-        clusters,
-        ..snapshot.clone()
-    })
+    Ok(filter_snapshot(snapshot, &query))
 }
 
 /// `GET /api/v1/fleet`.
@@ -123,4 +97,43 @@ pub async fn get_fleet(
         last_error: fleet.last_error,
         snapshot: filtered,
     }))
+}
+
+/// What `GET /api/v1/fleet/events` sends: the snapshot's number and whether it is stale.
+#[derive(Debug, Serialize)]
+struct FleetNews {
+    version: u64,
+    taken_at: Option<String>,
+    stale: bool,
+    last_error: Option<String>,
+}
+
+fn news(state: &AppState) -> Event {
+    let fleet = state.fleet.state();
+    let news = FleetNews {
+        version: fleet.version,
+        taken_at: fleet.snapshot.as_ref().map(|s| s.taken_at.clone()),
+        stale: fleet.last_error.is_some(),
+        last_error: fleet.last_error,
+    };
+    Event::default()
+        .event("message")
+        .json_data(&news)
+        .unwrap_or_else(|_| Event::default().comment("unserializable"))
+}
+
+/// `GET /api/v1/fleet/events`: server-sent events, one now and one each time the snapshot is
+/// replaced or a refresh fails, so pages refetch only when there is something new.
+pub async fn fleet_events(
+    State(state): State<AppState>,
+) -> Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let first = news(&state);
+    let changes = state.fleet.subscribe();
+    let updates = futures::stream::unfold((changes, state), |(mut changes, state)| async move {
+        changes.changed().await.ok()?;
+        let event = news(&state);
+        Some((Ok(event), (changes, state)))
+    });
+    Sse::new(futures::stream::once(async move { Ok(first) }).chain(updates))
+        .keep_alive(KeepAlive::default())
 }

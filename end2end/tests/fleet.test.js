@@ -1,0 +1,181 @@
+// The fleet heatmap: one cell per GPU, selection by click and keyboard, tooltips, filters in
+// the URL, live updates, bad query parameters, and the same page with JavaScript off. The
+// expected numbers come from the server's own JSON API, never from constants.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+// The GPUs the API reports for a query string, as `<EC2 instance ID>:<index>` → GPU.
+async function apiGpus(query = '') {
+  const response = await fetch(`${BASE_URL}/api/v1/fleet${query}`);
+  assert.equal(response.status, 200, await response.clone().text());
+  const body = await response.json();
+  const gpus = new Map();
+  for (const cluster of body.snapshot.clusters) {
+    for (const instance of cluster.instances) {
+      for (const gpu of instance.gpus) gpus.set(`${instance.ec2_instance_id}:${gpu.index}`, gpu);
+    }
+  }
+  return gpus;
+}
+
+const cells = (page) => page.locator('[data-testid="heatmap"] svg rect');
+
+describe('fleet heatmap, hydrated', () => {
+  test('shows one cell per GPU of the fleet, and the summary counts the same', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const gpus = await apiGpus();
+    assert.ok(gpus.size > 0);
+    assert.equal(await cells(page).count(), gpus.size);
+    assert.equal(Number(await page.getByTestId('gpu-count').textContent()), gpus.size);
+    assert.match(await page.getByTestId('freshness').textContent(), /^Updated \d+ s ago/);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('clicking a shared GPU opens its panel with its containers and puts it in the URL', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const gpus = await apiGpus();
+    const [key, gpu] = [...gpus].find(([, g]) => g.mode === 'NVIDIA_MPS' && g.containers.length > 1);
+    const [instance, index] = key.split(':');
+    await page.locator(`g[data-i="${instance}"] rect[data-x="${index}"]`).click();
+    await page.waitForURL((url) => url.searchParams.get('gpu') === key);
+    const panel = page.getByTestId('gpu-panel');
+    await panel.waitFor();
+    assert.equal(await page.getByTestId('gpu-uuid').textContent(), gpu.uuid);
+    const rows = page.getByTestId('gpu-containers').locator('tbody tr');
+    assert.equal(await rows.count(), gpu.containers.length);
+    const services = [...new Set(gpu.containers.map((c) => c.service))].sort().join(', ');
+    assert.match(await page.getByTestId('blast-radius').textContent(), new RegExp(services));
+    assert.equal(await page.locator('rect.sel').count(), 1, 'the selected cell is marked');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('the keyboard moves between GPUs and Enter selects one', async () => {
+    const { context, page } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const first = await apiGpus();
+    const keys = [...first.keys()];
+    await page.getByTestId('heatmap').focus();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.has('gpu'));
+    const chosen = new URL(page.url()).searchParams.get('gpu');
+    // The second row's first GPU, in the page's order (clusters by name, instances as listed).
+    const rows = await page.locator('[data-testid="heatmap"] g[data-i]').evaluateAll((gs) =>
+      gs.map((g) => g.dataset.i),
+    );
+    assert.equal(chosen, `${rows[1]}:0`);
+    assert.ok(keys.includes(chosen));
+    await page.getByTestId('gpu-panel').waitFor();
+    await context.close();
+  });
+
+  test('hovering a GPU shows a tooltip with its essentials', async () => {
+    const { context, page } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const cell = cells(page).first();
+    await cell.hover();
+    const tip = page.getByTestId('tooltip');
+    await tip.waitFor({ state: 'visible' });
+    assert.match(await tip.textContent(), /GPU 0.*Memory \d+ of \d+ MiB allocated/s);
+    await page.mouse.move(0, 0);
+    await tip.waitFor({ state: 'hidden' });
+    await context.close();
+  });
+
+  test('a filter changes the URL and the cells', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    await page.getByTestId('filter-cluster').selectOption('ml-dev');
+    await page.waitForURL((url) => url.searchParams.get('cluster') === 'ml-dev');
+    const expected = (await apiGpus('?cluster=ml-dev')).size;
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="heatmap"] svg rect').length === n,
+      expected,
+    );
+    assert.ok(expected < (await apiGpus()).size);
+    await page.getByTestId('filter-mode').selectOption('IDLE');
+    await page.waitForURL((url) => url.searchParams.get('mode') === 'IDLE' && url.searchParams.get('cluster') === 'ml-dev');
+    const idle = (await apiGpus('?cluster=ml-dev&mode=IDLE')).size;
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="heatmap"] svg rect').length === n,
+      idle,
+    );
+    await page.getByTestId('filter-colour').selectOption('compute');
+    await page.waitForURL((url) => url.searchParams.get('colour') === 'compute');
+    await page.waitForSelector('[data-testid="heatmap"] svg[data-colour="compute"]');
+    // A link with the view opens the same view.
+    await page.goto(page.url());
+    await waitForHydration(page);
+    assert.equal(await cells(page).count(), idle);
+    assert.equal(await page.getByTestId('filter-cluster').inputValue(), 'ml-dev');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('the page refetches by itself when the server has a newer snapshot', async () => {
+    const { context, page } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    // No user action: the server's next snapshot arrives over server-sent events.
+    const response = await page.waitForResponse((r) => r.url().endsWith('/api/fleet_overview'), {
+      timeout: 20_000,
+    });
+    assert.equal(response.status(), 200);
+    await context.close();
+  });
+
+  test('bad query parameters give a corrected view that says what was wrong', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/?cluster=nope&mode=SHARED&colour=rainbow');
+    await waitForHydration(page);
+    const notes = (await page.locator('[data-testid$="-note"]').allTextContents()).join(' ');
+    assert.match(notes, /no cluster "nope"; they are: batch-sim, inference-prod, ml-dev/);
+    assert.match(notes, /Sharing mode "SHARED" does not exist/);
+    assert.match(notes, /Colour mode "rainbow" does not exist/);
+    assert.equal(await cells(page).count(), (await apiGpus()).size, 'the whole fleet instead');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+});
+
+describe('fleet heatmap, JavaScript off', () => {
+  test('the server-rendered page shows the same cells, and the filters work as a form', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    await page.goto(BASE_URL + '/');
+    assert.equal(await cells(page).count(), (await apiGpus()).size);
+    await page.getByTestId('filter-cluster').selectOption('batch-sim');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL((url) => url.searchParams.get('cluster') === 'batch-sim');
+    assert.equal(await cells(page).count(), (await apiGpus('?cluster=batch-sim')).size);
+    await context.close();
+  });
+
+  test('a link with a selected GPU renders its panel on the server', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    const [key, gpu] = [...(await apiGpus())].find(([, g]) => g.containers.length > 0);
+    await page.goto(`${BASE_URL}/?gpu=${encodeURIComponent(key)}`);
+    assert.equal(await page.getByTestId('gpu-uuid').textContent(), gpu.uuid);
+    assert.equal(await page.locator('rect.sel').count(), 1);
+    await context.close();
+  });
+});
