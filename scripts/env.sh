@@ -35,6 +35,9 @@ if [ "$GPUSHARE_TOOLCHAIN" = debian ]; then
   GPUSHARE_WASM_ARGS=(--lib-cargo-args=-Zbuild-std=std,panic_abort)
 fi
 
+# The Python environment with boto3 for `gpushare bench fleet`'s comparison with a boto3 script.
+export GPUSHARE_PYTHON="${GPUSHARE_PYTHON:-$HOME/.cache/gpushare/venv/bin/python}"
+
 # wasm-opt for release builds comes from the npm package binaryen, installed in end2end/.
 export PATH="$GPUSHARE_ROOT/end2end/node_modules/.bin:$PATH"
 

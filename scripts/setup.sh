@@ -33,6 +33,8 @@ fi
 # The browser for the end-to-end tests, Node.js for their runner, and pkg-config/OpenSSL-free
 # builds need nothing else.
 apt_install chromium
+# wrk measures the JSON API's throughput in `gpushare bench fleet`.
+apt_install wrk
 command -v node >/dev/null 2>&1 || apt_install nodejs npm
 
 # cargo-leptos builds the site.
@@ -56,6 +58,16 @@ if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \
   || [ "$GPUSHARE_ROOT/end2end/package-lock.json" -nt "$GPUSHARE_ROOT/end2end/node_modules/.package-lock.json" ]; then
   gpushare_step "installing npm packages in end2end/"
   (cd "$GPUSHARE_ROOT/end2end" && npm ci --no-audit --no-fund)
+fi
+
+# boto3 from PyPI, in its own virtual environment: `gpushare bench fleet` times the fleet walk
+# as a plain sequential boto3 script would do it.
+boto3_version=1.43.11
+if ! "$GPUSHARE_PYTHON" -c "import boto3, sys; sys.exit(boto3.__version__ != '$boto3_version')" 2>/dev/null; then
+  gpushare_step "installing boto3 $boto3_version in $(dirname "$(dirname "$GPUSHARE_PYTHON")")"
+  python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
+  python3 -m venv "$(dirname "$(dirname "$GPUSHARE_PYTHON")")"
+  "$GPUSHARE_PYTHON" -m pip install --quiet --disable-pip-version-check "boto3==$boto3_version"
 fi
 
 # cargo-nextest runs the Rust tests; the machine image usually has it.

@@ -405,3 +405,132 @@ async fn the_fleet_api_refuses_bad_filters_clearly() {
         "lists what exists: {body}"
     );
 }
+
+#[tokio::test]
+async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
+    let (app, _) = test_app(false).await;
+    let (_, all) = fleet_json(&app, "").await;
+    let total = gpus(&all).len();
+    let page = text(send(&app, get("/")).await).await;
+    let heatmap = page
+        .split_once(r#"class="hm""#)
+        .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(svg, _)| svg))
+        .expect("the heatmap is rendered on the server");
+    assert_eq!(heatmap.matches("<rect").count(), total);
+    assert!(
+        page.contains(&format!(r#"data-testid="gpu-count" class="value">{total}<"#)),
+        "the summary counts the same GPUs"
+    );
+
+    let response = send(
+        &app,
+        get("/?cluster=%3Cscript%3Ealert(1)%3C%2Fscript%3E&mode=SHARED&colour=red"),
+    )
+    .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "a corrected view, not an error"
+    );
+    let page = text(response).await;
+    assert!(
+        !page.contains("<script>alert(1)"),
+        "untrusted text is escaped"
+    );
+    assert!(page.contains("There is no cluster"), "says so");
+    assert!(
+        page.contains("batch-sim, inference-prod, ml-dev"),
+        "shows what exists"
+    );
+    assert!(page.contains(r#"Sharing mode "SHARED" does not exist"#));
+    assert!(page.contains(r#"Colour mode "red" does not exist"#));
+    let heatmap = page
+        .split_once(r#"class="hm""#)
+        .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(svg, _)| svg))
+        .expect("heatmap");
+    assert_eq!(
+        heatmap.matches("<rect").count(),
+        total,
+        "the whole fleet instead"
+    );
+
+    let dev = text(send(&app, get("/?cluster=ml-dev&colour=utilization")).await).await;
+    let (_, expected) = fleet_json(&app, "?cluster=ml-dev").await;
+    let svg = dev
+        .split_once(r#"class="hm""#)
+        .and_then(|(_, rest)| rest.split_once("</svg>"))
+        .map(|(svg, _)| svg)
+        .expect("heatmap");
+    assert_eq!(svg.matches("<rect").count(), gpus(&expected).len());
+    assert!(svg.contains(r#"data-colour="utilization""#));
+    assert!(
+        svg.contains(r#"class="nd "#),
+        "the instance without the agent has no data"
+    );
+}
+
+#[tokio::test]
+async fn the_fleet_page_server_functions_answer() {
+    let (app, _) = test_app(false).await;
+    let (_, all) = fleet_json(&app, "").await;
+    let form = |body: &str| {
+        Request::post("/api/fleet_overview")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body.to_string()))
+            .expect("request")
+    };
+    let response = send(&app, form("query[cluster]=nope&query[colour]=compute")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let overview = json(response).await;
+    assert_eq!(
+        overview["summary"]["gpus"].as_u64(),
+        Some(gpus(&all).len() as u64)
+    );
+    assert_eq!(overview["applied"]["cluster"], serde_json::Value::Null);
+    assert!(overview["notes"][0]
+        .as_str()
+        .unwrap_or_default()
+        .contains("no cluster \"nope\""));
+
+    let some_gpu = gpus(&all)
+        .into_iter()
+        .find(|g| g["containers"].as_array().is_some_and(|c| !c.is_empty()))
+        .expect("a busy GPU");
+    let request = Request::post("/api/gpu_detail")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!(
+            "key={}",
+            some_gpu["uuid"].as_str().unwrap_or_default()
+        )))
+        .expect("request");
+    let detail = json(send(&app, request).await).await;
+    assert_eq!(detail["gpu"]["uuid"], some_gpu["uuid"]);
+    assert!(!detail["gpu_services"].as_array().expect("list").is_empty());
+}
+
+#[tokio::test]
+async fn fleet_events_stream_the_snapshot_version() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let response = send(&app, get("/api/v1/fleet/events")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    let mut body = response.into_body();
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
+        .await
+        .expect("the first event comes at once")
+        .expect("a frame")
+        .expect("no error");
+    let event = String::from_utf8(frame.into_data().expect("data").to_vec()).expect("utf-8");
+    assert!(event.starts_with("event: message\ndata: {"), "{event}");
+    assert!(
+        event.contains(r#""version":"#) && event.contains(r#""stale":false"#),
+        "{event}"
+    );
+}

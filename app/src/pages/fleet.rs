@@ -266,7 +266,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -284,7 +284,11 @@ fn stat_class(count: u32) -> &'static str {
 }
 
 fn mib_as_gib(mib: u64) -> String {
-    format!("{:.1} GiB", mib as f64 / 1024.0)
+    if mib < 10 * 1024 {
+        format!("{:.1} GiB", mib as f64 / 1024.0)
+    } else {
+        format!("{} GiB", thousands((mib + 512) / 1024))
+    }
 }
 
 #[component]
@@ -325,7 +329,7 @@ fn Summary(summary: FleetSummary) -> impl IntoView {
                     <tr>
                         <th scope="row">{fit.cluster}</th>
                         <td class="num">{fit.gpus}</td>
-                        <td class="num">{format!("{} MiB", thousands(fit.free_mib))}</td>
+                        <td class="num">{mib_as_gib(fit.free_mib)}</td>
                         <td class="num">{format!("{} MiB", thousands(u64::from(fit.largest_mps_request_mib)))}</td>
                     </tr>
                 }).collect_view()}
@@ -452,6 +456,12 @@ mod tests {
         assert_eq!(thousands(1_000), "1,000");
         assert_eq!(thousands(967_540), "967,540");
         assert_eq!(thousands(12_345_678), "12,345,678");
+    }
+
+    #[test]
+    fn memory_reads_in_gib() {
+        assert_eq!(super::mib_as_gib(1_536), "1.5 GiB");
+        assert_eq!(super::mib_as_gib(50_048_628), "48,876 GiB");
     }
 
     #[test]
