@@ -32,8 +32,9 @@ cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.
 
 gpushare_step "end-to-end tests in headless Chromium"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# A short refresh interval, so that the live-update test sees a new snapshot soon.
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
+  GPUSHARE_REFRESH_INTERVAL=3 "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do
   if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
@@ -46,6 +47,11 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$port/readyz" || { cat "$logs/server.log"; exit 1; }
 echo
+# The fleet page needs the first snapshot.
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$port/api/v1/fleet?mode=DEDICATED" >/dev/null 2>&1 && break
+  sleep 0.2
+done
 (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" node --test --test-concurrency=1 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 

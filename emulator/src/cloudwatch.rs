@@ -161,17 +161,27 @@ pub fn gpu_dimensions(instance: &ContainerInstance, index: usize) -> Vec<(String
 }
 
 impl Fleet {
-    fn find_gpu(&self, metric: &MetricId) -> Option<GpuSource<'_>> {
+    /// The instances that run the agent, by EC2 instance ID.
+    fn reporting_hosts(&self) -> HashMap<&str, &ContainerInstance> {
+        self.clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .filter(|i| i.cloudwatch_agent)
+            .map(|i| (i.ec2_instance_id.as_str(), i))
+            .collect()
+    }
+
+    fn find_gpu<'a>(
+        &'a self,
+        hosts: &HashMap<&str, &'a ContainerInstance>,
+        metric: &MetricId,
+    ) -> Option<GpuSource<'a>> {
         if metric.namespace != NAMESPACE || metric.dimensions.len() != 4 {
             return None;
         }
         let host = metric.dimension("host")?;
         let index: usize = metric.dimension("index")?.parse().ok()?;
-        let instance = self
-            .clusters
-            .values()
-            .flat_map(|c| c.instances.iter())
-            .find(|i| i.ec2_instance_id == host && i.cloudwatch_agent)?;
+        let instance = *hosts.get(host)?;
         let slot = instance.gpus.get(index)?;
         (gpu_dimensions(instance, index) == metric.dimensions).then_some(GpuSource {
             instance,
@@ -276,15 +286,17 @@ impl Fleet {
             }
         }
         let oldest = now - Duration::days(RETENTION_DAYS);
+        let hosts = self.reporting_hosts();
         Ok(queries
             .iter()
             .filter(|q| q.return_data)
-            .map(|query| self.run_query(query, start.max(oldest), end.min(now)))
+            .map(|query| self.run_query(&hosts, query, start.max(oldest), end.min(now)))
             .collect())
     }
 
     fn run_query(
         &self,
+        hosts: &HashMap<&str, &ContainerInstance>,
         query: &MetricQuery,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -304,7 +316,7 @@ impl Fleet {
             return result;
         }
         let first = start.duration_trunc(period).unwrap_or(start);
-        let gpu = self.find_gpu(&query.metric);
+        let gpu = self.find_gpu(hosts, &query.metric);
         let stored = self.metrics.points.get(&query.metric);
         if gpu.is_none() && stored.is_none() {
             return result;

@@ -185,7 +185,7 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
                 .with_usage(crate::fleet::usage::UsageReader::new(
                     clients.cloudwatch.clone(),
                     "host",
-                    8,
+                    crate::fleet::usage::CONCURRENCY,
                 ));
         let mut first = None;
         for pass in ["first", "second (task definitions and metric list cached)"] {
@@ -430,8 +430,8 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
             "/api/v1/fleet?cluster=prod-a&instance_type=p5.48xlarge",
         ),
         (
-            "one team's dedicated GPUs",
-            "/api/v1/fleet?team=research&mode=DEDICATED",
+            "one cluster's dedicated GPUs",
+            "/api/v1/fleet?cluster=batch&mode=DEDICATED",
         ),
     ] {
         let (_, body, _) = http_get(&address, path, false).await?;

@@ -33,6 +33,8 @@ pub struct AppState {
     pub clients: Clients,
     /// The latest fleet snapshot, refreshed in the background.
     pub fleet: Arc<SnapshotStore>,
+    /// `/api/v1/fleet` answers, serialized once per snapshot and filter.
+    pub fleet_json: Arc<crate::http::fleet::FleetJsonCache>,
     /// The checks behind `/readyz`.
     pub readiness: Readiness,
     /// Largest request body, in bytes.
@@ -53,7 +55,7 @@ impl AppState {
                 UsageReader::new(
                     clients.cloudwatch.clone(),
                     &args.fleet.usage_host_dimension,
-                    8,
+                    crate::fleet::usage::CONCURRENCY,
                 ),
             ),
         );
@@ -79,6 +81,7 @@ impl AppState {
             },
             clients,
             fleet,
+            fleet_json: Arc::default(),
             metrics: Arc::new(HttpMetrics::default()),
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),

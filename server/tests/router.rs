@@ -418,7 +418,9 @@ async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
         .expect("the heatmap is rendered on the server");
     assert_eq!(heatmap.matches("<rect").count(), total);
     assert!(
-        page.contains(&format!(r#"data-testid="gpu-count" class="value">{total}<"#)),
+        page.contains(&format!(
+            r#"data-testid="gpu-count" class="value">{total}<"#
+        )),
         "the summary counts the same GPUs"
     );
 

@@ -32,6 +32,9 @@ pub const MEMORY_USED: &str = "nvidia_smi_memory_used";
 pub const QUERIES_PER_CALL: usize = 500;
 /// The window usage is read over.
 pub const WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+/// GetMetricData calls in flight at once. Usage has slack — the ECS walk beside it takes longer —
+/// so its calls trickle rather than burst, leaving the CPU to the ECS chain.
+pub const CONCURRENCY: usize = 2;
 /// How long the list of GPU metrics is kept before it is listed again.
 const LIST_TTL: Duration = Duration::from_secs(600);
 

@@ -1,9 +1,15 @@
 //! `GET /api/v1/fleet`: the latest snapshot, filtered, with its age and any refresh failure.
 
+use std::{collections::HashMap, sync::Mutex};
+
 use axum::{
+    body::{Body, Bytes},
     extract::{rejection::QueryRejection, Query, State},
-    response::sse::{Event, KeepAlive, Sse},
-    Json,
+    http::header,
+    response::{
+        sse::{Event, KeepAlive, Sse},
+        IntoResponse, Response,
+    },
 };
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -16,7 +22,7 @@ use app::model::{
 use crate::{error::AppError, state::AppState};
 
 /// The filters; every one optional, unknown parameters refused.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FleetFilter {
     pub cluster: Option<String>,
@@ -26,15 +32,51 @@ pub struct FleetFilter {
     pub mode: Option<String>,
 }
 
-/// The answer: the snapshot and how fresh it is.
+/// The answer's head: how fresh the snapshot is. The snapshot itself follows as `snapshot`.
 #[derive(Debug, Serialize)]
-pub struct FleetResponse {
-    pub taken_at: String,
-    pub age_seconds: i64,
+struct FleetHead {
+    taken_at: String,
+    age_seconds: i64,
     /// True when the last refresh failed: the snapshot is the last good one.
-    pub stale: bool,
-    pub last_error: Option<String>,
-    pub snapshot: FleetSnapshot,
+    stale: bool,
+    last_error: Option<String>,
+}
+
+/// Filtered snapshots as JSON, kept per snapshot version and filter: a snapshot never changes,
+/// so each view is serialized once, and requests share the bytes.
+#[derive(Default)]
+pub struct FleetJsonCache {
+    entries: Mutex<HashMap<(u64, FleetFilter), Bytes>>,
+}
+
+/// Views kept at once.
+const CACHED_VIEWS: usize = 32;
+
+impl FleetJsonCache {
+    fn get_or_make(
+        &self,
+        version: u64,
+        filter: &FleetFilter,
+        make: impl FnOnce() -> Result<Bytes, AppError>,
+    ) -> Result<Bytes, AppError> {
+        let key = (version, filter.clone());
+        if let Some(bytes) = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(bytes.clone());
+        }
+        let bytes = make()?;
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain(|(v, _), _| *v == version);
+        if entries.len() >= CACHED_VIEWS {
+            entries.clear();
+        }
+        entries.insert(key, bytes.clone());
+        Ok(bytes)
+    }
 }
 
 /// Keeps the clusters, instances and GPUs that match every filter given. An unknown cluster
@@ -72,7 +114,7 @@ pub fn apply(snapshot: &FleetSnapshot, filter: &FleetFilter) -> Result<FleetSnap
 pub async fn get_fleet(
     State(state): State<AppState>,
     query: Result<Query<FleetFilter>, QueryRejection>,
-) -> Result<Json<FleetResponse>, AppError> {
+) -> Result<Response, AppError> {
     let Query(filter) = query.map_err(|rejection| {
         AppError::BadRequest(format!(
             "{}; the filters are cluster, team, service, instance_type and mode",
@@ -89,14 +131,32 @@ pub async fn get_fleet(
                 .to_string(),
         }));
     };
-    let filtered = apply(&snapshot, &filter)?;
-    Ok(Json(FleetResponse {
+    let body = state.fleet_json.get_or_make(fleet.version, &filter, || {
+        let filtered = apply(&snapshot, &filter)?;
+        serde_json::to_vec(&filtered)
+            .map(Bytes::from)
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("the snapshot did not serialize: {e}")))
+    })?;
+    let mut head = serde_json::to_vec(&FleetHead {
         taken_at: snapshot.taken_at.clone(),
         age_seconds: (chrono::Utc::now() - taken_at).num_seconds(),
         stale: fleet.last_error.is_some(),
         last_error: fleet.last_error,
-        snapshot: filtered,
-    }))
+    })
+    .map_err(|e| AppError::Internal(anyhow::anyhow!("the answer did not serialize: {e}")))?;
+    // `{"taken_at":…,"last_error":null` + `,"snapshot":` + the cached snapshot + `}`.
+    head.pop();
+    head.extend_from_slice(br#","snapshot":"#);
+    let parts: [Result<Bytes, std::convert::Infallible>; 3] = [
+        Ok(Bytes::from(head)),
+        Ok(body),
+        Ok(Bytes::from_static(b"}")),
+    ];
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(futures::stream::iter(parts)),
+    )
+        .into_response())
 }
 
 /// What `GET /api/v1/fleet/events` sends: the snapshot's number and whether it is stale.
