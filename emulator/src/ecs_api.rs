@@ -804,14 +804,20 @@ fn list_tasks(fleet: &Fleet, input: &Map<String, Value>) -> Result<Value, EcsErr
             )))
         }
     };
-    let arns: Vec<String> = cluster
+    let instance_suffix = instance.map(|i| format!("/{i}"));
+    // References, not copies: a page copies only its own 100 ARNs.
+    let arns: Vec<&String> = cluster
         .tasks
         .values()
         .filter(|t| (t.desired_status == TaskStatus::Stopped) == stopped)
         .filter(|t| service.as_ref().is_none_or(|g| &t.group == g))
         .filter(|t| {
-            instance
-                .is_none_or(|i| t.instance_arn == i || t.instance_arn.ends_with(&format!("/{i}")))
+            instance.is_none_or(|i| {
+                t.instance_arn == i
+                    || instance_suffix
+                        .as_deref()
+                        .is_some_and(|suffix| t.instance_arn.ends_with(suffix))
+            })
         })
         .filter(|t| {
             family.is_none_or(|f| {
@@ -820,10 +826,10 @@ fn list_tasks(fleet: &Fleet, input: &Map<String, Value>) -> Result<Value, EcsErr
             })
         })
         .filter(|t| started_by.is_none_or(|s| t.started_by.as_deref() == Some(s)))
-        .map(|t| t.arn.clone())
+        .map(|t| &t.arn)
         .collect();
     let (items, next) = page(&arns, input, 100)?;
-    Ok(with_token(json!({"taskArns": items}), next))
+    Ok(with_token(json!({ "taskArns": items }), next))
 }
 
 fn describe_tasks(fleet: &Fleet, input: &Map<String, Value>) -> Result<Value, EcsError> {

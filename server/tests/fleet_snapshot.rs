@@ -158,9 +158,30 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
         after.last_error
     );
 
+    // Server errors (5xx after the SDK's retries) are handled the same way.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let faults = Faults {
+        all: emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+        ..Faults::default()
+    };
+    emulator.set_faults(faults).expect("valid");
+    store.refresh(&reader).await;
+    let after = store.state();
+    assert_eq!(after.snapshot.as_deref(), Some(&*first));
+    let age = Utc::now() - after.taken_at.expect("taken");
+    assert!(age >= chrono::Duration::seconds(1), "its age grows: {age}");
+    let error = after.last_error.unwrap_or_default();
+    assert!(error.contains("ListClusters"), "{error}");
+    assert_eq!(after.version, good.version, "no new snapshot");
+
     emulator.set_faults(Faults::default()).expect("valid");
     store.refresh(&reader).await;
-    assert!(store.state().last_error.is_none());
+    let recovered = store.state();
+    assert!(recovered.last_error.is_none());
+    assert!(recovered.version > good.version);
 }
 
 #[tokio::test]
