@@ -2,7 +2,6 @@
 
 pub mod aws;
 pub mod bench;
-pub mod clusters;
 pub mod config;
 pub mod error;
 pub mod fleet;

@@ -9,7 +9,6 @@ use app::{model::FleetSource, ssr::console::ConsoleContext};
 
 use crate::{
     aws::Clients,
-    clusters::EcsClusters,
     config::ServeArgs,
     fleet::{
         reader::FleetReader,
@@ -76,7 +75,6 @@ impl AppState {
                 version: env!("CARGO_PKG_VERSION"),
                 started: Instant::now(),
                 fleet_source: source,
-                clusters: Arc::new(EcsClusters::new(clients.ecs.clone())),
                 fleet: fleet.clone(),
             },
             clients,

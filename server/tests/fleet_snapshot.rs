@@ -93,6 +93,32 @@ async fn the_snapshot_matches_the_emulators_state() {
         .collect();
     assert_eq!(impaired.len(), 1);
 
+    // The cluster counts the cluster table shows.
+    let counts: HashMap<String, (u32, u32)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .map(|c| {
+                let running = c
+                    .tasks
+                    .values()
+                    .filter(|t| {
+                        t.is_live() && t.last_status == emulator::model::TaskStatus::Running
+                    })
+                    .count() as u32;
+                (c.name.clone(), (c.services.len() as u32, running))
+            })
+            .collect()
+    });
+    for cluster in &snapshot.clusters {
+        assert_eq!(
+            (cluster.services, cluster.running_tasks),
+            counts[&cluster.name],
+            "{}",
+            cluster.name
+        );
+    }
+
     // A second read reuses the cached task definitions.
     let again = reader.read().await.expect("read");
     assert!(

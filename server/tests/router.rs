@@ -178,6 +178,7 @@ async fn oversized_bodies_get_413_with_a_message() {
 #[tokio::test]
 async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
     let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
     let response = send(&app, get("/")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let headers = response.headers().clone();
@@ -199,7 +200,7 @@ async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
     assert!(body.contains("Simulated fleet (demo)"), "{body}");
     assert!(
         body.contains("inference-prod"),
-        "the clusters are read through the SDK: {body}"
+        "the clusters come from the snapshot read through the SDK: {body}"
     );
     let scripts = body.matches("<script").count();
     assert!(scripts > 0, "the page loads its hydration script");
@@ -296,6 +297,7 @@ async fn responses_are_compressed_when_asked() {
 #[tokio::test]
 async fn the_cluster_server_function_reads_the_emulated_fleet() {
     let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
     let request = Request::post("/api/list_clusters")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(header::ACCEPT, "application/json")

@@ -98,10 +98,19 @@ pub struct InstanceView {
 }
 
 /// One cluster with its container instances.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterView {
     pub name: String,
     pub instances: Vec<InstanceView>,
+    /// Services in the cluster.
+    #[serde(default)]
+    pub services: u32,
+    /// Tasks whose last status is RUNNING.
+    #[serde(default)]
+    pub running_tasks: u32,
+    /// Tasks not yet running (PROVISIONING, PENDING, ACTIVATING).
+    #[serde(default)]
+    pub pending_tasks: u32,
 }
 
 /// The whole fleet at one moment.

@@ -214,17 +214,18 @@ impl FleetOptions {
         let mut services = BTreeSet::new();
         let mut types = BTreeSet::new();
         for instance in snapshot.clusters.iter().flat_map(|c| c.instances.iter()) {
-            types.insert(instance.instance_type.clone());
+            types.insert(instance.instance_type.as_str());
             for container in instance.gpus.iter().flat_map(|g| g.containers.iter()) {
-                teams.extend(container.team.clone());
-                services.extend(container.service.clone());
+                teams.extend(container.team.as_deref());
+                services.extend(container.service.as_deref());
             }
         }
+        let owned = |set: BTreeSet<&str>| set.into_iter().map(str::to_string).collect();
         FleetOptions {
             clusters: snapshot.clusters.iter().map(|c| c.name.clone()).collect(),
-            teams: teams.into_iter().collect(),
-            services: services.into_iter().collect(),
-            instance_types: types.into_iter().collect(),
+            teams: owned(teams),
+            services: owned(services),
+            instance_types: owned(types),
         }
     }
 }
@@ -319,6 +320,9 @@ pub fn filter(snapshot: &FleetSnapshot, query: &FleetQuery) -> FleetSnapshot {
         .filter(|c| query.cluster.as_ref().is_none_or(|name| &c.name == name))
         .map(|c| ClusterView {
             name: c.name.clone(),
+            services: c.services,
+            running_tasks: c.running_tasks,
+            pending_tasks: c.pending_tasks,
             instances: c
                 .instances
                 .iter()
@@ -648,6 +652,7 @@ mod tests {
                             vec![gpu(0, GpuMode::Idle, 20_000, Vec::new())],
                         ),
                     ],
+                    ..ClusterView::default()
                 },
                 ClusterView {
                     name: "dev".into(),
@@ -662,6 +667,7 @@ mod tests {
                             vec![container("asr", "speech", 19_000, 100)],
                         )],
                     )],
+                    ..ClusterView::default()
                 },
             ],
             unknown_gpu_ids: 0,

@@ -159,6 +159,7 @@ mod tests {
                             })
                             .collect(),
                     }],
+                    ..ClusterView::default()
                 })
                 .collect(),
             unknown_gpu_ids: 0,

@@ -37,7 +37,7 @@ fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
 /// The overview for `query`, from the state the server holds.
 #[cfg(feature = "ssr")]
 pub fn overview_of(feed: &dyn crate::ssr::fleet::FleetFeed, query: &FleetQuery) -> FleetOverview {
-    use crate::model::fleet_view::{filter, unknown_values, without_unknown};
+    use crate::model::fleet_view::{unknown_values, without_unknown};
 
     let state = feed.state();
     let interval = feed.refresh_interval_seconds();
@@ -62,7 +62,7 @@ pub fn overview_of(feed: &dyn crate::ssr::fleet::FleetFeed, query: &FleetQuery) 
     let unknown = unknown_values(query, &options);
     overview.applied = without_unknown(query, &unknown);
     overview.notes = unknown.iter().map(|u| u.message()).collect();
-    overview.summary = Some(FleetSummary::of(&filter(&snapshot, &overview.applied)));
+    overview.summary = Some(FleetSummary::of(&filtered(&snapshot, &overview.applied)));
     overview.options = options;
     overview.usage_error = snapshot.usage_error.clone();
     overview.unknown_gpu_ids = snapshot.unknown_gpu_ids;
@@ -73,7 +73,7 @@ pub fn overview_of(feed: &dyn crate::ssr::fleet::FleetFeed, query: &FleetQuery) 
 #[cfg(feature = "ssr")]
 pub fn heatmap_of(feed: &dyn crate::ssr::fleet::FleetFeed, query: &FleetQuery) -> String {
     use crate::model::{
-        fleet_view::{filter, unknown_values, without_unknown},
+        fleet_view::{unknown_values, without_unknown},
         heatmap::render,
     };
 
@@ -83,10 +83,23 @@ pub fn heatmap_of(feed: &dyn crate::ssr::fleet::FleetFeed, query: &FleetQuery) -
     let unknown = unknown_values(query, &FleetOptions::of(&snapshot));
     let applied = without_unknown(query, &unknown);
     render(
-        &filter(&snapshot, &applied),
+        &filtered(&snapshot, &applied),
         applied.colour,
         applied.gpu.as_deref(),
     )
+}
+
+/// The snapshot narrowed to `query`; without filters, the snapshot itself, not a copy.
+#[cfg(feature = "ssr")]
+fn filtered<'a>(
+    snapshot: &'a crate::model::FleetSnapshot,
+    query: &FleetQuery,
+) -> std::borrow::Cow<'a, crate::model::FleetSnapshot> {
+    if query.filters() {
+        std::borrow::Cow::Owned(crate::model::fleet_view::filter(snapshot, query))
+    } else {
+        std::borrow::Cow::Borrowed(snapshot)
+    }
 }
 
 /// The summary, filter menus, freshness and notes for a view of the fleet.

@@ -2,10 +2,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use crate::{
-    model::FleetSource,
-    ssr::{clusters::ClusterDirectory, fleet::FleetFeed},
-};
+use crate::{model::FleetSource, ssr::fleet::FleetFeed};
 
 /// Facts about the running server, provided as context to every render and server function.
 #[derive(Clone)]
@@ -16,8 +13,6 @@ pub struct ConsoleContext {
     pub started: Instant,
     /// Where the fleet comes from.
     pub fleet_source: FleetSource,
-    /// Lists the fleet's clusters.
-    pub clusters: Arc<dyn ClusterDirectory>,
     /// The latest fleet snapshot.
     pub fleet: Arc<dyn FleetFeed>,
 }

@@ -1,6 +1,5 @@
 //! Server-only parts of the app: what the server hands to the pages it renders.
 
-pub mod clusters;
 pub mod console;
 pub mod csp;
 pub mod fleet;

@@ -30,6 +30,8 @@ pub struct RawTask {
     /// `service:<name>` for service tasks.
     pub group: Option<String>,
     pub started_at: Option<String>,
+    /// `lastStatus`.
+    pub last_status: Option<String>,
     pub containers: Vec<RawContainer>,
 }
 
@@ -180,6 +182,7 @@ mod tests {
             task_definition_arn: td.into(),
             group: Some(format!("service:{service}")),
             started_at: Some("2026-11-30T00:00:00Z".into()),
+            last_status: Some("RUNNING".into()),
             containers: containers
                 .iter()
                 .map(|(name, ids)| RawContainer {

@@ -120,7 +120,7 @@ impl FleetReader {
         calls: &AtomicU32,
     ) -> Result<(ClusterView, u32), ReadError> {
         let name = cluster.rsplit('/').next().unwrap_or(cluster).to_string();
-        let (instances, tasks, teams) = tokio::try_join!(
+        let (instances, tasks, (services, teams)) = tokio::try_join!(
             self.read_instances(cluster, calls),
             self.read_tasks(cluster, calls),
             self.read_service_teams(cluster, calls),
@@ -138,8 +138,24 @@ impl FleetReader {
             .zip(joined.instances)
             .map(|((instance, _), gpus)| InstanceView { gpus, ..instance })
             .collect();
+        let status = |wanted: &[&str]| {
+            tasks
+                .iter()
+                .filter(|t| {
+                    t.last_status
+                        .as_deref()
+                        .is_some_and(|s| wanted.contains(&s))
+                })
+                .count() as u32
+        };
         Ok((
-            ClusterView { name, instances },
+            ClusterView {
+                name,
+                instances,
+                services: services as u32,
+                running_tasks: status(&["RUNNING"]),
+                pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
+            },
             joined.unknown_gpus.len() as u32,
         ))
     }
@@ -274,11 +290,12 @@ impl FleetReader {
         self.pipelined(calls, 100, list, describe).await
     }
 
+    /// The number of services, and the team of each tagged one.
     async fn read_service_teams(
         &self,
         cluster: &str,
         calls: &AtomicU32,
-    ) -> Result<HashMap<String, String>, ReadError> {
+    ) -> Result<(usize, HashMap<String, String>), ReadError> {
         let list = |token: Option<String>| async move {
             let out = self
                 .ecs
@@ -309,22 +326,27 @@ impl FleetReader {
                 Ok(out
                     .services()
                     .iter()
-                    .filter_map(|s| {
+                    .map(|s| {
                         let team = s
                             .tags()
                             .iter()
-                            .find(|t| t.key() == Some(team_tag.as_str()))?
-                            .value()?;
-                        Some((s.service_name()?.to_string(), team.to_string()))
+                            .find(|t| t.key() == Some(team_tag.as_str()))
+                            .and_then(|t| t.value());
+                        (
+                            s.service_name().unwrap_or_default().to_string(),
+                            team.map(str::to_string),
+                        )
                     })
                     .collect::<Vec<_>>())
             }
         };
-        Ok(self
-            .pipelined(calls, 10, list, describe)
-            .await?
+        let services = self.pipelined(calls, 10, list, describe).await?;
+        let count = services.len();
+        let teams = services
             .into_iter()
-            .collect())
+            .filter_map(|(name, team)| Some((name, team?)))
+            .collect();
+        Ok((count, teams))
     }
 
     /// Describes the task definitions not yet cached.
@@ -438,6 +460,7 @@ fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
         arn: task.task_arn().unwrap_or_default().to_string(),
         task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
         group: task.group().map(str::to_string),
+        last_status: task.last_status().map(str::to_string),
         started_at: task.started_at().and_then(|at| {
             at.fmt(aws_sdk_ecs::primitives::DateTimeFormat::DateTime)
                 .ok()
