@@ -43,6 +43,9 @@ pub fn failed<E: std::error::Error + 'static>(
     }
 }
 
+/// DescribeTaskDefinition calls in flight at once on a first read.
+const DEFINITION_CONCURRENCY: usize = 50;
+
 /// Reads fleet snapshots; keeps the task definition cache between reads.
 pub struct FleetReader {
     ecs: aws_sdk_ecs::Client,
@@ -400,7 +403,8 @@ impl FleetReader {
                     .map(str::to_string);
                 Ok::<_, ReadError>((arn, DefinitionGpu { containers, team }))
             }))
-            .buffer_unordered(self.concurrency)
+            // Small calls at the end of the dependent chain: one wave where ECS's burst allows.
+            .buffer_unordered(self.concurrency.max(DEFINITION_CONCURRENCY))
             .try_collect()
             .await?;
         self.definitions
