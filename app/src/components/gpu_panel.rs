@@ -83,8 +83,8 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 <dt>"Model"</dt>
                 <dd>{model}</dd>
                 <dt>"Instance"</dt>
-                <dd>
-                    {format!("{} · {} · {}", detail.instance.instance_type, detail.cluster, detail.instance.arn)}
+                <dd title=detail.instance.arn.clone()>
+                    {format!("{} · {}", detail.instance.instance_type, detail.cluster)}
                 </dd>
                 <dt>"Sharing"</dt>
                 <dd>{mode_str(gpu.mode)}</dd>
@@ -117,7 +117,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                                 <th scope="col">"Team"</th>
                                 <th scope="col" class="num">"Memory MiB"</th>
                                 <th scope="col" class="num">"Compute limit"</th>
-                                <th scope="col">"Since"</th>
+                                <th scope="col">"Since (UTC)"</th>
                             </tr>
                         </thead>
                         <tbody>
@@ -133,7 +133,9 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                                         <td>{c.team.clone().unwrap_or_else(|| "—".into())}</td>
                                         <td class="num">{c.memory_mib.map_or("whole GPU".to_string(), |m| m.to_string())}</td>
                                         <td class="num">{format!("{} %", c.compute_percent)}</td>
-                                        <td>{c.started_at.clone().unwrap_or_else(|| "—".into())}</td>
+                                        <td title=c.started_at.clone().unwrap_or_default()>
+                                            {c.started_at.as_deref().map_or("—".to_string(), short_time)}
+                                        </td>
                                     </tr>
                                 }
                             }).collect_view()}
@@ -153,7 +155,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 </p>
             })}
             <h3>"Blast radius"</h3>
-            <dl class="facts" data-testid="blast-radius">
+            <dl class="facts stacked" data-testid="blast-radius">
                 <dt>"A GPU fault hits"</dt>
                 <dd>{list(&detail.gpu_services)}</dd>
                 <dt>"An MPS daemon failure also hits"</dt>
@@ -162,5 +164,24 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 <dd>{list(&detail.teams)}</dd>
             </dl>
         </aside>
+    }
+}
+
+/// `2026-11-30T05:10:13.743Z` as `11-30 05:10`.
+pub fn short_time(at: &str) -> String {
+    match (at.get(5..10), at.get(11..16)) {
+        (Some(day), Some(time)) if at.len() >= 16 => format!("{day} {time}"),
+        _ => at.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_time;
+
+    #[test]
+    fn start_times_are_short() {
+        assert_eq!(short_time("2026-11-30T05:10:13.743Z"), "11-30 05:10");
+        assert_eq!(short_time("soon"), "soon");
     }
 }
