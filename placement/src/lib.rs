@@ -16,6 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod rules;
+
 /// How a GPU is being shared right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

@@ -91,6 +91,9 @@ pub struct InstanceView {
     pub instance_type: String,
     /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
     pub impaired: Option<String>,
+    /// Carries `ecs.capability.gpu-sharing-mps`: its agent can share GPUs with MPS.
+    #[serde(default = "yes")]
+    pub mps_capable: bool,
     /// The GPU model: the agent's `name` dimension, else what the instance type carries.
     #[serde(default)]
     pub gpu_model: Option<String>,
@@ -129,6 +132,10 @@ pub struct FleetSnapshot {
     pub clusters: Vec<ClusterView>,
     /// Containers that named a GPU no instance reports.
     pub unknown_gpu_ids: u32,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The GPU model an instance type carries (AWS instance pages), for when the agent says none.

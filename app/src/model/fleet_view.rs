@@ -365,6 +365,7 @@ fn instance_header(instance: &InstanceView) -> InstanceView {
         ec2_instance_id: instance.ec2_instance_id.clone(),
         instance_type: instance.instance_type.clone(),
         impaired: instance.impaired.clone(),
+        mps_capable: instance.mps_capable,
         gpu_model: instance.gpu_model.clone(),
         gpus: Vec::new(),
     }
@@ -609,6 +610,7 @@ mod tests {
             ec2_instance_id: id.into(),
             instance_type: kind.into(),
             impaired: impaired.then(|| "MPS control daemon is not responding".into()),
+            mps_capable: true,
             gpu_model: None,
             gpus,
         };

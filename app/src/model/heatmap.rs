@@ -141,6 +141,7 @@ mod tests {
                         ec2_instance_id: format!("i-{name}"),
                         instance_type: "g5.12xlarge".into(),
                         impaired: None,
+                        mps_capable: true,
                         gpu_model: None,
                         gpus: (0..gpus_per_instance)
                             .map(|index| GpuView {

@@ -1,6 +1,7 @@
 //! Plain serde types shared by the server and the browser.
 
 mod console;
+pub mod fit;
 mod fleet;
 pub mod fleet_view;
 pub mod heatmap;

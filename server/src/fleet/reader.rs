@@ -543,6 +543,10 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
         ec2_instance_id: instance.ec2_instance_id().unwrap_or_default().to_string(),
         instance_type: attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into()),
         impaired,
+        mps_capable: instance
+            .attributes()
+            .iter()
+            .any(|a| a.name() == "ecs.capability.gpu-sharing-mps"),
         gpu_model: None,
         gpus: Vec::new(),
     };
