@@ -499,3 +499,67 @@ async fn wrk(url: &str, seconds: u64) -> anyhow::Result<String> {
         .unwrap_or_default();
     Ok(format!("{rate}{errors}"))
 }
+
+/// `gpushare bench fit`: the fit check of one task against the snapshot of an emulated fleet.
+pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    let (_, clients) = crate::serve_emulator(&em).await?;
+    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .read()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let gpus: usize = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .map(|i| i.gpus.len())
+        .sum();
+    let mut rows = Vec::new();
+    for (what, request) in [
+        (
+            "MPS 8 GiB, whole fleet",
+            placement::GpuRequest::Mps(vec![8_192]),
+        ),
+        (
+            "MPS 2 × 10 GiB, whole fleet",
+            placement::GpuRequest::Mps(vec![10_240, 10_240]),
+        ),
+        (
+            "2 whole GPUs, whole fleet",
+            placement::GpuRequest::Whole(vec![2]),
+        ),
+        (
+            "MPS 200 GiB (never fits), whole fleet",
+            placement::GpuRequest::Mps(vec![204_800]),
+        ),
+    ] {
+        let mut times = Vec::with_capacity(200);
+        let mut report = app::model::fit::FitReport::default();
+        for _ in 0..200 {
+            let started = Instant::now();
+            report = app::model::fit::fit_check(&snapshot, None, &request);
+            times.push(started.elapsed());
+        }
+        times.sort();
+        rows.push(Row {
+            what: what.into(),
+            value: format!(
+                "p50 {:.2} ms, p95 {:.2} ms ({} instances can take one; {} more would fit)",
+                times[99].as_secs_f64() * 1000.0,
+                times[189].as_secs_f64() * 1000.0,
+                report.placeable_instances,
+                report.more_tasks
+            ),
+        });
+    }
+    print_table(
+        &format!(
+            "gpushare bench fit — scenario {}, {gpus} GPUs, 200 runs each",
+            args.scenario
+        ),
+        &rows,
+    );
+    Ok(())
+}

@@ -46,9 +46,13 @@ pub enum BenchCommand {
     /// The emulator: scenario build time and memory, a full walk of the fleet through the SDK
     /// at 0 and 40 ms of added latency, and DescribeContainerInstances throughput.
     Emulator(BenchEmulatorArgs),
-    /// The fleet snapshot on an emulated fleet: wall time and ECS calls at 0 and 40 ms of added
-    /// latency, against the fewest calls and the chain of dependent calls.
+    /// The fleet snapshot on an emulated fleet: wall time and calls at 0 and 40 ms of added
+    /// latency against the fewest calls and the chain of dependent calls, a sequential boto3
+    /// walk, and a served console's memory, page render time and size, API throughput and time
+    /// to hydrate.
     Fleet(BenchEmulatorArgs),
+    /// The fit check of one task against the fleet snapshot, for MPS and whole-GPU requests.
+    Fit(BenchEmulatorArgs),
 }
 
 /// Options of `gpushare bench emulator`.

@@ -32,6 +32,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/fleet", get(http::fleet::get_fleet))
         .route("/api/v1/fleet/events", get(http::fleet::fleet_events))
         .route(
+            "/api/v1/task-definitions/validate",
+            axum::routing::post(http::task_definitions::validate),
+        )
+        .route(
+            "/api/v1/task-definitions/fit-check",
+            axum::routing::post(http::task_definitions::fit_check),
+        )
+        .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),
         )

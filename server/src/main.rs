@@ -13,6 +13,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Emulate(args)) => gpushare::emulate(args).await,
         Some(Command::Bench(BenchCommand::Emulator(args))) => gpushare::bench::emulator(args).await,
         Some(Command::Bench(BenchCommand::Fleet(args))) => gpushare::bench::fleet(args).await,
+        Some(Command::Bench(BenchCommand::Fit(args))) => gpushare::bench::fit(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }

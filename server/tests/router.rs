@@ -538,3 +538,126 @@ async fn fleet_events_stream_the_snapshot_version() {
         "{event}"
     );
 }
+
+fn post_json(path: &str, body: &str) -> Request<Body> {
+    Request::post(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+#[tokio::test]
+async fn task_definitions_are_validated_with_every_error_and_its_field() {
+    let (app, _) = test_app(false).await;
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/task-definitions/validate",
+            "{\"family\": \"a\",\n  \"cpu\": }",
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let message = json(response).await["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains("line 2 column"), "{message}");
+
+    let response = send(&app, post_json("/api/v1/task-definitions/validate", "[1]")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    let broken = r#"{"family": "embed", "taskDefinitionArn": "arn:x", "containerDefinitions": [
+        {"name": "a", "image": "i", "resourceRequirements": [{"type": "GPU", "value": "1",
+         "sharingStrategy": {"nvidiaMps": {"memory": 8192}}}]},
+        {"name": "b", "image": "i", "resourceRequirements": [{"type": "GPU",
+         "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 150}}}]}]}"#;
+    let answer =
+        json(send(&app, post_json("/api/v1/task-definitions/validate", broken)).await).await;
+    assert_eq!(answer["valid"], false);
+    let paths: Vec<&str> = answer["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "taskDefinitionArn",
+            "containerDefinitions[0].resourceRequirements[0].sharingStrategy",
+            "containerDefinitions[1].resourceRequirements[0].sharingStrategy.nvidiaMps.maxComputePercent",
+        ]
+    );
+
+    let good = r#"{"family": "embed", "containerDefinitions": [{"name": "a", "image": "i",
+        "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}}]}]}"#;
+    let answer = json(send(&app, post_json("/api/v1/task-definitions/validate", good)).await).await;
+    assert_eq!(answer["valid"], true, "{answer}");
+    assert_eq!(answer["gpu"]["kind"], "mps");
+    assert_eq!(answer["gpu"]["mps_memory_mib"], 8192);
+}
+
+#[tokio::test]
+async fn the_fit_check_places_with_the_fleet_snapshot() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let task = |memory: u32| {
+        format!(
+            r#"{{"family": "embed", "containerDefinitions": [{{"name": "a", "image": "i",
+            "resourceRequirements": [{{"type": "GPU", "sharingStrategy": {{"nvidiaMps": {{"memory": {memory}}}}}}}]}}]}}"#
+        )
+    };
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/task-definitions/fit-check?cluster=ml-dev",
+            &task(8192),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let report = json(response).await;
+    assert!(report["more_tasks"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert!(!report["placeable"].as_array().expect("list").is_empty());
+    assert!(report["never"].is_null());
+
+    let report = json(
+        send(
+            &app,
+            post_json("/api/v1/task-definitions/fit-check", &task(200_000)),
+        )
+        .await,
+    )
+    .await;
+    let never = report["never"].as_str().unwrap_or_default();
+    assert!(never.contains("81079 MiB on p5.48xlarge"), "{report}");
+
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/fit-check?cluster=nope", &task(1)),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/fit-check?zone=a", &task(1)),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/fit-check", &task(0)),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/task-definitions/fit-check",
+            r#"{"family": "web", "containerDefinitions": [{"name": "a", "image": "i"}]}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}

@@ -5,6 +5,7 @@ pub mod fleet;
 pub mod health;
 pub mod metrics;
 pub mod security;
+pub mod task_definitions;
 
 use axum::{
     extract::{MatchedPath, Request, State},
