@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod http;
 pub mod readiness;
 pub mod state;
+pub mod task_definitions;
 pub mod telemetry;
 
 use std::time::Duration;
