@@ -9,8 +9,11 @@ use leptos_router::{
 
 use crate::components::app_header::AppHeader;
 use crate::pages::{
-    cost::CostPage, deployments::DeploymentsPage, fleet::FleetPage, not_found::NotFound,
-    task_definitions::TaskDefinitionsPage,
+    cost::CostPage,
+    deployments::DeploymentsPage,
+    fleet::FleetPage,
+    not_found::NotFound,
+    task_definitions::{TaskDefinitionFamilyPage, TaskDefinitionsPage},
 };
 
 /// The whole HTML document, rendered on the server only.
@@ -66,6 +69,11 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("/task-definitions")
                         view=TaskDefinitionsPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("/task-definitions/:family")
+                        view=TaskDefinitionFamilyPage
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("/deployments") view=DeploymentsPage ssr=SsrMode::Async />

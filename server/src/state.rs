@@ -76,6 +76,11 @@ impl AppState {
                 started: Instant::now(),
                 fleet_source: source,
                 fleet: fleet.clone(),
+                task_definitions: Arc::new(crate::task_definitions::EcsTaskDefinitions::new(
+                    clients.ecs.clone(),
+                    &args.fleet.team_tag,
+                    fleet.clone(),
+                )),
             },
             clients,
             fleet,

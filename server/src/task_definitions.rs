@@ -2,6 +2,10 @@
 //! RegisterTaskDefinition request is built from the described revision field by field, and only
 //! the GPU resource requirements of the edited containers change.
 
+use app::{
+    model::task_definition::{ContainerSummary, FamilyDetail, FamilySummary, RevisionDetail},
+    ssr::task_definitions::{BoxFuture, TaskDefinitionSource},
+};
 use aws_sdk_ecs::{
     operation::register_task_definition::builders::RegisterTaskDefinitionFluentBuilder,
     types::{
@@ -9,22 +13,9 @@ use aws_sdk_ecs::{
         SharingStrategy, Tag, TaskDefinition,
     },
 };
-use serde::{Deserialize, Serialize};
+use futures::StreamExt;
 
-/// How one container uses GPUs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum GpuSetting {
-    /// No GPU.
-    None,
-    /// Whole GPUs to itself.
-    Whole { count: u32 },
-    /// A share of one GPU through MPS: memory it may allocate, and a compute limit.
-    Mps {
-        memory_mib: u32,
-        max_compute_percent: Option<u32>,
-    },
-}
+pub use app::model::task_definition::GpuSetting;
 
 /// The tag that keeps a revision's change description (a comment on a revision).
 pub const CHANGE_TAG: &str = "gpushare:change";
@@ -163,9 +154,222 @@ fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
     (!items.is_empty()).then(|| items.to_vec())
 }
 
+/// Task definitions read from ECS for the pages, with the services of the latest fleet snapshot.
+pub struct EcsTaskDefinitions {
+    ecs: aws_sdk_ecs::Client,
+    team_tag: String,
+    fleet: std::sync::Arc<crate::fleet::store::SnapshotStore>,
+}
+
+/// Revisions of one family shown at most.
+pub const REVISIONS_SHOWN: usize = 25;
+
+impl EcsTaskDefinitions {
+    pub fn new(
+        ecs: aws_sdk_ecs::Client,
+        team_tag: &str,
+        fleet: std::sync::Arc<crate::fleet::store::SnapshotStore>,
+    ) -> EcsTaskDefinitions {
+        EcsTaskDefinitions {
+            ecs,
+            team_tag: team_tag.to_string(),
+            fleet,
+        }
+    }
+
+    /// `cluster/service` of every service running a revision of `family`.
+    fn services_of(&self, family: &str) -> Vec<String> {
+        let Some(snapshot) = self.fleet.state().snapshot else {
+            return Vec::new();
+        };
+        let mut services: Vec<String> = snapshot
+            .clusters
+            .iter()
+            .flat_map(|c| {
+                c.service_list
+                    .iter()
+                    .filter(|s| family_of(&s.task_definition_arn) == family)
+                    .map(move |s| format!("{}/{}", c.name, s.name))
+            })
+            .collect();
+        services.sort();
+        services
+    }
+
+    async fn describe(&self, reference: &str) -> Result<RevisionDetail, String> {
+        let out = self
+            .ecs
+            .describe_task_definition()
+            .task_definition(reference)
+            .include(aws_sdk_ecs::types::TaskDefinitionField::Tags)
+            .send()
+            .await
+            .map_err(|e| ecs_failed("DescribeTaskDefinition", e))?;
+        let td = out
+            .task_definition()
+            .ok_or("DescribeTaskDefinition answered without a task definition")?;
+        let tag = |key: &str| {
+            out.tags()
+                .iter()
+                .find(|t| t.key() == Some(key))
+                .and_then(|t| t.value())
+                .map(str::to_string)
+        };
+        Ok(RevisionDetail {
+            family: td.family().unwrap_or_default().to_string(),
+            revision: td.revision().max(0) as u32,
+            arn: td.task_definition_arn().unwrap_or_default().to_string(),
+            active: td.status() == Some(&aws_sdk_ecs::types::TaskDefinitionStatus::Active),
+            registered_at: td.registered_at().and_then(|at| {
+                at.fmt(aws_sdk_ecs::primitives::DateTimeFormat::DateTime)
+                    .ok()
+            }),
+            compatibilities: td
+                .requires_compatibilities()
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            network_mode: td.network_mode().map(|m| m.as_str().to_string()),
+            cpu: td.cpu().map(str::to_string),
+            memory: td.memory().map(str::to_string),
+            containers: td
+                .container_definitions()
+                .iter()
+                .map(|c| ContainerSummary {
+                    name: c.name().unwrap_or_default().to_string(),
+                    image: c.image().unwrap_or_default().to_string(),
+                    cpu: c.cpu().max(0) as u32,
+                    memory_mib: c.memory().map(|m| m.max(0) as u32),
+                    gpu: gpu_setting(c),
+                })
+                .collect(),
+            team: tag(&self.team_tag),
+            change: tag(CHANGE_TAG),
+        })
+    }
+
+    async fn read_families(&self) -> Result<Vec<FamilySummary>, String> {
+        let mut names = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .ecs
+                .list_task_definition_families()
+                .status(aws_sdk_ecs::types::TaskDefinitionFamilyStatus::Active)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| ecs_failed("ListTaskDefinitionFamilies", e))?;
+            names.extend(page.families().iter().cloned());
+            token = page.next_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        let describes: Vec<_> = names.iter().map(|name| self.describe(name)).collect();
+        let latest: Vec<Result<RevisionDetail, String>> = futures::stream::iter(describes)
+            .buffered(16)
+            .collect()
+            .await;
+        latest
+            .into_iter()
+            .map(|revision| {
+                let revision = revision?;
+                Ok(FamilySummary {
+                    services: self.services_of(&revision.family),
+                    gpu: revision
+                        .containers
+                        .iter()
+                        .filter(|c| c.gpu.uses_gpu())
+                        .map(|c| format!("{}: {}", c.name, c.gpu.describe()))
+                        .collect(),
+                    family: revision.family,
+                    latest_revision: revision.revision,
+                    team: revision.team,
+                })
+            })
+            .collect()
+    }
+
+    async fn read_family(&self, family: String) -> Result<Option<FamilyDetail>, String> {
+        let mut arns = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .ecs
+                .list_task_definitions()
+                .family_prefix(&family)
+                .status(aws_sdk_ecs::types::TaskDefinitionStatus::Active)
+                .sort(aws_sdk_ecs::types::SortOrder::Desc)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| ecs_failed("ListTaskDefinitions", e))?;
+            arns.extend(
+                page.task_definition_arns()
+                    .iter()
+                    .filter(|arn| family_of(arn) == family)
+                    .cloned(),
+            );
+            token = page.next_token().map(str::to_string);
+            if token.is_none() || arns.len() >= REVISIONS_SHOWN {
+                break;
+            }
+        }
+        if arns.is_empty() {
+            return Ok(None);
+        }
+        arns.truncate(REVISIONS_SHOWN);
+        let describes: Vec<_> = arns.iter().map(|arn| self.describe(arn)).collect();
+        let revisions: Vec<Result<RevisionDetail, String>> = futures::stream::iter(describes)
+            .buffered(16)
+            .collect()
+            .await;
+        Ok(Some(FamilyDetail {
+            services: self.services_of(&family),
+            family,
+            revisions: revisions.into_iter().collect::<Result<_, _>>()?,
+        }))
+    }
+}
+
+impl TaskDefinitionSource for EcsTaskDefinitions {
+    fn families(&self) -> BoxFuture<'_, Result<Vec<FamilySummary>, String>> {
+        Box::pin(self.read_families())
+    }
+
+    fn family(&self, family: String) -> BoxFuture<'_, Result<Option<FamilyDetail>, String>> {
+        Box::pin(self.read_family(family))
+    }
+}
+
+/// The family of a task definition ARN (`…:task-definition/<family>:<revision>`).
+pub fn family_of(arn: &str) -> &str {
+    arn.rsplit('/')
+        .next()
+        .and_then(|tail| tail.rsplit_once(':').map(|(family, _)| family))
+        .unwrap_or_default()
+}
+
+fn ecs_failed<E: std::error::Error + 'static>(operation: &str, error: E) -> String {
+    format!(
+        "{operation} failed ({}); check the AWS credentials, region and permissions",
+        aws_sdk_ecs::error::DisplayErrorContext(error)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_family_is_read_off_its_arn() {
+        assert_eq!(
+            family_of("arn:aws:ecs:us-east-1:123456789012:task-definition/embed-api:12"),
+            "embed-api"
+        );
+        assert_eq!(family_of("nonsense"), "");
+    }
     use aws_sdk_ecs::types::{KeyValuePair, ResourceType};
 
     fn container(requirements: Vec<ResourceRequirement>) -> ContainerDefinition {

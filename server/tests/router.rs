@@ -661,3 +661,35 @@ async fn the_fit_check_places_with_the_fleet_snapshot() {
     .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn task_definition_families_and_revisions_are_listed_with_their_gpu_settings() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let page = text(send(&app, get("/task-definitions")).await).await;
+    assert!(page.contains(r#"data-testid="family-table""#), "{page}");
+    assert!(page.contains(r#"href="/task-definitions/embed-api""#));
+    assert!(page.contains("embed-api: MPS 4096 MiB (4.0 GiB), compute limit 50 %"));
+    assert!(
+        page.contains("inference-prod/embed-api"),
+        "the services that run it"
+    );
+
+    let response = send(&app, get("/task-definitions/speech-align")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let page = text(response).await;
+    // The broken release that rolled back is revision 2, newest first.
+    let first = page.find(r#"data-revision="2""#).expect("revision 2");
+    let second = page.find(r#"data-revision="1""#).expect("revision 1");
+    assert!(first < second, "newest first");
+    assert!(
+        page.contains(r#"data-testid="container-gpu">MPS"#),
+        "{page}"
+    );
+
+    let response = send(&app, get("/task-definitions/no-such-family")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert!(text(response)
+        .await
+        .contains("There is no active task definition family"));
+}

@@ -108,12 +108,23 @@ pub struct ClusterView {
     /// Services in the cluster.
     #[serde(default)]
     pub services: u32,
+    /// Each service with the task definition it runs.
+    #[serde(default)]
+    pub service_list: Vec<ServiceRef>,
     /// Tasks whose last status is RUNNING.
     #[serde(default)]
     pub running_tasks: u32,
     /// Tasks not yet running (PROVISIONING, PENDING, ACTIVATING).
     #[serde(default)]
     pub pending_tasks: u32,
+}
+
+/// A service and the task definition it runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceRef {
+    pub name: String,
+    pub task_definition_arn: String,
+    pub team: Option<String>,
 }
 
 /// The whole fleet at one moment.

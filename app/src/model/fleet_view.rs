@@ -321,6 +321,7 @@ pub fn filter(snapshot: &FleetSnapshot, query: &FleetQuery) -> FleetSnapshot {
         .map(|c| ClusterView {
             name: c.name.clone(),
             services: c.services,
+            service_list: c.service_list.clone(),
             running_tasks: c.running_tasks,
             pending_tasks: c.pending_tasks,
             instances: c

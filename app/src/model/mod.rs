@@ -5,11 +5,12 @@ pub mod fit;
 mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
+pub mod task_definition;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
 pub use fleet::{
     gpu_model_of, ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuUsage, GpuView,
-    InstanceView, Reading,
+    InstanceView, Reading, ServiceRef,
 };
 pub use theme::{Theme, THEME_COOKIE};

@@ -3,3 +3,4 @@
 pub mod clusters;
 pub mod console;
 pub mod fleet;
+pub mod task_definitions;

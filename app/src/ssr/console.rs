@@ -2,7 +2,10 @@
 
 use std::{sync::Arc, time::Instant};
 
-use crate::{model::FleetSource, ssr::fleet::FleetFeed};
+use crate::{
+    model::FleetSource,
+    ssr::{fleet::FleetFeed, task_definitions::TaskDefinitionSource},
+};
 
 /// Facts about the running server, provided as context to every render and server function.
 #[derive(Clone)]
@@ -15,4 +18,6 @@ pub struct ConsoleContext {
     pub fleet_source: FleetSource,
     /// The latest fleet snapshot.
     pub fleet: Arc<dyn FleetFeed>,
+    /// Task definitions, read from ECS.
+    pub task_definitions: Arc<dyn TaskDefinitionSource>,
 }

@@ -3,4 +3,5 @@
 pub mod console;
 pub mod csp;
 pub mod fleet;
+pub mod task_definitions;
 pub mod theme;

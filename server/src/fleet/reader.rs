@@ -10,7 +10,7 @@ use std::{
     },
 };
 
-use app::model::{gpu_model_of, ClusterView, FleetSnapshot, GpuMode, InstanceView};
+use app::model::{gpu_model_of, ClusterView, FleetSnapshot, GpuMode, InstanceView, ServiceRef};
 use aws_sdk_ecs::{
     error::DisplayErrorContext,
     types::{
@@ -155,7 +155,8 @@ impl FleetReader {
             ClusterView {
                 name,
                 instances,
-                services: services as u32,
+                services: services.len() as u32,
+                service_list: services,
                 running_tasks: status(&["RUNNING"]),
                 pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
             },
@@ -298,7 +299,7 @@ impl FleetReader {
         &self,
         cluster: &str,
         calls: &AtomicU32,
-    ) -> Result<(usize, HashMap<String, String>), ReadError> {
+    ) -> Result<(Vec<ServiceRef>, HashMap<String, String>), ReadError> {
         let list = |token: Option<String>| async move {
             let out = self
                 .ecs
@@ -335,21 +336,25 @@ impl FleetReader {
                             .iter()
                             .find(|t| t.key() == Some(team_tag.as_str()))
                             .and_then(|t| t.value());
-                        (
-                            s.service_name().unwrap_or_default().to_string(),
-                            team.map(str::to_string),
-                        )
+                        ServiceRef {
+                            name: s.service_name().unwrap_or_default().to_string(),
+                            task_definition_arn: s
+                                .task_definition()
+                                .unwrap_or_default()
+                                .to_string(),
+                            team: team.map(str::to_string),
+                        }
                     })
                     .collect::<Vec<_>>())
             }
         };
-        let services = self.pipelined(calls, 10, list, describe).await?;
-        let count = services.len();
+        let mut services = self.pipelined(calls, 10, list, describe).await?;
+        services.sort_by(|a, b| a.name.cmp(&b.name));
         let teams = services
-            .into_iter()
-            .filter_map(|(name, team)| Some((name, team?)))
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.team.clone()?)))
             .collect();
-        Ok((count, teams))
+        Ok((services, teams))
     }
 
     /// Describes the task definitions not yet cached.
