@@ -333,7 +333,50 @@ impl EcsTaskDefinitions {
     }
 }
 
+impl EcsTaskDefinitions {
+    async fn register_edit(
+        &self,
+        family: String,
+        revision: u32,
+        edits: Vec<(String, GpuSetting)>,
+        description: Option<String>,
+    ) -> Result<RevisionDetail, String> {
+        let source = self
+            .ecs
+            .describe_task_definition()
+            .task_definition(format!("{family}:{revision}"))
+            .include(aws_sdk_ecs::types::TaskDefinitionField::Tags)
+            .send()
+            .await
+            .map_err(|e| ecs_failed("DescribeTaskDefinition", e))?;
+        let td = source
+            .task_definition()
+            .ok_or("DescribeTaskDefinition answered without a task definition")?;
+        let registered =
+            register_request(&self.ecs, td, source.tags(), &edits, description.as_deref())
+                .map_err(|e| e.to_string())?
+                .send()
+                .await
+                .map_err(|e| ecs_failed("RegisterTaskDefinition", e))?;
+        let arn = registered
+            .task_definition()
+            .and_then(|td| td.task_definition_arn())
+            .ok_or("RegisterTaskDefinition answered without an ARN")?;
+        self.describe(arn).await
+    }
+}
+
 impl TaskDefinitionSource for EcsTaskDefinitions {
+    fn register_gpu_edit(
+        &self,
+        family: String,
+        revision: u32,
+        edits: Vec<(String, GpuSetting)>,
+        description: Option<String>,
+    ) -> BoxFuture<'_, Result<RevisionDetail, String>> {
+        Box::pin(self.register_edit(family, revision, edits, description))
+    }
+
     fn families(&self) -> BoxFuture<'_, Result<Vec<FamilySummary>, String>> {
         Box::pin(self.read_families())
     }

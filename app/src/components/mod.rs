@@ -5,5 +5,6 @@ pub mod cluster_table;
 pub mod coming_soon;
 pub mod console_status;
 pub mod fleet_source_badge;
+pub mod gpu_editor;
 pub mod gpu_panel;
 pub mod heatmap;

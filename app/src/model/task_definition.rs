@@ -118,3 +118,333 @@ mod tests {
         .ends_with("no compute limit (100 %)"));
     }
 }
+
+/// One container's GPU setting as the edit form sends it: text, checked here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditInput {
+    pub container: String,
+    /// `none`, `whole` or `mps`.
+    pub kind: String,
+    /// Whole GPUs.
+    #[serde(default)]
+    pub count: String,
+    /// MPS memory, MiB.
+    #[serde(default)]
+    pub memory_mib: String,
+    /// MPS compute limit, percent; empty for none.
+    #[serde(default)]
+    pub compute_percent: String,
+}
+
+/// What a form field got wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub container: Option<String>,
+    /// `kind`, `count`, `memory_mib`, `compute_percent`, or a JSON path for a rule across the task.
+    pub field: String,
+    pub message: String,
+}
+
+/// A container's setting before and after the edit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    pub container: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// The form's text as settings, with a message per field that is not a valid number.
+pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, Vec<FieldError>> {
+    let mut settings = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        let error = |field: &str, message: String| FieldError {
+            container: Some(input.container.clone()),
+            field: field.into(),
+            message,
+        };
+        let number = |text: &str| text.trim().parse::<i64>().ok();
+        match input.kind.as_str() {
+            "none" => settings.push((input.container.clone(), GpuSetting::None)),
+            "whole" => match number(&input.count) {
+                Some(count) if (1..=64).contains(&count) => settings.push((
+                    input.container.clone(),
+                    GpuSetting::Whole {
+                        count: count as u32,
+                    },
+                )),
+                _ => errors.push(error(
+                    "count",
+                    format!(
+                        "{:?} is not a number of GPUs: give a whole number from 1 to 64.",
+                        input.count
+                    ),
+                )),
+            },
+            "mps" => {
+                let memory = match number(&input.memory_mib) {
+                    Some(m) if (1..=i64::from(i32::MAX)).contains(&m) => Some(m as u32),
+                    _ => {
+                        errors.push(error(
+                            "memory_mib",
+                            format!(
+                                "{:?} is not a GPU memory: give a whole number of MiB, at least 1 (8 GiB is 8192).",
+                                input.memory_mib
+                            ),
+                        ));
+                        None
+                    }
+                };
+                let compute = if input.compute_percent.trim().is_empty() {
+                    Some(None)
+                } else {
+                    match number(&input.compute_percent) {
+                        Some(p) if (1..=100).contains(&p) => Some(Some(p as u32)),
+                        _ => {
+                            errors.push(error(
+                                "compute_percent",
+                                format!(
+                                    "{:?} is not a compute limit: give a whole number from 1 to 100, or leave it empty for none.",
+                                    input.compute_percent
+                                ),
+                            ));
+                            None
+                        }
+                    }
+                };
+                if let (Some(memory_mib), Some(max_compute_percent)) = (memory, compute) {
+                    settings.push((
+                        input.container.clone(),
+                        GpuSetting::Mps {
+                            memory_mib,
+                            max_compute_percent,
+                        },
+                    ));
+                }
+            }
+            other => errors.push(error(
+                "kind",
+                format!("{other:?} is not a GPU setting: choose none, whole or mps."),
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(settings)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The revision's containers with `edits` applied, as the JSON ECS's rules read.
+fn rules_json(
+    revision: &RevisionDetail,
+    edits: &[(String, GpuSetting)],
+) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::json;
+    let containers: Vec<serde_json::Value> = revision
+        .containers
+        .iter()
+        .map(|c| {
+            let setting = edits
+                .iter()
+                .find(|(name, _)| name == &c.name)
+                .map_or(&c.gpu, |(_, s)| s);
+            let requirements = match setting {
+                GpuSetting::None => json!([]),
+                GpuSetting::Whole { count } => json!([{"type": "GPU", "value": count.to_string()}]),
+                GpuSetting::Mps {
+                    memory_mib,
+                    max_compute_percent,
+                } => {
+                    let mut mps = json!({"memory": memory_mib});
+                    if let Some(p) = max_compute_percent {
+                        mps["maxComputePercent"] = json!(p);
+                    }
+                    json!([{"type": "GPU", "sharingStrategy": {"nvidiaMps": mps}}])
+                }
+            };
+            json!({"name": c.name, "image": c.image, "resourceRequirements": requirements})
+        })
+        .collect();
+    let body = json!({
+        "family": revision.family,
+        "requiresCompatibilities": revision.compatibilities,
+        "containerDefinitions": containers,
+    });
+    body.as_object().cloned().unwrap_or_default()
+}
+
+/// Checks an edit of `revision` with ECS's rules (the emulator's own): the task's GPU request,
+/// and the changes, or every broken rule.
+pub fn check_edit(
+    revision: &RevisionDetail,
+    edits: &[(String, GpuSetting)],
+) -> Result<(placement::GpuRequest, Vec<SettingChange>), Vec<FieldError>> {
+    let mut errors: Vec<FieldError> = edits
+        .iter()
+        .filter(|(name, _)| !revision.containers.iter().any(|c| &c.name == name))
+        .map(|(name, _)| FieldError {
+            container: Some(name.clone()),
+            field: "container".into(),
+            message: format!("revision {} has no container {name:?}", revision.revision),
+        })
+        .collect();
+    let request = match placement::rules::check_task(&rules_json(revision, edits)) {
+        Ok(request) => Some(request),
+        Err(broken) => {
+            errors.extend(broken.into_iter().map(|e| FieldError {
+                container: e.container,
+                field: e.path,
+                message: e.message,
+            }));
+            None
+        }
+    };
+    let Some(request) = request.filter(|_| errors.is_empty()) else {
+        return Err(errors);
+    };
+    let changes = revision
+        .containers
+        .iter()
+        .filter_map(|c| {
+            let (_, after) = edits.iter().find(|(name, _)| name == &c.name)?;
+            (after != &c.gpu).then(|| SettingChange {
+                container: c.name.clone(),
+                before: c.gpu.describe(),
+                after: after.describe(),
+            })
+        })
+        .collect();
+    Ok((request, changes))
+}
+
+#[cfg(test)]
+mod edit_tests {
+    use super::*;
+
+    fn revision() -> RevisionDetail {
+        RevisionDetail {
+            family: "asr".into(),
+            revision: 3,
+            arn: "arn:aws:ecs:us-east-1:1:task-definition/asr:3".into(),
+            active: true,
+            registered_at: None,
+            compatibilities: vec!["EC2".into()],
+            network_mode: None,
+            cpu: None,
+            memory: None,
+            containers: vec![
+                ContainerSummary {
+                    name: "model".into(),
+                    image: "asr:1".into(),
+                    cpu: 1024,
+                    memory_mib: Some(4096),
+                    gpu: GpuSetting::Whole { count: 1 },
+                },
+                ContainerSummary {
+                    name: "proxy".into(),
+                    image: "envoy".into(),
+                    cpu: 256,
+                    memory_mib: None,
+                    gpu: GpuSetting::None,
+                },
+            ],
+            team: None,
+            change: None,
+        }
+    }
+
+    fn input(container: &str, kind: &str, memory: &str, compute: &str) -> EditInput {
+        EditInput {
+            container: container.into(),
+            kind: kind.into(),
+            count: "1".into(),
+            memory_mib: memory.into(),
+            compute_percent: compute.into(),
+        }
+    }
+
+    #[test]
+    fn form_text_becomes_settings_or_says_what_to_fix() {
+        let ok = parse_inputs(&[
+            input("model", "mps", " 8192 ", "50"),
+            input("proxy", "none", "", ""),
+        ]);
+        assert_eq!(
+            ok,
+            Ok(vec![
+                (
+                    "model".to_string(),
+                    GpuSetting::Mps {
+                        memory_mib: 8192,
+                        max_compute_percent: Some(50)
+                    }
+                ),
+                ("proxy".to_string(), GpuSetting::None),
+            ])
+        );
+        let errors = parse_inputs(&[
+            input("model", "mps", "8 GiB", "150"),
+            input("proxy", "shared", "", ""),
+        ])
+        .expect_err("three fields");
+        let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["memory_mib", "compute_percent", "kind"]);
+        assert!(errors[0].message.contains("8192"));
+        let negative = parse_inputs(&[input("model", "mps", "-1", "")]).expect_err("negative");
+        assert_eq!(negative[0].field, "memory_mib");
+        let none_limit = parse_inputs(&[input("model", "mps", "1", "")]).expect("no limit");
+        assert_eq!(
+            none_limit[0].1,
+            GpuSetting::Mps {
+                memory_mib: 1,
+                max_compute_percent: None
+            }
+        );
+    }
+
+    #[test]
+    fn an_edit_is_checked_with_ecs_rules_and_lists_its_changes() {
+        let to_mps = vec![(
+            "model".to_string(),
+            GpuSetting::Mps {
+                memory_mib: 8192,
+                max_compute_percent: Some(50),
+            },
+        )];
+        let (request, changes) = check_edit(&revision(), &to_mps).expect("valid");
+        assert_eq!(request, placement::GpuRequest::Mps(vec![8192]));
+        assert_eq!(
+            changes,
+            [SettingChange {
+                container: "model".into(),
+                before: "1 whole GPU".into(),
+                after: "MPS 8192 MiB (8.0 GiB), compute limit 50 %".into(),
+            }]
+        );
+        // Two GPU containers on different options break a rule across the task.
+        let mixed = vec![
+            ("model".to_string(), GpuSetting::Whole { count: 1 }),
+            (
+                "proxy".to_string(),
+                GpuSetting::Mps {
+                    memory_mib: 1,
+                    max_compute_percent: None,
+                },
+            ),
+        ];
+        let errors = check_edit(&revision(), &mixed).expect_err("mixed");
+        assert!(errors[0].message.contains("same option"));
+        let mut fargate = revision();
+        fargate.compatibilities = vec!["FARGATE".into()];
+        let errors = check_edit(&fargate, &to_mps).expect_err("fargate");
+        assert_eq!(errors[0].field, "requiresCompatibilities");
+        let errors = check_edit(&revision(), &[("nope".to_string(), GpuSetting::None)])
+            .expect_err("unknown container");
+        assert_eq!(errors[0].field, "container");
+        assert!(check_edit(&revision(), &[])
+            .expect("no change")
+            .1
+            .is_empty());
+    }
+}

@@ -6,6 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::{
+    components::gpu_editor::GpuEditor,
     model::task_definition::{FamilyDetail, FamilySummary, RevisionDetail},
     server_fns::task_definitions::{task_definition_families, task_definition_family},
 };
@@ -79,6 +80,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
     let params = use_params_map();
     let family = Memo::new(move |_| params.with(|p| p.get("family").unwrap_or_default()));
     let detail = Resource::new(move || family.get(), task_definition_family);
+    let registered = Callback::new(move |_: ()| detail.refetch());
     view! {
         <Title text=move || format!("{} · Task definitions", family.get()) />
         <p><a href="/task-definitions">"← Task definitions"</a></p>
@@ -86,7 +88,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Reading the revisions…"</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
-                    Ok(Some(detail)) => view! { <FamilyRevisions detail /> }.into_any(),
+                    Ok(Some(detail)) => view! { <FamilyRevisions detail registered /> }.into_any(),
                     Ok(None) => {
                         #[cfg(feature = "ssr")]
                         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
@@ -109,7 +111,8 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
 }
 
 #[component]
-fn FamilyRevisions(detail: FamilyDetail) -> impl IntoView {
+fn FamilyRevisions(detail: FamilyDetail, registered: Callback<()>) -> impl IntoView {
+    let newest = detail.revisions.first().cloned();
     view! {
         <p class="muted" data-testid="family-services">
             {if detail.services.is_empty() {
@@ -118,6 +121,7 @@ fn FamilyRevisions(detail: FamilyDetail) -> impl IntoView {
                 format!("Run by: {}", detail.services.join(", "))
             }}
         </p>
+        {newest.map(|revision| view! { <GpuEditor revision registered /> })}
         {detail.revisions.into_iter().map(|revision| view! { <Revision revision /> }).collect_view()}
     }
 }
