@@ -2,6 +2,8 @@
 //!
 //! The same crate is compiled twice: with `ssr` into the server, which renders every page,
 //! and with `hydrate` into WebAssembly, which takes over the rendered page in the browser.
+// Deeply nested view types (the editor inside a suspended page) need more than 128.
+#![recursion_limit = "256"]
 
 pub mod components;
 pub mod model;

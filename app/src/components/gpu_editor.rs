@@ -57,9 +57,9 @@ fn gib_hint(memory: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The editor for `revision`; `registered` runs after a new revision is registered.
+/// The editor for `revision`; `registered` gets the new revision once it is registered.
 #[component]
-pub fn GpuEditor(revision: RevisionDetail, registered: Callback<()>) -> impl IntoView {
+pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>) -> impl IntoView {
     let family = revision.family.clone();
     let number = revision.revision;
     let rows: Vec<(String, Row)> = revision
@@ -136,8 +136,8 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<()>) -> impl Int
     };
     Effect::new(move |_| {
         if let Some(Ok(result)) = register.value().get() {
-            if result.registered.is_some() {
-                registered.run(());
+            if let Some(new) = result.registered {
+                registered.run(new);
             }
         }
     });
@@ -192,6 +192,7 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<()>) -> impl Int
                     {field_error(name.clone(), "compute_percent")}
                 </fieldset>
             }
+            .into_any()
         })
         .collect_view();
     view! {
@@ -232,11 +233,7 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<()>) -> impl Int
             })}
             {move || register.value().get().map(|answer| match answer {
                 Ok(result) => match (result.registered, result.ecs_error) {
-                    (Some(new), _) => view! {
-                        <p class="banner info" role="status" data-testid="edit-registered">
-                            {format!("Registered revision {} ({}).", new.revision, new.arn)}
-                        </p>
-                    }.into_any(),
+                    (Some(_), _) => ().into_any(),
                     (None, Some(error)) => view! {
                         <p class="banner error" role="alert" data-testid="edit-ecs-error">
                             {format!("ECS refused the new revision: {error}. Your edit is still here; fix it and register again.")}

@@ -80,11 +80,22 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
     let params = use_params_map();
     let family = Memo::new(move |_| params.with(|p| p.get("family").unwrap_or_default()));
     let detail = Resource::new(move || family.get(), task_definition_family);
-    let registered = Callback::new(move |_: ()| detail.refetch());
+    // Kept here: the editor is rebuilt for the new revision once the revisions are read again.
+    let last_registered = RwSignal::new(None::<String>);
+    let registered = Callback::new(move |new: RevisionDetail| {
+        last_registered.set(Some(format!(
+            "Registered revision {} ({}).",
+            new.revision, new.arn
+        )));
+        detail.refetch();
+    });
     view! {
         <Title text=move || format!("{} · Task definitions", family.get()) />
         <p><a href="/task-definitions">"← Task definitions"</a></p>
         <h1>{move || family.get()}</h1>
+        {move || last_registered.get().map(|message| view! {
+            <p class="banner info" role="status" data-testid="edit-registered">{message}</p>
+        })}
         <Suspense fallback=|| view! { <p class="muted">"Reading the revisions…"</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
@@ -111,7 +122,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
 }
 
 #[component]
-fn FamilyRevisions(detail: FamilyDetail, registered: Callback<()>) -> impl IntoView {
+fn FamilyRevisions(detail: FamilyDetail, registered: Callback<RevisionDetail>) -> impl IntoView {
     let newest = detail.revisions.first().cloned();
     view! {
         <p class="muted" data-testid="family-services">
@@ -121,8 +132,8 @@ fn FamilyRevisions(detail: FamilyDetail, registered: Callback<()>) -> impl IntoV
                 format!("Run by: {}", detail.services.join(", "))
             }}
         </p>
-        {newest.map(|revision| view! { <GpuEditor revision registered /> })}
-        {detail.revisions.into_iter().map(|revision| view! { <Revision revision /> }).collect_view()}
+        {newest.map(|revision| view! { <GpuEditor revision registered /> }.into_any())}
+        {detail.revisions.into_iter().map(|revision| view! { <Revision revision /> }.into_any()).collect_view()}
     }
 }
 
