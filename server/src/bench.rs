@@ -77,12 +77,7 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let elapsed = started.elapsed();
         let instances: usize = snapshot.clusters.iter().map(|c| c.instances.len()).sum();
-        let gpus: usize = snapshot
-            .clusters
-            .iter()
-            .flat_map(|c| c.instances.iter())
-            .map(|i| i.gpus.len())
-            .sum();
+        let gpus = snapshot.gpu_count();
         rows.push(Row {
             what: format!("full SDK read, {latency} ms added latency, {concurrency} in flight"),
             value: format!(
@@ -510,12 +505,7 @@ pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         .read()
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let gpus: usize = snapshot
-        .clusters
-        .iter()
-        .flat_map(|c| c.instances.iter())
-        .map(|i| i.gpus.len())
-        .sum();
+    let gpus = snapshot.gpu_count();
     let mut rows = Vec::new();
     for (what, request) in [
         (

@@ -149,6 +149,18 @@ fn yes() -> bool {
     true
 }
 
+impl FleetSnapshot {
+    /// Every instance of every cluster.
+    pub fn instances(&self) -> impl Iterator<Item = &InstanceView> {
+        self.clusters.iter().flat_map(|c| c.instances.iter())
+    }
+
+    /// How many GPUs the fleet has.
+    pub fn gpu_count(&self) -> usize {
+        self.instances().map(|i| i.gpus.len()).sum()
+    }
+}
+
 /// The GPU model an instance type carries (AWS instance pages), for when the agent says none.
 pub fn gpu_model_of(instance_type: &str) -> Option<&'static str> {
     let family = instance_type.split('.').next()?;

@@ -44,16 +44,9 @@ pub fn escape(text: &str) -> String {
 /// Renders the heatmap of `snapshot` in `colour` mode, marking the GPU `selected`
 /// (`<EC2 instance ID>:<index>`) if any.
 pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&str>) -> String {
-    let gpus: usize = snapshot
-        .clusters
-        .iter()
-        .flat_map(|c| c.instances.iter())
-        .map(|i| i.gpus.len())
-        .sum();
+    let gpus = snapshot.gpu_count();
     let columns = snapshot
-        .clusters
-        .iter()
-        .flat_map(|c| c.instances.iter())
+        .instances()
         .flat_map(|i| i.gpus.iter().map(|g| g.index + 1))
         .max()
         .unwrap_or(1);

@@ -96,6 +96,33 @@ async fn source_revision(family: &str, revision: u32) -> Result<RevisionDetail, 
         })
 }
 
+/// An edit of `family:revision` from the form's text, checked with ECS's rules: the task's GPU
+/// request, the changes and the settings; or what the user must fix.
+#[cfg(feature = "ssr")]
+#[allow(clippy::type_complexity)]
+async fn checked_edit(
+    family: &str,
+    revision: u32,
+    edits: &[EditInput],
+) -> Result<
+    Result<
+        (
+            placement::GpuRequest,
+            Vec<SettingChange>,
+            Vec<(String, crate::model::task_definition::GpuSetting)>,
+        ),
+        Vec<FieldError>,
+    >,
+    ServerFnError,
+> {
+    use crate::model::task_definition::{check_edit, parse_inputs};
+
+    let source = source_revision(family, revision).await?;
+    Ok(parse_inputs(edits).and_then(|settings| {
+        check_edit(&source, &settings).map(|(request, changes)| (request, changes, settings))
+    }))
+}
+
 /// Checks an edit of `family:revision`: the form's values, ECS's rules, the changes, and where
 /// one task would fit in `cluster` (or the whole fleet).
 #[server(name = CheckGpuEdit, prefix = "/api", endpoint = "check_gpu_edit")]
@@ -105,19 +132,7 @@ pub async fn check_gpu_edit(
     edits: Vec<EditInput>,
     cluster: Option<String>,
 ) -> Result<EditCheck, ServerFnError> {
-    use crate::model::task_definition::{check_edit, parse_inputs};
-
-    let source = source_revision(&family, revision).await?;
-    let settings = match parse_inputs(&edits) {
-        Ok(settings) => settings,
-        Err(errors) => {
-            return Ok(EditCheck {
-                errors,
-                ..EditCheck::default()
-            })
-        }
-    };
-    let (request, changes) = match check_edit(&source, &settings) {
+    let (request, changes, _) = match checked_edit(&family, revision, &edits).await? {
         Ok(checked) => checked,
         Err(errors) => {
             return Ok(EditCheck {
@@ -150,19 +165,7 @@ pub async fn register_gpu_edit(
     edits: Vec<EditInput>,
     description: String,
 ) -> Result<EditResult, ServerFnError> {
-    use crate::model::task_definition::{check_edit, parse_inputs};
-
-    let source = source_revision(&family, revision).await?;
-    let settings = match parse_inputs(&edits) {
-        Ok(settings) => settings,
-        Err(errors) => {
-            return Ok(EditResult {
-                errors,
-                ..EditResult::default()
-            })
-        }
-    };
-    let (_, changes) = match check_edit(&source, &settings) {
+    let (_, changes, settings) = match checked_edit(&family, revision, &edits).await? {
         Ok(checked) => checked,
         Err(errors) => {
             return Ok(EditResult {

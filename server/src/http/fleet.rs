@@ -98,16 +98,22 @@ pub fn apply(snapshot: &FleetSnapshot, filter: &FleetFilter) -> Result<FleetSnap
         mode,
         ..FleetQuery::default()
     };
-    if let Some(cluster) = &query.cluster {
-        if !snapshot.clusters.iter().any(|c| &c.name == cluster) {
+    known_cluster(snapshot, query.cluster.as_deref())?;
+    Ok(filter_snapshot(snapshot, &query))
+}
+
+/// An error naming the clusters that exist, when `cluster` is not one of them.
+pub fn known_cluster(snapshot: &FleetSnapshot, cluster: Option<&str>) -> Result<(), AppError> {
+    match cluster {
+        Some(cluster) if !snapshot.clusters.iter().any(|c| c.name == cluster) => {
             let names: Vec<&str> = snapshot.clusters.iter().map(|c| c.name.as_str()).collect();
-            return Err(AppError::NotFound(format!(
+            Err(AppError::NotFound(format!(
                 "there is no cluster {cluster:?}; the clusters are: {}",
                 names.join(", ")
-            )));
+            )))
         }
+        _ => Ok(()),
     }
-    Ok(filter_snapshot(snapshot, &query))
 }
 
 /// `GET /api/v1/fleet`.

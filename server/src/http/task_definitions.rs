@@ -227,15 +227,7 @@ pub async fn fit_check(
             "the first fleet snapshot is still being read; try again in a few seconds".into(),
         ));
     };
-    if let Some(cluster) = &query.cluster {
-        if !snapshot.clusters.iter().any(|c| &c.name == cluster) {
-            let names: Vec<&str> = snapshot.clusters.iter().map(|c| c.name.as_str()).collect();
-            return Err(AppError::NotFound(format!(
-                "there is no cluster {cluster:?}; the clusters are: {}",
-                names.join(", ")
-            )));
-        }
-    }
+    super::fleet::known_cluster(&snapshot, query.cluster.as_deref())?;
     let report: FitReport = check_fit(&snapshot, query.cluster.as_deref(), &request);
     Ok(Json(report).into_response())
 }
