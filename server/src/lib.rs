@@ -33,6 +33,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/fleet", get(http::fleet::get_fleet))
         .route("/api/v1/fleet/events", get(http::fleet::fleet_events))
         .route(
+            "/api/v1/task-definitions",
+            get(http::task_definitions::list_families),
+        )
+        .route(
+            "/api/v1/task-definitions/{family}",
+            get(http::task_definitions::get_family),
+        )
+        .route(
             "/api/v1/task-definitions/validate",
             axum::routing::post(http::task_definitions::validate),
         )

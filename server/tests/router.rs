@@ -693,3 +693,37 @@ async fn task_definition_families_and_revisions_are_listed_with_their_gpu_settin
         .await
         .contains("There is no active task definition family"));
 }
+
+#[tokio::test]
+async fn the_task_definition_api_lists_families_and_revisions() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let response = send(&app, get("/api/v1/task-definitions")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let families = json(response).await;
+    let embed = families
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|f| f["family"] == "embed-api")
+        .expect("embed-api");
+    assert_eq!(embed["team"], "search");
+    assert_eq!(embed["services"][0], "inference-prod/embed-api");
+
+    let response = send(&app, get("/api/v1/task-definitions/embed-api")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let family = json(response).await;
+    let container = &family["revisions"][0]["containers"][0];
+    assert_eq!(container["gpu"]["kind"], "mps");
+    assert_eq!(container["gpu"]["memory_mib"], 4096);
+
+    let response = send(&app, get("/api/v1/task-definitions/no-such-family")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = send(&app, get("/api/v1/task-definitions/bad%20name")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = json(response).await;
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("letters, digits"));
+}

@@ -32,7 +32,8 @@ pub fn AppHeader() -> impl IntoView {
                         .map(|(href, label)| {
                             view! {
                                 <li>
-                                    <A href=href exact=true>
+                                    // A section stays current on its sub-pages; the fleet is `/` only.
+                                    <A href=href exact=href == "/">
                                         {label}
                                     </A>
                                 </li>

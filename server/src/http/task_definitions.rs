@@ -184,6 +184,43 @@ pub async fn validate(body: Bytes) -> Result<Json<Validation>, AppError> {
     }))
 }
 
+/// `GET /api/v1/task-definitions`: every active family, described by its latest revision.
+pub async fn list_families(
+    State(state): State<AppState>,
+) -> Result<Json<Vec<app::model::task_definition::FamilySummary>>, AppError> {
+    state
+        .console
+        .task_definitions
+        .families()
+        .await
+        .map(Json)
+        .map_err(AppError::Unavailable)
+}
+
+/// `GET /api/v1/task-definitions/{family}`: the family's active revisions, newest first.
+pub async fn get_family(
+    State(state): State<AppState>,
+    axum::extract::Path(family): axum::extract::Path<String>,
+) -> Result<Json<app::model::task_definition::FamilyDetail>, AppError> {
+    if !app::server_fns::task_definitions::valid_family(&family) {
+        return Err(AppError::BadRequest(format!(
+            "{family:?} is not a task definition family: up to 255 letters, digits, hyphens and underscores"
+        )));
+    }
+    state
+        .console
+        .task_definitions
+        .family(family.clone())
+        .await
+        .map_err(AppError::Unavailable)?
+        .map(Json)
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "there is no active task definition family {family:?}; GET /api/v1/task-definitions lists them"
+            ))
+        })
+}
+
 /// The fit check's one parameter.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
