@@ -33,23 +33,21 @@ pub enum EditError {
     Build(String),
 }
 
-/// The container's GPU setting, as its resource requirements say.
+/// The container's GPU setting, as its resource requirements say: the fleet reader's parsing,
+/// so that `ALL` and a sharing strategy beside an empty `value` read the same everywhere.
 pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
-    for requirement in container.resource_requirements() {
-        if requirement.r#type() != &ResourceType::Gpu {
-            continue;
-        }
-        if let Some(SharingStrategy::NvidiaMps(mps)) = requirement.sharing_strategy() {
-            return GpuSetting::Mps {
-                memory_mib: mps.memory().max(0) as u32,
-                max_compute_percent: mps.max_compute_percent().map(|p| p.max(0) as u32),
-            };
-        }
-        if let Ok(count) = requirement.value().parse::<u32>() {
-            return GpuSetting::Whole { count };
-        }
+    use crate::fleet::join::GpuAsk;
+    match crate::fleet::reader::gpu_ask(container.resource_requirements()) {
+        GpuAsk::None => GpuSetting::None,
+        GpuAsk::Whole(count) => GpuSetting::Whole { count },
+        GpuAsk::Mps {
+            memory_mib,
+            max_compute_percent,
+        } => GpuSetting::Mps {
+            memory_mib,
+            max_compute_percent,
+        },
     }
-    GpuSetting::None
 }
 
 /// The container with `setting` as its GPU requirement; its other requirements (an inference
@@ -452,6 +450,11 @@ mod tests {
         unchanged.resource_requirements = before.resource_requirements.clone();
         assert_eq!(unchanged, before, "every other field is the same");
 
+        assert_eq!(
+            gpu_setting(&container(vec![whole("ALL")])),
+            GpuSetting::Whole { count: u32::MAX },
+            "ALL is every GPU, not none"
+        );
         let none = with_gpu(&container(vec![whole("2")]), &GpuSetting::None).expect("edited");
         assert_eq!(gpu_setting(&none), GpuSetting::None);
         assert!(none.resource_requirements.is_none());
