@@ -13,7 +13,10 @@ use crate::pages::{
     deployments::DeploymentsPage,
     fleet::FleetPage,
     not_found::NotFound,
-    task_definitions::{TaskDefinitionFamilyPage, TaskDefinitionsPage},
+    task_definitions::{
+        TaskDefinitionComparePage, TaskDefinitionFamilyPage, TaskDefinitionRevisionPage,
+        TaskDefinitionsPage,
+    },
 };
 
 /// The whole HTML document, rendered on the server only.
@@ -74,6 +77,16 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("/task-definitions/:family")
                         view=TaskDefinitionFamilyPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("/task-definitions/:family/compare")
+                        view=TaskDefinitionComparePage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("/task-definitions/:family/:revision")
+                        view=TaskDefinitionRevisionPage
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("/deployments") view=DeploymentsPage ssr=SsrMode::Async />

@@ -41,6 +41,22 @@ pub fn router(state: AppState) -> Router {
             get(http::task_definitions::get_family),
         )
         .route(
+            "/api/v1/task-definitions/{family}/compare",
+            get(http::task_definitions::compare),
+        )
+        .route(
+            "/api/v1/task-definitions/{family}/{revision}",
+            get(http::task_definitions::get_revision),
+        )
+        .route(
+            "/api/v1/task-definitions/{family}/{revision}/check",
+            axum::routing::post(http::task_definitions::check_edit),
+        )
+        .route(
+            "/api/v1/task-definitions/{family}/{revision}/register",
+            axum::routing::post(http::task_definitions::register_edit),
+        )
+        .route(
             "/api/v1/task-definitions/validate",
             axum::routing::post(http::task_definitions::validate),
         )

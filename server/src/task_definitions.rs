@@ -1,37 +1,25 @@
-//! A new revision of a task definition with other GPU settings, through aws-sdk-ecs: the
-//! RegisterTaskDefinition request is built from the described revision field by field, and only
-//! the GPU resource requirements of the edited containers change.
+//! Task definitions through aws-sdk-ecs: families, revisions with their full JSON, validation of
+//! a RegisterTaskDefinition request (the SDK's shapes, the request's shape and ECS's GPU rules),
+//! and registration. An edit is made on the described revision's JSON, so that only what the
+//! user changed changes.
+
+pub mod json;
 
 use app::{
-    model::task_definition::{ContainerSummary, FamilyDetail, FamilySummary, RevisionDetail},
-    ssr::task_definitions::{BoxFuture, TaskDefinitionSource},
-};
-use aws_sdk_ecs::{
-    operation::register_task_definition::builders::RegisterTaskDefinitionFluentBuilder,
-    types::{
-        ContainerDefinition, NvidiaMpsAllocation, ResourceRequirement, ResourceType,
-        SharingStrategy, Tag, TaskDefinition,
+    model::{
+        task_definition::{
+            ContainerSummary, FamilyDetail, FamilySummary, FieldError, RevisionDetail,
+        },
+        task_definition_json::{locate, CHANGE_TAG},
     },
+    ssr::task_definitions::{BoxFuture, SourceRevision, TaskDefinitionSource},
 };
+use aws_sdk_ecs::{error::ProvideErrorMetadata, types::ContainerDefinition};
 use futures::StreamExt;
+use placement::GpuRequest;
+use serde_json::{Map, Value};
 
 pub use app::model::task_definition::GpuSetting;
-
-/// The tag that keeps a revision's change description (a comment on a revision).
-pub const CHANGE_TAG: &str = "gpushare:change";
-/// ECS tag values are at most 256 characters.
-pub const TAG_VALUE_LIMIT: usize = 256;
-
-/// Why an edit cannot be applied.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EditError {
-    #[error("the task definition has no container {0:?}")]
-    NoSuchContainer(String),
-    #[error("the change description has {0} characters; ECS keeps at most 256 in a tag")]
-    DescriptionTooLong(usize),
-    #[error("{0}")]
-    Build(String),
-}
 
 /// The container's GPU setting, as its resource requirements say: the fleet reader's parsing,
 /// so that `ALL` and a sharing strategy beside an empty `value` read the same everywhere.
@@ -50,106 +38,103 @@ pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
     }
 }
 
-/// The container with `setting` as its GPU requirement; its other requirements (an inference
-/// accelerator) and every other field stay as they are.
-pub fn with_gpu(
-    container: &ContainerDefinition,
-    setting: &GpuSetting,
-) -> Result<ContainerDefinition, EditError> {
-    let mut requirements: Vec<ResourceRequirement> = container
-        .resource_requirements()
-        .iter()
-        .filter(|r| r.r#type() != &ResourceType::Gpu)
-        .cloned()
-        .collect();
-    let built = match setting {
-        GpuSetting::None => None,
-        GpuSetting::Whole { count } => Some(
-            ResourceRequirement::builder()
-                .r#type(ResourceType::Gpu)
-                .value(count.to_string())
-                .build(),
-        ),
-        GpuSetting::Mps {
-            memory_mib,
-            max_compute_percent,
-        } => {
-            let mps = NvidiaMpsAllocation::builder()
-                .memory(i32::try_from(*memory_mib).unwrap_or(i32::MAX))
-                .set_max_compute_percent(max_compute_percent.map(|p| p as i32))
-                .build()
-                .map_err(|e| EditError::Build(e.to_string()))?;
-            Some(
-                ResourceRequirement::builder()
-                    .r#type(ResourceType::Gpu)
-                    .sharing_strategy(SharingStrategy::NvidiaMps(mps))
-                    .build(),
-            )
-        }
+/// Every check the console makes before a registration, on the request's JSON `text`: the
+/// SDK's shapes (types, unknown fields), the request's shape (a family, containers with names
+/// and images) and ECS's GPU rules. Each error names its field and, where the text has it, its
+/// line and column.
+pub fn validate(text: &str) -> Result<(Map<String, Value>, GpuRequest), Vec<FieldError>> {
+    let located = |errors: Vec<placement::rules::RuleError>| -> Vec<FieldError> {
+        errors
+            .into_iter()
+            .map(|e| {
+                let at = (!e.path.is_empty())
+                    .then(|| locate(text, &e.path))
+                    .flatten();
+                FieldError {
+                    container: e.container,
+                    line: at.map(|(line, _)| line),
+                    column: at.map(|(_, column)| column),
+                    field: e.path,
+                    message: e.message,
+                }
+            })
+            .collect()
     };
-    if let Some(built) = built {
-        requirements.push(built.map_err(|e| EditError::Build(e.to_string()))?);
-    }
-    let mut edited = container.clone();
-    edited.resource_requirements = (!requirements.is_empty()).then_some(requirements);
-    Ok(edited)
-}
-
-/// The RegisterTaskDefinition request for a new revision of `source` (with its `tags`) in which
-/// the named containers get the given GPU settings, and a change description tag when given.
-// Elastic Inference accelerators are deprecated in the SDK; a revision that has them keeps them.
-#[allow(deprecated)]
-pub fn register_request(
-    ecs: &aws_sdk_ecs::Client,
-    source: &TaskDefinition,
-    tags: &[Tag],
-    edits: &[(String, GpuSetting)],
-    description: Option<&str>,
-) -> Result<RegisterTaskDefinitionFluentBuilder, EditError> {
-    let mut containers = source.container_definitions().to_vec();
-    for (name, setting) in edits {
-        let container = containers
-            .iter_mut()
-            .find(|c| c.name() == Some(name.as_str()))
-            .ok_or_else(|| EditError::NoSuchContainer(name.clone()))?;
-        *container = with_gpu(container, setting)?;
-    }
-    let mut tags: Vec<Tag> = tags
-        .iter()
-        .filter(|t| t.key() != Some(CHANGE_TAG))
-        .cloned()
-        .collect();
-    if let Some(description) = description.map(str::trim).filter(|d| !d.is_empty()) {
-        let length = description.chars().count();
-        if length > TAG_VALUE_LIMIT {
-            return Err(EditError::DescriptionTooLong(length));
+    // The SDK's reading finds unknown fields and wrong types; the checks below still run, so
+    // that one answer lists every error.
+    let mut errors = json::parse_register(text).err().unwrap_or_default();
+    let task: Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(task)) => task,
+        Ok(_) => {
+            return Err(vec![FieldError {
+            field: String::new(),
+            message:
+                "The task definition must be a JSON object with family and containerDefinitions."
+                    .into(),
+            ..FieldError::default()
+        }])
         }
-        tags.push(Tag::builder().key(CHANGE_TAG).value(description).build());
+        Err(_) => return Err(located(errors)),
+    };
+    errors.extend(shape_errors(&task));
+    match placement::rules::check_task(&task) {
+        Ok(request) if errors.is_empty() => Ok((task, request)),
+        Ok(_) => Err(located(errors)),
+        Err(more) => {
+            errors.extend(more);
+            Err(located(errors))
+        }
     }
-    Ok(ecs
-        .register_task_definition()
-        .set_family(source.family().map(str::to_string))
-        .set_task_role_arn(source.task_role_arn().map(str::to_string))
-        .set_execution_role_arn(source.execution_role_arn().map(str::to_string))
-        .set_network_mode(source.network_mode().cloned())
-        .set_container_definitions(Some(containers))
-        .set_volumes(non_empty(source.volumes()))
-        .set_placement_constraints(non_empty(source.placement_constraints()))
-        .set_requires_compatibilities(non_empty(source.requires_compatibilities()))
-        .set_cpu(source.cpu().map(str::to_string))
-        .set_memory(source.memory().map(str::to_string))
-        .set_tags(non_empty(&tags))
-        .set_pid_mode(source.pid_mode().cloned())
-        .set_ipc_mode(source.ipc_mode().cloned())
-        .set_proxy_configuration(source.proxy_configuration().cloned())
-        .set_inference_accelerators(non_empty(source.inference_accelerators()))
-        .set_ephemeral_storage(source.ephemeral_storage().cloned())
-        .set_runtime_platform(source.runtime_platform().cloned())
-        .set_enable_fault_injection(source.enable_fault_injection()))
 }
 
-fn non_empty<T: Clone>(items: &[T]) -> Option<Vec<T>> {
-    (!items.is_empty()).then(|| items.to_vec())
+/// What RegisterTaskDefinition requires beyond types: a valid family, and containers with names
+/// and images.
+fn shape_errors(task: &Map<String, Value>) -> Vec<placement::rules::RuleError> {
+    use placement::rules::RuleError;
+    let mut errors = Vec::new();
+    if !task
+        .get("family")
+        .and_then(Value::as_str)
+        .is_some_and(app::server_fns::task_definitions::valid_family)
+    {
+        errors.push(RuleError {
+            container: None,
+            path: "family".into(),
+            message: "family is required: up to 255 letters, digits, hyphens and underscores."
+                .into(),
+        });
+    }
+    match task.get("containerDefinitions").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => {
+            for (index, container) in list.iter().enumerate() {
+                let name = container.get("name").and_then(Value::as_str);
+                if name.is_none_or(str::is_empty) {
+                    errors.push(RuleError {
+                        container: None,
+                        path: format!("containerDefinitions[{index}]"),
+                        message: "Each container needs a name.".into(),
+                    });
+                }
+                if container
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    errors.push(RuleError {
+                        container: name.map(str::to_string),
+                        path: format!("containerDefinitions[{index}]"),
+                        message: format!("Container '{}' needs an image.", name.unwrap_or("?")),
+                    });
+                }
+            }
+        }
+        _ => errors.push(RuleError {
+            container: None,
+            path: "containerDefinitions".into(),
+            message: "containerDefinitions must list at least one container.".into(),
+        }),
+    }
+    errors
 }
 
 /// Task definitions read from ECS for the pages, with the services of the latest fleet snapshot.
@@ -194,15 +179,20 @@ impl EcsTaskDefinitions {
         services
     }
 
-    async fn describe(&self, reference: &str) -> Result<RevisionDetail, String> {
-        let out = self
+    /// One revision with its RegisterTaskDefinition JSON; `None` when ECS has no such revision.
+    async fn describe(&self, reference: &str) -> Result<Option<SourceRevision>, String> {
+        let out = match self
             .ecs
             .describe_task_definition()
             .task_definition(reference)
             .include(aws_sdk_ecs::types::TaskDefinitionField::Tags)
             .send()
             .await
-            .map_err(|e| ecs_failed("DescribeTaskDefinition", e))?;
+        {
+            Ok(out) => out,
+            Err(error) if error.code() == Some("ClientException") => return Ok(None),
+            Err(error) => return Err(ecs_failed("DescribeTaskDefinition", error)),
+        };
         let td = out
             .task_definition()
             .ok_or("DescribeTaskDefinition answered without a task definition")?;
@@ -213,7 +203,7 @@ impl EcsTaskDefinitions {
                 .and_then(|t| t.value())
                 .map(str::to_string)
         };
-        Ok(RevisionDetail {
+        let detail = RevisionDetail {
             family: td.family().unwrap_or_default().to_string(),
             revision: td.revision().max(0) as u32,
             arn: td.task_definition_arn().unwrap_or_default().to_string(),
@@ -243,7 +233,18 @@ impl EcsTaskDefinitions {
                 .collect(),
             team: tag(&self.team_tag),
             change: tag(CHANGE_TAG),
-        })
+        };
+        Ok(Some(SourceRevision {
+            detail,
+            task: json::register_json(td, out.tags()),
+        }))
+    }
+
+    async fn detail(&self, reference: &str) -> Result<RevisionDetail, String> {
+        self.describe(reference)
+            .await?
+            .map(|source| source.detail)
+            .ok_or_else(|| format!("ECS has no task definition {reference}"))
     }
 
     async fn read_families(&self) -> Result<Vec<FamilySummary>, String> {
@@ -264,7 +265,7 @@ impl EcsTaskDefinitions {
                 break;
             }
         }
-        let describes: Vec<_> = names.iter().map(|name| self.describe(name)).collect();
+        let describes: Vec<_> = names.iter().map(|name| self.detail(name)).collect();
         let latest: Vec<Result<RevisionDetail, String>> = futures::stream::iter(describes)
             .buffered(16)
             .collect()
@@ -289,15 +290,20 @@ impl EcsTaskDefinitions {
             .collect()
     }
 
-    async fn read_family(&self, family: String) -> Result<Option<FamilyDetail>, String> {
+    /// The ARNs of `family`'s revisions with `status`, newest first, at most [`REVISIONS_SHOWN`].
+    async fn revision_arns(
+        &self,
+        family: &str,
+        status: aws_sdk_ecs::types::TaskDefinitionStatus,
+    ) -> Result<Vec<String>, String> {
         let mut arns = Vec::new();
         let mut token = None;
         loop {
             let page = self
                 .ecs
                 .list_task_definitions()
-                .family_prefix(&family)
-                .status(aws_sdk_ecs::types::TaskDefinitionStatus::Active)
+                .family_prefix(family)
+                .status(status.clone())
                 .sort(aws_sdk_ecs::types::SortOrder::Desc)
                 .set_next_token(token)
                 .send()
@@ -314,11 +320,26 @@ impl EcsTaskDefinitions {
                 break;
             }
         }
+        Ok(arns)
+    }
+
+    async fn read_family(&self, family: String) -> Result<Option<FamilyDetail>, String> {
+        use aws_sdk_ecs::types::TaskDefinitionStatus;
+        let (active, inactive) = futures::try_join!(
+            self.revision_arns(&family, TaskDefinitionStatus::Active),
+            self.revision_arns(&family, TaskDefinitionStatus::Inactive),
+        )?;
+        let mut arns: Vec<(u32, String)> = active
+            .into_iter()
+            .chain(inactive)
+            .map(|arn| (revision_of(&arn), arn))
+            .collect();
         if arns.is_empty() {
             return Ok(None);
         }
+        arns.sort_by_key(|(revision, _)| std::cmp::Reverse(*revision));
         arns.truncate(REVISIONS_SHOWN);
-        let describes: Vec<_> = arns.iter().map(|arn| self.describe(arn)).collect();
+        let describes: Vec<_> = arns.iter().map(|(_, arn)| self.detail(arn)).collect();
         let revisions: Vec<Result<RevisionDetail, String>> = futures::stream::iter(describes)
             .buffered(16)
             .collect()
@@ -332,49 +353,36 @@ impl EcsTaskDefinitions {
 }
 
 impl EcsTaskDefinitions {
-    async fn register_edit(
-        &self,
-        family: String,
-        revision: u32,
-        edits: Vec<(String, GpuSetting)>,
-        description: Option<String>,
-    ) -> Result<RevisionDetail, String> {
-        let source = self
-            .ecs
-            .describe_task_definition()
-            .task_definition(format!("{family}:{revision}"))
-            .include(aws_sdk_ecs::types::TaskDefinitionField::Tags)
+    /// Registers the RegisterTaskDefinition request `text`, after every check; the new revision,
+    /// or what is wrong, or ECS's error with its code.
+    async fn register_text(&self, text: String) -> Result<RevisionDetail, String> {
+        validate(&text).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let input = json::parse_register(&text).map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| e.message)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let registered = json::register_call(&self.ecs, input)
             .send()
             .await
-            .map_err(|e| ecs_failed("DescribeTaskDefinition", e))?;
-        let td = source
-            .task_definition()
-            .ok_or("DescribeTaskDefinition answered without a task definition")?;
-        let registered =
-            register_request(&self.ecs, td, source.tags(), &edits, description.as_deref())
-                .map_err(|e| e.to_string())?
-                .send()
-                .await
-                .map_err(|e| ecs_failed("RegisterTaskDefinition", e))?;
+            .map_err(|e| ecs_failed("RegisterTaskDefinition", e))?;
         let arn = registered
             .task_definition()
             .and_then(|td| td.task_definition_arn())
             .ok_or("RegisterTaskDefinition answered without an ARN")?;
-        self.describe(arn).await
+        self.detail(arn).await
     }
 }
 
 impl TaskDefinitionSource for EcsTaskDefinitions {
-    fn register_gpu_edit(
-        &self,
-        family: String,
-        revision: u32,
-        edits: Vec<(String, GpuSetting)>,
-        description: Option<String>,
-    ) -> BoxFuture<'_, Result<RevisionDetail, String>> {
-        Box::pin(self.register_edit(family, revision, edits, description))
-    }
-
     fn families(&self) -> BoxFuture<'_, Result<Vec<FamilySummary>, String>> {
         Box::pin(self.read_families())
     }
@@ -382,6 +390,30 @@ impl TaskDefinitionSource for EcsTaskDefinitions {
     fn family(&self, family: String) -> BoxFuture<'_, Result<Option<FamilyDetail>, String>> {
         Box::pin(self.read_family(family))
     }
+
+    fn revision(
+        &self,
+        family: String,
+        revision: u32,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, String>> {
+        Box::pin(async move { self.describe(&format!("{family}:{revision}")).await })
+    }
+
+    fn validate(&self, text: &str) -> Result<(Map<String, Value>, GpuRequest), Vec<FieldError>> {
+        validate(text)
+    }
+
+    fn register(&self, text: String) -> BoxFuture<'_, Result<RevisionDetail, String>> {
+        Box::pin(self.register_text(text))
+    }
+}
+
+/// The revision number at the end of a task definition ARN.
+pub fn revision_of(arn: &str) -> u32 {
+    arn.rsplit(':')
+        .next()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_default()
 }
 
 /// The family of a task definition ARN (`…:task-definition/<family>:<revision>`).
@@ -392,11 +424,22 @@ pub fn family_of(arn: &str) -> &str {
         .unwrap_or_default()
 }
 
-fn ecs_failed<E: std::error::Error + 'static>(operation: &str, error: E) -> String {
-    format!(
-        "{operation} failed ({}); check the AWS credentials, region and permissions",
-        aws_sdk_ecs::error::DisplayErrorContext(error)
-    )
+/// What an ECS call's failure means for the user: ECS's own code and message when it answered,
+/// otherwise where to look (credentials, region, network).
+pub fn ecs_failed<E>(operation: &str, error: aws_sdk_ecs::error::SdkError<E>) -> String
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+{
+    match (error.code(), error.message()) {
+        (Some(code), message) => format!(
+            "ECS refused {operation}: {code}: {}",
+            message.unwrap_or("no message")
+        ),
+        _ => format!(
+            "{operation} failed ({}); check the AWS credentials, region and permissions",
+            aws_sdk_ecs::error::DisplayErrorContext(error)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -411,55 +454,12 @@ mod tests {
         );
         assert_eq!(family_of("nonsense"), "");
     }
-    use aws_sdk_ecs::types::{KeyValuePair, ResourceType};
-
-    fn container(requirements: Vec<ResourceRequirement>) -> ContainerDefinition {
-        ContainerDefinition::builder()
-            .name("model")
-            .image("app/model:1")
-            .environment(KeyValuePair::builder().name("A").value("1").build())
-            .set_resource_requirements(Some(requirements))
-            .build()
-    }
-
-    fn whole(count: &str) -> ResourceRequirement {
-        ResourceRequirement::builder()
-            .r#type(ResourceType::Gpu)
-            .value(count)
-            .build()
-            .expect("valid")
-    }
-
     #[test]
-    fn only_the_gpu_requirement_changes() {
-        let accelerator = ResourceRequirement::builder()
-            .r#type(ResourceType::InferenceAccelerator)
-            .value("device_1")
-            .build()
-            .expect("valid");
-        let before = container(vec![whole("1"), accelerator.clone()]);
-        assert_eq!(gpu_setting(&before), GpuSetting::Whole { count: 1 });
-        let mps = GpuSetting::Mps {
-            memory_mib: 8_192,
-            max_compute_percent: Some(50),
-        };
-        let after = with_gpu(&before, &mps).expect("edited");
-        assert_eq!(gpu_setting(&after), mps);
-        assert_eq!(after.resource_requirements()[0], accelerator, "kept");
-        let mut unchanged = after.clone();
-        unchanged.resource_requirements = before.resource_requirements.clone();
-        assert_eq!(unchanged, before, "every other field is the same");
-
+    fn a_revision_is_read_off_its_arn() {
         assert_eq!(
-            gpu_setting(&container(vec![whole("ALL")])),
-            GpuSetting::Whole { count: u32::MAX },
-            "ALL is every GPU, not none"
+            revision_of("arn:aws:ecs:us-east-1:123456789012:task-definition/embed-api:12"),
+            12
         );
-        let none = with_gpu(&container(vec![whole("2")]), &GpuSetting::None).expect("edited");
-        assert_eq!(gpu_setting(&none), GpuSetting::None);
-        assert!(none.resource_requirements.is_none());
-        let back = with_gpu(&after, &GpuSetting::Whole { count: 2 }).expect("edited");
-        assert_eq!(gpu_setting(&back), GpuSetting::Whole { count: 2 });
-        assert_eq!(back.resource_requirements().len(), 2);
+        assert_eq!(revision_of("nonsense"), 0);
     }
 }

@@ -579,7 +579,7 @@ async fn task_definitions_are_validated_with_every_error_and_its_field() {
         .as_array()
         .expect("errors")
         .iter()
-        .filter_map(|e| e["path"].as_str())
+        .filter_map(|e| e["field"].as_str())
         .collect();
     assert_eq!(
         paths,
@@ -691,7 +691,7 @@ async fn task_definition_families_and_revisions_are_listed_with_their_gpu_settin
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert!(text(response)
         .await
-        .contains("There is no active task definition family"));
+        .contains("There is no task definition family"));
 }
 
 #[tokio::test]

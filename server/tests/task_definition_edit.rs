@@ -1,22 +1,32 @@
-//! A GPU edit through aws-sdk-ecs against the emulator: register a task definition rich in
-//! fields, describe it, change one container's GPU setting, register the new revision, describe
-//! that — and everything but the GPU setting is the same.
+//! The task definition corpus through aws-sdk-ecs against the emulator. Each realistic task
+//! definition of `tests/corpus` is registered, described, edited (its GPU setting, and a change
+//! description), registered again and described again: everything but the edit is the same.
+//! Together the corpus uses every field the SDK models for RegisterTaskDefinition.
 
-use aws_sdk_ecs::types::{
-    Compatibility, ContainerCondition, ContainerDefinition, ContainerDependency, CpuArchitecture,
-    EphemeralStorage, HealthCheck, HostEntry, HostVolumeProperties, IpcMode, KernelCapabilities,
-    KeyValuePair, LinuxParameters, LogConfiguration, LogDriver, MountPoint, NetworkMode, OsFamily,
-    PidMode, PortMapping, ResourceRequirement, ResourceType, RuntimePlatform, Secret,
-    SystemControl, Tag, TaskDefinitionField, TaskDefinitionPlacementConstraint,
-    TaskDefinitionPlacementConstraintType, TransportProtocol, Ulimit, UlimitName, Volume,
-    VolumeFrom,
-};
+use aws_sdk_ecs::types::{TaskDefinitionField, TaskDefinitionStatus};
+use aws_smithy_schema::Schema;
 use chrono::Utc;
 use emulator::{Emulator, Faults, Scenario};
 use gpushare::{
     aws::{Clients, Target},
-    task_definitions::{gpu_setting, register_request, GpuSetting, CHANGE_TAG},
+    task_definitions::{gpu_setting, json, validate, GpuSetting},
 };
+use serde_json::{Map, Value};
+
+use app::model::task_definition_json::{apply_gpu_edits, set_change_tag, CHANGE_TAG};
+
+/// The corpus: an MPS inference service behind App Mesh with a FireLens log router; a training
+/// job on whole GPUs with every kind of Linux volume and parameter; a Windows render task on
+/// FSx; and a legacy Elastic Inference task.
+const CORPUS: [(&str, &str); 4] = [
+    ("embed-api-mps", include_str!("corpus/embed-api-mps.json")),
+    (
+        "train-whole-gpu",
+        include_str!("corpus/train-whole-gpu.json"),
+    ),
+    ("render-windows", include_str!("corpus/render-windows.json")),
+    ("legacy-ei", include_str!("corpus/legacy-ei.json")),
+];
 
 async fn empty() -> Clients {
     let emulator = Emulator::new(
@@ -35,289 +45,341 @@ async fn empty() -> Clients {
     .await
 }
 
-fn model_container() -> ContainerDefinition {
-    ContainerDefinition::builder()
-        .name("model")
-        .image("123456789012.dkr.ecr.us-east-1.amazonaws.com/search/embed:2.4.1")
-        .cpu(2048)
-        .memory(8192)
-        .memory_reservation(6144)
-        .essential(true)
-        .command("serve")
-        .command("--port=8080")
-        .entry_point("/usr/bin/tini")
-        .entry_point("--")
-        .working_directory("/srv")
-        .user("1000:1000")
-        .environment(
-            KeyValuePair::builder()
-                .name("LOG_LEVEL")
-                .value("info")
-                .build(),
-        )
-        .environment(
-            KeyValuePair::builder()
-                .name("MODEL")
-                .value("e5-large")
-                .build(),
-        )
-        .secrets(
-            Secret::builder()
-                .name("HF_TOKEN")
-                .value_from("arn:aws:secretsmanager:us-east-1:123456789012:secret:hf")
-                .build()
-                .expect("secret"),
-        )
-        .port_mappings(
-            PortMapping::builder()
-                .container_port(8080)
-                .host_port(8080)
-                .protocol(TransportProtocol::Tcp)
-                .name("http")
-                .build(),
-        )
-        .mount_points(
-            MountPoint::builder()
-                .source_volume("models")
-                .container_path("/models")
-                .read_only(true)
-                .build(),
-        )
-        .volumes_from(
-            VolumeFrom::builder()
-                .source_container("warmup")
-                .read_only(true)
-                .build(),
-        )
-        .depends_on(
-            ContainerDependency::builder()
-                .container_name("warmup")
-                .condition(ContainerCondition::Success)
-                .build()
-                .expect("dependency"),
-        )
-        .health_check(
-            HealthCheck::builder()
-                .command("CMD-SHELL")
-                .command("curl -f http://localhost:8080/health || exit 1")
-                .interval(30)
-                .timeout(5)
-                .retries(3)
-                .start_period(60)
-                .build()
-                .expect("health check"),
-        )
-        .linux_parameters(
-            LinuxParameters::builder()
-                .init_process_enabled(true)
-                .shared_memory_size(2048)
-                .capabilities(KernelCapabilities::builder().add("SYS_PTRACE").build())
-                .build(),
-        )
-        .ulimits(
-            Ulimit::builder()
-                .name(UlimitName::Nofile)
-                .soft_limit(65_536)
-                .hard_limit(65_536)
-                .build()
-                .expect("ulimit"),
-        )
-        .log_configuration(
-            LogConfiguration::builder()
-                .log_driver(LogDriver::Awslogs)
-                .options("awslogs-group", "/ecs/embed")
-                .options("awslogs-region", "us-east-1")
-                .options("awslogs-stream-prefix", "ecs")
-                .build()
-                .expect("log configuration"),
-        )
-        .docker_labels("team", "search")
-        .stop_timeout(120)
-        .start_timeout(300)
-        .readonly_root_filesystem(true)
-        .extra_hosts(
-            HostEntry::builder()
-                .hostname("metadata")
-                .ip_address("169.254.169.254")
-                .build()
-                .expect("host"),
-        )
-        .system_controls(
-            SystemControl::builder()
-                .namespace("net.core.somaxconn")
-                .value("1024")
-                .build(),
-        )
-        .resource_requirements(
-            ResourceRequirement::builder()
-                .r#type(ResourceType::Gpu)
-                .value("1")
-                .build()
-                .expect("gpu"),
-        )
-        .build()
-}
-
-fn warmup_container() -> ContainerDefinition {
-    ContainerDefinition::builder()
-        .name("warmup")
-        .image("search/warmup:1.0.0")
-        .essential(false)
-        .memory(512)
-        .build()
-}
-
-#[tokio::test]
-async fn a_gpu_edit_keeps_every_other_field() {
-    let clients = empty().await;
-    let registered = clients
-        .ecs
-        .register_task_definition()
-        .family("embed-api")
-        .task_role_arn("arn:aws:iam::123456789012:role/embed-task")
-        .execution_role_arn("arn:aws:iam::123456789012:role/ecsTaskExecutionRole")
-        .network_mode(NetworkMode::Awsvpc)
-        .container_definitions(model_container())
-        .container_definitions(warmup_container())
-        .volumes(
-            Volume::builder()
-                .name("models")
-                .host(
-                    HostVolumeProperties::builder()
-                        .source_path("/opt/models")
-                        .build(),
-                )
-                .build(),
-        )
-        .placement_constraints(
-            TaskDefinitionPlacementConstraint::builder()
-                .r#type(TaskDefinitionPlacementConstraintType::MemberOf)
-                .expression("attribute:ecs.instance-type =~ g5.*")
-                .build(),
-        )
-        .requires_compatibilities(Compatibility::Ec2)
-        .cpu("4096")
-        .memory("16384")
-        .pid_mode(PidMode::Task)
-        .ipc_mode(IpcMode::Task)
-        .ephemeral_storage(EphemeralStorage::builder().size_in_gib(50).build())
-        .runtime_platform(
-            RuntimePlatform::builder()
-                .cpu_architecture(CpuArchitecture::X8664)
-                .operating_system_family(OsFamily::Linux)
-                .build(),
-        )
-        .enable_fault_injection(false)
-        .tags(Tag::builder().key("team").value("search").build())
-        .tags(Tag::builder().key("cost-center").value("4711").build())
+/// Registers the request `text` through the SDK and describes what ECS kept, as the
+/// RegisterTaskDefinition JSON that registers it again.
+async fn register_and_describe(clients: &Clients, text: &str) -> (Map<String, Value>, i32) {
+    let input = json::parse_register(text).unwrap_or_else(|e| panic!("{e:?}"));
+    let registered = json::register_call(&clients.ecs, input)
         .send()
         .await
-        .expect("register the source revision");
-    let source_arn = registered
+        .expect("registered");
+    let arn = registered
         .task_definition()
         .and_then(|td| td.task_definition_arn())
-        .expect("an ARN")
-        .to_string();
-
+        .expect("an ARN");
     let described = clients
         .ecs
         .describe_task_definition()
-        .task_definition(&source_arn)
+        .task_definition(arn)
         .include(TaskDefinitionField::Tags)
         .send()
         .await
-        .expect("describe");
-    let source = described.task_definition().expect("a task definition");
-    assert_eq!(
-        gpu_setting(&source.container_definitions()[0]),
-        GpuSetting::Whole { count: 1 }
-    );
+        .expect("described");
+    let td = described.task_definition().expect("a task definition");
+    assert_eq!(td.status(), Some(&TaskDefinitionStatus::Active));
+    (json::register_json(td, described.tags()), td.revision())
+}
 
-    let mps = GpuSetting::Mps {
-        memory_mib: 8_192,
-        max_compute_percent: Some(50),
-    };
-    let edited = register_request(
-        &clients.ecs,
-        source,
-        described.tags(),
-        &[("model".to_string(), mps.clone())],
-        Some("Share the GPU: 8 GiB and half the compute are enough for e5-large"),
-    )
-    .expect("the edit applies")
-    .send()
-    .await
-    .expect("register the edit");
-    let new_arn = edited
-        .task_definition()
-        .and_then(|td| td.task_definition_arn())
-        .expect("an ARN")
-        .to_string();
-    assert!(new_arn.ends_with("embed-api:2"), "{new_arn}");
-
-    let after = clients
-        .ecs
-        .describe_task_definition()
-        .task_definition(&new_arn)
-        .include(TaskDefinitionField::Tags)
-        .send()
-        .await
-        .expect("describe the edit");
-    let new = after.task_definition().expect("a task definition");
-    assert_eq!(gpu_setting(&new.container_definitions()[0]), mps);
-
-    // Everything but the GPU requirement and what ECS assigns to a revision is the same.
-    let mut expected = source.clone();
-    let mut actual = new.clone();
-    for td in [&mut expected, &mut actual] {
-        td.task_definition_arn = None;
-        td.revision = 0;
-        td.registered_at = None;
-        td.registered_by = None;
-        td.requires_attributes = None;
-        td.container_definitions.as_mut().expect("containers")[0].resource_requirements = None;
+fn object(text: &str) -> Map<String, Value> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => map,
+        other => panic!("not an object: {other:?}"),
     }
-    assert_eq!(actual, expected);
-    assert_eq!(
-        actual.container_definitions()[1],
-        warmup_container(),
-        "the other container is untouched"
-    );
+}
 
-    let mut tags: Vec<(String, String)> = after
-        .tags()
-        .iter()
-        .map(|t| {
-            (
-                t.key().unwrap_or_default().to_string(),
-                t.value().unwrap_or_default().to_string(),
-            )
+/// The edit the test makes: the first GPU container flips between whole GPUs and MPS; a task
+/// without GPUs gets only a change description.
+fn gpu_edit(task: &Map<String, Value>) -> Vec<(String, GpuSetting)> {
+    let settings = app::model::task_definition::gpu_settings(task);
+    settings
+        .into_iter()
+        .find(|(_, setting)| setting.uses_gpu())
+        .map(|(name, setting)| {
+            let flipped = match setting {
+                GpuSetting::Mps { .. } => GpuSetting::Whole { count: 1 },
+                _ => GpuSetting::Mps {
+                    memory_mib: 8192,
+                    max_compute_percent: Some(50),
+                },
+            };
+            vec![(name, flipped)]
         })
-        .collect();
-    tags.sort();
-    assert_eq!(
-        tags,
-        [
-            ("cost-center".to_string(), "4711".to_string()),
-            (
-                CHANGE_TAG.to_string(),
-                "Share the GPU: 8 GiB and half the compute are enough for e5-large".to_string()
-            ),
-            ("team".to_string(), "search".to_string()),
-        ]
-    );
+        .unwrap_or_default()
+}
 
-    // An edit of a container that does not exist, or a description over the tag limit, is
-    // refused before anything is sent.
-    assert!(register_request(
-        &clients.ecs,
-        new,
-        after.tags(),
-        &[("nope".to_string(), GpuSetting::None)],
-        None
-    )
-    .is_err());
-    assert!(
-        register_request(&clients.ecs, new, after.tags(), &[], Some(&"x".repeat(257))).is_err()
+#[tokio::test]
+async fn every_field_of_the_corpus_survives_a_gpu_edit() {
+    let clients = empty().await;
+    for (name, text) in CORPUS {
+        let sent = object(text);
+        validate(text).unwrap_or_else(|errors| panic!("{name} is valid: {errors:?}"));
+        let (first, revision) = register_and_describe(&clients, text).await;
+        assert_eq!(revision, 1, "{name}");
+        assert_eq!(first, sent, "{name}: ECS keeps every field it was sent");
+
+        let mut edited = first.clone();
+        let edits = gpu_edit(&edited);
+        assert!(apply_gpu_edits(&mut edited, &edits).is_empty());
+        set_change_tag(&mut edited, &format!("corpus edit of {name}")).expect("short");
+        let (second, revision) =
+            register_and_describe(&clients, &Value::Object(edited.clone()).to_string()).await;
+        assert_eq!(revision, 2, "{name}");
+        assert_eq!(
+            second, edited,
+            "{name}: the new revision is the old one with the edit, and nothing else changes"
+        );
+        assert!(second["tags"]
+            .as_array()
+            .expect("tags")
+            .iter()
+            .any(|t| t["key"] == CHANGE_TAG));
+        if let Some((container, setting)) = edits.first() {
+            let input = json::parse_register(&Value::Object(second).to_string()).expect("valid");
+            let read = input
+                .container_definitions()
+                .iter()
+                .find(|c| c.name() == Some(container.as_str()))
+                .map(gpu_setting);
+            assert_eq!(
+                read.as_ref(),
+                Some(setting),
+                "{name}: the SDK reads the edit"
+            );
+        }
+    }
+}
+
+/// A shape's name, its schema, and its members that hold other shapes, with those shapes' names.
+type Shape = (
+    &'static str,
+    &'static Schema<'static>,
+    Vec<(&'static str, &'static str)>,
+);
+
+/// The structure shapes RegisterTaskDefinition reaches, and for each member that holds a
+/// structure (or a list or map of them), the shape it holds.
+// Elastic Inference is deprecated in the SDK, and still one of its shapes.
+#[allow(deprecated)]
+fn shapes() -> Vec<Shape> {
+    use aws_sdk_ecs::{operation::register_task_definition::RegisterTaskDefinitionInput, types::*};
+    vec![
+        (
+            "RegisterTaskDefinition",
+            RegisterTaskDefinitionInput::SCHEMA,
+            vec![
+                ("containerDefinitions", "ContainerDefinition"),
+                ("volumes", "Volume"),
+                ("placementConstraints", "TaskDefinitionPlacementConstraint"),
+                ("tags", "Tag"),
+                ("proxyConfiguration", "ProxyConfiguration"),
+                ("inferenceAccelerators", "InferenceAccelerator"),
+                ("ephemeralStorage", "EphemeralStorage"),
+                ("runtimePlatform", "RuntimePlatform"),
+            ],
+        ),
+        (
+            "ContainerDefinition",
+            ContainerDefinition::SCHEMA,
+            vec![
+                ("repositoryCredentials", "RepositoryCredentials"),
+                ("portMappings", "PortMapping"),
+                ("restartPolicy", "ContainerRestartPolicy"),
+                ("environment", "KeyValuePair"),
+                ("environmentFiles", "EnvironmentFile"),
+                ("mountPoints", "MountPoint"),
+                ("volumesFrom", "VolumeFrom"),
+                ("linuxParameters", "LinuxParameters"),
+                ("secrets", "Secret"),
+                ("dependsOn", "ContainerDependency"),
+                ("extraHosts", "HostEntry"),
+                ("ulimits", "Ulimit"),
+                ("logConfiguration", "LogConfiguration"),
+                ("healthCheck", "HealthCheck"),
+                ("systemControls", "SystemControl"),
+                ("resourceRequirements", "ResourceRequirement"),
+                ("firelensConfiguration", "FirelensConfiguration"),
+            ],
+        ),
+        (
+            "Volume",
+            Volume::SCHEMA,
+            vec![
+                ("host", "HostVolumeProperties"),
+                ("dockerVolumeConfiguration", "DockerVolumeConfiguration"),
+                ("efsVolumeConfiguration", "EfsVolumeConfiguration"),
+                ("s3filesVolumeConfiguration", "S3FilesVolumeConfiguration"),
+                (
+                    "fsxWindowsFileServerVolumeConfiguration",
+                    "FSxWindowsFileServerVolumeConfiguration",
+                ),
+            ],
+        ),
+        ("HostVolumeProperties", HostVolumeProperties::SCHEMA, vec![]),
+        (
+            "DockerVolumeConfiguration",
+            DockerVolumeConfiguration::SCHEMA,
+            vec![],
+        ),
+        (
+            "EfsVolumeConfiguration",
+            EfsVolumeConfiguration::SCHEMA,
+            vec![("authorizationConfig", "EfsAuthorizationConfig")],
+        ),
+        (
+            "EfsAuthorizationConfig",
+            EfsAuthorizationConfig::SCHEMA,
+            vec![],
+        ),
+        (
+            "S3FilesVolumeConfiguration",
+            S3FilesVolumeConfiguration::SCHEMA,
+            vec![],
+        ),
+        (
+            "FSxWindowsFileServerVolumeConfiguration",
+            FSxWindowsFileServerVolumeConfiguration::SCHEMA,
+            vec![(
+                "authorizationConfig",
+                "FSxWindowsFileServerAuthorizationConfig",
+            )],
+        ),
+        (
+            "FSxWindowsFileServerAuthorizationConfig",
+            FSxWindowsFileServerAuthorizationConfig::SCHEMA,
+            vec![],
+        ),
+        (
+            "TaskDefinitionPlacementConstraint",
+            TaskDefinitionPlacementConstraint::SCHEMA,
+            vec![],
+        ),
+        (
+            "ProxyConfiguration",
+            ProxyConfiguration::SCHEMA,
+            vec![("properties", "KeyValuePair")],
+        ),
+        ("KeyValuePair", KeyValuePair::SCHEMA, vec![]),
+        ("InferenceAccelerator", InferenceAccelerator::SCHEMA, vec![]),
+        ("EphemeralStorage", EphemeralStorage::SCHEMA, vec![]),
+        ("RuntimePlatform", RuntimePlatform::SCHEMA, vec![]),
+        ("Tag", Tag::SCHEMA, vec![]),
+        (
+            "RepositoryCredentials",
+            RepositoryCredentials::SCHEMA,
+            vec![],
+        ),
+        ("PortMapping", PortMapping::SCHEMA, vec![]),
+        (
+            "ContainerRestartPolicy",
+            ContainerRestartPolicy::SCHEMA,
+            vec![],
+        ),
+        ("EnvironmentFile", EnvironmentFile::SCHEMA, vec![]),
+        ("MountPoint", MountPoint::SCHEMA, vec![]),
+        ("VolumeFrom", VolumeFrom::SCHEMA, vec![]),
+        (
+            "LinuxParameters",
+            LinuxParameters::SCHEMA,
+            vec![
+                ("capabilities", "KernelCapabilities"),
+                ("devices", "Device"),
+                ("tmpfs", "Tmpfs"),
+            ],
+        ),
+        ("KernelCapabilities", KernelCapabilities::SCHEMA, vec![]),
+        ("Device", Device::SCHEMA, vec![]),
+        ("Tmpfs", Tmpfs::SCHEMA, vec![]),
+        ("Secret", Secret::SCHEMA, vec![]),
+        ("ContainerDependency", ContainerDependency::SCHEMA, vec![]),
+        ("HostEntry", HostEntry::SCHEMA, vec![]),
+        ("Ulimit", Ulimit::SCHEMA, vec![]),
+        (
+            "LogConfiguration",
+            LogConfiguration::SCHEMA,
+            vec![("secretOptions", "Secret")],
+        ),
+        ("HealthCheck", HealthCheck::SCHEMA, vec![]),
+        ("SystemControl", SystemControl::SCHEMA, vec![]),
+        (
+            "ResourceRequirement",
+            ResourceRequirement::SCHEMA,
+            vec![("sharingStrategy", "SharingStrategy")],
+        ),
+        (
+            "SharingStrategy",
+            SharingStrategy::SCHEMA,
+            vec![("nvidiaMps", "NvidiaMpsAllocation")],
+        ),
+        ("NvidiaMpsAllocation", NvidiaMpsAllocation::SCHEMA, vec![]),
+        (
+            "FirelensConfiguration",
+            FirelensConfiguration::SCHEMA,
+            vec![],
+        ),
+    ]
+}
+
+/// Records the `(shape, field)` pairs `value` (of `shape`) uses.
+fn used_fields(
+    shape: &'static str,
+    value: &Value,
+    table: &[Shape],
+    used: &mut std::collections::BTreeSet<(&'static str, String)>,
+) {
+    let items: Vec<&Value> = match value {
+        Value::Array(list) => list.iter().collect(),
+        other => vec![other],
+    };
+    let (_, _, children) = table
+        .iter()
+        .find(|(name, _, _)| *name == shape)
+        .unwrap_or_else(|| panic!("no shape {shape}"));
+    for item in items {
+        let Some(object) = item.as_object() else {
+            continue;
+        };
+        for (key, value) in object {
+            used.insert((shape, key.clone()));
+            if let Some((_, child)) = children.iter().find(|(member, _)| member == key) {
+                used_fields(child, value, table, used);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_corpus_uses_every_field_the_sdk_models() {
+    let table = shapes();
+    let mut used = std::collections::BTreeSet::new();
+    for (_, text) in CORPUS {
+        used_fields(
+            "RegisterTaskDefinition",
+            &Value::Object(object(text)),
+            &table,
+            &mut used,
+        );
+    }
+    let mut modeled = Vec::new();
+    for (shape, schema, _) in &table {
+        for member in schema.members() {
+            modeled.push((*shape, member.member_name().unwrap_or_default().to_string()));
+        }
+    }
+    let missing: Vec<_> = modeled
+        .iter()
+        .filter(|field| !used.contains(field))
+        .collect();
+    let unknown: Vec<_> = used
+        .iter()
+        .filter(|field| !modeled.contains(field))
+        .collect();
+    let count = |shape: &str| modeled.iter().filter(|(s, _)| *s == shape).count();
+    println!(
+        "the corpus uses {} of the {} fields aws-sdk-ecs models in {} shapes ({} of RegisterTaskDefinition, {} of ContainerDefinition)",
+        modeled.len() - missing.len(),
+        modeled.len(),
+        table.len(),
+        count("RegisterTaskDefinition"),
+        count("ContainerDefinition"),
     );
+    assert!(
+        missing.is_empty(),
+        "fields the corpus does not use: {missing:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "fields the SDK does not model: {unknown:?}"
+    );
+    assert_eq!(count("RegisterTaskDefinition"), 18);
+    assert!(count("ContainerDefinition") >= 42);
 }

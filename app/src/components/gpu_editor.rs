@@ -1,13 +1,22 @@
-//! The GPU settings editor of a revision: a row per container (none, whole GPUs, or MPS memory
-//! and compute limit), a change description, then Check (ECS's rules, the changes, the fit on
-//! the fleet) and Register. Errors sit next to their fields; the form keeps its values.
+//! The editor of a revision: a form with a row per container (none, whole GPUs, or MPS memory
+//! and compute limit), or the whole JSON for power users; a change description and a cluster;
+//! then Check (ECS's rules, the changes, the JSON diff, the fit on the fleet, the exports) and
+//! Register. Errors sit next to their fields or name their line and column; the editor keeps
+//! what the user typed whatever the answer.
 
 use leptos::prelude::*;
 
 use crate::{
+    components::td_views::{DiffTable, Exports, GpuChanges},
     model::task_definition::{EditInput, FieldError, GpuSetting, RevisionDetail},
-    server_fns::task_definitions::{CheckGpuEdit, RegisterGpuEdit},
+    server_fns::task_definitions::{
+        CheckGpuEdit, CheckTaskDefinitionJson, EditCheck, EditResult, RegisterGpuEdit,
+        RegisterTaskDefinitionJson,
+    },
 };
+
+/// The form's own fields; an error about any other field is listed above the answer.
+const FORM_FIELDS: [&str; 4] = ["kind", "count", "memory_mib", "compute_percent"];
 
 /// One container's form fields.
 #[derive(Clone, Copy)]
@@ -57,9 +66,18 @@ fn gib_hint(memory: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The editor for `revision`; `registered` gets the new revision once it is registered.
+/// The editor for `revision`, whose RegisterTaskDefinition JSON is `json` (masked unless
+/// `reveal`); the fit check starts on `cluster` and offers `clusters`; `registered` gets the new
+/// revision once it is registered.
 #[component]
-pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>) -> impl IntoView {
+pub fn GpuEditor(
+    revision: RevisionDetail,
+    json: String,
+    reveal: bool,
+    clusters: Vec<String>,
+    cluster: String,
+    registered: Callback<RevisionDetail>,
+) -> impl IntoView {
     let family = revision.family.clone();
     let number = revision.revision;
     let rows: Vec<(String, Row)> = revision
@@ -67,10 +85,45 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>)
         .iter()
         .map(|c| (c.name.clone(), Row::of(&c.gpu)))
         .collect();
+    let json_mode = RwSignal::new(false);
+    let text = RwSignal::new(json);
     let description = RwSignal::new(String::new());
-    let cluster = RwSignal::new(String::new());
-    let check = ServerAction::<CheckGpuEdit>::new();
-    let register = ServerAction::<RegisterGpuEdit>::new();
+    let cluster = RwSignal::new(cluster);
+    let check_form = ServerAction::<CheckGpuEdit>::new();
+    let check_json = ServerAction::<CheckTaskDefinitionJson>::new();
+    let register_form = ServerAction::<RegisterGpuEdit>::new();
+    let register_json = ServerAction::<RegisterTaskDefinitionJson>::new();
+    // The last answer of either mode.
+    let checked = RwSignal::new(None::<Result<EditCheck, String>>);
+    let outcome = RwSignal::new(None::<Result<EditResult, String>>);
+    Effect::new(move |_| {
+        if let Some(answer) = check_form.value().get() {
+            checked.set(Some(answer.map_err(|e| e.to_string())));
+            outcome.set(None);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(answer) = check_json.value().get() {
+            checked.set(Some(answer.map_err(|e| e.to_string())));
+            outcome.set(None);
+        }
+    });
+    let on_registered = move |answer: Result<EditResult, ServerFnError>| {
+        if let Ok(Some(new)) = answer.as_ref().map(|r| r.registered.clone()) {
+            registered.run(new);
+        }
+        outcome.set(Some(answer.map_err(|e| e.to_string())));
+    };
+    Effect::new(move |_| {
+        if let Some(answer) = register_form.value().get() {
+            on_registered(answer);
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(answer) = register_json.value().get() {
+            on_registered(answer);
+        }
+    });
     let inputs = {
         let rows = rows.clone();
         move || {
@@ -87,21 +140,21 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>)
     };
     // The errors of whichever answer came last.
     let errors = Memo::new(move |_| {
-        let from_register = register
-            .value()
-            .get()
-            .and_then(|r| r.ok())
-            .map(|r| r.errors)
-            .unwrap_or_default();
+        let from_register = outcome.with(|o| {
+            o.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|r| r.errors.clone())
+                .unwrap_or_default()
+        });
         if !from_register.is_empty() {
             return from_register;
         }
-        check
-            .value()
-            .get()
-            .and_then(|r| r.ok())
-            .map(|r| r.errors)
-            .unwrap_or_default()
+        checked.with(|c| {
+            c.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|r| r.errors.clone())
+                .unwrap_or_default()
+        })
     });
     let field_error = move |container: String, field: &'static str| {
         move || {
@@ -115,32 +168,46 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>)
     let on_check = {
         let (family, inputs) = (family.clone(), inputs.clone());
         move |_| {
-            check.dispatch(CheckGpuEdit {
-                family: family.clone(),
-                revision: number,
-                edits: inputs(),
-                cluster: Some(cluster.get_untracked()),
-            });
+            let picked = Some(cluster.get_untracked());
+            if json_mode.get_untracked() {
+                check_json.dispatch(CheckTaskDefinitionJson {
+                    family: family.clone(),
+                    revision: number,
+                    text: text.get_untracked(),
+                    cluster: picked,
+                    reveal,
+                });
+            } else {
+                check_form.dispatch(CheckGpuEdit {
+                    family: family.clone(),
+                    revision: number,
+                    edits: inputs(),
+                    cluster: picked,
+                    reveal,
+                });
+            }
         }
     };
     let on_register = {
         let (family, inputs) = (family.clone(), inputs.clone());
         move |_| {
-            register.dispatch(RegisterGpuEdit {
-                family: family.clone(),
-                revision: number,
-                edits: inputs(),
-                description: description.get_untracked(),
-            });
-        }
-    };
-    Effect::new(move |_| {
-        if let Some(Ok(result)) = register.value().get() {
-            if let Some(new) = result.registered {
-                registered.run(new);
+            if json_mode.get_untracked() {
+                register_json.dispatch(RegisterTaskDefinitionJson {
+                    family: family.clone(),
+                    revision: number,
+                    text: text.get_untracked(),
+                    description: description.get_untracked(),
+                });
+            } else {
+                register_form.dispatch(RegisterGpuEdit {
+                    family: family.clone(),
+                    revision: number,
+                    edits: inputs(),
+                    description: description.get_untracked(),
+                });
             }
         }
-    });
+    };
     let rows_view = rows
         .into_iter()
         .map(|(name, row)| {
@@ -195,11 +262,40 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>)
             .into_any()
         })
         .collect_view();
+    let busy = move || {
+        check_form.pending().get()
+            || check_json.pending().get()
+            || register_form.pending().get()
+            || register_json.pending().get()
+    };
+    let cluster_options = clusters
+        .into_iter()
+        .map(|name| {
+            let value = name.clone();
+            view! { <option value=value.clone() selected=move || cluster.get() == value>{name}</option> }
+        })
+        .collect_view();
     view! {
         <section class="card" data-testid="gpu-editor" aria-labelledby="editor-heading">
-            <h2 id="editor-heading">{format!("Edit the GPU settings of revision {number}")}</h2>
-            <noscript><p class="banner info">"The editor needs JavaScript. POST /api/v1/task-definitions/validate and /fit-check work without it."</p></noscript>
-            {rows_view}
+            <h2 id="editor-heading">{format!("Edit revision {number}")}</h2>
+            <noscript><p class="banner info">"The editor needs JavaScript. The JSON API (POST /api/v1/task-definitions/{family}/{revision}/check and /register) works without it."</p></noscript>
+            <div class="tabs" role="tablist" aria-label="Edit with">
+                <button type="button" role="tab" data-testid="mode-form"
+                    aria-selected=move || (!json_mode.get()).to_string()
+                    on:click=move |_| json_mode.set(false)>"GPU settings"</button>
+                <button type="button" role="tab" data-testid="mode-json"
+                    aria-selected=move || json_mode.get().to_string()
+                    on:click=move |_| json_mode.set(true)>"JSON"</button>
+            </div>
+            <div hidden=move || json_mode.get()>{rows_view}</div>
+            <div hidden=move || !json_mode.get()>
+                <label class="json-editor">
+                    <span>"The whole RegisterTaskDefinition request. Masked values ("{crate::model::task_definition_json::MASK}") keep the source revision's value."</span>
+                    <textarea rows="24" spellcheck="false" data-testid="edit-json"
+                        prop:value=move || text.get()
+                        on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+                </label>
+            </div>
             <label class="edit-description">
                 <span>"Why (kept as the tag gpushare:change on the new revision)"</span>
                 <input type="text" maxlength="256" data-testid="edit-description"
@@ -207,65 +303,64 @@ pub fn GpuEditor(revision: RevisionDetail, registered: Callback<RevisionDetail>)
                     on:input=move |ev| description.set(event_target_value(&ev)) />
             </label>
             <label>
-                <span>"Check the fit in cluster (empty: the whole fleet)"</span>
-                <input type="text" size="20" data-testid="edit-cluster"
+                <span>"Check the fit in"</span>
+                <select data-testid="edit-cluster"
                     prop:value=move || cluster.get()
-                    on:input=move |ev| cluster.set(event_target_value(&ev)) />
+                    on:change=move |ev| cluster.set(event_target_value(&ev))>
+                    <option value="" selected=move || cluster.get().is_empty()>"the whole fleet"</option>
+                    {cluster_options}
+                </select>
             </label>
             <div class="edit-actions">
-                <button type="button" data-testid="edit-check" on:click=on_check>"Check"</button>
-                <button type="button" data-testid="edit-register" on:click=on_register>
+                <button type="button" data-testid="edit-check" on:click=on_check disabled=busy>"Check"</button>
+                <button type="button" data-testid="edit-register" on:click=on_register disabled=busy>
                     {format!("Register revision {}", number + 1)}
                 </button>
             </div>
             {move || errors.with(|list| {
-                let general: Vec<_> = list.iter().filter(|e| !matches!(e.field.as_str(), "kind" | "count" | "memory_mib" | "compute_percent")).cloned().collect();
+                let general: Vec<_> = list.iter().filter(|e| json_mode.get() || e.container.is_none() || !FORM_FIELDS.contains(&e.field.as_str())).cloned().collect();
                 (!general.is_empty()).then(|| view! {
                     <ul class="banner error" data-testid="edit-errors">
-                        {general.into_iter().map(|e| view! { <li>{e.message}</li> }).collect_view()}
+                        {general.into_iter().map(|e| {
+                            let at = match (e.line, e.column) {
+                                (Some(line), Some(column)) => format!("line {line}, column {column}: "),
+                                _ => String::new(),
+                            };
+                            let field = if e.field.is_empty() || FORM_FIELDS.contains(&e.field.as_str()) { String::new() } else { format!("{}: ", e.field) };
+                            view! { <li>{at}<code>{field}</code>{e.message}</li> }
+                        }).collect_view()}
                     </ul>
                 })
             })}
-            {move || check.value().get().map(|answer| match answer {
+            {move || checked.get().map(|answer| match answer {
                 Ok(check) if check.errors.is_empty() => view! { <CheckResult check /> }.into_any(),
                 Ok(_) => ().into_any(),
                 Err(error) => view! { <p class="banner error" role="alert">{format!("The check failed: {error}")}</p> }.into_any(),
             })}
-            {move || register.value().get().map(|answer| match answer {
+            {move || outcome.get().map(|answer| match answer {
                 Ok(result) => match (result.registered, result.ecs_error) {
                     (Some(_), _) => ().into_any(),
                     (None, Some(error)) => view! {
                         <p class="banner error" role="alert" data-testid="edit-ecs-error">
-                            {format!("ECS refused the new revision: {error}. Your edit is still here; fix it and register again.")}
+                            {format!("{error}. Your edit is still here; fix it and register again.")}
                         </p>
                     }.into_any(),
                     (None, None) => ().into_any(),
                 },
-                Err(error) => view! { <p class="banner error" role="alert">{format!("Registering failed: {error}")}</p> }.into_any(),
+                Err(error) => view! { <p class="banner error" role="alert">{format!("Registering failed: {error}. Your edit is still here.")}</p> }.into_any(),
             })}
         </section>
     }
 }
 
 #[component]
-fn CheckResult(check: crate::server_fns::task_definitions::EditCheck) -> impl IntoView {
+fn CheckResult(check: EditCheck) -> impl IntoView {
     view! {
         <div data-testid="edit-changes">
-            <h3>"Changes"</h3>
-            {if check.changes.is_empty() {
-                view! { <p class="muted">"Nothing changes."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="data-table compact diff">
-                        <thead><tr><th scope="col">"Container"</th><th scope="col">"Before"</th><th scope="col">"After"</th></tr></thead>
-                        <tbody>
-                            {check.changes.into_iter().map(|c| view! {
-                                <tr><th scope="row">{c.container}</th><td class="before">{c.before}</td><td class="after">{c.after}</td></tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
+            <h3>"GPU settings"</h3>
+            <GpuChanges changes=check.changes />
+            <h3>"Every change to the JSON"</h3>
+            <DiffTable entries=check.diff />
         </div>
         {check.fit.map(|fit| view! {
             <div data-testid="edit-fit">
@@ -286,6 +381,8 @@ fn CheckResult(check: crate::server_fns::task_definitions::EditCheck) -> impl In
                         fit.instance_types.iter().filter(|t| t.fits_when_empty).map(|t| t.instance_type.clone()).collect::<Vec<_>>().join(", "))}
                 </p>
             </div>
-        })}
+        }.into_any())}
+        <h3>"Export the new revision"</h3>
+        <Exports json=check.export_json cloudformation=check.cloudformation masked=check.masked reveal_href=Some("?reveal=true".to_string()) />
     }
 }

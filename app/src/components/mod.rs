@@ -8,3 +8,4 @@ pub mod fleet_source_badge;
 pub mod gpu_editor;
 pub mod gpu_panel;
 pub mod heatmap;
+pub mod td_views;

@@ -6,6 +6,7 @@ mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
 pub mod task_definition;
+pub mod task_definition_json;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};

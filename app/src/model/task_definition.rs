@@ -85,6 +85,14 @@ pub struct RevisionDetail {
     pub change: Option<String>,
 }
 
+/// A revision with its JSON: the RegisterTaskDefinition request that would register it again,
+/// tags included (unmasked: mask it before showing it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceRevision {
+    pub detail: RevisionDetail,
+    pub task: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A family with its revisions, newest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FamilyDetail {
@@ -136,13 +144,19 @@ pub struct EditInput {
     pub compute_percent: String,
 }
 
-/// What a form field got wrong.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What a form field or a JSON field got wrong.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
     pub container: Option<String>,
-    /// `kind`, `count`, `memory_mib`, `compute_percent`, or a JSON path for a rule across the task.
+    /// `kind`, `count`, `memory_mib`, `compute_percent`, or a JSON path
+    /// (`containerDefinitions[0].resourceRequirements[0].value`).
     pub field: String,
     pub message: String,
+    /// Where a JSON field is in the text the user sent, when it was text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
 }
 
 /// A container's setting before and after the edit.
@@ -162,6 +176,7 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
             container: Some(input.container.clone()),
             field: field.into(),
             message,
+            ..FieldError::default()
         };
         let number = |text: &str| text.trim().parse::<i64>().ok();
         match input.kind.as_str() {
@@ -235,67 +250,117 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
     }
 }
 
-/// The revision's containers with `edits` applied, as the JSON ECS's rules read.
-fn rules_json(
-    revision: &RevisionDetail,
-    edits: &[(String, GpuSetting)],
-) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::json;
-    let containers: Vec<serde_json::Value> = revision
-        .containers
-        .iter()
-        .map(|c| {
-            let setting = edits
-                .iter()
-                .find(|(name, _)| name == &c.name)
-                .map_or(&c.gpu, |(_, s)| s);
-            let requirements = match setting {
-                GpuSetting::None => json!([]),
-                GpuSetting::Whole { count } => json!([{"type": "GPU", "value": count.to_string()}]),
-                GpuSetting::Mps {
-                    memory_mib,
-                    max_compute_percent,
-                } => {
-                    let mut mps = json!({"memory": memory_mib});
-                    if let Some(p) = max_compute_percent {
-                        mps["maxComputePercent"] = json!(p);
-                    }
-                    json!([{"type": "GPU", "sharingStrategy": {"nvidiaMps": mps}}])
-                }
-            };
-            json!({"name": c.name, "image": c.image, "resourceRequirements": requirements})
-        })
-        .collect();
-    let body = json!({
-        "family": revision.family,
-        "requiresCompatibilities": revision.compatibilities,
-        "containerDefinitions": containers,
-    });
-    body.as_object().cloned().unwrap_or_default()
+/// An edit that passed ECS's rules: the new revision's JSON, its GPU request, and the
+/// containers whose setting changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedEdit {
+    pub task: serde_json::Map<String, serde_json::Value>,
+    pub request: placement::GpuRequest,
+    pub changes: Vec<SettingChange>,
 }
 
-/// Checks an edit of `revision` with ECS's rules (the emulator's own): the task's GPU request,
-/// and the changes, or every broken rule.
-pub fn check_edit(
-    revision: &RevisionDetail,
-    edits: &[(String, GpuSetting)],
-) -> Result<(placement::GpuRequest, Vec<SettingChange>), Vec<FieldError>> {
-    let mut errors: Vec<FieldError> = edits
+/// The GPU setting of each container of a task definition's JSON, by name (a container whose
+/// requirement breaks a rule is left out: the rules report it).
+pub fn gpu_settings(
+    task: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<(String, GpuSetting)> {
+    use placement::rules::ContainerGpu;
+    let containers = task
+        .get("containerDefinitions")
+        .and_then(serde_json::Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    containers
         .iter()
-        .filter(|(name, _)| !revision.containers.iter().any(|c| &c.name == name))
-        .map(|(name, _)| FieldError {
-            container: Some(name.clone()),
-            field: "container".into(),
-            message: format!("revision {} has no container {name:?}", revision.revision),
+        .enumerate()
+        .filter_map(|(index, container)| {
+            let container = container.as_object()?;
+            let name = container.get("name")?.as_str()?.to_string();
+            let setting = match placement::rules::container_gpu(index, container).ok()? {
+                ContainerGpu::None => GpuSetting::None,
+                ContainerGpu::Whole(count) => GpuSetting::Whole { count },
+                ContainerGpu::Mps {
+                    memory_mib,
+                    max_compute_percent,
+                } => GpuSetting::Mps {
+                    memory_mib,
+                    max_compute_percent,
+                },
+            };
+            Some((name, setting))
+        })
+        .collect()
+}
+
+/// The containers whose GPU setting differs between the source revision and `task`, with
+/// containers added or removed.
+pub fn gpu_changes(
+    source: &SourceRevision,
+    task: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<SettingChange> {
+    let after = gpu_settings(task);
+    let mut changes: Vec<SettingChange> = source
+        .detail
+        .containers
+        .iter()
+        .filter_map(|c| {
+            let now = after.iter().find(|(name, _)| name == &c.name);
+            match now {
+                Some((_, setting)) if setting == &c.gpu => None,
+                Some((_, setting)) => Some(SettingChange {
+                    container: c.name.clone(),
+                    before: c.gpu.describe(),
+                    after: setting.describe(),
+                }),
+                None => Some(SettingChange {
+                    container: c.name.clone(),
+                    before: c.gpu.describe(),
+                    after: "container removed".into(),
+                }),
+            }
         })
         .collect();
-    let request = match placement::rules::check_task(&rules_json(revision, edits)) {
+    changes.extend(
+        after
+            .iter()
+            .filter(|(name, _)| !source.detail.containers.iter().any(|c| &c.name == name))
+            .map(|(name, setting)| SettingChange {
+                container: name.clone(),
+                before: "container added".into(),
+                after: setting.describe(),
+            }),
+    );
+    changes
+}
+
+/// Applies `edits` to the source revision's JSON and checks the result with ECS's rules (the
+/// emulator's own): the new JSON, the task's GPU request and the changes, or every broken rule.
+pub fn check_edit(
+    source: &SourceRevision,
+    edits: &[(String, GpuSetting)],
+) -> Result<CheckedEdit, Vec<FieldError>> {
+    let mut task = source.task.clone();
+    let mut errors: Vec<FieldError> =
+        super::task_definition_json::apply_gpu_edits(&mut task, edits)
+            .into_iter()
+            .map(|name| FieldError {
+                message: format!(
+                    "revision {} has no container {name:?}",
+                    source.detail.revision
+                ),
+                container: Some(name),
+                field: "container".into(),
+                ..FieldError::default()
+            })
+            .collect();
+    let request = match placement::rules::check_task(&task) {
         Ok(request) => Some(request),
         Err(broken) => {
             errors.extend(broken.into_iter().map(|e| FieldError {
                 container: e.container,
                 field: e.path,
                 message: e.message,
+                ..FieldError::default()
             }));
             None
         }
@@ -303,27 +368,20 @@ pub fn check_edit(
     let Some(request) = request.filter(|_| errors.is_empty()) else {
         return Err(errors);
     };
-    let changes = revision
-        .containers
-        .iter()
-        .filter_map(|c| {
-            let (_, after) = edits.iter().find(|(name, _)| name == &c.name)?;
-            (after != &c.gpu).then(|| SettingChange {
-                container: c.name.clone(),
-                before: c.gpu.describe(),
-                after: after.describe(),
-            })
-        })
-        .collect();
-    Ok((request, changes))
+    let changes = gpu_changes(source, &task);
+    Ok(CheckedEdit {
+        task,
+        request,
+        changes,
+    })
 }
 
 #[cfg(test)]
 mod edit_tests {
     use super::*;
 
-    fn revision() -> RevisionDetail {
-        RevisionDetail {
+    fn revision() -> SourceRevision {
+        let detail = RevisionDetail {
             family: "asr".into(),
             revision: 3,
             arn: "arn:aws:ecs:us-east-1:1:task-definition/asr:3".into(),
@@ -351,6 +409,19 @@ mod edit_tests {
             ],
             team: None,
             change: None,
+        };
+        let task = serde_json::json!({
+            "family": "asr",
+            "requiresCompatibilities": ["EC2"],
+            "containerDefinitions": [
+                {"name": "model", "image": "asr:1", "cpu": 1024, "memory": 4096,
+                 "resourceRequirements": [{"type": "GPU", "value": "1"}]},
+                {"name": "proxy", "image": "envoy", "cpu": 256},
+            ],
+        });
+        SourceRevision {
+            detail,
+            task: task.as_object().cloned().unwrap_or_default(),
         }
     }
 
@@ -412,8 +483,13 @@ mod edit_tests {
                 max_compute_percent: Some(50),
             },
         )];
-        let (request, changes) = check_edit(&revision(), &to_mps).expect("valid");
+        let checked = check_edit(&revision(), &to_mps).expect("valid");
+        let (request, changes) = (checked.request, checked.changes);
         assert_eq!(request, placement::GpuRequest::Mps(vec![8192]));
+        assert_eq!(
+            checked.task["containerDefinitions"][0]["resourceRequirements"],
+            serde_json::json!([{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}}])
+        );
         assert_eq!(
             changes,
             [SettingChange {
@@ -436,7 +512,7 @@ mod edit_tests {
         let errors = check_edit(&revision(), &mixed).expect_err("mixed");
         assert!(errors[0].message.contains("same option"));
         let mut fargate = revision();
-        fargate.compatibilities = vec!["FARGATE".into()];
+        fargate.task["requiresCompatibilities"] = serde_json::json!(["FARGATE"]);
         let errors = check_edit(&fargate, &to_mps).expect_err("fargate");
         assert_eq!(errors[0].field, "requiresCompatibilities");
         let errors = check_edit(&revision(), &[("nope".to_string(), GpuSetting::None)])
@@ -444,7 +520,7 @@ mod edit_tests {
         assert_eq!(errors[0].field, "container");
         assert!(check_edit(&revision(), &[])
             .expect("no change")
-            .1
+            .changes
             .is_empty());
     }
 }

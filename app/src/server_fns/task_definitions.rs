@@ -1,4 +1,5 @@
-//! Task definitions for the pages, read from ECS.
+//! Task definitions for the pages: families, revisions with their JSON, comparisons, and edits
+//! (the GPU form or the whole JSON) checked, then registered.
 
 use leptos::prelude::*;
 
@@ -9,14 +10,25 @@ use crate::model::{
     task_definition::{
         EditInput, FamilyDetail, FamilySummary, FieldError, RevisionDetail, SettingChange,
     },
+    task_definition_json::DiffEntry,
 };
 
-/// The answer of checking an edit: what is wrong, or what changes and how it fits.
+/// The answer of checking an edit: what is wrong, or what changes, how it fits, and the new
+/// revision as JSON and as CloudFormation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EditCheck {
     pub errors: Vec<FieldError>,
+    /// The containers whose GPU setting changes.
     pub changes: Vec<SettingChange>,
+    /// Every difference from the source revision, GPU requirements first.
+    pub diff: Vec<DiffEntry>,
     pub fit: Option<FitReport>,
+    /// The new revision for `aws ecs register-task-definition --cli-input-json`.
+    pub export_json: String,
+    /// The containers' `ResourceRequirements` for CloudFormation.
+    pub cloudformation: String,
+    /// Values masked in the exports (reveal them to copy a registrable JSON).
+    pub masked: usize,
 }
 
 /// The answer of registering an edit: the new revision, or what is wrong (the form keeps its
@@ -29,10 +41,27 @@ pub struct EditResult {
     pub ecs_error: Option<String>,
 }
 
-#[cfg(feature = "ssr")]
-fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
-    use_context::<crate::ssr::console::ConsoleContext>()
-        .ok_or_else(|| ServerFnError::new("the server did not provide its console context"))
+/// One revision as the revision page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RevisionView {
+    pub detail: RevisionDetail,
+    /// The RegisterTaskDefinition request that registers it again, pretty.
+    pub json: String,
+    /// How many secret-looking values `json` masks.
+    pub masked: usize,
+    pub cloudformation: String,
+}
+
+/// Two revisions of a family compared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub from: RevisionDetail,
+    pub to: RevisionDetail,
+    /// The containers whose GPU setting differs.
+    pub gpu: Vec<SettingChange>,
+    /// Every difference of the JSON, GPU requirements first; secret values masked unless
+    /// revealed.
+    pub diff: Vec<DiffEntry>,
 }
 
 /// Whether `family` is a family name ECS would accept.
@@ -42,6 +71,12 @@ pub fn valid_family(family: &str) -> bool {
         && family
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[cfg(feature = "ssr")]
+fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
+    use_context::<crate::ssr::console::ConsoleContext>()
+        .ok_or_else(|| ServerFnError::new("the server did not provide its console context"))
 }
 
 /// Every active family, described by its latest revision.
@@ -54,14 +89,12 @@ pub async fn task_definition_families() -> Result<Vec<FamilySummary>, ServerFnEr
         .map_err(ServerFnError::new)
 }
 
-/// One family's active revisions, newest first; `None` when there is no such family.
+/// One family's revisions, active and inactive, newest first; `None` when there is no such
+/// family.
 #[server(name = GetTaskDefinitionFamily, prefix = "/api", endpoint = "task_definition_family")]
 pub async fn task_definition_family(family: String) -> Result<Option<FamilyDetail>, ServerFnError> {
-    if !valid_family(&family) {
-        return Err(ServerFnError::new(format!(
-            "{family:?} is not a task definition family: up to 255 letters, digits, hyphens and underscores"
-        )));
-    }
+    use crate::ssr::task_definitions as edits;
+    edits::check_family(&family)?;
     context()?
         .task_definitions
         .family(family)
@@ -69,71 +102,51 @@ pub async fn task_definition_family(family: String) -> Result<Option<FamilyDetai
         .map_err(ServerFnError::new)
 }
 
-/// The revision an edit starts from.
-#[cfg(feature = "ssr")]
-async fn source_revision(family: &str, revision: u32) -> Result<RevisionDetail, ServerFnError> {
-    if !valid_family(family) {
-        return Err(ServerFnError::new(format!(
-            "{family:?} is not a task definition family"
-        )));
-    }
-    let detail = context()?
-        .task_definitions
-        .family(family.to_string())
-        .await
-        .map_err(ServerFnError::new)?
-        .ok_or_else(|| {
-            ServerFnError::new(format!("there is no task definition family {family:?}"))
-        })?;
-    detail
-        .revisions
-        .into_iter()
-        .find(|r| r.revision == revision)
-        .ok_or_else(|| {
-            ServerFnError::new(format!(
-                "{family} has no active revision {revision}; reload the page to see the revisions"
-            ))
-        })
-}
-
-/// An edit of `family:revision` from the form's text, checked with ECS's rules: the task's GPU
-/// request, the changes and the settings; or what the user must fix.
-#[cfg(feature = "ssr")]
-#[allow(clippy::type_complexity)]
-async fn checked_edit(
-    family: &str,
+/// One revision with its JSON (secret-looking values masked unless `reveal`) and its
+/// CloudFormation requirements; `None` when there is no such revision.
+#[server(name = GetTaskDefinitionRevision, prefix = "/api", endpoint = "task_definition_revision")]
+pub async fn task_definition_revision(
+    family: String,
     revision: u32,
-    edits: &[EditInput],
-) -> Result<
-    Result<
-        (
-            placement::GpuRequest,
-            Vec<SettingChange>,
-            Vec<(String, crate::model::task_definition::GpuSetting)>,
-        ),
-        Vec<FieldError>,
-    >,
-    ServerFnError,
-> {
-    use crate::model::task_definition::{check_edit, parse_inputs};
-
-    let source = source_revision(family, revision).await?;
-    Ok(parse_inputs(edits).and_then(|settings| {
-        check_edit(&source, &settings).map(|(request, changes)| (request, changes, settings))
-    }))
+    reveal: bool,
+) -> Result<Option<RevisionView>, ServerFnError> {
+    Ok(crate::ssr::task_definitions::revision_view(&context()?, &family, revision, reveal).await?)
 }
 
-/// Checks an edit of `family:revision`: the form's values, ECS's rules, the changes, and where
-/// one task would fit in `cluster` (or the whole fleet).
+/// Compares two revisions of `family`: GPU settings first, then every difference of the JSON.
+/// `None` when either revision does not exist.
+#[server(name = CompareTaskDefinitions, prefix = "/api", endpoint = "compare_task_definitions")]
+pub async fn compare_revisions(
+    family: String,
+    from: u32,
+    to: u32,
+    reveal: bool,
+) -> Result<Option<Comparison>, ServerFnError> {
+    Ok(crate::ssr::task_definitions::compare(&context()?, &family, from, to, reveal).await?)
+}
+
+/// The form's text as GPU settings, or what to fix in which field.
+#[cfg(feature = "ssr")]
+fn form_spec(
+    edits: &[EditInput],
+) -> Result<crate::ssr::task_definitions::EditSpec, Vec<FieldError>> {
+    crate::model::task_definition::parse_inputs(edits)
+        .map(crate::ssr::task_definitions::EditSpec::Settings)
+}
+
+/// Checks an edit of `family:revision`'s GPU settings: the form's values, ECS's rules, the
+/// changes, where one task would fit in `cluster` (or the whole fleet), and the new revision's
+/// exports.
 #[server(name = CheckGpuEdit, prefix = "/api", endpoint = "check_gpu_edit")]
 pub async fn check_gpu_edit(
     family: String,
     revision: u32,
     edits: Vec<EditInput>,
     cluster: Option<String>,
+    reveal: bool,
 ) -> Result<EditCheck, ServerFnError> {
-    let (request, changes, _) = match checked_edit(&family, revision, &edits).await? {
-        Ok(checked) => checked,
+    let spec = match form_spec(&edits) {
+        Ok(spec) => spec,
         Err(errors) => {
             return Ok(EditCheck {
                 errors,
@@ -141,23 +154,34 @@ pub async fn check_gpu_edit(
             })
         }
     };
-    let cluster = cluster.filter(|c| !c.is_empty());
-    let fit =
-        if request == placement::GpuRequest::None {
-            None
-        } else {
-            context()?.fleet.state().snapshot.map(|snapshot| {
-                crate::model::fit::fit_check(&snapshot, cluster.as_deref(), &request)
-            })
-        };
-    Ok(EditCheck {
-        errors: Vec::new(),
-        changes,
-        fit,
-    })
+    Ok(
+        crate::ssr::task_definitions::check(&context()?, &family, revision, spec, cluster, reveal)
+            .await?,
+    )
 }
 
-/// Registers the edit as a new revision, after the same checks.
+/// Checks a whole-JSON edit of `family:revision`, as [`check_gpu_edit`] checks a form edit.
+#[server(name = CheckTaskDefinitionJson, prefix = "/api", endpoint = "check_task_definition_json")]
+pub async fn check_task_definition_json(
+    family: String,
+    revision: u32,
+    text: String,
+    cluster: Option<String>,
+    reveal: bool,
+) -> Result<EditCheck, ServerFnError> {
+    use crate::ssr::task_definitions::{check, EditSpec};
+    Ok(check(
+        &context()?,
+        &family,
+        revision,
+        EditSpec::Json(text),
+        cluster,
+        reveal,
+    )
+    .await?)
+}
+
+/// Registers a GPU settings edit as a new revision, after the same checks.
 #[server(name = RegisterGpuEdit, prefix = "/api", endpoint = "register_gpu_edit")]
 pub async fn register_gpu_edit(
     family: String,
@@ -165,8 +189,8 @@ pub async fn register_gpu_edit(
     edits: Vec<EditInput>,
     description: String,
 ) -> Result<EditResult, ServerFnError> {
-    let (_, changes, settings) = match checked_edit(&family, revision, &edits).await? {
-        Ok(checked) => checked,
+    let spec = match form_spec(&edits) {
+        Ok(spec) => spec,
         Err(errors) => {
             return Ok(EditResult {
                 errors,
@@ -174,47 +198,27 @@ pub async fn register_gpu_edit(
             })
         }
     };
-    if changes.is_empty() {
-        return Ok(EditResult {
-            errors: vec![FieldError {
-                container: None,
-                field: "edits".into(),
-                message: "Nothing changes: every container keeps its GPU setting.".into(),
-            }],
-            ..EditResult::default()
-        });
-    }
-    let description = description.trim().to_string();
-    if description.chars().count() > 256 {
-        return Ok(EditResult {
-            errors: vec![FieldError {
-                container: None,
-                field: "description".into(),
-                message: format!(
-                    "The description has {} characters; ECS keeps at most 256 in a tag.",
-                    description.chars().count()
-                ),
-            }],
-            ..EditResult::default()
-        });
-    }
-    match context()?
-        .task_definitions
-        .register_gpu_edit(
-            family,
-            revision,
-            settings,
-            (!description.is_empty()).then_some(description),
-        )
-        .await
-    {
-        Ok(registered) => Ok(EditResult {
-            registered: Some(registered),
-            ..EditResult::default()
-        }),
-        Err(error) => Ok(EditResult {
-            ecs_error: Some(error),
-            ..EditResult::default()
-        }),
-    }
+    Ok(
+        crate::ssr::task_definitions::register(&context()?, &family, revision, spec, &description)
+            .await?,
+    )
+}
+
+/// Registers a whole-JSON edit as a new revision, after the same checks.
+#[server(name = RegisterTaskDefinitionJson, prefix = "/api", endpoint = "register_task_definition_json")]
+pub async fn register_task_definition_json(
+    family: String,
+    revision: u32,
+    text: String,
+    description: String,
+) -> Result<EditResult, ServerFnError> {
+    use crate::ssr::task_definitions::{register, EditSpec};
+    Ok(register(
+        &context()?,
+        &family,
+        revision,
+        EditSpec::Json(text),
+        &description,
+    )
+    .await?)
 }

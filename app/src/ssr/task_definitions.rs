@@ -1,23 +1,360 @@
-//! The seam through which pages read task definitions from ECS.
+//! The seam through which pages read and register task definitions in ECS.
 
-use crate::model::task_definition::{FamilyDetail, FamilySummary, GpuSetting, RevisionDetail};
+pub use crate::model::task_definition::SourceRevision;
+use crate::model::task_definition::{FamilyDetail, FamilySummary, FieldError, RevisionDetail};
 
 /// A boxed future, so that implementations can be stored as trait objects.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-/// Reads task definitions.
+/// Reads, checks and registers task definitions.
 pub trait TaskDefinitionSource: Send + Sync {
     /// Every active family, described by its latest revision, or what failed and what to do.
     fn families(&self) -> BoxFuture<'_, Result<Vec<FamilySummary>, String>>;
-    /// One family's revisions, newest first; `None` when the family does not exist.
+    /// One family's revisions, active and inactive, newest first; `None` when the family does
+    /// not exist.
     fn family(&self, family: String) -> BoxFuture<'_, Result<Option<FamilyDetail>, String>>;
-    /// Registers a new revision of `family:revision` with the containers' GPU settings changed
-    /// and nothing else; the new revision, or ECS's error with its code.
-    fn register_gpu_edit(
+    /// One revision with its RegisterTaskDefinition JSON; `None` when there is no such revision.
+    fn revision(
         &self,
         family: String,
         revision: u32,
-        edits: Vec<(String, GpuSetting)>,
-        description: Option<String>,
-    ) -> BoxFuture<'_, Result<RevisionDetail, String>>;
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, String>>;
+    /// Every check made before a registration, on a RegisterTaskDefinition request's JSON text:
+    /// the request as JSON and its GPU request, or each error with its field and place.
+    #[allow(clippy::type_complexity)]
+    fn validate(
+        &self,
+        text: &str,
+    ) -> Result<
+        (
+            serde_json::Map<String, serde_json::Value>,
+            placement::GpuRequest,
+        ),
+        Vec<FieldError>,
+    >;
+    /// Registers the request `text` as a new revision; the revision, or ECS's error with its
+    /// code.
+    fn register(&self, text: String) -> BoxFuture<'_, Result<RevisionDetail, String>>;
+}
+
+use serde_json::{Map, Value};
+
+use crate::{
+    model::{
+        task_definition::{check_edit, gpu_changes, GpuSetting},
+        task_definition_json::{
+            cli_json, cloudformation_yaml, diff, locate, looks_secret, mask_secrets,
+            set_change_tag, unmask_secrets, DiffEntry, MASK,
+        },
+    },
+    server_fns::task_definitions::{valid_family, Comparison, EditCheck, EditResult, RevisionView},
+    ssr::console::ConsoleContext,
+};
+
+/// Why a request about task definitions cannot be answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EditFailure {
+    /// The request is malformed (a family name ECS would refuse).
+    BadRequest(String),
+    /// No such family or revision.
+    NotFound(String),
+    /// ECS could not be read.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for EditFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EditFailure::BadRequest(m) | EditFailure::NotFound(m) | EditFailure::Unavailable(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl std::error::Error for EditFailure {}
+
+/// An edit of a revision: new GPU settings for named containers, or the whole request's JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EditSpec {
+    Settings(Vec<(String, GpuSetting)>),
+    Json(String),
+}
+
+/// Refuses a family name ECS would refuse.
+pub fn check_family(family: &str) -> Result<(), EditFailure> {
+    if valid_family(family) {
+        Ok(())
+    } else {
+        Err(EditFailure::BadRequest(format!(
+            "{family:?} is not a task definition family: up to 255 letters, digits, hyphens and underscores"
+        )))
+    }
+}
+
+/// A revision and its JSON, or `None` when ECS has no such revision.
+pub async fn find_revision(
+    context: &ConsoleContext,
+    family: &str,
+    revision: u32,
+) -> Result<Option<SourceRevision>, EditFailure> {
+    check_family(family)?;
+    context
+        .task_definitions
+        .revision(family.to_string(), revision)
+        .await
+        .map_err(EditFailure::Unavailable)
+}
+
+/// The revision an edit starts from.
+async fn source_revision(
+    context: &ConsoleContext,
+    family: &str,
+    revision: u32,
+) -> Result<SourceRevision, EditFailure> {
+    find_revision(context, family, revision)
+        .await?
+        .ok_or_else(|| {
+            EditFailure::NotFound(format!(
+                "{family} has no revision {revision}; the family's page lists its revisions"
+            ))
+        })
+}
+
+/// One revision with its JSON (secret-looking values masked unless `reveal`) and its
+/// CloudFormation requirements; `None` when there is no such revision.
+pub async fn revision_view(
+    context: &ConsoleContext,
+    family: &str,
+    revision: u32,
+    reveal: bool,
+) -> Result<Option<RevisionView>, EditFailure> {
+    Ok(find_revision(context, family, revision)
+        .await?
+        .map(|source| {
+            let mut task = source.task;
+            let masked = if reveal { 0 } else { mask_secrets(&mut task) };
+            RevisionView {
+                detail: source.detail,
+                json: cli_json(&task),
+                masked,
+                cloudformation: cloudformation_yaml(&task),
+            }
+        }))
+}
+
+/// Hides the secret-looking values of a diff: environment values with a secret-looking name and
+/// secrets' `valueFrom`.
+pub fn mask_diff(entries: &mut [DiffEntry]) {
+    for entry in entries {
+        let secret_ref = entry.path.ends_with(".valueFrom")
+            && (entry.path.contains(".secrets[") || entry.path.contains(".secretOptions["));
+        let secret_env = entry.path.ends_with(".value")
+            && entry
+                .path
+                .rsplit_once(".environment[")
+                .and_then(|(_, rest)| rest.split_once(']'))
+                .is_some_and(|(name, _)| looks_secret(name));
+        if secret_ref || secret_env {
+            for side in [&mut entry.before, &mut entry.after].into_iter().flatten() {
+                *side = format!("\"{MASK}\"");
+            }
+        }
+    }
+}
+
+/// Two revisions of `family` compared: GPU settings first, then every difference of the JSON;
+/// `None` when either does not exist.
+pub async fn compare(
+    context: &ConsoleContext,
+    family: &str,
+    from: u32,
+    to: u32,
+    reveal: bool,
+) -> Result<Option<Comparison>, EditFailure> {
+    let (Some(old), Some(new)) = (
+        find_revision(context, family, from).await?,
+        find_revision(context, family, to).await?,
+    ) else {
+        return Ok(None);
+    };
+    let mut entries = diff(&old.task, &new.task);
+    if !reveal {
+        mask_diff(&mut entries);
+    }
+    Ok(Some(Comparison {
+        gpu: gpu_changes(&old, &new.task),
+        diff: entries,
+        from: old.detail,
+        to: new.detail,
+    }))
+}
+
+/// An edit applied to its source and checked: the new request's JSON and GPU request, or what
+/// to fix. Masked values of a JSON edit are put back from the source, and its family must stay.
+#[allow(clippy::type_complexity)]
+fn apply(
+    context: &ConsoleContext,
+    source: &SourceRevision,
+    spec: &EditSpec,
+) -> Result<(Map<String, Value>, placement::GpuRequest), Vec<FieldError>> {
+    let text = match spec {
+        EditSpec::Settings(settings) => {
+            return check_edit(source, settings).map(|checked| (checked.task, checked.request))
+        }
+        EditSpec::Json(text) => text,
+    };
+    let (mut task, request) = context.task_definitions.validate(text)?;
+    let family = &source.detail.family;
+    let named = task
+        .get("family")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if named != family {
+        let at = locate(text, "family");
+        return Err(vec![FieldError {
+            field: "family".into(),
+            message: format!(
+                "The family is {named:?}, but this edit makes a revision of {family:?}; keep the family, or edit the other family from its own page."
+            ),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            ..FieldError::default()
+        }]);
+    }
+    let still_masked = unmask_secrets(&mut task, &source.task);
+    if !still_masked.is_empty() {
+        return Err(still_masked
+            .into_iter()
+            .map(|place| FieldError {
+                field: "containerDefinitions".into(),
+                message: format!(
+                    "{place} is masked and revision {} has no value for it; type its value.",
+                    source.detail.revision
+                ),
+                ..FieldError::default()
+            })
+            .collect());
+    }
+    Ok((task, request))
+}
+
+/// Checks an edit of `family:revision`: ECS's rules, the changes, the diff, where one task
+/// would fit in `cluster` (or the whole fleet), and the new revision's exports (secret-looking
+/// values masked unless `reveal`).
+pub async fn check(
+    context: &ConsoleContext,
+    family: &str,
+    revision: u32,
+    spec: EditSpec,
+    cluster: Option<String>,
+    reveal: bool,
+) -> Result<EditCheck, EditFailure> {
+    let source = source_revision(context, family, revision).await?;
+    let (task, request) = match apply(context, &source, &spec) {
+        Ok(checked) => checked,
+        Err(errors) => {
+            return Ok(EditCheck {
+                errors,
+                ..EditCheck::default()
+            })
+        }
+    };
+    let cluster = cluster.filter(|c| !c.trim().is_empty());
+    let fit = if request == placement::GpuRequest::None {
+        None
+    } else {
+        let snapshot = context.fleet.state().snapshot;
+        if let (Some(snapshot), Some(name)) = (&snapshot, &cluster) {
+            if !snapshot.clusters.iter().any(|c| &c.name == name) {
+                return Ok(EditCheck {
+                    errors: vec![FieldError {
+                        field: "cluster".into(),
+                        message: format!(
+                            "There is no cluster {name:?} in the fleet; pick one of {}.",
+                            snapshot
+                                .clusters
+                                .iter()
+                                .map(|c| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        ..FieldError::default()
+                    }],
+                    ..EditCheck::default()
+                });
+            }
+        }
+        snapshot
+            .map(|snapshot| crate::model::fit::fit_check(&snapshot, cluster.as_deref(), &request))
+    };
+    let mut entries = diff(&source.task, &task);
+    let mut shown = task.clone();
+    let masked = if reveal {
+        0
+    } else {
+        mask_diff(&mut entries);
+        mask_secrets(&mut shown)
+    };
+    Ok(EditCheck {
+        errors: Vec::new(),
+        changes: gpu_changes(&source, &task),
+        diff: entries,
+        fit,
+        export_json: cli_json(&shown),
+        cloudformation: cloudformation_yaml(&shown),
+        masked,
+    })
+}
+
+/// Registers an edit of `family:revision` as a new revision with the change `description`,
+/// after the same checks; an edit that changes nothing is refused. ECS's refusal comes back
+/// with its code, in the answer.
+pub async fn register(
+    context: &ConsoleContext,
+    family: &str,
+    revision: u32,
+    spec: EditSpec,
+    description: &str,
+) -> Result<EditResult, EditFailure> {
+    let source = source_revision(context, family, revision).await?;
+    let refused = |errors: Vec<FieldError>| EditResult {
+        errors,
+        ..EditResult::default()
+    };
+    let mut task = match apply(context, &source, &spec) {
+        Ok((task, _)) => task,
+        Err(errors) => return Ok(refused(errors)),
+    };
+    let mut unchanged = source.task.clone();
+    set_change_tag(&mut unchanged, "").ok();
+    let mut compared = task.clone();
+    set_change_tag(&mut compared, "").ok();
+    if compared == unchanged {
+        return Ok(refused(vec![FieldError {
+            field: "edits".into(),
+            message: format!(
+                "Nothing changes: the edit is the same as revision {revision}. Change a setting first."
+            ),
+            ..FieldError::default()
+        }]));
+    }
+    if let Err(message) = set_change_tag(&mut task, description) {
+        return Ok(refused(vec![FieldError {
+            field: "description".into(),
+            message,
+            ..FieldError::default()
+        }]));
+    }
+    let text = Value::Object(task).to_string();
+    Ok(match context.task_definitions.register(text).await {
+        Ok(registered) => EditResult {
+            registered: Some(registered),
+            ..EditResult::default()
+        },
+        Err(error) => EditResult {
+            ecs_error: Some(error),
+            ..EditResult::default()
+        },
+    })
 }

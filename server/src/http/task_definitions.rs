@@ -9,39 +9,19 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use placement::{
-    rules::{check_task, RuleError},
-    GpuRequest,
-};
+use placement::GpuRequest;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use app::model::fit::{fit_check as check_fit, FitReport};
+use app::{
+    model::{
+        fit::{fit_check as check_fit, FitReport},
+        task_definition::{FieldError, GpuSetting},
+    },
+    server_fns::task_definitions::{Comparison, EditCheck, EditResult, RevisionView},
+    ssr::task_definitions::{self as edits, EditFailure, EditSpec},
+};
 
 use crate::{error::AppError, state::AppState};
-
-/// The fields RegisterTaskDefinition takes (ECS API reference); any other is refused, as ECS
-/// refuses it.
-pub const REGISTER_FIELDS: [&str; 18] = [
-    "family",
-    "taskRoleArn",
-    "executionRoleArn",
-    "networkMode",
-    "containerDefinitions",
-    "volumes",
-    "placementConstraints",
-    "requiresCompatibilities",
-    "cpu",
-    "memory",
-    "tags",
-    "pidMode",
-    "ipcMode",
-    "proxyConfiguration",
-    "inferenceAccelerators",
-    "ephemeralStorage",
-    "runtimePlatform",
-    "enableFaultInjection",
-];
 
 /// What a task definition asks of the GPUs.
 #[derive(Debug, Serialize)]
@@ -72,116 +52,43 @@ impl From<&GpuRequest> for GpuAskSummary {
 #[derive(Debug, Serialize)]
 pub struct Validation {
     pub valid: bool,
-    pub errors: Vec<RuleError>,
+    /// Each error with its field (a JSON path) and, where the text has it, its line and column.
+    pub errors: Vec<FieldError>,
     pub gpu: Option<GpuAskSummary>,
 }
 
-/// Parses the body as a task definition object; malformed JSON names its line and column.
-fn parse(body: &Bytes) -> Result<Map<String, Value>, AppError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        AppError::BadRequest(format!(
-            "the body is not valid JSON: {e}; send the task definition as `aws ecs register-task-definition --cli-input-json` takes it"
-        ))
-    })?;
-    match value {
-        Value::Object(map) => Ok(map),
-        _ => Err(AppError::BadRequest(
-            "the body must be a JSON object: a task definition with family and containerDefinitions".into(),
-        )),
+/// The body as the text of a JSON object; malformed JSON is refused with its line and column.
+fn text(body: &Bytes) -> Result<&str, AppError> {
+    let how = "send the task definition as JSON, as `aws ecs register-task-definition --cli-input-json` takes it";
+    let text = std::str::from_utf8(body)
+        .map_err(|_| AppError::BadRequest(format!("the body is not UTF-8 text; {how}")))?;
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(text),
+        Ok(_) => Err(AppError::BadRequest(format!(
+            "the body must be a JSON object with family and containerDefinitions; {how}"
+        ))),
+        Err(e) => Err(AppError::BadRequest(format!(
+            "the body is not valid JSON: {e}; {how}"
+        ))),
     }
 }
 
-/// Every rule the console checks before a registration: the request's shape (known fields, a
-/// family, containers with names and images) and ECS's GPU rules.
-pub fn validate_task_definition(task: &Map<String, Value>) -> Result<GpuRequest, Vec<RuleError>> {
-    let mut errors: Vec<RuleError> = task
-        .keys()
-        .filter(|key| !REGISTER_FIELDS.contains(&key.as_str()))
-        .map(|key| RuleError {
-            container: None,
-            path: key.clone(),
-            message: format!(
-                "RegisterTaskDefinition has no field '{key}'; remove it (fields such as taskDefinitionArn, revision and status come from DescribeTaskDefinition and cannot be registered)."
-            ),
-        })
-        .collect();
-    match task.get("family").and_then(Value::as_str) {
-        Some(family)
-            if !family.is_empty()
-                && family.len() <= 255
-                && family
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') => {}
-        _ => errors.push(RuleError {
-            container: None,
-            path: "family".into(),
-            message: "family is required: up to 255 letters, digits, hyphens and underscores."
-                .into(),
-        }),
-    }
-    match task.get("containerDefinitions").and_then(Value::as_array) {
-        Some(list) if !list.is_empty() => {
-            for (index, container) in list.iter().enumerate() {
-                let Some(container) = container.as_object() else {
-                    errors.push(RuleError {
-                        container: None,
-                        path: format!("containerDefinitions[{index}]"),
-                        message: "Each container definition must be an object.".into(),
-                    });
-                    continue;
-                };
-                let name = container.get("name").and_then(Value::as_str);
-                if name.is_none_or(str::is_empty) {
-                    errors.push(RuleError {
-                        container: None,
-                        path: format!("containerDefinitions[{index}].name"),
-                        message: "Each container needs a name.".into(),
-                    });
-                }
-                if container
-                    .get("image")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    errors.push(RuleError {
-                        container: name.map(str::to_string),
-                        path: format!("containerDefinitions[{index}].image"),
-                        message: format!("Container '{}' needs an image.", name.unwrap_or("?")),
-                    });
-                }
-            }
-        }
-        _ => errors.push(RuleError {
-            container: None,
-            path: "containerDefinitions".into(),
-            message: "containerDefinitions must list at least one container.".into(),
-        }),
-    }
-    match check_task(task) {
-        Ok(request) if errors.is_empty() => Ok(request),
-        Ok(_) => Err(errors),
-        Err(more) => {
-            errors.extend(more);
-            Err(errors)
-        }
-    }
-}
-
-/// `POST /api/v1/task-definitions/validate`.
+/// `POST /api/v1/task-definitions/validate`: every check the console makes before registering.
 pub async fn validate(body: Bytes) -> Result<Json<Validation>, AppError> {
-    let task = parse(&body)?;
-    Ok(Json(match validate_task_definition(&task) {
-        Ok(request) => Validation {
-            valid: true,
-            errors: Vec::new(),
-            gpu: Some(GpuAskSummary::from(&request)),
+    Ok(Json(
+        match crate::task_definitions::validate(text(&body)?) {
+            Ok((_, request)) => Validation {
+                valid: true,
+                errors: Vec::new(),
+                gpu: Some(GpuAskSummary::from(&request)),
+            },
+            Err(errors) => Validation {
+                valid: false,
+                errors,
+                gpu: None,
+            },
         },
-        Err(errors) => Validation {
-            valid: false,
-            errors,
-            gpu: None,
-        },
-    }))
+    ))
 }
 
 /// `GET /api/v1/task-definitions`: every active family, described by its latest revision.
@@ -241,9 +148,8 @@ pub async fn fit_check(
             rejection.body_text()
         ))
     })?;
-    let task = parse(&body)?;
-    let request = match validate_task_definition(&task) {
-        Ok(request) => request,
+    let request = match crate::task_definitions::validate(text(&body)?) {
+        Ok((_, request)) => request,
         Err(errors) => {
             let answer = Validation {
                 valid: false,
@@ -269,44 +175,211 @@ pub async fn fit_check(
     Ok(Json(report).into_response())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn task(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
+impl From<EditFailure> for AppError {
+    fn from(failure: EditFailure) -> Self {
+        match failure {
+            EditFailure::BadRequest(message) => AppError::BadRequest(message),
+            EditFailure::NotFound(message) => AppError::NotFound(message),
+            EditFailure::Unavailable(message) => AppError::Unavailable(message),
+        }
     }
+}
 
-    #[test]
-    fn the_request_shape_is_checked_with_the_gpu_rules() {
-        let errors = validate_task_definition(&task(json!({
-            "family": "bad family!",
-            "revision": 3,
-            "containerDefinitions": [
-                {"name": "a", "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 0}}}]},
-                "not an object",
-            ],
-        })))
-        .expect_err("broken");
-        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(
-            paths,
-            [
-                "revision",
-                "family",
-                "containerDefinitions[0].image",
-                "containerDefinitions[1]",
-                "containerDefinitions[0].resourceRequirements[0].sharingStrategy.nvidiaMps.memory",
-            ]
-        );
-        let ok = validate_task_definition(&task(json!({
-            "family": "embed-api",
-            "requiresCompatibilities": ["EC2"],
-            "containerDefinitions": [{"name": "a", "image": "i", "resourceRequirements": [
-                {"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}}]}],
-        })));
-        assert_eq!(ok, Ok(GpuRequest::Mps(vec![8192])));
-        assert!(validate_task_definition(&task(json!({"family": "x"}))).is_err());
+/// `?reveal=true` shows secret-looking values.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevealQuery {
+    #[serde(default)]
+    pub reveal: bool,
+}
+
+fn query<T>(query: Result<Query<T>, QueryRejection>, known: &str) -> Result<T, AppError> {
+    query.map(|Query(q)| q).map_err(|rejection| {
+        AppError::BadRequest(format!(
+            "{}; the parameters are {known}",
+            rejection.body_text()
+        ))
+    })
+}
+
+/// The revision number of a path, or what to send instead.
+fn revision_number(text: &str) -> Result<u32, AppError> {
+    text.parse::<u32>()
+        .ok()
+        .filter(|r| *r >= 1)
+        .ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{text:?} is not a revision: give a whole number from 1, as in /api/v1/task-definitions/embed-api/3"
+            ))
+        })
+}
+
+/// `GET /api/v1/task-definitions/{family}/{revision}[?reveal=true]`: one revision with its
+/// RegisterTaskDefinition JSON (secret-looking values masked unless revealed) and its
+/// CloudFormation requirements.
+pub async fn get_revision(
+    State(state): State<AppState>,
+    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    reveal: Result<Query<RevealQuery>, QueryRejection>,
+) -> Result<Json<RevisionView>, AppError> {
+    let reveal = query(reveal, "reveal")?.reveal;
+    let revision = revision_number(&revision)?;
+    edits::revision_view(&state.console, &family, revision, reveal)
+        .await?
+        .map(Json)
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "{family} has no revision {revision}; GET /api/v1/task-definitions/{family} lists them"
+            ))
+        })
+}
+
+/// The parameters of a comparison.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareQuery {
+    pub from: u32,
+    pub to: u32,
+    #[serde(default)]
+    pub reveal: bool,
+}
+
+/// `GET /api/v1/task-definitions/{family}/compare?from=&to=[&reveal=true]`: two revisions'
+/// GPU settings and every difference of their JSON, GPU requirements first.
+pub async fn compare(
+    State(state): State<AppState>,
+    axum::extract::Path(family): axum::extract::Path<String>,
+    parameters: Result<Query<CompareQuery>, QueryRejection>,
+) -> Result<Json<Comparison>, AppError> {
+    let parameters = query(parameters, "from and to (revision numbers), and reveal")?;
+    edits::compare(
+        &state.console,
+        &family,
+        parameters.from,
+        parameters.to,
+        parameters.reveal,
+    )
+    .await?
+    .map(Json)
+    .ok_or_else(|| {
+        AppError::NotFound(format!(
+            "{family} has no revision {} or {}; GET /api/v1/task-definitions/{family} lists them",
+            parameters.from, parameters.to
+        ))
+    })
+}
+
+/// One container's new GPU setting in an edit.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerEdit {
+    pub container: String,
+    pub gpu: GpuSetting,
+}
+
+/// The body of an edit: new GPU settings for named containers, or the whole
+/// RegisterTaskDefinition JSON; a change description; the cluster of the fit check.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditBody {
+    #[serde(default)]
+    pub edits: Option<Vec<ContainerEdit>>,
+    #[serde(default, rename = "taskDefinition")]
+    pub task_definition: Option<serde_json::Value>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub cluster: Option<String>,
+    #[serde(default)]
+    pub reveal: bool,
+}
+
+/// The edit a body asks for, or what is wrong with the body.
+fn edit_body(body: &Bytes) -> Result<(EditSpec, EditBody), AppError> {
+    let mut parsed: EditBody = serde_json::from_slice(body).map_err(|e| {
+        AppError::BadRequest(format!(
+            "the body is not an edit: {e}; send {{\"edits\": [{{\"container\": \"model\", \"gpu\": {{\"kind\": \"mps\", \"memory_mib\": 8192, \"max_compute_percent\": 50}}}}], \"description\": \"why\"}} or {{\"taskDefinition\": {{…}}}}"
+        ))
+    })?;
+    let spec = match (parsed.edits.take(), parsed.task_definition.take()) {
+        (Some(edits), None) => {
+            if let Some(setting) = edits.iter().find_map(|e| invalid_setting(&e.gpu)) {
+                return Err(AppError::BadRequest(setting));
+            }
+            EditSpec::Settings(edits.into_iter().map(|e| (e.container, e.gpu)).collect())
+        }
+        (None, Some(task)) => EditSpec::Json(task.to_string()),
+        _ => {
+            return Err(AppError::BadRequest(
+                "give either edits (new GPU settings of named containers) or taskDefinition (the whole JSON), not both and not neither".into(),
+            ))
+        }
+    };
+    Ok((spec, parsed))
+}
+
+/// What is wrong with a GPU setting sent as JSON (the form checks its own text).
+fn invalid_setting(setting: &GpuSetting) -> Option<String> {
+    match setting {
+        GpuSetting::Whole { count } if !(1..=64).contains(count) => {
+            Some(format!("{count} whole GPUs: give a number from 1 to 64"))
+        }
+        GpuSetting::Mps { memory_mib: 0, .. } => {
+            Some("memory_mib must be at least 1 (MiB; 8 GiB is 8192)".into())
+        }
+        GpuSetting::Mps {
+            max_compute_percent: Some(p),
+            ..
+        } if !(1..=100).contains(p) => Some(format!(
+            "max_compute_percent {p}: give a whole number from 1 to 100, or leave it out"
+        )),
+        _ => None,
     }
+}
+
+/// `POST /api/v1/task-definitions/{family}/{revision}/check`: an edit checked as the page
+/// checks it — ECS's rules, the changes, the diff, the fit and the exports — without
+/// registering. 422 with the errors when a rule is broken.
+pub async fn check_edit(
+    State(state): State<AppState>,
+    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let revision = revision_number(&revision)?;
+    let (spec, body) = edit_body(&body)?;
+    let answer: EditCheck = edits::check(
+        &state.console,
+        &family,
+        revision,
+        spec,
+        body.cluster,
+        body.reveal,
+    )
+    .await?;
+    let status = if answer.errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    Ok((status, Json(answer)).into_response())
+}
+
+/// `POST /api/v1/task-definitions/{family}/{revision}/register`: the edit registered as a new
+/// revision after the same checks. 201 with the new revision; 422 with the errors; 502 with
+/// ECS's code and message when ECS refuses.
+pub async fn register_edit(
+    State(state): State<AppState>,
+    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let revision = revision_number(&revision)?;
+    let (spec, body) = edit_body(&body)?;
+    let answer: EditResult =
+        edits::register(&state.console, &family, revision, spec, &body.description).await?;
+    let status = match (&answer.registered, &answer.ecs_error) {
+        (Some(_), _) => StatusCode::CREATED,
+        (None, Some(_)) => StatusCode::BAD_GATEWAY,
+        (None, None) => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    Ok((status, Json(answer)).into_response())
 }
