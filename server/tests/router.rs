@@ -16,6 +16,11 @@ use gpushare::{config::ServeArgs, connect_fleet, router, AppState};
 /// A router on the embedded emulator's demo fleet, whose site root is a fresh temporary folder,
 /// with or without the built assets.
 async fn test_app(with_assets: bool) -> (Router, PathBuf) {
+    test_app_with_faults(with_assets, Vec::new()).await
+}
+
+/// [`test_app`] with the emulator's `--fault` specs.
+async fn test_app_with_faults(with_assets: bool, faults: Vec<String>) -> (Router, PathBuf) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
@@ -28,11 +33,12 @@ async fn test_app(with_assets: bool) -> (Router, PathBuf) {
             std::fs::write(pkg.join(name), "/* built */").expect("asset");
         }
     }
-    let args = ServeArgs {
+    let mut args = ServeArgs {
         site_root: site_root.clone(),
         body_limit: 4096,
         ..ServeArgs::default()
     };
+    args.fleet.emulator.faults = faults;
     let (source, clients) = connect_fleet(&args.fleet)
         .await
         .expect("the embedded emulator starts");
@@ -726,4 +732,297 @@ async fn the_task_definition_api_lists_families_and_revisions() {
         .as_str()
         .unwrap_or_default()
         .contains("letters, digits"));
+}
+
+#[tokio::test]
+async fn a_revision_comes_with_its_json_masked_and_its_exports() {
+    let (app, _) = test_app(false).await;
+    // A revision with a secret-looking variable, registered through the API.
+    let source = json(send(&app, get("/api/v1/task-definitions/embed-api/1")).await).await;
+    let mut task = source["task_definition"].clone();
+    assert_eq!(task["family"], "embed-api");
+    assert!(
+        task.get("revision").is_none(),
+        "only what RegisterTaskDefinition takes"
+    );
+    task["containerDefinitions"][0]["environment"] = serde_json::json!([{"name": "HF_TOKEN", "value": "hf_secret"}, {"name": "MODE", "value": "<b>fast</b>"}]);
+    let body = serde_json::json!({"task_definition": task, "description": "a token"}).to_string();
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", &body),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let registered = json(response).await;
+    assert_eq!(registered["registered"]["revision"], 2, "{registered}");
+    assert_eq!(registered["registered"]["change"], "a token");
+
+    let answer = json(send(&app, get("/api/v1/task-definitions/embed-api/2")).await).await;
+    assert_eq!(answer["masked_values"], 1);
+    let environment = &answer["task_definition"]["containerDefinitions"][0]["environment"];
+    assert_eq!(environment[0]["value"], "••••••••");
+    assert!(!answer.to_string().contains("hf_secret"));
+    assert!(answer["cloudformation"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("NvidiaMps:"));
+    let revealed = json(
+        send(
+            &app,
+            get("/api/v1/task-definitions/embed-api/2?reveal=true"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        revealed["task_definition"]["containerDefinitions"][0]["environment"][0]["value"],
+        "hf_secret"
+    );
+
+    // The page masks too, and renders markup as text.
+    let page = text(send(&app, get("/task-definitions/embed-api/2")).await).await;
+    assert!(
+        page.contains("••••••••") && !page.contains("hf_secret"),
+        "{page}"
+    );
+    assert!(!page.contains("<b>fast</b>") && page.contains("&lt;b&gt;fast&lt;/b&gt;"));
+    assert!(page.contains(r#"data-testid="export-cloudformation""#));
+    let page = text(send(&app, get("/task-definitions/embed-api/2?reveal=true")).await).await;
+    assert!(page.contains("hf_secret"));
+
+    for (path, status) in [
+        (
+            "/api/v1/task-definitions/embed-api/99",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/api/v1/task-definitions/embed-api/zero",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/api/v1/task-definitions/embed-api/0",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/api/v1/task-definitions/embed-api/1?reveal=maybe",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/api/v1/task-definitions/embed-api/1?show=all",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/api/v1/task-definitions/bad%21/1", StatusCode::BAD_REQUEST),
+    ] {
+        let response = send(&app, get(path)).await;
+        assert_eq!(response.status(), status, "{path}");
+        assert!(!json(response).await["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty());
+    }
+    let response = send(&app, get("/task-definitions/embed-api/99")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = send(&app, get("/task-definitions/embed-api/x")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn two_revisions_compare_with_gpu_settings_first() {
+    let (app, _) = test_app(false).await;
+    let response = send(
+        &app,
+        get("/api/v1/task-definitions/speech-align/compare?from=1&to=2"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let comparison = json(response).await;
+    assert_eq!(comparison["from"]["revision"], 1);
+    assert_eq!(comparison["to"]["revision"], 2);
+    let diff = comparison["diff"].as_array().expect("a diff");
+    assert!(!diff.is_empty(), "{comparison}");
+    let first_plain = diff.iter().position(|e| e["gpu"] == false);
+    let last_gpu = diff.iter().rposition(|e| e["gpu"] == true);
+    if let (Some(plain), Some(gpu)) = (first_plain, last_gpu) {
+        assert!(gpu < plain, "GPU requirements first: {comparison}");
+    }
+
+    let page = text(
+        send(
+            &app,
+            get("/task-definitions/speech-align/compare?from=1&to=2"),
+        )
+        .await,
+    )
+    .await;
+    assert!(page.contains(r#"data-testid="json-diff""#), "{page}");
+    for (path, status) in [
+        (
+            "/api/v1/task-definitions/speech-align/compare?from=1",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/api/v1/task-definitions/speech-align/compare?from=1&to=x",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/api/v1/task-definitions/speech-align/compare?from=1&to=9",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        assert_eq!(send(&app, get(path)).await.status(), status, "{path}");
+    }
+    let response = send(
+        &app,
+        get("/task-definitions/speech-align/compare?from=1&to=x"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(text(response).await.contains("not a revision number"));
+}
+
+#[tokio::test]
+async fn an_edit_is_checked_then_registered_through_the_api() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 8192, "max_compute_percent": 50}}],
+        "description": "more memory for batch 32", "cluster": "inference-prod"}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/check", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let check = json(response).await;
+    assert_eq!(
+        check["changes"][0]["after"], "MPS 8192 MiB (8.0 GiB), compute limit 50 %",
+        "{check}"
+    );
+    assert_eq!(check["diff"][0]["gpu"], true);
+    assert_eq!(check["fit"]["cluster"], "inference-prod");
+    assert!(check["export_json"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("\"memory\": 8192"));
+    assert!(check["cloudformation"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("Memory: 8192"));
+
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let registered = json(response).await;
+    assert_eq!(registered["registered"]["revision"], 2);
+    assert_eq!(
+        registered["registered"]["containers"][0]["gpu"]["memory_mib"],
+        8192
+    );
+    // The same edit again, from the new revision, changes nothing.
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/2/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(json(response).await["errors"][0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("Nothing changes"));
+
+    for (body, status, says) in [
+        ("{", StatusCode::BAD_REQUEST, "not an edit"),
+        (
+            r#"{"edits": [], "task_definition": {}}"#,
+            StatusCode::BAD_REQUEST,
+            "not both",
+        ),
+        (
+            r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": -1}}]}"#,
+            StatusCode::BAD_REQUEST,
+            "not an edit",
+        ),
+        (
+            r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 0}}]}"#,
+            StatusCode::BAD_REQUEST,
+            "at least 1",
+        ),
+        (
+            r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "whole", "count": 65}}]}"#,
+            StatusCode::BAD_REQUEST,
+            "1 to 64",
+        ),
+        (
+            r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 1, "max_compute_percent": 101}}]}"#,
+            StatusCode::BAD_REQUEST,
+            "1 to 100",
+        ),
+        (
+            r#"{"edits": [], "colour": "red"}"#,
+            StatusCode::BAD_REQUEST,
+            "unknown field",
+        ),
+        (
+            r#"{"edits": [{"container": "nope", "gpu": {"kind": "none"}}]}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no container",
+        ),
+        (
+            r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 1}}], "cluster": "nope"}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no cluster",
+        ),
+        (
+            r#"{"task_definition": {"family": "other", "containerDefinitions": [{"name": "a", "image": "i"}]}}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "keep the family",
+        ),
+        (
+            r#"{"task_definition": {"family": "embed-api", "containerDefinitions": [{"name": "a", "image": "i", "gpus": 1}]}}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no field 'gpus'",
+        ),
+    ] {
+        let response = send(
+            &app,
+            post_json("/api/v1/task-definitions/embed-api/1/check", body),
+        )
+        .await;
+        assert_eq!(response.status(), status, "{body}");
+        let answer = text(response).await;
+        assert!(answer.contains(says), "{body}: {answer}");
+    }
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/9/check", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/nope/1/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_ecs_error_on_register_comes_back_with_its_code() {
+    let (app, _) = test_app_with_faults(false, vec!["RegisterTaskDefinition:error=1".into()]).await;
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "whole", "count": 1}}]}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    let answer = json(response).await;
+    let error = answer["ecs_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("ECS refused RegisterTaskDefinition: ServerException"),
+        "{answer}"
+    );
+    assert!(answer["registered"].is_null());
 }

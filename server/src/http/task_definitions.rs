@@ -214,6 +214,18 @@ fn revision_number(text: &str) -> Result<u32, AppError> {
         })
 }
 
+/// A revision as the API gives it.
+#[derive(Debug, Serialize)]
+pub struct RevisionAnswer {
+    pub revision: app::model::task_definition::RevisionDetail,
+    /// The RegisterTaskDefinition request that registers it again, tags included.
+    pub task_definition: serde_json::Value,
+    /// How many secret-looking values `task_definition` masks.
+    pub masked_values: usize,
+    /// The containers' `ResourceRequirements` as CloudFormation YAML.
+    pub cloudformation: String,
+}
+
 /// `GET /api/v1/task-definitions/{family}/{revision}[?reveal=true]`: one revision with its
 /// RegisterTaskDefinition JSON (secret-looking values masked unless revealed) and its
 /// CloudFormation requirements.
@@ -221,12 +233,19 @@ pub async fn get_revision(
     State(state): State<AppState>,
     axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
     reveal: Result<Query<RevealQuery>, QueryRejection>,
-) -> Result<Json<RevisionView>, AppError> {
+) -> Result<Json<RevisionAnswer>, AppError> {
     let reveal = query(reveal, "reveal")?.reveal;
     let revision = revision_number(&revision)?;
     edits::revision_view(&state.console, &family, revision, reveal)
         .await?
-        .map(Json)
+        .map(|view: RevisionView| {
+            Json(RevisionAnswer {
+                task_definition: serde_json::from_str(&view.json).unwrap_or_default(),
+                revision: view.detail,
+                masked_values: view.masked,
+                cloudformation: view.cloudformation,
+            })
+        })
         .ok_or_else(|| {
             AppError::NotFound(format!(
                 "{family} has no revision {revision}; GET /api/v1/task-definitions/{family} lists them"
@@ -284,7 +303,7 @@ pub struct ContainerEdit {
 pub struct EditBody {
     #[serde(default)]
     pub edits: Option<Vec<ContainerEdit>>,
-    #[serde(default, rename = "taskDefinition")]
+    #[serde(default)]
     pub task_definition: Option<serde_json::Value>,
     #[serde(default)]
     pub description: String,
@@ -298,7 +317,7 @@ pub struct EditBody {
 fn edit_body(body: &Bytes) -> Result<(EditSpec, EditBody), AppError> {
     let mut parsed: EditBody = serde_json::from_slice(body).map_err(|e| {
         AppError::BadRequest(format!(
-            "the body is not an edit: {e}; send {{\"edits\": [{{\"container\": \"model\", \"gpu\": {{\"kind\": \"mps\", \"memory_mib\": 8192, \"max_compute_percent\": 50}}}}], \"description\": \"why\"}} or {{\"taskDefinition\": {{…}}}}"
+            "the body is not an edit: {e}; send {{\"edits\": [{{\"container\": \"model\", \"gpu\": {{\"kind\": \"mps\", \"memory_mib\": 8192, \"max_compute_percent\": 50}}}}], \"description\": \"why\"}} or {{\"task_definition\": {{…}}}}"
         ))
     })?;
     let spec = match (parsed.edits.take(), parsed.task_definition.take()) {
@@ -311,7 +330,7 @@ fn edit_body(body: &Bytes) -> Result<(EditSpec, EditBody), AppError> {
         (None, Some(task)) => EditSpec::Json(task.to_string()),
         _ => {
             return Err(AppError::BadRequest(
-                "give either edits (new GPU settings of named containers) or taskDefinition (the whole JSON), not both and not neither".into(),
+                "give either edits (new GPU settings of named containers) or task_definition (the whole RegisterTaskDefinition JSON), not both and not neither".into(),
             ))
         }
     };
@@ -334,6 +353,15 @@ fn invalid_setting(setting: &GpuSetting) -> Option<String> {
             "max_compute_percent {p}: give a whole number from 1 to 100, or leave it out"
         )),
         _ => None,
+    }
+}
+
+/// Lines and columns refer to the text the console checked, which for an API edit is not the
+/// body the client sent; the JSON path in `field` says where.
+fn without_places(errors: &mut [FieldError]) {
+    for error in errors {
+        error.line = None;
+        error.column = None;
     }
 }
 
@@ -374,8 +402,9 @@ pub async fn register_edit(
 ) -> Result<Response, AppError> {
     let revision = revision_number(&revision)?;
     let (spec, body) = edit_body(&body)?;
-    let answer: EditResult =
+    let mut answer: EditResult =
         edits::register(&state.console, &family, revision, spec, &body.description).await?;
+    without_places(&mut answer.errors);
     let status = match (&answer.registered, &answer.ecs_error) {
         (Some(_), _) => StatusCode::CREATED,
         (None, Some(_)) => StatusCode::BAD_GATEWAY,
