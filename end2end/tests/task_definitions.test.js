@@ -1,5 +1,7 @@
 // The task definition editor: open a family that uses a whole GPU, switch its container to MPS
-// 8 GiB / 50 %, see the change and the fit check, register, and see the new revision.
+// 8 GiB / 50 %, see the change, the JSON diff, the fit check and the exports, register, see the
+// new revision and compare it with the previous one. Then the whole-JSON mode: errors at their
+// line and column, and an ECS refusal that keeps the edit.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -54,6 +56,11 @@ describe('task definitions', () => {
     await changes.waitFor();
     assert.match(await changes.textContent(), /1 whole GPU.*MPS 8192 MiB \(8\.0 GiB\), compute limit 50 %/s);
     assert.match(await page.getByTestId('edit-fit-summary').textContent(), /One task could be placed now on \d+ instances/);
+    // The JSON diff puts the GPU requirement first; the exports carry the new requirement.
+    const firstDiff = page.getByTestId('json-diff').locator('tbody tr').first();
+    assert.match(await firstDiff.textContent(), /resourceRequirements.*GPU/s);
+    assert.match(await page.getByTestId('export-json').textContent(), /"memory": 8192/);
+    assert.match(await page.getByTestId('export-cloudformation').textContent(), /NvidiaMps:\s+Memory: 8192\s+MaxComputePercent: 50/);
 
     await page.getByTestId('edit-register').click();
     const registered = page.getByTestId('edit-registered');
@@ -63,6 +70,72 @@ describe('task definitions', () => {
     await page.waitForFunction((n) => document.querySelector('[data-testid="revision"]')?.dataset.revision === String(n), latest + 1);
     assert.match(await newest.textContent(), /MPS 8192 MiB/);
     assert.match(await newest.textContent(), /Share the GPU: 8 GiB is enough/);
+
+    // The comparison with the previous revision shows the GPU change first.
+    await newest.getByRole('link', { name: 'Compare with the previous revision' }).click();
+    await page.waitForURL(new RegExp(`/task-definitions/${family}/compare\\?from=${latest}&to=${latest + 1}`));
+    await page.getByTestId('comparison').waitFor();
+    assert.match(await page.getByTestId('gpu-changes').textContent(), /1 whole GPU.*MPS 8192 MiB/s);
+    assert.match(await page.getByTestId('json-diff').locator('tbody tr').first().textContent(), /nvidiaMps|value/);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('the whole JSON: errors at their line and column, and an ECS refusal keeps the edit', async () => {
+    const { context, page, problems } = await openPage(browser);
+    const status = await (await fetch(BASE_URL + '/api/console_status', { method: 'POST' })).json();
+    const emulator = status.fleet_source.endpoint;
+    assert.ok(emulator, 'the console runs on its embedded emulator');
+    const setFaults = (operations) => fetch(emulator + '/_emulator/faults', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ default: {}, operations }),
+    });
+
+    await page.goto(BASE_URL + '/task-definitions/embed-api');
+    await waitForHydration(page);
+    await page.getByTestId('mode-json').click();
+    const area = page.getByTestId('edit-json');
+    await area.waitFor();
+    const source = await area.inputValue();
+    assert.match(source, /"family": "embed-api"/);
+    assert.match(source, /"maxComputePercent": 50/);
+
+    // An unknown field: refused at its line and column, and the text stays.
+    const unknown = source.replace('"containerDefinitions": [\n    {', '"containerDefinitions": [\n    {\n      "gpuCount": 1,');
+    assert.notEqual(unknown, source);
+    await area.fill(unknown);
+    await page.getByTestId('edit-check').click();
+    const errors = page.getByTestId('edit-errors');
+    await errors.waitFor();
+    assert.match(await errors.textContent(), /line \d+, column \d+: .*gpuCount/);
+    assert.equal(await area.inputValue(), unknown);
+
+    // A valid edit: the diff and the exports.
+    const edited = source.replace('"maxComputePercent": 50', '"maxComputePercent": 25');
+    await area.fill(edited);
+    await page.getByTestId('edit-check').click();
+    await page.getByTestId('json-diff').waitFor();
+    assert.match(await page.getByTestId('json-diff').locator('tbody tr').first().textContent(), /maxComputePercent.*50.*25/s);
+    assert.match(await page.getByTestId('export-json').textContent(), /"maxComputePercent": 25/);
+
+    // ECS refuses: its code and message show, and the edit is still there.
+    await setFaults({ RegisterTaskDefinition: { error_rate: 1 } });
+    try {
+      await page.getByTestId('edit-description').fill('Cap compute at 25 %');
+      await page.getByTestId('edit-register').click();
+      const refusal = page.getByTestId('edit-ecs-error');
+      await refusal.waitFor();
+      assert.match(await refusal.textContent(), /ECS refused RegisterTaskDefinition: ServerException/);
+      assert.equal(await area.inputValue(), edited);
+    } finally {
+      await setFaults({});
+    }
+    await page.getByTestId('edit-register').click();
+    await page.getByTestId('edit-registered').waitFor();
+    const newest = page.getByTestId('revision').first();
+    await page.waitForFunction(() => document.querySelector('[data-testid="revision"] [data-testid="revision-change"]')?.textContent === 'Cap compute at 25 %');
+    assert.match(await newest.textContent(), /compute limit 25 %/);
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -146,6 +146,27 @@ pub fn mask_secrets(task: &mut Map<String, Value>) -> usize {
     count
 }
 
+/// Masks the secret-looking values of two versions of a task definition so that their diff
+/// still tells a changed secret: in `new`, a value that differs from `old`'s at the same place
+/// reads "•••••••• (changed)".
+pub fn mask_pair(old: &mut Map<String, Value>, new: &mut Map<String, Value>) {
+    let mut before = std::collections::HashMap::new();
+    masked_slots(old, |container, place, value| {
+        before.insert((container.to_string(), place.to_string()), value.clone());
+    });
+    masked_slots(new, |container, place, value| {
+        let changed = before
+            .get(&(container.to_string(), place.to_string()))
+            .is_some_and(|old| old != value);
+        *value = Value::String(if changed {
+            format!("{MASK} (changed)")
+        } else {
+            MASK.to_string()
+        });
+    });
+    mask_secrets(old);
+}
+
 /// Puts back, from `source`, every value of `edited` that is still masked (the same container
 /// and variable or secret name). The places that stay masked because `source` has nothing there
 /// are returned, as `container: place`.
@@ -415,78 +436,104 @@ pub struct DiffEntry {
     pub gpu: bool,
 }
 
-/// The leaves of a JSON value by readable path. Lists of objects that each have a distinct
-/// `name` (containers, variables, volumes, …) or `key` (tags) are keyed by it, so that a
-/// reordering or an insertion reads as what it is.
-fn flatten(value: &Value, path: String, out: &mut Vec<(String, Value)>) {
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, value) in map {
-                let child = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                flatten(value, child, out);
+/// The label of a list item: its `name` (containers, variables, volumes, …) or `key` (tags).
+fn label(item: &Value) -> Option<String> {
+    ["name", "key"]
+        .iter()
+        .find_map(|k| item.get(*k).and_then(Value::as_str).map(str::to_string))
+}
+
+/// Whether every item of both lists has a label, distinct within its list: then items are
+/// matched by label, so that a reordering or an insertion reads as what it is.
+fn keyed(old: &[Value], new: &[Value]) -> bool {
+    [old, new].iter().all(|list| {
+        let mut labels: Vec<String> = list.iter().filter_map(label).collect();
+        let count = labels.len();
+        labels.sort();
+        labels.dedup();
+        count == list.len() && labels.len() == count
+    })
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Adds the differences between `old` and `new` at `path` to `out`: a field or list item that
+/// is only on one side is one entry with its whole value.
+fn diff_values(old: &Value, new: &Value, path: String, out: &mut Vec<DiffEntry>) {
+    let entry = |path: String, before: Option<&Value>, after: Option<&Value>| DiffEntry {
+        gpu: path.contains(".resourceRequirements"),
+        change: match (before, after) {
+            (None, _) => "added",
+            (_, None) => "removed",
+            _ => "changed",
+        }
+        .into(),
+        before: before.map(Value::to_string),
+        after: after.map(Value::to_string),
+        path,
+    };
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, value) in old {
+                match new.get(key) {
+                    Some(now) => diff_values(value, now, child(&path, key), out),
+                    None => out.push(entry(child(&path, key), Some(value), None)),
+                }
+            }
+            for (key, value) in new.iter().filter(|(key, _)| !old.contains_key(*key)) {
+                out.push(entry(child(&path, key), None, Some(value)));
             }
         }
-        Value::Array(list) if !list.is_empty() => {
-            let label = |item: &Value| -> Option<String> {
-                ["name", "key"]
-                    .iter()
-                    .find_map(|k| item.get(*k).and_then(Value::as_str).map(str::to_string))
+        (Value::Array(old), Value::Array(new)) if keyed(old, new) => {
+            let find = |list: &[Value], wanted: &str| {
+                list.iter()
+                    .find(|item| label(item).as_deref() == Some(wanted))
+                    .cloned()
             };
-            let labels: Vec<Option<String>> = list.iter().map(label).collect();
-            let mut distinct: Vec<&String> = labels.iter().flatten().collect();
-            distinct.sort();
-            distinct.dedup();
-            let keyed = distinct.len() == list.len();
-            for (index, item) in list.iter().enumerate() {
-                let step = match (&labels[index], keyed) {
-                    (Some(label), true) => label.clone(),
-                    _ => index.to_string(),
-                };
-                flatten(item, format!("{path}[{step}]"), out);
+            for item in old {
+                let name = label(item).unwrap_or_default();
+                match find(new, &name) {
+                    Some(now) => diff_values(item, &now, format!("{path}[{name}]"), out),
+                    None => out.push(entry(format!("{path}[{name}]"), Some(item), None)),
+                }
+            }
+            for item in new {
+                let name = label(item).unwrap_or_default();
+                if find(old, &name).is_none() {
+                    out.push(entry(format!("{path}[{name}]"), None, Some(item)));
+                }
             }
         }
-        leaf => out.push((path, leaf.clone())),
+        (Value::Array(old), Value::Array(new)) => {
+            for index in 0..old.len().max(new.len()) {
+                let at = format!("{path}[{index}]");
+                match (old.get(index), new.get(index)) {
+                    (Some(a), Some(b)) => diff_values(a, b, at, out),
+                    (a, b) => out.push(entry(at, a, b)),
+                }
+            }
+        }
+        (a, b) if a != b => out.push(entry(path, Some(a), Some(b))),
+        _ => {}
     }
 }
 
 /// The differences between two task definitions, GPU requirements first, then in the order of
 /// the fields.
 pub fn diff(before: &Map<String, Value>, after: &Map<String, Value>) -> Vec<DiffEntry> {
-    let mut old = Vec::new();
-    flatten(&Value::Object(before.clone()), String::new(), &mut old);
-    let mut new = Vec::new();
-    flatten(&Value::Object(after.clone()), String::new(), &mut new);
-    let old_map: std::collections::HashMap<&str, &Value> =
-        old.iter().map(|(p, v)| (p.as_str(), v)).collect();
-    let new_map: std::collections::HashMap<&str, &Value> =
-        new.iter().map(|(p, v)| (p.as_str(), v)).collect();
-    let entry =
-        |path: &str, change: &str, before: Option<&Value>, after: Option<&Value>| DiffEntry {
-            path: path.to_string(),
-            change: change.into(),
-            before: before.map(Value::to_string),
-            after: after.map(Value::to_string),
-            gpu: path.contains(".resourceRequirements"),
-        };
     let mut entries = Vec::new();
-    for (path, value) in &old {
-        match new_map.get(path.as_str()) {
-            None => entries.push(entry(path, "removed", Some(value), None)),
-            Some(now) if *now != value => {
-                entries.push(entry(path, "changed", Some(value), Some(now)))
-            }
-            Some(_) => {}
-        }
-    }
-    for (path, value) in &new {
-        if !old_map.contains_key(path.as_str()) {
-            entries.push(entry(path, "added", None, Some(value)));
-        }
-    }
+    diff_values(
+        &Value::Object(before.clone()),
+        &Value::Object(after.clone()),
+        String::new(),
+        &mut entries,
+    );
     entries.sort_by_key(|e| !e.gpu);
     entries
 }
@@ -603,13 +650,21 @@ mod tests {
             .get("resourceRequirements")
             .is_none());
         let changes = diff(&task(), &edited);
-        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(changes.len(), 2, "{changes:?}");
         assert!(changes.iter().all(|c| c.gpu));
         assert_eq!(
             changes[0].path,
             "containerDefinitions[model].resourceRequirements[1].value"
         );
         assert_eq!(changes[0].change, "removed");
+        assert_eq!(
+            changes[1].path,
+            "containerDefinitions[model].resourceRequirements[1].sharingStrategy"
+        );
+        assert_eq!(
+            changes[1].after.as_deref(),
+            Some(r#"{"nvidiaMps":{"maxComputePercent":50,"memory":8192}}"#)
+        );
         let mut back = edited.clone();
         apply_gpu_edits(
             &mut back,
@@ -631,6 +686,22 @@ mod tests {
         assert_eq!(edited, task());
         let error = set_change_tag(&mut edited, &"x".repeat(257)).expect_err("long");
         assert!(error.contains("257 characters"));
+    }
+
+    #[test]
+    fn a_masked_diff_still_tells_a_changed_secret() {
+        let mut old = task();
+        let mut new = task();
+        new["containerDefinitions"][0]["environment"][1]["value"] = json!("hf_new");
+        mask_pair(&mut old, &mut new);
+        let changes = diff(&old, &new);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            changes[0].path,
+            "containerDefinitions[model].environment[HF_TOKEN].value"
+        );
+        assert_eq!(changes[0].after.as_deref(), Some("\"•••••••• (changed)\""));
+        assert!(!format!("{changes:?}").contains("hf_"));
     }
 
     #[test]
@@ -673,10 +744,14 @@ mod tests {
             paths,
             [
                 "containerDefinitions[model].resourceRequirements[1].value",
+                "containerDefinitions[model].environment[BATCH]",
                 "tags[team].value",
-                "containerDefinitions[model].environment[BATCH].name",
-                "containerDefinitions[model].environment[BATCH].value",
             ]
+        );
+        assert_eq!(changes[1].change, "added");
+        assert_eq!(
+            changes[1].after.as_deref(),
+            Some(r#"{"name":"BATCH","value":"8"}"#)
         );
         assert_eq!(changes[0].before.as_deref(), Some("\"1\""));
         assert_eq!(changes[0].after.as_deref(), Some("\"2\""));

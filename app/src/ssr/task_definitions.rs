@@ -43,8 +43,8 @@ use crate::{
     model::{
         task_definition::{check_edit, gpu_changes, GpuSetting},
         task_definition_json::{
-            cli_json, cloudformation_yaml, diff, locate, looks_secret, mask_secrets,
-            set_change_tag, unmask_secrets, DiffEntry, MASK,
+            cli_json, cloudformation_yaml, diff, locate, mask_pair, mask_secrets, set_change_tag,
+            unmask_secrets,
         },
     },
     server_fns::task_definitions::{valid_family, Comparison, EditCheck, EditResult, RevisionView},
@@ -143,26 +143,6 @@ pub async fn revision_view(
         }))
 }
 
-/// Hides the secret-looking values of a diff: environment values with a secret-looking name and
-/// secrets' `valueFrom`.
-pub fn mask_diff(entries: &mut [DiffEntry]) {
-    for entry in entries {
-        let secret_ref = entry.path.ends_with(".valueFrom")
-            && (entry.path.contains(".secrets[") || entry.path.contains(".secretOptions["));
-        let secret_env = entry.path.ends_with(".value")
-            && entry
-                .path
-                .rsplit_once(".environment[")
-                .and_then(|(_, rest)| rest.split_once(']'))
-                .is_some_and(|(name, _)| looks_secret(name));
-        if secret_ref || secret_env {
-            for side in [&mut entry.before, &mut entry.after].into_iter().flatten() {
-                *side = format!("\"{MASK}\"");
-            }
-        }
-    }
-}
-
 /// Two revisions of `family` compared: GPU settings first, then every difference of the JSON;
 /// `None` when either does not exist.
 pub async fn compare(
@@ -178,13 +158,13 @@ pub async fn compare(
     ) else {
         return Ok(None);
     };
-    let mut entries = diff(&old.task, &new.task);
+    let (mut before, mut after) = (old.task.clone(), new.task.clone());
     if !reveal {
-        mask_diff(&mut entries);
+        mask_pair(&mut before, &mut after);
     }
     Ok(Some(Comparison {
+        diff: diff(&before, &after),
         gpu: gpu_changes(&old, &new.task),
-        diff: entries,
         from: old.detail,
         to: new.detail,
     }))
@@ -288,21 +268,22 @@ pub async fn check(
         snapshot
             .map(|snapshot| crate::model::fit::fit_check(&snapshot, cluster.as_deref(), &request))
     };
-    let mut entries = diff(&source.task, &task);
-    let mut shown = task.clone();
+    let (mut before, mut after) = (source.task.clone(), task.clone());
+    let mut exported = task.clone();
     let masked = if reveal {
         0
     } else {
-        mask_diff(&mut entries);
-        mask_secrets(&mut shown)
+        mask_pair(&mut before, &mut after);
+        mask_secrets(&mut exported)
     };
+    let entries = diff(&before, &after);
     Ok(EditCheck {
         errors: Vec::new(),
         changes: gpu_changes(&source, &task),
         diff: entries,
         fit,
-        export_json: cli_json(&shown),
-        cloudformation: cloudformation_yaml(&shown),
+        export_json: cli_json(&exported),
+        cloudformation: cloudformation_yaml(&exported),
         masked,
     })
 }
