@@ -824,6 +824,41 @@ async fn a_revision_comes_with_its_json_masked_and_its_exports() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let response = send(&app, get("/task-definitions/embed-api/x")).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    // A deregistered revision is still listed, marked inactive.
+    let status = json(
+        send(
+            &app,
+            Request::post("/api/console_status")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await,
+    )
+    .await;
+    let endpoint = status["fleet_source"]["endpoint"]
+        .as_str()
+        .expect("the emulator")
+        .to_string();
+    let clients = gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator { endpoint }).await;
+    clients
+        .ecs
+        .deregister_task_definition()
+        .task_definition("embed-api:1")
+        .send()
+        .await
+        .expect("deregistered");
+    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
+    let revisions: Vec<(u64, bool)> = family["revisions"]
+        .as_array()
+        .expect("revisions")
+        .iter()
+        .map(|r| (r["revision"].as_u64().unwrap_or(0), r["active"] == true))
+        .collect();
+    assert_eq!(revisions, [(2, true), (1, false)]);
+    let page = text(send(&app, get("/task-definitions/embed-api")).await).await;
+    assert!(page.contains(r#"data-testid="inactive""#));
+    assert!(page.contains("Edit revision 2"));
 }
 
 #[tokio::test]

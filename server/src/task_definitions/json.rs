@@ -255,6 +255,11 @@ mod tests {
         let errors = parse_register(wrong_type).expect_err("wrong type");
         assert!(errors[0].message.starts_with("line 4,"), "{errors:?}");
 
+        let huge = json!({"family": "embed", "containerDefinitions": [{"name": "m", "image": "i",
+            "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 99_999_999_999u64}}}]}]});
+        let errors = parse_register(&huge.to_string()).expect_err("too big for ECS");
+        assert!(errors[0].message.starts_with("line 1,"), "{errors:?}");
+
         let good = json!({
             "family": "embed",
             "containerDefinitions": [{"name": "m", "image": "i",
