@@ -317,6 +317,39 @@ fn revision_number(text: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("{text:?} is not a revision number: give a whole number from 1."))
 }
 
+/// The view of a lookup by revision: `found` when it exists; otherwise a 404 note that links to
+/// the family, a 400 for a malformed revision number, or what failed.
+fn lookup_view<T>(
+    answer: Result<Result<Option<T>, String>, ServerFnError>,
+    family: String,
+    missing: String,
+    failed: &str,
+    found: impl FnOnce(T) -> AnyView,
+) -> AnyView {
+    match answer {
+        Ok(Ok(Some(value))) => found(value),
+        Ok(Ok(None)) => {
+            set_status(404);
+            view! {
+                <p class="banner info" role="status" data-testid="no-revision">
+                    {missing}
+                    <a href=format!("/task-definitions/{family}")>"See its revisions."</a>
+                </p>
+            }
+            .into_any()
+        }
+        Ok(Err(message)) => {
+            set_status(400);
+            view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }
+                .into_any()
+        }
+        Err(error) => view! {
+            <p class="banner error" role="alert">{format!("{failed}: {error}")}</p>
+        }
+        .into_any(),
+    }
+}
+
 /// One revision: its facts, its JSON (masked unless revealed) and its exports.
 #[component]
 pub fn TaskDefinitionRevisionPage() -> impl IntoView {
@@ -341,25 +374,11 @@ pub fn TaskDefinitionRevisionPage() -> impl IntoView {
         <h1>{move || format!("{}:{}", family.get(), number.get())}</h1>
         <Suspense fallback=|| view! { <p class="muted">"Reading the revision…"</p> }>
             {move || Suspend::new(async move {
-                match view_data.await {
-                    Ok(Ok(Some(shown))) => view! { <RevisionJson shown reveal=reveal.get_untracked() /> }.into_any(),
-                    Ok(Ok(None)) => {
-                        set_status(404);
-                        view! {
-                            <p class="banner info" role="status" data-testid="no-revision">
-                                {format!("{} has no revision {}. ", family.get_untracked(), number.get_untracked())}
-                                <a href=format!("/task-definitions/{}", family.get_untracked())>"See its revisions."</a>
-                            </p>
-                        }.into_any()
-                    }
-                    Ok(Err(message)) => {
-                        set_status(400);
-                        view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }.into_any()
-                    }
-                    Err(error) => view! {
-                        <p class="banner error" role="alert">{format!("The revision could not be read: {error}")}</p>
-                    }.into_any(),
-                }
+                let family = family.get_untracked();
+                let missing = format!("{family} has no revision {}. ", number.get_untracked());
+                lookup_view(view_data.await, family, missing, "The revision could not be read", |shown| {
+                    view! { <RevisionJson shown reveal=reveal.get_untracked() /> }.into_any()
+                })
             })}
         </Suspense>
     }
@@ -426,8 +445,11 @@ pub fn TaskDefinitionComparePage() -> impl IntoView {
         }}</h1>
         <Suspense fallback=|| view! { <p class="muted">"Comparing…"</p> }>
             {move || Suspend::new(async move {
-                match comparison.await {
-                    Ok(Ok(Some(found))) => view! {
+                let family = family.get_untracked();
+                let missing = format!("{family} does not have both revisions. ");
+                lookup_view(comparison.await, family, missing, "The revisions could not be read", |found| {
+                    let pair = format!("?from={}&to={}", found.from.revision, found.to.revision);
+                    view! {
                         <section class="card" data-testid="comparison">
                             <h2>"GPU settings"</h2>
                             <GpuChanges changes=found.gpu />
@@ -435,31 +457,15 @@ pub fn TaskDefinitionComparePage() -> impl IntoView {
                             <p class="muted">
                                 "GPU requirements first. Lists of named things (containers, variables, volumes, tags) are matched by name. "
                                 {if reveal.get_untracked() {
-                                    view! { <a href="?" data-testid="hide">"Hide secret-looking values"</a> }.into_any()
+                                    view! { <a href=pair data-testid="hide">"Hide secret-looking values"</a> }.into_any()
                                 } else {
-                                    view! { "Secret-looking values are masked." }.into_any()
+                                    view! { "Secret-looking values are masked. "<a href=format!("{pair}&reveal=true") data-testid="reveal">"Reveal values"</a> }.into_any()
                                 }}
                             </p>
                             <DiffTable entries=found.diff />
                         </section>
-                    }.into_any(),
-                    Ok(Ok(None)) => {
-                        set_status(404);
-                        view! {
-                            <p class="banner info" role="status" data-testid="no-revision">
-                                {format!("{} does not have both revisions. ", family.get_untracked())}
-                                <a href=format!("/task-definitions/{}", family.get_untracked())>"See its revisions."</a>
-                            </p>
-                        }.into_any()
-                    }
-                    Ok(Err(message)) => {
-                        set_status(400);
-                        view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }.into_any()
-                    }
-                    Err(error) => view! {
-                        <p class="banner error" role="alert">{format!("The revisions could not be read: {error}")}</p>
-                    }.into_any(),
-                }
+                    }.into_any()
+                })
             })}
         </Suspense>
     }

@@ -373,8 +373,7 @@ pub async fn check_edit(
     axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    let revision = revision_number(&revision)?;
-    let (spec, body) = edit_body(&body)?;
+    let (revision, spec, body) = (revision_number(&revision)?, edit_body(&body)?.0, edit_body(&body)?.1);
     let answer: EditCheck = edits::check(
         &state.console,
         &family,
