@@ -373,8 +373,9 @@ pub async fn check_edit(
     axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    let (revision, spec, body) = (revision_number(&revision)?, edit_body(&body)?.0, edit_body(&body)?.1);
-    let answer: EditCheck = edits::check(
+    let revision = revision_number(&revision)?;
+    let (spec, body) = edit_body(&body)?;
+    let mut answer: EditCheck = edits::check(
         &state.console,
         &family,
         revision,
@@ -383,6 +384,7 @@ pub async fn check_edit(
         body.reveal,
     )
     .await?;
+    without_places(&mut answer.errors);
     let status = if answer.errors.is_empty() {
         StatusCode::OK
     } else {
