@@ -1028,7 +1028,10 @@ async fn an_edit_is_checked_then_registered_through_the_api() {
         assert_eq!(response.status(), status, "{body}");
         let answer = text(response).await;
         assert!(answer.contains(says), "{body}: {answer}");
-        assert!(!answer.contains("\"line\""), "places in the API's own text: {answer}");
+        assert!(
+            !answer.contains("\"line\""),
+            "places in the API's own text: {answer}"
+        );
     }
     let response = send(
         &app,
