@@ -10,7 +10,7 @@ use leptos_router::{
 use crate::components::app_header::AppHeader;
 use crate::pages::{
     cost::CostPage,
-    deployments::DeploymentsPage,
+    deployments::{DeploymentsPage, ServicePage},
     fleet::FleetPage,
     not_found::NotFound,
     task_definitions::{
@@ -90,6 +90,11 @@ pub fn App() -> impl IntoView {
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("/deployments") view=DeploymentsPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("/deployments/:cluster/:service")
+                        view=ServicePage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                 </Routes>
             </main>

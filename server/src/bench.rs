@@ -553,3 +553,112 @@ pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `gpushare bench precheck`: the capacity pre-check of a 60-task rollout on the scenario's
+/// fleet, for the service with the most GPU tasks — one rollout that fits, and one that stalls
+/// at the overlap (with the search for what would let it through).
+pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    use app::model::rollout::{pre_check, Cluster, RolloutPlan, Verdict};
+    use placement::GpuRequest;
+
+    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    let (_, clients) = crate::serve_emulator(&em).await?;
+    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .read()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The service with the most MPS containers, and the memory one of them asks.
+    let mut counts: std::collections::BTreeMap<(String, String), (u32, u32, u32)> =
+        Default::default();
+    for cluster in &snapshot.clusters {
+        let largest = cluster
+            .instances
+            .iter()
+            .flat_map(|i| i.gpus.iter())
+            .map(|g| g.total_memory_mib)
+            .max()
+            .unwrap_or(0);
+        for container in cluster
+            .instances
+            .iter()
+            .flat_map(|i| i.gpus.iter())
+            .flat_map(|g| g.containers.iter())
+        {
+            if let (Some(service), Some(memory)) = (&container.service, container.memory_mib) {
+                let entry = counts
+                    .entry((cluster.name.clone(), service.clone()))
+                    .or_insert((0, memory, largest));
+                entry.0 += 1;
+            }
+        }
+    }
+    let ((cluster, service), (tasks, memory, largest)) = counts
+        .into_iter()
+        .max_by_key(|(_, (count, _, _))| *count)
+        .context("the scenario has no service on MPS GPUs")?;
+    let layout = Cluster::of(&snapshot, &cluster, &service).context("the cluster")?;
+    let base = RolloutPlan {
+        cluster: cluster.clone(),
+        service: service.clone(),
+        desired: 60,
+        running: 60,
+        maximum_percent: 200,
+        minimum_healthy_percent: 100,
+        old: GpuRequest::Mps(vec![memory]),
+        new: GpuRequest::Mps(vec![memory + memory / 2]),
+    };
+    let stalling = RolloutPlan {
+        new: GpuRequest::Mps(vec![largest * 3 / 5]),
+        ..base.clone()
+    };
+    let mut rows = Vec::new();
+    for (what, plan) in [
+        (
+            format!("60 tasks, MPS {memory} → {} MiB", memory + memory / 2),
+            base,
+        ),
+        (
+            format!(
+                "60 tasks, MPS {memory} → {} MiB (60 % of a GPU)",
+                largest * 3 / 5
+            ),
+            stalling,
+        ),
+    ] {
+        let mut times = Vec::with_capacity(50);
+        let mut check = None;
+        for _ in 0..50 {
+            let started = Instant::now();
+            check = Some(pre_check(&layout, &plan));
+            times.push(started.elapsed());
+        }
+        times.sort();
+        let check = check.context("ran")?;
+        let verdict = match &check.verdict {
+            Verdict::Completes => format!("completes in {} steps", check.steps.len()),
+            Verdict::Stalls { step, .. } => format!(
+                "stalls at step {step}; {} suggestions found",
+                check.suggestions.len()
+            ),
+            Verdict::Never { .. } => "never fits".into(),
+        };
+        rows.push(Row {
+            what,
+            value: format!(
+                "p50 {:.2} ms, p95 {:.2} ms ({verdict})",
+                times[24].as_secs_f64() * 1000.0,
+                times[47].as_secs_f64() * 1000.0,
+            ),
+        });
+    }
+    print_table(
+        &format!(
+            "gpushare bench precheck — scenario {}, service {cluster}/{service} ({tasks} MPS tasks in the snapshot), 50 runs each",
+            args.scenario
+        ),
+        &rows,
+    );
+    Ok(())
+}

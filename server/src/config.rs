@@ -53,6 +53,9 @@ pub enum BenchCommand {
     Fleet(BenchEmulatorArgs),
     /// The fit check of one task against the fleet snapshot, for MPS and whole-GPU requests.
     Fit(BenchEmulatorArgs),
+    /// The capacity pre-check of a 60-task rollout (one that completes, one that stalls at the
+    /// overlap) against the fleet snapshot.
+    Precheck(BenchEmulatorArgs),
 }
 
 /// Options of `gpushare bench emulator`.

@@ -56,6 +56,11 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/task-definitions/{family}/{revision}/register",
             axum::routing::post(http::task_definitions::register_edit),
         )
+        .route("/api/v1/services", get(http::services::list))
+        .route(
+            "/api/v1/services/{cluster}/{service}/pre-check",
+            get(http::services::pre_check),
+        )
         .route(
             "/api/v1/task-definitions/validate",
             axum::routing::post(http::task_definitions::validate),

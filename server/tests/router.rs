@@ -1065,3 +1065,124 @@ async fn an_ecs_error_on_register_comes_back_with_its_code() {
     );
     assert!(answer["registered"].is_null());
 }
+
+#[tokio::test]
+async fn services_are_listed_with_their_rollout_and_configuration() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let response = send(&app, get("/api/v1/services")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let rows = json(response).await;
+    let embed = rows
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|r| r["cluster"] == "inference-prod" && r["service"]["name"] == "embed-api")
+        .unwrap_or_else(|| panic!("embed-api: {rows}"));
+    assert_eq!(embed["family"], "embed-api");
+    assert_eq!(embed["revision"], 1);
+    assert!(
+        embed["service"]["desired"].as_u64().unwrap_or(0) > 0,
+        "{embed}"
+    );
+    assert!(
+        embed["service"]["maximum_percent"].as_u64().is_some(),
+        "{embed}"
+    );
+    assert!(
+        embed["gpu"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("MPS 4096 MiB"),
+        "{embed}"
+    );
+
+    let one = json(send(&app, get("/api/v1/services?cluster=ml-dev")).await).await;
+    assert!(one
+        .as_array()
+        .expect("list")
+        .iter()
+        .all(|r| r["cluster"] == "ml-dev"));
+    assert_eq!(
+        send(&app, get("/api/v1/services?cluster=nope"))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        send(&app, get("/api/v1/services?zone=a")).await.status(),
+        StatusCode::BAD_REQUEST
+    );
+
+    let page = text(send(&app, get("/deployments")).await).await;
+    assert!(page.contains(r#"data-testid="service-table""#), "{page}");
+    assert!(page.contains(r#"href="/deployments/inference-prod/embed-api""#));
+}
+
+#[tokio::test]
+async fn a_rollout_is_pre_checked_on_the_fleet() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let pre_check = "/api/v1/services/inference-prod/embed-api/pre-check";
+    let response = send(&app, get(pre_check)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let check = json(response).await;
+    assert_eq!(check["target"]["revision"], 1);
+    assert!(check["comparison"].is_null(), "the running revision");
+    assert_eq!(
+        check["rollout"]["verdict"]["verdict"], "completes",
+        "{check}"
+    );
+
+    // A revision that asks for more GPU memory than any GPU has never fits.
+    let huge =
+        r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 200000}}]}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", huge),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let check = json(send(&app, get(&format!("{pre_check}?revision=2"))).await).await;
+    assert_eq!(check["rollout"]["verdict"]["verdict"], "never", "{check}");
+    assert_eq!(check["comparison"]["gpu"][0]["container"], "embed-api");
+    let check = json(send(&app, get(&format!("{pre_check}?revision=embed-api:2"))).await).await;
+    assert_eq!(check["target"]["revision"], 2);
+
+    for (path, status) in [
+        (
+            format!("{pre_check}?revision=other:1"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (format!("{pre_check}?revision=0"), StatusCode::BAD_REQUEST),
+        (format!("{pre_check}?revision=9"), StatusCode::NOT_FOUND),
+        (format!("{pre_check}?rev=1"), StatusCode::BAD_REQUEST),
+        (
+            "/api/v1/services/inference-prod/nope/pre-check".to_string(),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/api/v1/services/nope/embed-api/pre-check".to_string(),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let response = send(&app, get(&path)).await;
+        assert_eq!(response.status(), status, "{path}");
+    }
+
+    let page = text(
+        send(
+            &app,
+            get("/deployments/inference-prod/embed-api?revision=2"),
+        )
+        .await,
+    )
+    .await;
+    assert!(page.contains(r#"data-verdict="never""#), "{page}");
+    let response = send(
+        &app,
+        get("/deployments/inference-prod/embed-api?revision=x"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}

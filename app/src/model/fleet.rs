@@ -125,6 +125,29 @@ pub struct ServiceRef {
     pub name: String,
     pub task_definition_arn: String,
     pub team: Option<String>,
+    /// Tasks the service should run, runs, and has pending.
+    #[serde(default)]
+    pub desired: u32,
+    #[serde(default)]
+    pub running: u32,
+    #[serde(default)]
+    pub pending: u32,
+    /// The PRIMARY deployment's rollout state: `IN_PROGRESS`, `COMPLETED` or `FAILED`.
+    #[serde(default)]
+    pub rollout_state: Option<String>,
+    /// Deployments in flight (PRIMARY and ACTIVE).
+    #[serde(default)]
+    pub deployments: u32,
+    /// The deployment configuration: the bounds of a rolling update, in percent of `desired`.
+    #[serde(default)]
+    pub maximum_percent: Option<u32>,
+    #[serde(default)]
+    pub minimum_healthy_percent: Option<u32>,
+    /// The deployment circuit breaker: whether it is on, and whether it rolls back.
+    #[serde(default)]
+    pub circuit_breaker: bool,
+    #[serde(default)]
+    pub circuit_breaker_rollback: bool,
 }
 
 /// The whole fleet at one moment.

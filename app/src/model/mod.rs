@@ -5,6 +5,7 @@ pub mod fit;
 mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
+pub mod rollout;
 pub mod task_definition;
 pub mod task_definition_json;
 mod theme;

@@ -2,5 +2,6 @@
 
 pub mod clusters;
 pub mod console;
+pub mod deployments;
 pub mod fleet;
 pub mod task_definitions;

@@ -2,6 +2,7 @@
 
 pub mod console;
 pub mod csp;
+pub mod deployments;
 pub mod fleet;
 pub mod task_definitions;
 pub mod theme;

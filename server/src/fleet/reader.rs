@@ -336,6 +336,9 @@ impl FleetReader {
                             .iter()
                             .find(|t| t.key() == Some(team_tag.as_str()))
                             .and_then(|t| t.value());
+                        let config = s.deployment_configuration();
+                        let breaker = config.and_then(|c| c.deployment_circuit_breaker());
+                        let count = |n: i32| n.max(0) as u32;
                         ServiceRef {
                             name: s.service_name().unwrap_or_default().to_string(),
                             task_definition_arn: s
@@ -343,6 +346,22 @@ impl FleetReader {
                                 .unwrap_or_default()
                                 .to_string(),
                             team: team.map(str::to_string),
+                            desired: count(s.desired_count()),
+                            running: count(s.running_count()),
+                            pending: count(s.pending_count()),
+                            rollout_state: s
+                                .deployments()
+                                .iter()
+                                .find(|d| d.status() == Some("PRIMARY"))
+                                .and_then(|d| d.rollout_state())
+                                .map(|state| state.as_str().to_string()),
+                            deployments: s.deployments().len() as u32,
+                            maximum_percent: config.and_then(|c| c.maximum_percent()).map(count),
+                            minimum_healthy_percent: config
+                                .and_then(|c| c.minimum_healthy_percent())
+                                .map(count),
+                            circuit_breaker: breaker.is_some_and(|b| b.enable()),
+                            circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
                         }
                     })
                     .collect::<Vec<_>>())

@@ -5,6 +5,7 @@ pub mod fleet;
 pub mod health;
 pub mod metrics;
 pub mod security;
+pub mod services;
 pub mod task_definitions;
 
 use axum::{
