@@ -35,6 +35,8 @@ fi
 apt_install chromium
 # wrk measures the JSON API's throughput in `gpushare bench fleet`.
 apt_install wrk
+# PostgreSQL: the audit log's tests start a real server from its binaries.
+apt_install postgresql
 command -v node >/dev/null 2>&1 || apt_install nodejs npm
 
 # cargo-leptos builds the site.

@@ -1,5 +1,6 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
+pub mod audit;
 pub mod aws;
 pub mod bench;
 pub mod config;

@@ -1,0 +1,229 @@
+//! The audit log: every registration, deployment and rollback — who, when, which resource,
+//! the diff, the pre-check's verdict, the AWS request id, and the outcome. The intent is written
+//! before the AWS call and the outcome after it.
+
+use serde::{Deserialize, Serialize};
+
+/// What was done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditAction {
+    Register,
+    Deploy,
+    Rollback,
+}
+
+impl AuditAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::Register => "register",
+            AuditAction::Deploy => "deploy",
+            AuditAction::Rollback => "rollback",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AuditAction> {
+        match text {
+            "register" => Some(AuditAction::Register),
+            "deploy" => Some(AuditAction::Deploy),
+            "rollback" => Some(AuditAction::Rollback),
+            _ => None,
+        }
+    }
+}
+
+/// How it went. `pending`: the intent is written, the AWS call not answered (yet); a record
+/// left pending by a crash is reconciled with ECS at the next start.
+pub const OUTCOMES: [&str; 7] = [
+    "pending",
+    "refused",
+    "registered",
+    "in_progress",
+    "succeeded",
+    "failed",
+    "rolled_back",
+];
+
+/// The intent, written before the AWS call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditIntent {
+    pub actor: String,
+    pub action: AuditAction,
+    /// The family for a registration, `cluster/service` for a deployment.
+    pub resource: String,
+    /// The revision the change starts from, and the one it makes or rolls out.
+    pub from_revision: Option<String>,
+    pub to_revision: Option<String>,
+    /// The diff, as JSON.
+    pub diff: String,
+    /// The pre-check's verdict, for a deployment.
+    pub pre_check: Option<String>,
+    /// The change description.
+    pub description: Option<String>,
+}
+
+/// The outcome, written after the AWS call and again when a rollout ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditOutcome {
+    pub outcome: String,
+    pub request_id: Option<String>,
+    pub deployment_id: Option<String>,
+    /// What happened, in words (ECS's error, the events that explain a failure).
+    pub detail: Option<String>,
+    /// The revision registered, when the AWS call made one.
+    pub to_revision: Option<String>,
+}
+
+/// One record of the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub id: String,
+    /// When the intent was written, RFC 3339.
+    pub at: String,
+    /// When the record last changed, RFC 3339.
+    pub updated_at: String,
+    pub actor: String,
+    pub action: AuditAction,
+    pub resource: String,
+    pub from_revision: Option<String>,
+    pub to_revision: Option<String>,
+    pub diff: String,
+    pub pre_check: Option<String>,
+    pub description: Option<String>,
+    pub outcome: String,
+    pub request_id: Option<String>,
+    pub deployment_id: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// A filter of the log; every part optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditFilter {
+    pub action: Option<String>,
+    /// Part of the resource name.
+    pub resource: Option<String>,
+    pub outcome: Option<String>,
+    /// At most this many records, newest first (default 200, at most 10,000).
+    pub limit: Option<u32>,
+}
+
+impl AuditFilter {
+    /// What is wrong with the filter, or `None`.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(action) = self.action.as_deref().filter(|a| !a.is_empty()) {
+            if AuditAction::parse(action).is_none() {
+                return Some(format!(
+                    "action {action:?} is not one of register, deploy, rollback"
+                ));
+            }
+        }
+        if let Some(outcome) = self.outcome.as_deref().filter(|o| !o.is_empty()) {
+            if !OUTCOMES.contains(&outcome) {
+                return Some(format!(
+                    "outcome {outcome:?} is not one of {}",
+                    OUTCOMES.join(", ")
+                ));
+            }
+        }
+        if self.limit.is_some_and(|l| l == 0 || l > 10_000) {
+            return Some("limit must be from 1 to 10000".into());
+        }
+        None
+    }
+}
+
+/// The records as CSV, a header first; fields quoted as RFC 4180 says.
+pub fn to_csv(records: &[AuditRecord]) -> String {
+    fn field(text: &str) -> String {
+        // A leading =, +, - or @ would be a formula in a spreadsheet.
+        let text = if text.starts_with(['=', '+', '-', '@']) {
+            format!("'{text}")
+        } else {
+            text.to_string()
+        };
+        if text.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", text.replace('"', "\"\""))
+        } else {
+            text
+        }
+    }
+    let mut out = String::from(
+        "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail\n",
+    );
+    for r in records {
+        let cells = [
+            r.id.as_str(),
+            &r.at,
+            &r.updated_at,
+            &r.actor,
+            r.action.as_str(),
+            &r.resource,
+            r.from_revision.as_deref().unwrap_or_default(),
+            r.to_revision.as_deref().unwrap_or_default(),
+            &r.outcome,
+            r.request_id.as_deref().unwrap_or_default(),
+            r.deployment_id.as_deref().unwrap_or_default(),
+            r.pre_check.as_deref().unwrap_or_default(),
+            r.description.as_deref().unwrap_or_default(),
+            r.detail.as_deref().unwrap_or_default(),
+        ];
+        out.push_str(&cells.map(field).join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_what_needs_it_and_defuses_formulas() {
+        let record = AuditRecord {
+            id: "a1".into(),
+            at: "2026-11-30T10:00:00Z".into(),
+            updated_at: "2026-11-30T10:00:01Z".into(),
+            actor: "local".into(),
+            action: AuditAction::Deploy,
+            resource: "prod/embed".into(),
+            from_revision: Some("embed:1".into()),
+            to_revision: Some("embed:2".into()),
+            diff: "[]".into(),
+            pre_check: Some("completes".into()),
+            description: Some("more memory, \"batch 32\"".into()),
+            outcome: "succeeded".into(),
+            request_id: None,
+            deployment_id: Some("ecs-svc/1".into()),
+            detail: Some("=HYPERLINK(\"x\")".into()),
+        };
+        let csv = to_csv(&[record]);
+        let line = csv.lines().nth(1).expect("a row");
+        assert!(line.starts_with("a1,2026-11-30T10:00:00Z,"));
+        assert!(line.contains(",\"more memory, \"\"batch 32\"\"\","));
+        assert!(line.ends_with(",\"'=HYPERLINK(\"\"x\"\")\""), "{line}");
+        assert_eq!(csv.lines().count(), 2);
+    }
+
+    #[test]
+    fn a_filter_names_what_it_cannot_take() {
+        assert!(AuditFilter::default().problem().is_none());
+        let bad = AuditFilter {
+            action: Some("delete".into()),
+            ..AuditFilter::default()
+        };
+        assert!(bad
+            .problem()
+            .is_some_and(|p| p.contains("register, deploy")));
+        let bad = AuditFilter {
+            outcome: Some("ok".into()),
+            ..AuditFilter::default()
+        };
+        assert!(bad.problem().is_some());
+        let bad = AuditFilter {
+            limit: Some(0),
+            ..AuditFilter::default()
+        };
+        assert!(bad.problem().is_some());
+    }
+}

@@ -1,0 +1,309 @@
+//! The audit log's store: SQLite in a file under the data directory by default, PostgreSQL
+//! through `DATABASE_URL` for several replicas — one code path through sqlx's `Any` driver, the
+//! migrations applied at start. Deploy locks live in the same database, so that of two deploys
+//! of one service at the same moment exactly one is sent, whichever replica takes them.
+
+use std::{borrow::Cow, path::Path};
+
+use anyhow::Context;
+use app::{
+    model::audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, AuditRecord},
+    ssr::{audit::AuditLog, task_definitions::BoxFuture},
+};
+use sqlx::{
+    any::{AnyPoolOptions, AnyRow},
+    migrate::{Migration, MigrationType, Migrator},
+    AnyPool, Row,
+};
+
+/// The schema, one migration per step; applied in order at start, each once.
+const MIGRATIONS: [(i64, &str, &str); 1] = [(
+    1,
+    "audit log and deploy locks",
+    "CREATE TABLE IF NOT EXISTS audit_log (
+        id TEXT PRIMARY KEY,
+        at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        from_revision TEXT,
+        to_revision TEXT,
+        diff TEXT NOT NULL,
+        pre_check TEXT,
+        description TEXT,
+        outcome TEXT NOT NULL,
+        request_id TEXT,
+        deployment_id TEXT,
+        detail TEXT
+    );
+    CREATE INDEX IF NOT EXISTS audit_log_at ON audit_log (at);
+    CREATE INDEX IF NOT EXISTS audit_log_outcome ON audit_log (outcome);
+    CREATE TABLE IF NOT EXISTS deploy_locks (
+        resource TEXT PRIMARY KEY,
+        audit_id TEXT NOT NULL,
+        at TEXT NOT NULL
+    );",
+)];
+
+/// A deploy lock older than this is left by a crash, and is taken over.
+const LOCK_SECONDS: i64 = 300;
+
+const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail";
+
+/// The audit log in SQLite or PostgreSQL.
+#[derive(Clone)]
+pub struct SqlAuditLog {
+    pool: AnyPool,
+    /// `sqlite` or `postgres`, for messages.
+    pub backend: &'static str,
+}
+
+impl SqlAuditLog {
+    /// Opens the database at `database_url` (`postgres://…`, `sqlite://…`), or else the SQLite
+    /// file `gpushare.db` in `data_dir` (made if missing), and applies the migrations.
+    pub async fn open(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<SqlAuditLog> {
+        sqlx::any::install_default_drivers();
+        let url = match database_url {
+            Some(url) => url.to_string(),
+            None => {
+                std::fs::create_dir_all(data_dir).with_context(|| {
+                    format!("cannot make the data directory {}", data_dir.display())
+                })?;
+                format!(
+                    "sqlite://{}?mode=rwc",
+                    data_dir.join("gpushare.db").display()
+                )
+            }
+        };
+        let backend = if url.starts_with("postgres") {
+            "postgres"
+        } else if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            anyhow::bail!("DATABASE_URL must start with postgres:// or sqlite://, not {url:?}");
+        };
+        let pool = AnyPoolOptions::new()
+            // SQLite takes one writer at a time; more connections only wait on its lock.
+            .max_connections(if backend == "sqlite" { 1 } else { 8 })
+            .connect(&url)
+            .await
+            .with_context(|| format!("cannot open the audit database ({backend})"))?;
+        let log = SqlAuditLog { pool, backend };
+        log.migrate().await?;
+        Ok(log)
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|(version, description, sql)| {
+                Migration::new(
+                    *version,
+                    Cow::Borrowed(*description),
+                    MigrationType::Simple,
+                    Cow::Borrowed(*sql),
+                    false,
+                )
+            })
+            .collect::<Vec<_>>();
+        let migrator = Migrator {
+            migrations: Cow::Owned(migrations),
+            ..Migrator::DEFAULT
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .context("cannot apply the audit database's migrations")
+    }
+
+    /// Writes an intent; the new record's id.
+    pub async fn insert(&self, intent: &AuditIntent) -> Result<String, sqlx::Error> {
+        let id = new_id();
+        let now = now();
+        sqlx::query(&format!(
+            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+        ))
+        .bind(&id)
+        .bind(&now)
+        .bind(&now)
+        .bind(&intent.actor)
+        .bind(intent.action.as_str())
+        .bind(&intent.resource)
+        .bind(intent.from_revision.clone())
+        .bind(intent.to_revision.clone())
+        .bind(&intent.diff)
+        .bind(intent.pre_check.clone())
+        .bind(intent.description.clone())
+        .bind("pending")
+        .bind(None::<String>)
+        .bind(None::<String>)
+        .bind(None::<String>)
+        .execute(&self.pool)
+        .await?;
+        Ok(id)
+    }
+
+    /// Writes an outcome; fields left `None` keep their value.
+    pub async fn update(&self, id: &str, outcome: &AuditOutcome) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE audit_log SET outcome = $1, updated_at = $2,
+                request_id = COALESCE($3, request_id),
+                deployment_id = COALESCE($4, deployment_id),
+                detail = COALESCE($5, detail),
+                to_revision = COALESCE($6, to_revision)
+             WHERE id = $7",
+        )
+        .bind(&outcome.outcome)
+        .bind(now())
+        .bind(outcome.request_id.clone())
+        .bind(outcome.deployment_id.clone())
+        .bind(outcome.detail.clone())
+        .bind(outcome.to_revision.clone())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The records matching `filter`, newest first.
+    pub async fn select(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, sqlx::Error> {
+        let action = filter.action.clone().filter(|a| !a.is_empty());
+        let outcome = filter.outcome.clone().filter(|o| !o.is_empty());
+        let resource = filter
+            .resource
+            .clone()
+            .filter(|r| !r.is_empty())
+            .map(|r| format!("%{}%", r.replace(['%', '_'], "")));
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM audit_log
+             WHERE ($1 IS NULL OR action = $1)
+               AND ($2 IS NULL OR outcome = $2)
+               AND ($3 IS NULL OR resource LIKE $3)
+             ORDER BY at DESC, id DESC
+             LIMIT $4"
+        ))
+        .bind(action)
+        .bind(outcome)
+        .bind(resource)
+        .bind(i64::from(filter.limit.unwrap_or(200)))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(record).collect()
+    }
+
+    /// One record.
+    pub async fn one(&self, id: &str) -> Result<Option<AuditRecord>, sqlx::Error> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM audit_log WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// Takes the deploy lock of `resource`: `false` when another record holds it.
+    pub async fn take_lock(&self, resource: &str, id: &str) -> Result<bool, sqlx::Error> {
+        let stale = (chrono::Utc::now() - chrono::Duration::seconds(LOCK_SECONDS)).to_rfc3339();
+        sqlx::query("DELETE FROM deploy_locks WHERE resource = $1 AND at < $2")
+            .bind(resource)
+            .bind(stale)
+            .execute(&self.pool)
+            .await?;
+        // ON CONFLICT DO NOTHING is the same in SQLite and PostgreSQL: the insert either takes
+        // the lock or changes nothing.
+        let done = sqlx::query(
+            "INSERT INTO deploy_locks (resource, audit_id, at) VALUES ($1, $2, $3) ON CONFLICT (resource) DO NOTHING",
+        )
+        .bind(resource)
+        .bind(id)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives the deploy lock of `resource` back.
+    pub async fn release_lock(&self, resource: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM deploy_locks WHERE resource = $1")
+            .bind(resource)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+fn text(row: &AnyRow, column: &str) -> Result<String, sqlx::Error> {
+    row.try_get::<String, _>(column)
+}
+
+fn optional(row: &AnyRow, column: &str) -> Result<Option<String>, sqlx::Error> {
+    row.try_get::<Option<String>, _>(column)
+}
+
+fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
+    let action = text(row, "action")?;
+    Ok(AuditRecord {
+        id: text(row, "id")?,
+        at: text(row, "at")?,
+        updated_at: text(row, "updated_at")?,
+        actor: text(row, "actor")?,
+        action: AuditAction::parse(&action).ok_or_else(|| {
+            sqlx::Error::Decode(format!("unknown audit action {action:?}").into())
+        })?,
+        resource: text(row, "resource")?,
+        from_revision: optional(row, "from_revision")?,
+        to_revision: optional(row, "to_revision")?,
+        diff: text(row, "diff")?,
+        pre_check: optional(row, "pre_check")?,
+        description: optional(row, "description")?,
+        outcome: text(row, "outcome")?,
+        request_id: optional(row, "request_id")?,
+        deployment_id: optional(row, "deployment_id")?,
+        detail: optional(row, "detail")?,
+    })
+}
+
+/// Now, RFC 3339 with microseconds in UTC, so that text order is time order.
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// A record id: the time and randomness, sortable and unique across replicas.
+fn new_id() -> String {
+    use rand::Rng;
+    format!(
+        "{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d%H%M%S%6f"),
+        rand::rng().random::<u32>()
+    )
+}
+
+fn failed(error: sqlx::Error) -> String {
+    format!("the audit database failed: {error}")
+}
+
+impl AuditLog for SqlAuditLog {
+    fn begin(&self, intent: AuditIntent) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move { self.insert(&intent).await.map_err(failed) })
+    }
+
+    fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move { self.update(&id, &outcome).await.map_err(failed) })
+    }
+
+    fn list(&self, filter: AuditFilter) -> BoxFuture<'_, Result<Vec<AuditRecord>, String>> {
+        Box::pin(async move { self.select(&filter).await.map_err(failed) })
+    }
+
+    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, String>> {
+        Box::pin(async move { self.one(&id).await.map_err(failed) })
+    }
+
+    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, String>> {
+        Box::pin(async move { self.take_lock(&resource, &id).await.map_err(failed) })
+    }
+
+    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move { self.release_lock(&resource).await.map_err(failed) })
+    }
+}
