@@ -9,6 +9,7 @@ use leptos_router::{
 
 use crate::components::app_header::AppHeader;
 use crate::pages::{
+    audit::AuditPage,
     cost::CostPage,
     deployments::{DeploymentsPage, ServicePage},
     fleet::FleetPage,
@@ -95,6 +96,7 @@ pub fn App() -> impl IntoView {
                         view=ServicePage
                         ssr=SsrMode::Async
                     />
+                    <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                 </Routes>
             </main>

@@ -235,6 +235,15 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_BODY_LIMIT", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
     pub body_limit: u64,
 
+    /// Folder for the audit log's SQLite database (`gpushare.db`), made if missing.
+    #[arg(long, env = "GPUSHARE_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// The audit log's database instead of SQLite under --data-dir: `postgres://user@host/db`
+    /// for several replicas sharing one log (or `sqlite://path`).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+
     #[command(flatten)]
     pub fleet: FleetArgs,
 }
@@ -246,6 +255,8 @@ impl Default for ServeArgs {
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,
+            data_dir: PathBuf::from("data"),
+            database_url: None,
             fleet: FleetArgs::default(),
         }
     }

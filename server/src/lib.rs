@@ -57,6 +57,7 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/task-definitions/{family}/{revision}/register",
             axum::routing::post(http::task_definitions::register_edit),
         )
+        .route("/api/v1/audit", get(http::audit::list))
         .route("/api/v1/services", get(http::services::list))
         .route(
             "/api/v1/services/{cluster}/{service}/pre-check",
@@ -170,7 +171,9 @@ pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
 /// Runs the console's HTTP server until Ctrl-C or SIGTERM.
 pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let (source, clients) = connect_fleet(&args.fleet).await?;
-    let state = AppState::new(&args, source, clients);
+    let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
+    tracing::info!(backend = audit.backend, "audit log open");
+    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit));
     let listener = bind(args.listen).await?;
     tracing::info!(
         address = %args.listen,

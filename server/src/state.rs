@@ -45,7 +45,12 @@ pub struct AppState {
 impl AppState {
     /// State for a server started with `args`, showing the fleet of `source` through `clients`.
     /// Starts the background refresh of the fleet snapshot, so it must run inside Tokio.
-    pub fn new(args: &ServeArgs, source: FleetSource, clients: Clients) -> AppState {
+    pub fn new(
+        args: &ServeArgs,
+        source: FleetSource,
+        clients: Clients,
+        audit: Arc<dyn app::ssr::audit::AuditLog>,
+    ) -> AppState {
         let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(
             args.fleet.refresh_interval,
         )));
@@ -81,6 +86,7 @@ impl AppState {
                     &args.fleet.team_tag,
                     fleet.clone(),
                 )),
+                audit,
             },
             clients,
             fleet,

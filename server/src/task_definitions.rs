@@ -355,7 +355,11 @@ impl EcsTaskDefinitions {
 impl EcsTaskDefinitions {
     /// Registers the RegisterTaskDefinition request `text`, after every check; the new revision,
     /// or what is wrong, or ECS's error with its code.
-    async fn register_text(&self, text: String) -> Result<RevisionDetail, String> {
+    async fn register_text(
+        &self,
+        text: String,
+    ) -> Result<(RevisionDetail, Option<String>), String> {
+        use aws_sdk_ecs::operation::RequestId;
         validate(&text).map_err(|errors| {
             errors
                 .iter()
@@ -378,7 +382,8 @@ impl EcsTaskDefinitions {
             .task_definition()
             .and_then(|td| td.task_definition_arn())
             .ok_or("RegisterTaskDefinition answered without an ARN")?;
-        self.detail(arn).await
+        let request_id = registered.request_id().map(str::to_string);
+        Ok((self.detail(arn).await?, request_id))
     }
 }
 
@@ -403,7 +408,10 @@ impl TaskDefinitionSource for EcsTaskDefinitions {
         validate(text)
     }
 
-    fn register(&self, text: String) -> BoxFuture<'_, Result<RevisionDetail, String>> {
+    fn register(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<(RevisionDetail, Option<String>), String>> {
         Box::pin(self.register_text(text))
     }
 }

@@ -42,7 +42,18 @@ async fn test_app_with_faults(with_assets: bool, faults: Vec<String>) -> (Router
     let (source, clients) = connect_fleet(&args.fleet)
         .await
         .expect("the embedded emulator starts");
-    (router(AppState::new(&args, source, clients)), site_root)
+    let audit = gpushare::audit::SqlAuditLog::open(None, &site_root.join("data"))
+        .await
+        .expect("the audit log opens");
+    (
+        router(AppState::new(
+            &args,
+            source,
+            clients,
+            std::sync::Arc::new(audit),
+        )),
+        site_root,
+    )
 }
 
 fn rand_suffix() -> u64 {
@@ -243,6 +254,7 @@ async fn every_section_renders_on_the_server() {
         ("/", "Fleet"),
         ("/task-definitions", "Task definitions"),
         ("/deployments", "Deployments"),
+        ("/audit", "Audit log"),
         ("/cost", "Cost"),
     ] {
         let response = send(&app, get(path)).await;
@@ -756,6 +768,44 @@ async fn a_revision_comes_with_its_json_masked_and_its_exports() {
     let registered = json(response).await;
     assert_eq!(registered["registered"]["revision"], 2, "{registered}");
     assert_eq!(registered["registered"]["change"], "a token");
+    // The audit log has the registration, with its diff masked.
+    let log = json(send(&app, get("/api/v1/audit?action=register")).await).await;
+    let record = &log[0];
+    assert_eq!(record["outcome"], "registered", "{log}");
+    assert_eq!(record["resource"], "embed-api");
+    assert_eq!(record["from_revision"], "embed-api:1");
+    assert_eq!(record["to_revision"], "embed-api:2");
+    assert_eq!(record["actor"], "local");
+    assert_eq!(record["description"], "a token");
+    assert!(record["request_id"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
+    assert!(!log.to_string().contains("hf_secret"), "{log}");
+    let response = send(&app, get("/api/v1/audit?format=csv&resource=embed")).await;
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/csv; charset=utf-8"
+    );
+    let csv = text(response).await;
+    assert!(csv.starts_with("id,at,"));
+    assert!(
+        csv.contains(",register,embed-api,embed-api:1,embed-api:2,registered,"),
+        "{csv}"
+    );
+    for path in [
+        "/api/v1/audit?action=delete",
+        "/api/v1/audit?format=xml",
+        "/api/v1/audit?limit=0",
+        "/api/v1/audit?who=me",
+    ] {
+        assert_eq!(
+            send(&app, get(path)).await.status(),
+            StatusCode::BAD_REQUEST,
+            "{path}"
+        );
+    }
+    let page = text(send(&app, get("/audit?action=register")).await).await;
+    assert!(page.contains(r#"data-outcome="registered""#), "{page}");
 
     let answer = json(send(&app, get("/api/v1/task-definitions/embed-api/2")).await).await;
     assert_eq!(answer["masked_values"], 1);

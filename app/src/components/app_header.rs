@@ -9,10 +9,11 @@ use crate::components::fleet_source_badge::FleetSourceBadge;
 use theme_toggle::ThemeToggle;
 
 /// The sections of the console, in the order the navigation lists them.
-const SECTIONS: [(&str, &str); 4] = [
+const SECTIONS: [(&str, &str); 5] = [
     ("/", "Fleet"),
     ("/task-definitions", "Task definitions"),
     ("/deployments", "Deployments"),
+    ("/audit", "Audit log"),
     ("/cost", "Cost"),
 ];
 

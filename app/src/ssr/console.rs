@@ -20,4 +20,6 @@ pub struct ConsoleContext {
     pub fleet: Arc<dyn FleetFeed>,
     /// Task definitions, read from ECS.
     pub task_definitions: Arc<dyn TaskDefinitionSource>,
+    /// The audit log of registrations, deployments and rollbacks.
+    pub audit: Arc<dyn crate::ssr::audit::AuditLog>,
 }

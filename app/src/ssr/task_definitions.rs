@@ -32,9 +32,12 @@ pub trait TaskDefinitionSource: Send + Sync {
         ),
         Vec<FieldError>,
     >;
-    /// Registers the request `text` as a new revision; the revision, or ECS's error with its
-    /// code.
-    fn register(&self, text: String) -> BoxFuture<'_, Result<RevisionDetail, String>>;
+    /// Registers the request `text` as a new revision; the revision and the AWS request id, or
+    /// ECS's error with its code.
+    fn register(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<(RevisionDetail, Option<String>), String>>;
 }
 
 use serde_json::{Map, Value};
@@ -327,15 +330,60 @@ pub async fn register(
             ..FieldError::default()
         }]));
     }
+    // The intent is written before the AWS call; without it, nothing is sent.
+    let mut masked_before = source.task.clone();
+    let mut masked_after = task.clone();
+    mask_pair(&mut masked_before, &mut masked_after);
+    let intent = crate::model::audit::AuditIntent {
+        actor: "local".into(),
+        action: crate::model::audit::AuditAction::Register,
+        resource: family.to_string(),
+        from_revision: Some(format!("{family}:{revision}")),
+        to_revision: None,
+        diff: serde_json::to_string(&diff(&masked_before, &masked_after)).unwrap_or_default(),
+        pre_check: None,
+        description: Some(description.trim().to_string()).filter(|d| !d.is_empty()),
+    };
+    let audit_id =
+        context.audit.begin(intent).await.map_err(|error| {
+            EditFailure::Unavailable(format!("{error}; nothing was registered"))
+        })?;
     let text = Value::Object(task).to_string();
-    Ok(match context.task_definitions.register(text).await {
-        Ok(registered) => EditResult {
-            registered: Some(registered),
-            ..EditResult::default()
-        },
-        Err(error) => EditResult {
-            ecs_error: Some(error),
-            ..EditResult::default()
-        },
-    })
+    let (result, outcome) = match context.task_definitions.register(text).await {
+        Ok((registered, request_id)) => {
+            let outcome = crate::model::audit::AuditOutcome {
+                outcome: "registered".into(),
+                request_id,
+                to_revision: Some(format!("{}:{}", registered.family, registered.revision)),
+                ..Default::default()
+            };
+            (
+                EditResult {
+                    registered: Some(registered),
+                    ..EditResult::default()
+                },
+                outcome,
+            )
+        }
+        Err(error) => (
+            EditResult {
+                ecs_error: Some(error.clone()),
+                ..EditResult::default()
+            },
+            crate::model::audit::AuditOutcome {
+                outcome: "refused".into(),
+                detail: Some(error),
+                ..Default::default()
+            },
+        ),
+    };
+    if let Err(error) = context.audit.finish(audit_id, outcome).await {
+        tracing_warn(&error);
+    }
+    Ok(result)
+}
+
+/// An audit outcome that could not be written is logged; the AWS call it follows happened.
+fn tracing_warn(error: &str) {
+    leptos::logging::warn!("the audit log could not record an outcome: {error}");
 }

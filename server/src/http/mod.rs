@@ -1,6 +1,7 @@
 //! The HTTP edge: middleware layers and the handlers that are not pages.
 
 pub mod api;
+pub mod audit;
 pub mod fleet;
 pub mod health;
 pub mod metrics;

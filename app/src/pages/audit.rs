@@ -1,0 +1,124 @@
+//! `/audit`: every registration, deployment and rollback, filtered by action, resource and
+//! outcome, with a CSV export.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::{
+    model::audit::{AuditFilter, AuditRecord, OUTCOMES},
+    server_fns::audit::list_audit,
+};
+
+/// The audit log page; its filter is a GET form, so it works without JavaScript.
+#[component]
+pub fn AuditPage() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        query.with(|q| AuditFilter {
+            action: q.get("action").filter(|v| !v.is_empty()),
+            resource: q.get("resource").filter(|v| !v.is_empty()),
+            outcome: q.get("outcome").filter(|v| !v.is_empty()),
+            limit: None,
+        })
+    });
+    let records = Resource::new(move || filter.get(), list_audit);
+    let csv = move || {
+        let f = filter.get();
+        let mut parts = vec!["format=csv".to_string()];
+        for (key, value) in [
+            ("action", f.action),
+            ("resource", f.resource),
+            ("outcome", f.outcome),
+        ] {
+            if let Some(value) = value {
+                parts.push(format!("{key}={}", urlencode(&value)));
+            }
+        }
+        format!("/api/v1/audit?{}", parts.join("&"))
+    };
+    view! {
+        <Title text="Audit log" />
+        <h1>"Audit log"</h1>
+        <p class="muted">"Every registration, deployment and rollback: who, when, which resource, the diff, the pre-check, the AWS request id and the outcome. The intent is written before the AWS call and the outcome after it."</p>
+        <form class="compare-picker card" method="get" data-testid="audit-filter">
+            <label><span>"Action"</span>
+                <select name="action">
+                    <option value="">"any"</option>
+                    {["register", "deploy", "rollback"].map(|a| view! {
+                        <option value=a selected=move || filter.get().action.as_deref() == Some(a)>{a}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"Resource contains"</span>
+                <input type="text" name="resource" prop:value=move || filter.get().resource.unwrap_or_default() />
+            </label>
+            <label><span>"Outcome"</span>
+                <select name="outcome">
+                    <option value="">"any"</option>
+                    {OUTCOMES.map(|o| view! {
+                        <option value=o selected=move || filter.get().outcome.as_deref() == Some(o)>{o}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <button type="submit">"Filter"</button>
+            <a href=csv data-testid="audit-csv">"Download CSV"</a>
+        </form>
+        <Suspense fallback=|| view! { <p class="muted">"Reading the audit log…"</p> }>
+            {move || Suspend::new(async move {
+                match records.await {
+                    Ok(list) if list.is_empty() => view! { <p data-testid="audit-empty">"No record matches."</p> }.into_any(),
+                    Ok(list) => view! { <AuditTable records=list /> }.into_any(),
+                    Err(error) => view! { <p class="banner error" role="alert">{format!("The audit log could not be read: {error}")}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[component]
+fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
+    view! {
+        <table class="data-table" data-testid="audit-table">
+            <thead><tr>
+                <th scope="col">"When"</th>
+                <th scope="col">"Who"</th>
+                <th scope="col">"Action"</th>
+                <th scope="col">"Resource"</th>
+                <th scope="col">"Revisions"</th>
+                <th scope="col">"Pre-check"</th>
+                <th scope="col">"Outcome"</th>
+                <th scope="col">"AWS request id"</th>
+            </tr></thead>
+            <tbody>
+                {records.into_iter().map(|r| view! {
+                    <tr data-outcome=r.outcome.clone()>
+                        <td class="mono">{r.at.clone()}</td>
+                        <td>{r.actor.clone()}</td>
+                        <td>{r.action.as_str()}</td>
+                        <td>{r.resource.clone()}</td>
+                        <td class="mono">{format!("{} → {}", r.from_revision.clone().unwrap_or_else(|| "—".into()), r.to_revision.clone().unwrap_or_else(|| "—".into()))}</td>
+                        <td>{r.pre_check.clone().unwrap_or_else(|| "—".into())}</td>
+                        <td>
+                            <span class=format!("outcome outcome-{}", r.outcome)>{r.outcome.clone()}</span>
+                            {r.detail.clone().map(|d| view! { <div class="muted">{d}</div> })}
+                            {r.description.clone().map(|d| view! { <div class="muted">{format!("Why: {d}")}</div> })}
+                        </td>
+                        <td class="mono">{r.request_id.clone().unwrap_or_else(|| "—".into())}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}

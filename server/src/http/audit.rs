@@ -1,0 +1,76 @@
+//! `GET /api/v1/audit`: the audit log, filtered, as JSON or CSV.
+
+use axum::{
+    extract::{rejection::QueryRejection, Query, State},
+    http::header,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Deserialize;
+
+use app::model::audit::{to_csv, AuditFilter};
+
+use crate::{error::AppError, state::AppState};
+
+/// The filter, and `format=csv` for a CSV download.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    pub action: Option<String>,
+    pub resource: Option<String>,
+    pub outcome: Option<String>,
+    pub limit: Option<u32>,
+    pub format: Option<String>,
+}
+
+/// `GET /api/v1/audit[?action=&resource=&outcome=&limit=&format=csv]`: newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Response, AppError> {
+    let Query(query) = query.map_err(|rejection| {
+        AppError::BadRequest(format!(
+            "{}; the parameters are action, resource, outcome, limit and format",
+            rejection.body_text()
+        ))
+    })?;
+    let filter = AuditFilter {
+        action: query.action,
+        resource: query.resource,
+        outcome: query.outcome,
+        limit: query.limit,
+    };
+    if let Some(problem) = filter.problem() {
+        return Err(AppError::BadRequest(problem));
+    }
+    let csv = match query.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(other) => {
+            return Err(AppError::BadRequest(format!(
+                "format {other:?} is not json or csv"
+            )))
+        }
+    };
+    let records = state
+        .console
+        .audit
+        .list(filter)
+        .await
+        .map_err(AppError::Unavailable)?;
+    Ok(if csv {
+        (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"gpushare-audit.csv\"",
+                ),
+            ],
+            to_csv(&records),
+        )
+            .into_response()
+    } else {
+        Json(records).into_response()
+    })
+}
