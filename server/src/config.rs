@@ -31,7 +31,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the console over HTTP (the default). With no AWS options it starts the embedded
     /// emulator and shows its simulated fleet.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the ECS and CloudWatch emulator alone, for scripts and the AWS CLI
     /// (`aws --endpoint-url http://127.0.0.1:4566 ecs list-clusters`).
     Emulate(EmulateArgs),

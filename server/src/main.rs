@@ -9,7 +9,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     gpushare::telemetry::init(cli.log_format, &cli.log_filter)?;
     match cli.command {
-        Some(Command::Serve(args)) => gpushare::serve(args).await,
+        Some(Command::Serve(args)) => gpushare::serve(*args).await,
         Some(Command::Emulate(args)) => gpushare::emulate(args).await,
         Some(Command::Bench(BenchCommand::Emulator(args))) => gpushare::bench::emulator(args).await,
         Some(Command::Bench(BenchCommand::Fleet(args))) => gpushare::bench::fleet(args).await,
