@@ -4,6 +4,7 @@ pub mod audit;
 pub mod aws;
 pub mod bench;
 pub mod config;
+pub mod deployments;
 pub mod error;
 pub mod fleet;
 pub mod http;
@@ -59,6 +60,19 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/v1/audit", get(http::audit::list))
         .route("/api/v1/services", get(http::services::list))
+        .route(
+            "/api/v1/services/{cluster}/{service}/deploy",
+            axum::routing::post(http::services::deploy),
+        )
+        .route(
+            "/api/v1/services/{cluster}/{service}/rollback",
+            axum::routing::post(http::services::rollback),
+        )
+        .route("/api/v1/deployments/{id}", get(http::services::deployment))
+        .route(
+            "/api/v1/deployments/{id}/events",
+            get(http::services::deployment_events),
+        )
         .route(
             "/api/v1/services/{cluster}/{service}/pre-check",
             get(http::services::pre_check),
@@ -174,6 +188,14 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
     tracing::info!(backend = audit.backend, "audit log open");
     let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit));
+    let deployer = state.deployer.clone();
+    tokio::spawn(async move {
+        match deployer.reconcile().await {
+            Ok(0) => {}
+            Ok(settled) => tracing::info!(settled, "audit records reconciled with ECS"),
+            Err(error) => tracing::warn!(%error, "the audit log could not be reconciled"),
+        }
+    });
     let listener = bind(args.listen).await?;
     tracing::info!(
         address = %args.listen,

@@ -40,6 +40,8 @@ pub struct AppState {
     pub body_limit: usize,
     /// How long a request may take.
     pub request_timeout: std::time::Duration,
+    /// Deployments and their watches.
+    pub deployer: Arc<crate::deployments::EcsDeployer>,
 }
 
 impl AppState {
@@ -64,6 +66,11 @@ impl AppState {
             ),
         );
         spawn_refresher(&fleet, reader);
+        let deployer = crate::deployments::EcsDeployer::new(
+            clients.ecs.clone(),
+            audit.clone(),
+            crate::deployments::POLL,
+        );
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -87,7 +94,9 @@ impl AppState {
                     fleet.clone(),
                 )),
                 audit,
+                deployer: Arc::new(crate::deployments::SharedDeployer(deployer.clone())),
             },
+            deployer,
             clients,
             fleet,
             fleet_json: Arc::default(),

@@ -1236,3 +1236,177 @@ async fn a_rollout_is_pre_checked_on_the_fleet() {
     .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
 }
+
+/// Polls a deployment until its result is known, at most `seconds`.
+async fn deployment_result(app: &Router, id: &str, seconds: u64) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let state = json(send(app, get(&format!("/api/v1/deployments/{id}"))).await).await;
+        if !state["result"].is_null() || started.elapsed().as_secs() > seconds {
+            return state;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deploy_rolls_out_and_is_audited_and_a_second_at_once_is_refused() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 40}}], "description": "cap at 40 %"}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let deploy = "/api/v1/services/inference-prod/embed-api/deploy";
+
+    // The revision the user saw must be the one running.
+    let response = send(
+        &app,
+        post_json(deploy, r#"{"revision": 2, "expected_revision": 7}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert!(text(response).await.contains("now runs embed-api:1"));
+
+    // Two deploys at the same moment: exactly one is sent.
+    let body = r#"{"revision": 2, "expected_revision": 1, "description": "roll out the cap"}"#;
+    let (a, b) = tokio::join!(
+        send(&app, post_json(deploy, body)),
+        send(&app, post_json(deploy, body))
+    );
+    let mut statuses = [a.status(), b.status()];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::ACCEPTED, StatusCode::CONFLICT]);
+    let accepted = if a.status() == StatusCode::ACCEPTED {
+        a
+    } else {
+        b
+    };
+    let answer = json(accepted).await;
+    let id = answer["audit_id"]
+        .as_str()
+        .expect("an audit id")
+        .to_string();
+    assert!(answer["deployment_id"].as_str().is_some(), "{answer}");
+    assert_eq!(answer["action"], "deploy");
+
+    let state = deployment_result(&app, &id, 90).await;
+    assert_eq!(state["result"], "succeeded", "{state}");
+    assert_eq!(state["progress"], 1.0);
+    let log = json(send(&app, get("/api/v1/audit?action=deploy")).await).await;
+    let records = log.as_array().expect("records");
+    let sent: Vec<_> = records.iter().filter(|r| r["id"] == id.as_str()).collect();
+    assert_eq!(sent[0]["outcome"], "succeeded", "{log}");
+    assert_eq!(sent[0]["pre_check"], "completes");
+    assert!(sent[0]["request_id"]
+        .as_str()
+        .is_some_and(|r| !r.is_empty()));
+    assert!(
+        records.iter().any(|r| r["outcome"] == "refused"),
+        "the loser is audited too: {log}"
+    );
+
+    // A rollback to revision 1 goes through the same checks.
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/services/inference-prod/embed-api/rollback",
+            r#"{"revision": 3, "expected_revision": 2}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/services/inference-prod/embed-api/rollback",
+            r#"{"revision": 1, "expected_revision": 2}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let answer = json(response).await;
+    assert_eq!(answer["action"], "rollback");
+
+    for (body, status) in [
+        ("{", StatusCode::BAD_REQUEST),
+        (r#"{"revision": 1}"#, StatusCode::BAD_REQUEST),
+        (
+            r#"{"revision": 1, "expected_revision": 1, "colour": 1}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"revision": 99, "expected_revision": 1}"#,
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let response = send(&app, post_json(deploy, body)).await;
+        assert_eq!(response.status(), status, "{body}");
+    }
+    assert_eq!(
+        send(&app, get("/api/v1/deployments/nope")).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn a_deploy_that_cannot_place_is_refused_then_forced_and_reported_as_rolled_back() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let huge =
+        r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 200000}}]}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", huge),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let deploy = "/api/v1/services/inference-prod/embed-api/deploy";
+    let response = send(
+        &app,
+        post_json(deploy, r#"{"revision": 2, "expected_revision": 1}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let refusal = json(response).await;
+    assert_eq!(refusal["error"]["code"], "pre_check");
+    assert_eq!(
+        refusal["pre_check"]["verdict"]["verdict"], "never",
+        "{refusal}"
+    );
+
+    let response = send(
+        &app,
+        post_json(
+            deploy,
+            r#"{"revision": 2, "expected_revision": 1, "force": true}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let id = json(response).await["audit_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let state = deployment_result(&app, &id, 120).await;
+    assert_eq!(
+        state["result"], "rolled_back",
+        "reported as a failure: {state}"
+    );
+    assert!(
+        state["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("circuit breaker"),
+        "{state}"
+    );
+    let log = json(send(&app, get("/api/v1/audit?action=deploy")).await).await;
+    assert_eq!(log[0]["outcome"], "rolled_back");
+    assert!(log[0]["pre_check"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("deployed anyway"));
+}

@@ -2,6 +2,7 @@
 
 pub mod audit;
 mod console;
+pub mod deployment;
 pub mod fit;
 mod fleet;
 pub mod fleet_view;

@@ -22,4 +22,6 @@ pub struct ConsoleContext {
     pub task_definitions: Arc<dyn TaskDefinitionSource>,
     /// The audit log of registrations, deployments and rollbacks.
     pub audit: Arc<dyn crate::ssr::audit::AuditLog>,
+    /// Sends deployments and watches them.
+    pub deployer: Arc<dyn crate::ssr::deployments::Deployer>,
 }

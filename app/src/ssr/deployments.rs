@@ -217,3 +217,73 @@ pub async fn pre_check(
         rollout,
     })
 }
+
+/// Sends deployments and watches them; implemented by the server over ECS.
+pub trait Deployer: Send + Sync {
+    /// Rolls `request.revision` out to `cluster/service` after the checks (the revision the
+    /// user saw, the pre-check unless forced, the deploy lock), writing the audit record.
+    fn deploy<'a>(
+        &'a self,
+        context: &'a ConsoleContext,
+        cluster: String,
+        service: String,
+        request: crate::model::deployment::DeployRequest,
+    ) -> crate::ssr::task_definitions::BoxFuture<
+        'a,
+        Result<crate::model::deployment::DeployAnswer, DeployRefusal>,
+    >;
+    /// The state of the deployment of the audit record `id`, read from ECS when no watch holds
+    /// it; `None` for no such deployment.
+    fn state(
+        &self,
+        audit: &dyn crate::ssr::audit::AuditLog,
+        id: String,
+    ) -> crate::ssr::task_definitions::BoxFuture<
+        '_,
+        Result<Option<crate::model::deployment::WatchState>, String>,
+    >;
+}
+
+/// Why a deploy was not sent.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum DeployRefusal {
+    /// The request is wrong (a revision of nothing, a malformed name).
+    BadRequest { message: String },
+    /// No such cluster, service or revision.
+    NotFound { message: String },
+    /// The service changed since the user looked, or another deploy is in flight.
+    Conflict { message: String },
+    /// The pre-check says the rollout will not complete; `force` sends it anyway.
+    PreCheck {
+        message: String,
+        check: Box<crate::model::rollout::RolloutCheck>,
+    },
+    /// ECS refused UpdateService, with its code.
+    Ecs { message: String },
+    /// ECS or the audit log could not be reached.
+    Unavailable { message: String },
+}
+
+impl DeployRefusal {
+    pub fn message(&self) -> &str {
+        match self {
+            DeployRefusal::BadRequest { message }
+            | DeployRefusal::NotFound { message }
+            | DeployRefusal::Conflict { message }
+            | DeployRefusal::PreCheck { message, .. }
+            | DeployRefusal::Ecs { message }
+            | DeployRefusal::Unavailable { message } => message,
+        }
+    }
+}
+
+impl From<EditFailure> for DeployRefusal {
+    fn from(failure: EditFailure) -> Self {
+        match failure {
+            EditFailure::BadRequest(message) => DeployRefusal::BadRequest { message },
+            EditFailure::NotFound(message) => DeployRefusal::NotFound { message },
+            EditFailure::Unavailable(message) => DeployRefusal::Unavailable { message },
+        }
+    }
+}

@@ -3,14 +3,18 @@
 //! rollout.
 
 use axum::{
+    body::Bytes,
     extract::{rejection::QueryRejection, Path, Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
     Json,
 };
 use serde::Deserialize;
 
 use app::{
+    model::deployment::{DeployRequest, WatchState},
     server_fns::deployments::{PreCheck, ServiceRow},
-    ssr::deployments,
+    ssr::deployments::{self, DeployRefusal},
 };
 
 use crate::{error::AppError, state::AppState};
@@ -115,4 +119,135 @@ mod tests {
         assert!(revision_of("0", "embed").is_err());
         assert!(revision_of("latest", "embed").is_err());
     }
+}
+
+/// A refused deploy as an HTTP answer: the status its reason calls for, the error, and the
+/// pre-check when that is the reason.
+fn refused(refusal: DeployRefusal) -> Response {
+    let (status, code) = match &refusal {
+        DeployRefusal::BadRequest { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
+        DeployRefusal::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+        DeployRefusal::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+        DeployRefusal::PreCheck { .. } => (StatusCode::CONFLICT, "pre_check"),
+        DeployRefusal::Ecs { .. } => (StatusCode::BAD_GATEWAY, "ecs"),
+        DeployRefusal::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+    };
+    let mut body = serde_json::json!({"error": {"code": code, "message": refusal.message()}});
+    if let DeployRefusal::PreCheck { check, .. } = &refusal {
+        body["pre_check"] = serde_json::to_value(check).unwrap_or_default();
+    }
+    (status, Json(body)).into_response()
+}
+
+/// The body of a deploy, or what is wrong with it.
+fn deploy_body(body: &Bytes) -> Result<DeployRequest, AppError> {
+    serde_json::from_slice(body).map_err(|e| {
+        AppError::BadRequest(format!(
+            "the body is not a deploy: {e}; send {{\"revision\": 3, \"expected_revision\": 2, \"force\": false, \"description\": \"why\"}}"
+        ))
+    })
+}
+
+/// `POST /api/v1/services/{cluster}/{service}/deploy`: rolls a revision out after the checks.
+/// 202 with the audit id to watch; 409 when the service changed, another deploy is in flight or
+/// the pre-check fails (with it; `force` sends anyway); 502 when ECS refuses.
+pub async fn deploy(
+    State(state): State<AppState>,
+    Path((cluster, service)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let request = deploy_body(&body)?;
+    Ok(
+        match state
+            .console
+            .deployer
+            .deploy(&state.console, cluster, service, request)
+            .await
+        {
+            Ok(answer) => (StatusCode::ACCEPTED, Json(answer)).into_response(),
+            Err(refusal) => refused(refusal),
+        },
+    )
+}
+
+/// `POST /api/v1/services/{cluster}/{service}/rollback`: a deploy of an earlier revision of the
+/// family — any earlier one — with the same checks.
+pub async fn rollback(
+    State(state): State<AppState>,
+    Path((cluster, service)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let request = deploy_body(&body)?;
+    if request.revision >= request.expected_revision {
+        return Err(AppError::BadRequest(format!(
+            "a rollback goes to an earlier revision than the running {}; POST …/deploy rolls {} out",
+            request.expected_revision, request.revision
+        )));
+    }
+    deploy(State(state), Path((cluster, service)), body).await
+}
+
+/// `GET /api/v1/deployments/{id}`: a deployment's state now.
+pub async fn deployment(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<WatchState>, AppError> {
+    state
+        .console
+        .deployer
+        .state(state.console.audit.as_ref(), id.clone())
+        .await
+        .map_err(AppError::Unavailable)?
+        .map(Json)
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "there is no deployment {id:?}; GET /api/v1/audit lists them"
+            ))
+        })
+}
+
+/// `GET /api/v1/deployments/{id}/events`: server-sent events, one `state` event per change of
+/// the deployment, until its result is known.
+pub async fn deployment_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, AppError> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let first = state
+        .console
+        .deployer
+        .state(state.console.audit.as_ref(), id.clone())
+        .await
+        .map_err(AppError::Unavailable)?
+        .ok_or_else(|| AppError::NotFound(format!("there is no deployment {id:?}")))?;
+    let receiver = state.deployer.subscribe(&id);
+    let stream = futures::stream::unfold(
+        (Some(first), receiver, false),
+        |(first, mut receiver, ended)| async move {
+            if ended {
+                return None;
+            }
+            let next = match first {
+                Some(first) => first,
+                None => {
+                    let receiver_ref = receiver.as_mut()?;
+                    receiver_ref.changed().await.ok()?;
+                    let current = receiver_ref.borrow_and_update().clone();
+                    current
+                }
+            };
+            let done = next.done() || receiver.is_none();
+            let event = Event::default()
+                .event("state")
+                .json_data(&next)
+                .unwrap_or_else(|_| Event::default().event("state"));
+            Some((
+                Ok::<_, std::convert::Infallible>(event),
+                (None, receiver, done),
+            ))
+        },
+    );
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
