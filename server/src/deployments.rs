@@ -330,9 +330,15 @@ impl EcsDeployer {
                 .await;
             return Err(DeployRefusal::Conflict { message });
         }
-        let sent = self
-            .update(&cluster, &service, &target, &before, &from, &id, action)
-            .await;
+        let sending = Sending {
+            cluster: &cluster,
+            service: &service,
+            target: &target,
+            from: &from,
+            id: &id,
+            action,
+        };
+        let sent = self.update(&sending, &before).await;
         let _ = self.audit.unlock(resource.clone()).await;
         match sent {
             Ok(answer) => Ok(answer),
@@ -350,14 +356,17 @@ impl EcsDeployer {
     /// UpdateService, records the deployment, and starts its watch.
     async fn update(
         self: &Arc<Self>,
-        cluster: &str,
-        service: &str,
-        target: &str,
+        sending: &Sending<'_>,
         before: &LiveService,
-        from: &str,
-        id: &str,
-        action: AuditAction,
     ) -> Result<DeployAnswer, DeployRefusal> {
+        let Sending {
+            cluster,
+            service,
+            target,
+            from,
+            id,
+            action,
+        } = *sending;
         let now_running = self
             .live(cluster, service)
             .await
@@ -566,6 +575,17 @@ impl EcsDeployer {
         }
         Ok(settled)
     }
+}
+
+/// A deploy being sent: where, what, from what, its audit record and its kind.
+#[derive(Clone, Copy)]
+struct Sending<'a> {
+    cluster: &'a str,
+    service: &'a str,
+    target: &'a str,
+    from: &'a str,
+    id: &'a str,
+    action: AuditAction,
 }
 
 /// The ARN of `family:revision` in the account and region of `like` (another task definition

@@ -105,22 +105,6 @@ pub async fn pre_check(
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::revision_of;
-
-    #[test]
-    fn a_revision_is_a_number_of_the_services_family() {
-        assert_eq!(revision_of("3", "embed").ok(), Some(3));
-        assert_eq!(revision_of("embed:4", "embed").ok(), Some(4));
-        assert!(revision_of("other:4", "embed")
-            .err()
-            .is_some_and(|e| e.to_string().contains("a revision of other")));
-        assert!(revision_of("0", "embed").is_err());
-        assert!(revision_of("latest", "embed").is_err());
-    }
-}
-
 /// A refused deploy as an HTTP answer: the status its reason calls for, the error, and the
 /// pre-check when that is the reason.
 fn refused(refusal: DeployRefusal) -> Response {
@@ -250,4 +234,20 @@ pub async fn deployment_events(
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::revision_of;
+
+    #[test]
+    fn a_revision_is_a_number_of_the_services_family() {
+        assert_eq!(revision_of("3", "embed").ok(), Some(3));
+        assert_eq!(revision_of("embed:4", "embed").ok(), Some(4));
+        assert!(revision_of("other:4", "embed")
+            .err()
+            .is_some_and(|e| e.to_string().contains("a revision of other")));
+        assert!(revision_of("0", "embed").is_err());
+        assert!(revision_of("latest", "embed").is_err());
+    }
 }
