@@ -496,6 +496,8 @@ impl EcsDeployer {
     /// again.
     pub async fn reconcile(self: &Arc<Self>) -> Result<u32, String> {
         let mut settled = 0;
+        // Both lists first: a pending record settled as sent is in progress next.
+        let mut lists = Vec::new();
         for outcome in ["pending", "in_progress"] {
             let records = self
                 .audit
@@ -505,6 +507,9 @@ impl EcsDeployer {
                     ..Default::default()
                 })
                 .await?;
+            lists.push((outcome, records));
+        }
+        for (outcome, records) in lists {
             for record in records {
                 if record.action == AuditAction::Register {
                     if outcome == "pending" {
