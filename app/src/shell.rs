@@ -11,7 +11,7 @@ use crate::components::app_header::AppHeader;
 use crate::pages::{
     audit::AuditPage,
     cost::CostPage,
-    deployments::{DeploymentsPage, ServicePage},
+    deployments::{DeploymentWatchPage, DeploymentsPage, ServicePage},
     fleet::FleetPage,
     not_found::NotFound,
     task_definitions::{
@@ -96,6 +96,7 @@ pub fn App() -> impl IntoView {
                         view=ServicePage
                         ssr=SsrMode::Async
                     />
+                    <Route path=path!("/rollouts/:id") view=DeploymentWatchPage ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                 </Routes>

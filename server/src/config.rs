@@ -56,6 +56,19 @@ pub enum BenchCommand {
     /// The capacity pre-check of a 60-task rollout (one that completes, one that stalls at the
     /// overlap) against the fleet snapshot.
     Precheck(BenchEmulatorArgs),
+    /// Audit log writes per second on SQLite (or the database of DATABASE_URL).
+    Audit(BenchAuditArgs),
+}
+
+/// Options of `gpushare bench audit`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchAuditArgs {
+    /// Records to write.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub records: u32,
+    /// Measure this database instead of SQLite in a temporary directory.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
 }
 
 /// Options of `gpushare bench emulator`.

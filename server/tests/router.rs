@@ -1296,6 +1296,23 @@ async fn a_deploy_rolls_out_and_is_audited_and_a_second_at_once_is_refused() {
     let state = deployment_result(&app, &id, 90).await;
     assert_eq!(state["result"], "succeeded", "{state}");
     assert_eq!(state["progress"], 1.0);
+    // The watch page and the event stream show the same end.
+    let page = text(send(&app, get(&format!("/rollouts/{id}"))).await).await;
+    assert!(page.contains(r#"data-result="succeeded""#), "{page}");
+    let response = send(&app, get(&format!("/api/v1/deployments/{id}/events"))).await;
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let stream = text(response).await;
+    assert!(
+        stream.starts_with("data: {") && stream.contains(r#""result":"succeeded""#),
+        "{stream}"
+    );
+    assert_eq!(
+        send(&app, get("/rollouts/nope")).await.status(),
+        StatusCode::NOT_FOUND
+    );
     let log = json(send(&app, get("/api/v1/audit?action=deploy")).await).await;
     let records = log.as_array().expect("records");
     let sent: Vec<_> = records.iter().filter(|r| r["id"] == id.as_str()).collect();

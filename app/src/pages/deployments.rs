@@ -8,8 +8,13 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     components::td_views::{DiffTable, GpuChanges},
-    model::rollout::{RolloutCheck, Verdict},
-    server_fns::deployments::{list_services, pre_check_rollout, PreCheck, ServiceRow},
+    model::{
+        deployment::{DeployRequest, WatchState},
+        rollout::{RolloutCheck, Verdict},
+    },
+    server_fns::deployments::{
+        deployment_state, list_services, pre_check_rollout, DeployService, PreCheck, ServiceRow,
+    },
 };
 
 /// The services page.
@@ -197,8 +202,203 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
                 }.into_any(),
             }}
         </section>
-        <PreCheckView rollout />
+        <PreCheckView rollout=rollout.clone() />
+        {(target.revision != running).then(|| view! {
+            <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes />
+        })}
     }
+}
+
+/// Sends the deploy (or rollback) of `target` and opens its watch page.
+#[component]
+fn DeployForm(
+    cluster: String,
+    service: String,
+    running: u32,
+    target: u32,
+    completes: bool,
+) -> impl IntoView {
+    let deploy = ServerAction::<DeployService>::new();
+    let description = RwSignal::new(String::new());
+    let force = RwSignal::new(false);
+    let rollback = target < running;
+    Effect::new(move |_| {
+        if let Some(Ok(answer)) = deploy.value().get() {
+            let navigate = leptos_router::hooks::use_navigate();
+            navigate(
+                &format!("/rollouts/{}", answer.audit_id),
+                Default::default(),
+            );
+        }
+    });
+    let send = move |_| {
+        deploy.dispatch(DeployService {
+            cluster: cluster.clone(),
+            service: service.clone(),
+            request: DeployRequest {
+                revision: target,
+                expected_revision: running,
+                force: force.get_untracked(),
+                description: description.get_untracked(),
+            },
+        });
+    };
+    view! {
+        <section class="card" data-testid="deploy-form">
+            <h2>{if rollback { format!("Roll back to revision {target}") } else { format!("Deploy revision {target}") }}</h2>
+            <noscript><p class="banner info">"Deploying needs JavaScript; POST /api/v1/services/{cluster}/{service}/deploy works without it."</p></noscript>
+            <label class="edit-description">
+                <span>"Why (kept in the audit log)"</span>
+                <input type="text" maxlength="256" data-testid="deploy-description"
+                    prop:value=move || description.get()
+                    on:input=move |ev| description.set(event_target_value(&ev)) />
+            </label>
+            {(!completes).then(|| view! {
+                <label class="inline">
+                    <input type="checkbox" data-testid="deploy-force"
+                        prop:checked=move || force.get()
+                        on:change=move |ev| force.set(event_target_checked(&ev)) />
+                    " Deploy anyway: I have read the pre-check"
+                </label>
+            })}
+            <div class="edit-actions">
+                <button type="button" data-testid="deploy-send" on:click=send disabled=move || deploy.pending().get()>
+                    {if rollback { format!("Roll back from {running} to {target}") } else { format!("Deploy {target} (replacing {running})") }}
+                </button>
+            </div>
+            {move || deploy.value().get().and_then(|answer| answer.err()).map(|error| view! {
+                <p class="banner error" role="alert" data-testid="deploy-refused">
+                    {format!("The deploy was not sent: {}", error.to_string().trim_start_matches("error running server function: "))}
+                </p>
+            })}
+        </section>
+    }
+}
+
+/// `/rollouts/:id`: one rollout, live.
+#[component]
+pub fn DeploymentWatchPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    let initial = Resource::new(move || id.get(), deployment_state);
+    view! {
+        <Title text="Deployment" />
+        <p><a href="/deployments">"← Deployments"</a>" · "<a href="/audit">"Audit log"</a></p>
+        <Suspense fallback=|| view! { <p class="muted">"Reading the deployment…"</p> }>
+            {move || Suspend::new(async move {
+                match initial.await {
+                    Ok(Some(state)) => view! { <Watch initial=state /> }.into_any(),
+                    Ok(None) => {
+                        #[cfg(feature = "ssr")]
+                        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                            response.set_status(http::StatusCode::NOT_FOUND);
+                        }
+                        view! { <p class="banner info" role="status" data-testid="no-deployment">"There is no such deployment. "<a href="/audit?action=deploy">"See the deployments in the audit log."</a></p> }.into_any()
+                    }
+                    Err(error) => view! { <p class="banner error" role="alert">{format!("The deployment could not be read: {error}")}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// A rollout's state, updated by the server's events until it ends.
+#[component]
+fn Watch(initial: WatchState) -> impl IntoView {
+    let state = RwSignal::new(initial);
+    #[cfg(feature = "hydrate")]
+    listen(state);
+    view! {
+        <h1>{move || state.with(|s| format!("{} {} to {}/{}", if s.action == "rollback" { "Rollback" } else { "Deploy" }, s.target, s.cluster, s.service))}</h1>
+        {move || state.with(|s| {
+            let (class, text) = match s.result.as_deref() {
+                Some("succeeded") => ("banner info", format!("Succeeded: {}/{} runs {}.", s.cluster, s.service, s.target)),
+                Some("rolled_back") => ("banner error", format!("Failed and rolled back: the circuit breaker put {} back. {}", s.from, s.detail.clone().unwrap_or_default())),
+                Some("refused") => ("banner error", format!("Not sent: {}", s.detail.clone().unwrap_or_default())),
+                Some(_) => ("banner error", format!("Failed. {}", s.detail.clone().unwrap_or_default())),
+                None => ("banner info", format!("In progress: {} → {}.", s.from, s.target)),
+            };
+            view! { <p class=class role="status" data-testid="watch-result" data-result=s.result.clone().unwrap_or_else(|| "in_progress".into())>{text}</p> }
+        })}
+        {move || state.with(|s| s.watch_error.clone()).map(|e| view! { <p class="banner warn" role="status">{e}</p> })}
+        <section class="card">
+            <label class="progress-label">
+                <span>{move || format!("New tasks running: {:.0} %", state.with(|s| s.progress * 100.0))}</span>
+                <progress class="progress" max="100" data-testid="watch-progress"
+                    value=move || format!("{:.0}", state.with(|s| s.progress * 100.0))></progress>
+            </label>
+            <table class="data-table compact" data-testid="watch-deployments">
+                <thead><tr>
+                    <th scope="col">"Deployment"</th><th scope="col">"Status"</th><th scope="col">"Revision"</th>
+                    <th scope="col" class="num">"Desired"</th><th scope="col" class="num">"Running"</th><th scope="col" class="num">"Pending"</th>
+                    <th scope="col" class="num">"Failed tasks"</th><th scope="col">"Rollout"</th>
+                </tr></thead>
+                <tbody>
+                    {move || state.with(|s| s.live.deployments.iter().map(|d| view! {
+                        <tr>
+                            <td class="mono">{d.id.clone()}</td>
+                            <td>{d.status.clone()}</td>
+                            <td class="mono">{short_revision(&d.task_definition)}</td>
+                            <td class="num">{d.desired}</td>
+                            <td class="num">{d.running}</td>
+                            <td class="num">{d.pending}</td>
+                            <td class="num">{d.failed_tasks}</td>
+                            <td>{format!("{} {}", d.rollout_state.clone().unwrap_or_default(), d.rollout_state_reason.clone().unwrap_or_default())}</td>
+                        </tr>
+                    }).collect_view())}
+                </tbody>
+            </table>
+        </section>
+        <section class="card">
+            <h2>"Service events since the deploy"</h2>
+            <ul class="events" data-testid="watch-events">
+                {move || state.with(|s| if s.events.is_empty() {
+                    view! { <li class="muted">"None yet."</li> }.into_any()
+                } else {
+                    s.events.iter().map(|e| view! { <li><span class="muted mono">{e.at.clone()}</span>" "{e.message.clone()}</li> }).collect_view().into_any()
+                })}
+            </ul>
+        </section>
+    }
+}
+
+/// `family:revision` of a task definition ARN.
+fn short_revision(arn: &str) -> String {
+    arn.rsplit('/').next().unwrap_or(arn).to_string()
+}
+
+/// Listens to the deployment's server-sent events until it ends.
+#[cfg(feature = "hydrate")]
+fn listen(state: RwSignal<WatchState>) {
+    use leptos::wasm_bindgen::{closure::Closure, JsCast};
+    Effect::new(move |_| {
+        let (id, done) = state.with_untracked(|s| (s.audit_id.clone(), s.done()));
+        if done {
+            return;
+        }
+        let Ok(source) = web_sys::EventSource::new(&format!("/api/v1/deployments/{id}/events"))
+        else {
+            return;
+        };
+        let closer = source.clone();
+        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+            move |event: web_sys::MessageEvent| {
+                let Some(data) = event.data().as_string() else {
+                    return;
+                };
+                let Ok(next) = leptos::serde_json::from_str::<WatchState>(&data) else {
+                    return;
+                };
+                let done = next.done();
+                if state.try_set(next).is_some() || done {
+                    // The page is gone, or the rollout ended: stop listening.
+                    closer.close();
+                }
+            },
+        );
+        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+    });
 }
 
 #[component]

@@ -56,3 +56,32 @@ pub async fn pre_check_rollout(
 ) -> Result<PreCheck, ServerFnError> {
     Ok(crate::ssr::deployments::pre_check(&context()?, &cluster, &service, revision).await?)
 }
+
+/// Rolls `request.revision` out to `cluster/service` after the checks; the audit id to watch,
+/// or why it was not sent.
+#[server(name = DeployService, prefix = "/api", endpoint = "deploy_service")]
+pub async fn deploy_service(
+    cluster: String,
+    service: String,
+    request: crate::model::deployment::DeployRequest,
+) -> Result<crate::model::deployment::DeployAnswer, ServerFnError> {
+    let context = context()?;
+    context
+        .deployer
+        .deploy(&context, cluster, service, request)
+        .await
+        .map_err(|refusal| ServerFnError::new(refusal.message()))
+}
+
+/// The state of the deployment of audit record `id`; `None` when there is none.
+#[server(name = GetDeploymentState, prefix = "/api", endpoint = "deployment_state")]
+pub async fn deployment_state(
+    id: String,
+) -> Result<Option<crate::model::deployment::WatchState>, ServerFnError> {
+    let context = context()?;
+    context
+        .deployer
+        .state(context.audit.as_ref(), id)
+        .await
+        .map_err(ServerFnError::new)
+}

@@ -190,8 +190,8 @@ pub async fn deployment(
         })
 }
 
-/// `GET /api/v1/deployments/{id}/events`: server-sent events, one `state` event per change of
-/// the deployment, until its result is known.
+/// `GET /api/v1/deployments/{id}/events`: server-sent events, one message (the state as JSON)
+/// per change of the deployment, until its result is known.
 pub async fn deployment_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -222,9 +222,8 @@ pub async fn deployment_events(
             };
             let done = next.done() || receiver.is_none();
             let event = Event::default()
-                .event("state")
                 .json_data(&next)
-                .unwrap_or_else(|_| Event::default().event("state"));
+                .unwrap_or_else(|_| Event::default().data("{}"));
             Some((
                 Ok::<_, std::convert::Infallible>(event),
                 (None, receiver, done),
