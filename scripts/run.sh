@@ -10,4 +10,6 @@ cd "$GPUSHARE_ROOT"
 
 gpushare_step "starting gpushare"
 export GPUSHARE_SITE_ROOT="${GPUSHARE_SITE_ROOT:-$GPUSHARE_ROOT/target/site}"
+# The audit log's SQLite file lives in the checkout's data/ unless told otherwise.
+export GPUSHARE_DATA_DIR="${GPUSHARE_DATA_DIR:-$GPUSHARE_ROOT/data}"
 exec "$CARGO_TARGET_DIR/release/gpushare" serve "$@"

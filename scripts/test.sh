@@ -12,6 +12,7 @@ logs="$(mktemp -d)"
 server_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  if [ -n "${data_dir:-}" ]; then rm -rf "$data_dir"; fi
   rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -32,9 +33,12 @@ cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.
 
 gpushare_step "end-to-end tests in headless Chromium"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-# A short refresh interval, so that the live-update test sees a new snapshot soon.
+# A fresh audit log, so that every run starts from the same state; a short refresh interval,
+# so that the live-update test sees a new snapshot soon.
+data_dir="$(mktemp -d)"
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_REFRESH_INTERVAL=3 "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
+  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 \
+  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do
   if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
