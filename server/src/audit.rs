@@ -86,9 +86,22 @@ impl SqlAuditLog {
         let pool = AnyPoolOptions::new()
             // SQLite takes one writer at a time; more connections only wait on its lock.
             .max_connections(if backend == "sqlite" { 1 } else { 8 })
+            // The one SQLite connection lives as long as the pool, keeping its pragmas.
+            .idle_timeout(None)
+            .max_lifetime(None)
             .connect(&url)
             .await
             .with_context(|| format!("cannot open the audit database ({backend})"))?;
+        if backend == "sqlite" {
+            // Write-ahead logging: readers do not block the writer, and a commit costs one sync
+            // of the log rather than of the database.
+            sqlx::raw_sql(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;",
+            )
+            .execute(&pool)
+            .await
+            .context("cannot set up the audit database (SQLite)")?;
+        }
         let log = SqlAuditLog { pool, backend };
         log.migrate().await?;
         Ok(log)

@@ -555,8 +555,9 @@ pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
 }
 
 /// `gpushare bench precheck`: the capacity pre-check of a 60-task rollout on the scenario's
-/// fleet, for the service with the most GPU tasks — one rollout that fits, and one that stalls
-/// at the overlap (with the search for what would let it through).
+/// fleet, for 60 tasks of the service with the most GPU tasks — one rollout with 1.5 times the
+/// memory, and one that asks a whole GPU's memory (which stalls when the fleet lacks room, and
+/// then searches for what would let it through).
 pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     use app::model::rollout::{pre_check, Cluster, RolloutPlan, Verdict};
     use placement::GpuRequest;
@@ -598,7 +599,10 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         .into_iter()
         .max_by_key(|(_, (count, _, _))| *count)
         .context("the scenario has no service on MPS GPUs")?;
-    let layout = Cluster::of(&snapshot, &cluster, &service).context("the cluster")?;
+    // A 60-task service: 60 of its tasks are the old ones, the others' GPUs stay busy.
+    let layout = Cluster::of(&snapshot, &cluster, &service)
+        .context("the cluster")?
+        .with_service_tasks(60);
     let base = RolloutPlan {
         cluster: cluster.clone(),
         service: service.clone(),
@@ -610,7 +614,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         new: GpuRequest::Mps(vec![memory + memory / 2]),
     };
     let stalling = RolloutPlan {
-        new: GpuRequest::Mps(vec![largest * 3 / 5]),
+        new: GpuRequest::Mps(vec![largest]),
         ..base.clone()
     };
     let mut rows = Vec::new();

@@ -158,6 +158,14 @@ impl Cluster {
         old
     }
 
+    /// The same cluster where the service runs only its first `count` tasks on GPUs; the GPUs
+    /// of the others stay taken, as other services' tasks would keep them.
+    pub fn with_service_tasks(&self, count: usize) -> Cluster {
+        let mut cluster = self.clone();
+        cluster.old_tasks.truncate(count);
+        cluster
+    }
+
     /// Adds `count` empty instances like the instance of type `instance_type`.
     fn with_instances(&self, instance_type: &str, count: u32) -> Cluster {
         let mut cluster = self.clone();
