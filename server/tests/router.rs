@@ -1427,3 +1427,36 @@ async fn a_deploy_that_cannot_place_is_refused_then_forced_and_reported_as_rolle
         .unwrap_or_default()
         .contains("deployed anyway"));
 }
+
+#[tokio::test]
+async fn a_watch_keeps_going_while_ecs_throttles() {
+    // Most DescribeServices calls are throttled, more than the SDK's retries absorb.
+    let (app, _) = test_app_with_faults(false, vec!["DescribeServices:throttle=0.7".into()]).await;
+    fleet_json(&app, "").await;
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 30}}]}"#;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let mut sent = None;
+    for _ in 0..10 {
+        let response = send(
+            &app,
+            post_json(
+                "/api/v1/services/inference-prod/embed-api/deploy",
+                r#"{"revision": 2, "expected_revision": 1}"#,
+            ),
+        )
+        .await;
+        if response.status() == StatusCode::ACCEPTED {
+            sent = Some(json(response).await);
+            break;
+        }
+    }
+    let answer = sent.expect("one deploy got through the throttling");
+    let id = answer["audit_id"].as_str().expect("id").to_string();
+    let state = deployment_result(&app, &id, 120).await;
+    assert_eq!(state["result"], "succeeded", "{state}");
+}
