@@ -38,17 +38,21 @@ async function deployments() {
 
 const browser = await launch();
 const samples = [];
+// The snapshot's services lag behind a deploy by up to one refresh: after the first run, the
+// revision running is the one the last run rolled out.
+const row = (await api(`/api/v1/services?cluster=${cluster}`)).find((r) => r.service.name === service);
+let running = row.revision;
 try {
   for (let n = 0; n < Number(runs); n += 1) {
-    const row = (await api(`/api/v1/services?cluster=${cluster}`)).find((r) => r.service.name === service);
-    const source = (await api(`/api/v1/task-definitions/${row.family}/${row.revision}`)).task_definition;
+    const source = (await api(`/api/v1/task-definitions/${row.family}/${running}`)).task_definition;
     const first = source.containerDefinitions[0];
     first.environment = [...(first.environment ?? []).filter((e) => e.name !== 'RUN'), { name: 'RUN', value: String(Date.now()) }];
-    const registered = await post(`/api/v1/task-definitions/${row.family}/${row.revision}/register`, { task_definition: source });
+    const registered = await post(`/api/v1/task-definitions/${row.family}/${running}/register`, { task_definition: source });
     const deployed = await post(`/api/v1/services/${cluster}/${service}/deploy`, {
       revision: registered.registered.revision,
-      expected_revision: row.revision,
+      expected_revision: running,
     });
+    running = registered.registered.revision;
     const { context, page } = await openPage(browser);
     await page.goto(`${BASE_URL}/rollouts/${deployed.audit_id}`);
     await page.evaluate(() => {
