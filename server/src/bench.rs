@@ -613,7 +613,18 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         old: GpuRequest::Mps(vec![memory]),
         new: GpuRequest::Mps(vec![memory + memory / 2]),
     };
+    // One more task than the cluster has empty GPUs, each asking a whole GPU's memory: the
+    // overlap cannot fit, and the pre-check searches for what would let it through.
+    let empty_gpus = snapshot
+        .clusters
+        .iter()
+        .filter(|c| c.name == cluster)
+        .flat_map(|c| c.instances.iter())
+        .flat_map(|i| i.gpus.iter())
+        .filter(|g| g.containers.is_empty() && g.total_memory_mib >= largest)
+        .count() as u32;
     let stalling = RolloutPlan {
+        desired: empty_gpus + 1,
         new: GpuRequest::Mps(vec![largest]),
         ..base.clone()
     };
@@ -625,8 +636,8 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         ),
         (
             format!(
-                "60 tasks, MPS {memory} → {} MiB (60 % of a GPU)",
-                largest * 3 / 5
+                "{} tasks, MPS {memory} → {largest} MiB ({empty_gpus} empty GPUs)",
+                empty_gpus + 1
             ),
             stalling,
         ),
@@ -641,7 +652,15 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         times.sort();
         let check = check.context("ran")?;
         let verdict = match &check.verdict {
-            Verdict::Completes => format!("completes in {} steps", check.steps.len()),
+            Verdict::Completes => format!(
+                "completes in {} {}",
+                check.steps.len(),
+                if check.steps.len() == 1 {
+                    "step"
+                } else {
+                    "steps"
+                }
+            ),
             Verdict::Stalls { step, .. } => format!(
                 "stalls at step {step}; {} suggestions found",
                 check.suggestions.len()
