@@ -1428,10 +1428,40 @@ async fn a_deploy_that_cannot_place_is_refused_then_forced_and_reported_as_rolle
         .contains("deployed anyway"));
 }
 
+/// Sets the embedded emulator's faults at runtime (`PUT /_emulator/faults`).
+async fn set_emulator_faults(app: &Router, faults: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let status = json(
+        send(
+            app,
+            Request::post("/api/console_status")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await,
+    )
+    .await;
+    let endpoint = status["fleet_source"]["endpoint"]
+        .as_str()
+        .expect("the emulator")
+        .trim_start_matches("http://")
+        .to_string();
+    let mut stream = tokio::net::TcpStream::connect(&endpoint)
+        .await
+        .expect("connects");
+    let request = format!(
+        "PUT /_emulator/faults HTTP/1.1\r\nHost: {endpoint}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{faults}",
+        faults.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 #[tokio::test]
 async fn a_watch_keeps_going_while_ecs_throttles() {
-    // Most DescribeServices calls are throttled, more than the SDK's retries absorb.
-    let (app, _) = test_app_with_faults(false, vec!["DescribeServices:throttle=0.7".into()]).await;
+    let (app, _) = test_app(false).await;
     fleet_json(&app, "").await;
     let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 30}}]}"#;
     let response = send(
@@ -1440,8 +1470,14 @@ async fn a_watch_keeps_going_while_ecs_throttles() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::CREATED);
+    // From now on most DescribeServices calls are throttled, more than the SDK's retries absorb.
+    set_emulator_faults(
+        &app,
+        r#"{"default": {}, "operations": {"DescribeServices": {"throttle_rate": 0.7}}}"#,
+    )
+    .await;
     let mut sent = None;
-    for _ in 0..10 {
+    for _ in 0..20 {
         let response = send(
             &app,
             post_json(
@@ -1454,6 +1490,11 @@ async fn a_watch_keeps_going_while_ecs_throttles() {
             sent = Some(json(response).await);
             break;
         }
+        assert_eq!(
+            response.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "throttled, not refused"
+        );
     }
     let answer = sent.expect("one deploy got through the throttling");
     let id = answer["audit_id"].as_str().expect("id").to_string();
