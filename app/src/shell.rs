@@ -9,6 +9,7 @@ use leptos_router::{
 
 use crate::components::app_header::AppHeader;
 use crate::pages::{
+    activity::{ClusterEventsPage, StoppedTasksPage},
     audit::AuditPage,
     cost::CostPage,
     deployments::{DeploymentWatchPage, DeploymentsPage, ServicePage},
@@ -94,6 +95,16 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("/deployments/:cluster/:service")
                         view=ServicePage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("/clusters/:cluster/events")
+                        view=ClusterEventsPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=path!("/clusters/:cluster/stopped-tasks")
+                        view=StoppedTasksPage
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("/rollouts/:id") view=DeploymentWatchPage ssr=SsrMode::Async />

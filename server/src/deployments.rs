@@ -22,21 +22,28 @@ use app::{
         audit::AuditLog,
         console::ConsoleContext,
         deployments::{family_revision, pre_check, DeployRefusal, Deployer},
+        fleet::FleetFeed,
         task_definitions::BoxFuture,
     },
 };
 use aws_sdk_ecs::{error::ProvideErrorMetadata, operation::RequestId};
+
+use crate::activity::{deployment_tasks, Places};
 use tokio::sync::watch;
 
 /// How often a watch reads the service while the rollout runs.
 pub const POLL: Duration = Duration::from_secs(1);
 /// The longest wait between reads when ECS keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// How often a watch reads the deployment's tasks when its counts do not change.
+const TASKS_EVERY: Duration = Duration::from_secs(10);
 
 /// Deployments over ECS, with their watches.
 pub struct EcsDeployer {
     ecs: aws_sdk_ecs::Client,
     audit: Arc<dyn AuditLog>,
+    /// Names the instances and GPUs the deployment's tasks were placed on.
+    fleet: Arc<dyn FleetFeed>,
     watches: Mutex<HashMap<String, watch::Sender<WatchState>>>,
     poll: Duration,
 }
@@ -53,10 +60,16 @@ fn now() -> String {
 }
 
 impl EcsDeployer {
-    pub fn new(ecs: aws_sdk_ecs::Client, audit: Arc<dyn AuditLog>, poll: Duration) -> Arc<Self> {
+    pub fn new(
+        ecs: aws_sdk_ecs::Client,
+        audit: Arc<dyn AuditLog>,
+        fleet: Arc<dyn FleetFeed>,
+        poll: Duration,
+    ) -> Arc<Self> {
         Arc::new(EcsDeployer {
             ecs,
             audit,
+            fleet,
             watches: Mutex::new(HashMap::new()),
             poll,
         })
@@ -152,6 +165,8 @@ impl EcsDeployer {
         known_events: HashSet<String>,
     ) {
         let mut delay = self.poll;
+        // The deployment's counts when its tasks were last read, and when.
+        let mut tasks_read: Option<((u32, u32, u32), tokio::time::Instant)> = None;
         loop {
             match self.live(&state.cluster, &state.service).await {
                 Ok(live) => {
@@ -164,53 +179,38 @@ impl EcsDeployer {
                         .cloned()
                         .collect();
                     let id = state.deployment_id.clone().unwrap_or_default();
-                    if let Some(ours) = live.deployments.iter().find(|d| d.id == id) {
-                        state.progress = if ours.desired == 0 {
-                            1.0
-                        } else {
-                            (f64::from(ours.running) / f64::from(ours.desired)).min(1.0)
-                        };
-                    }
+                    let counts = live
+                        .deployments
+                        .iter()
+                        .find(|d| d.id == id)
+                        .map(|ours| {
+                            state.progress = if ours.desired == 0 {
+                                1.0
+                            } else {
+                                (f64::from(ours.running) / f64::from(ours.desired)).min(1.0)
+                            };
+                            (ours.running, ours.pending, ours.failed_tasks)
+                        })
+                        .unwrap_or_default();
                     let result = rollout_result(&live, &id, &from);
                     state.live = live;
+                    let stale = tasks_read
+                        .is_none_or(|(seen, at)| seen != counts || at.elapsed() >= TASKS_EVERY);
+                    if !id.is_empty() && (stale || result.is_some()) {
+                        match self.read_tasks(&state.cluster, &state.service, &id).await {
+                            Ok((running, stopped)) => {
+                                state.tasks = running;
+                                state.stopped_tasks = stopped;
+                                tasks_read = Some((counts, tokio::time::Instant::now()));
+                            }
+                            Err(error) => {
+                                state.watch_error = Some(format!("{error}; still watching"));
+                            }
+                        }
+                    }
                     state.read_at = now();
                     if let Some((result, reason)) = result {
-                        let explaining: Vec<&str> = state
-                            .events
-                            .iter()
-                            .filter(|e| {
-                                let m = e.message.to_ascii_lowercase();
-                                m.contains("fail")
-                                    || m.contains("unable")
-                                    || m.contains("rolling back")
-                                    || m.contains("stopped")
-                            })
-                            .map(|e| e.message.as_str())
-                            .take(5)
-                            .collect();
-                        let detail = match (reason, explaining.is_empty()) {
-                            (Some(reason), true) => Some(reason),
-                            (Some(reason), false) => {
-                                Some(format!("{reason} Events: {}", explaining.join(" | ")))
-                            }
-                            (None, _) if result != "succeeded" => Some(explaining.join(" | ")),
-                            (None, _) => None,
-                        };
-                        if result == "succeeded" {
-                            state.progress = 1.0;
-                        }
-                        state.result = Some(result.clone());
-                        state.detail = detail.clone();
-                        sender.send_replace(state.clone());
-                        let outcome = AuditOutcome {
-                            outcome: result,
-                            detail,
-                            ..AuditOutcome::default()
-                        };
-                        if let Err(error) = self.audit.finish(state.audit_id.clone(), outcome).await
-                        {
-                            tracing::warn!(%error, id = %state.audit_id, "the rollout's result could not be written to the audit log");
-                        }
+                        self.finish_watch(&sender, state, result, reason).await;
                         return;
                     }
                 }
@@ -221,6 +221,78 @@ impl EcsDeployer {
             }
             sender.send_replace(state.clone());
             tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// The tasks the deployment started: those meant to run, and those that stopped.
+    async fn read_tasks(
+        &self,
+        cluster: &str,
+        service: &str,
+        deployment: &str,
+    ) -> Result<
+        (
+            Vec<app::model::activity::TaskInfo>,
+            Vec<app::model::activity::TaskInfo>,
+        ),
+        String,
+    > {
+        let places = Places::of(self.fleet.as_ref(), cluster);
+        deployment_tasks(&self.ecs, &places, cluster, service, deployment).await
+    }
+
+    /// Publishes a rollout's result, with the events and stop reasons that explain a failure,
+    /// and writes it to the audit log.
+    async fn finish_watch(
+        &self,
+        sender: &watch::Sender<WatchState>,
+        mut state: WatchState,
+        result: String,
+        reason: Option<String>,
+    ) {
+        let mut explaining: Vec<String> = state
+            .events
+            .iter()
+            .filter(|e| {
+                let m = e.message.to_ascii_lowercase();
+                m.contains("fail")
+                    || m.contains("unable")
+                    || m.contains("rolling back")
+                    || m.contains("stopped")
+            })
+            .map(|e| e.message.clone())
+            .take(5)
+            .collect();
+        if result != "succeeded" {
+            // Why the new tasks stopped, once each.
+            let mut reasons: Vec<String> = Vec::new();
+            for task in &state.stopped_tasks {
+                let why = stop_words(task);
+                if !why.is_empty() && !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            }
+            explaining.extend(reasons.into_iter().take(3));
+        }
+        let detail = match (reason, explaining.is_empty()) {
+            (Some(reason), true) => Some(reason),
+            (Some(reason), false) => Some(format!("{reason} Events: {}", explaining.join(" | "))),
+            (None, _) if result != "succeeded" => Some(explaining.join(" | ")),
+            (None, _) => None,
+        };
+        if result == "succeeded" {
+            state.progress = 1.0;
+        }
+        state.result = Some(result.clone());
+        state.detail = detail.clone();
+        sender.send_replace(state.clone());
+        let outcome = AuditOutcome {
+            outcome: result,
+            detail,
+            ..AuditOutcome::default()
+        };
+        if let Err(error) = self.audit.finish(state.audit_id.clone(), outcome).await {
+            tracing::warn!(%error, id = %state.audit_id, "the rollout's result could not be written to the audit log");
         }
     }
 
@@ -580,6 +652,22 @@ impl EcsDeployer {
         }
         Ok(settled)
     }
+}
+
+/// Why a task stopped, in words: its stop code and reason, and its containers' exit codes.
+fn stop_words(task: &app::model::activity::TaskInfo) -> String {
+    let mut words = match (&task.stop_code, &task.stopped_reason) {
+        (Some(code), Some(reason)) => format!("task {} stopped ({code}): {reason}", task.id),
+        (None, Some(reason)) => format!("task {} stopped: {reason}", task.id),
+        (Some(code), None) => format!("task {} stopped ({code})", task.id),
+        (None, None) => return String::new(),
+    };
+    for c in &task.containers {
+        if let Some(code) = c.exit_code {
+            words.push_str(&format!("; {} exited {code}", c.name));
+        }
+    }
+    words
 }
 
 /// A deploy being sent: where, what, from what, its audit record and its kind.

@@ -1,5 +1,6 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
+pub mod activity;
 pub mod audit;
 pub mod aws;
 pub mod bench;
@@ -59,6 +60,14 @@ pub fn router(state: AppState) -> Router {
             axum::routing::post(http::task_definitions::register_edit),
         )
         .route("/api/v1/audit", get(http::audit::list))
+        .route(
+            "/api/v1/clusters/{cluster}/events",
+            get(http::activity::events),
+        )
+        .route(
+            "/api/v1/clusters/{cluster}/stopped-tasks",
+            get(http::activity::stopped_tasks),
+        )
         .route("/api/v1/services", get(http::services::list))
         .route(
             "/api/v1/services/{cluster}/{service}/deploy",

@@ -69,6 +69,7 @@ impl AppState {
         let deployer = crate::deployments::EcsDeployer::new(
             clients.ecs.clone(),
             audit.clone(),
+            fleet.clone(),
             crate::deployments::POLL,
         );
         let leptos_options = LeptosOptions::builder()
@@ -95,6 +96,10 @@ impl AppState {
                 )),
                 audit,
                 deployer: Arc::new(crate::deployments::SharedDeployer(deployer.clone())),
+                activity: Arc::new(crate::activity::EcsActivity::new(
+                    clients.ecs.clone(),
+                    fleet.clone(),
+                )),
             },
             deployer,
             clients,

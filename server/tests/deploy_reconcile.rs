@@ -12,6 +12,7 @@ use gpushare::{
     audit::SqlAuditLog,
     config::EmulatorArgs,
     deployments::{EcsDeployer, POLL},
+    fleet::store::SnapshotStore,
 };
 
 fn intent(resource: &str, from: &str, to: &str) -> AuditIntent {
@@ -90,7 +91,8 @@ async fn pending_intents_are_settled_with_ecs_at_start() {
         .await
         .expect("lock"));
 
-    let deployer = EcsDeployer::new(clients.ecs.clone(), audit.clone(), POLL);
+    let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(15)));
+    let deployer = EcsDeployer::new(clients.ecs.clone(), audit.clone(), fleet, POLL);
     assert_eq!(deployer.reconcile().await.expect("reconciled"), 2);
     let lost_record = audit.get(lost.clone()).await.expect("get").expect("found");
     assert_eq!(lost_record.outcome, "refused");

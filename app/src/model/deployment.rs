@@ -82,6 +82,12 @@ pub struct WatchState {
     pub events: Vec<LiveEvent>,
     /// Running tasks of the new deployment out of its desired count, 0 to 1.
     pub progress: f64,
+    /// The new deployment's tasks still meant to run, with the GPUs they were placed on.
+    #[serde(default)]
+    pub tasks: Vec<crate::model::activity::TaskInfo>,
+    /// The new deployment's tasks that stopped, with why; most recent first.
+    #[serde(default)]
+    pub stopped_tasks: Vec<crate::model::activity::TaskInfo>,
     /// `succeeded`, `failed` or `rolled_back` (a failure: ECS put the old revision back).
     pub result: Option<String>,
     /// Why it failed, in words, with the events that explain it.

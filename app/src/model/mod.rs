@@ -1,5 +1,6 @@
 //! Plain serde types shared by the server and the browser.
 
+pub mod activity;
 pub mod audit;
 mod console;
 pub mod deployment;

@@ -8,10 +8,13 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     components::td_views::{DiffTable, GpuChanges},
+    model::{activity::EventFilter, fleet_view::encode},
     model::{
         deployment::{DeployRequest, WatchState},
         rollout::{RolloutCheck, Verdict},
     },
+    pages::activity::TaskTable,
+    server_fns::activity::cluster_events,
     server_fns::deployments::{
         deployment_state, list_services, pre_check_rollout, DeployService, PreCheck, ServiceRow,
     },
@@ -35,13 +38,35 @@ pub fn DeploymentsPage() -> impl IntoView {
                     Ok(rows) if rows.is_empty() => view! {
                         <p data-testid="no-services">"There are no services in this fleet."</p>
                     }.into_any(),
-                    Ok(rows) => view! { <ServiceTable rows /> }.into_any(),
+                    Ok(rows) => view! { <ClusterLinks rows=rows.clone() /><ServiceTable rows /> }.into_any(),
                     Err(error) => view! {
                         <p class="banner error" role="alert" data-testid="services-error">{format!("The services could not be read: {error}")}</p>
                     }.into_any(),
                 }
             })}
         </Suspense>
+    }
+}
+
+/// Each cluster of the table with links to its events feed and stopped tasks.
+#[component]
+fn ClusterLinks(rows: Vec<ServiceRow>) -> impl IntoView {
+    let mut clusters: Vec<String> = rows.into_iter().map(|r| r.cluster).collect();
+    clusters.dedup();
+    view! {
+        <ul class="cluster-links" data-testid="cluster-links">
+            {clusters.into_iter().map(|c| {
+                let path = encode(&c);
+                view! {
+                    <li>
+                        <strong>{c.clone()}</strong>": "
+                        <a href=format!("/clusters/{path}/events")>"events"</a>" · "
+                        <a href=format!("/clusters/{path}/events?kind=problem")>"problems"</a>" · "
+                        <a href=format!("/clusters/{path}/stopped-tasks")>"stopped tasks"</a>
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
     }
 }
 
@@ -206,6 +231,48 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
         {(target.revision != running).then(|| view! {
             <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes />
         })}
+        <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
+    }
+}
+
+/// The service's latest events, with links to the cluster's feed and stopped tasks.
+#[component]
+fn RecentEvents(cluster: String, service: String) -> impl IntoView {
+    let filter = EventFilter {
+        service: Some(service.clone()),
+        limit: Some(10),
+        ..EventFilter::default()
+    };
+    let events = Resource::new(move || (), {
+        let cluster = cluster.clone();
+        move |_| cluster_events(cluster.clone(), filter.clone())
+    });
+    let (c, s) = (encode(&cluster), encode(&service));
+    view! {
+        <section class="card" data-testid="recent-events">
+            <h2>"Latest events"</h2>
+            <p>
+                <a href=format!("/clusters/{c}/events?service={s}")>"All of this service's events"</a>" · "
+                <a href=format!("/clusters/{c}/stopped-tasks?service={s}")>"its stopped tasks"</a>" · "
+                <a href=format!("/clusters/{c}/events")>"the cluster's events"</a>
+            </p>
+            <Suspense fallback=|| view! { <p class="muted">"Reading the events…"</p> }>
+                {move || Suspend::new(async move {
+                    match events.await {
+                        Ok(Ok(feed)) if feed.events.is_empty() => view! { <p class="muted">"No events."</p> }.into_any(),
+                        Ok(Ok(feed)) => view! {
+                            <ul class="events">
+                                {feed.events.into_iter().map(|e| view! {
+                                    <li data-kind=e.kind.as_str()><span class="muted mono">{e.at}</span>" "{e.message}</li>
+                                }).collect_view()}
+                            </ul>
+                        }.into_any(),
+                        Ok(Err(problem)) => view! { <p class="banner warn" role="status">{problem.message}</p> }.into_any(),
+                        Err(error) => view! { <p class="banner warn" role="status">{format!("The events could not be read: {error}")}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
     }
 }
 
@@ -349,6 +416,16 @@ fn Watch(initial: WatchState) -> impl IntoView {
                 </tbody>
             </table>
         </section>
+        <section class="card" data-testid="watch-tasks">
+            <h2>"New tasks and their GPUs"</h2>
+            {move || state.with(|s| view! { <TaskTable tasks=s.tasks.clone() stopped=false /> })}
+        </section>
+        {move || state.with(|s| (!s.stopped_tasks.is_empty()).then(|| view! {
+            <section class="card" data-testid="watch-stopped">
+                <h2>"New tasks that stopped"</h2>
+                <TaskTable tasks=s.stopped_tasks.clone() stopped=true />
+            </section>
+        }))}
         <section class="card">
             <h2>"Service events since the deploy"</h2>
             <ul class="events" data-testid="watch-events">

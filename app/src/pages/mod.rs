@@ -1,5 +1,6 @@
 //! One file per route.
 
+pub mod activity;
 pub mod audit;
 pub mod cost;
 pub mod deployments;

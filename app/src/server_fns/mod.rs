@@ -1,5 +1,6 @@
 //! Server functions, grouped by domain: called from the browser, run on the server.
 
+pub mod activity;
 pub mod audit;
 pub mod clusters;
 pub mod console;

@@ -24,4 +24,6 @@ pub struct ConsoleContext {
     pub audit: Arc<dyn crate::ssr::audit::AuditLog>,
     /// Sends deployments and watches them.
     pub deployer: Arc<dyn crate::ssr::deployments::Deployer>,
+    /// Clusters' events and stopped tasks, read from ECS.
+    pub activity: Arc<dyn crate::ssr::activity::ClusterActivity>,
 }

@@ -22,7 +22,51 @@ pub fn family_revision(arn: &str) -> Option<(String, u32)> {
     Some((family.to_string(), revision.parse().ok()?))
 }
 
-fn snapshot(context: &ConsoleContext) -> Result<std::sync::Arc<FleetSnapshot>, EditFailure> {
+/// The cluster `name` of the snapshot, or a not-found naming the clusters there are.
+pub fn cluster_view<'a>(
+    snapshot: &'a FleetSnapshot,
+    name: &str,
+) -> Result<&'a crate::model::ClusterView, EditFailure> {
+    snapshot
+        .clusters
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| {
+            EditFailure::NotFound(format!(
+                "there is no cluster {name:?}; the clusters are {}",
+                snapshot
+                    .clusters
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+/// The service `name` of a cluster, or a not-found naming the services it has.
+pub fn service_of<'a>(
+    view: &'a crate::model::ClusterView,
+    name: &str,
+) -> Result<&'a ServiceRef, EditFailure> {
+    view.service_list
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            EditFailure::NotFound(format!(
+                "cluster {} has no service {name:?}; it has {}",
+                view.name,
+                view.service_list
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+/// The latest fleet snapshot, or why there is none yet.
+pub fn snapshot(context: &ConsoleContext) -> Result<std::sync::Arc<FleetSnapshot>, EditFailure> {
     context.fleet.state().snapshot.ok_or_else(|| {
         EditFailure::Unavailable(
             "the first fleet snapshot is still being read; try again in a few seconds".into(),
@@ -50,17 +94,7 @@ pub async fn services(
 ) -> Result<Vec<ServiceRow>, EditFailure> {
     let snapshot = snapshot(context)?;
     if let Some(name) = cluster {
-        if !snapshot.clusters.iter().any(|c| c.name == name) {
-            return Err(EditFailure::NotFound(format!(
-                "there is no cluster {name:?}; the clusters are {}",
-                snapshot
-                    .clusters
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
+        cluster_view(&snapshot, name)?;
     }
     let mut rows = Vec::new();
     let mut words: std::collections::HashMap<String, Vec<String>> = Default::default();
@@ -97,25 +131,7 @@ fn find_service(
     cluster: &str,
     service: &str,
 ) -> Result<ServiceRef, EditFailure> {
-    let view = snapshot
-        .clusters
-        .iter()
-        .find(|c| c.name == cluster)
-        .ok_or_else(|| EditFailure::NotFound(format!("there is no cluster {cluster:?}")))?;
-    view.service_list
-        .iter()
-        .find(|s| s.name == service)
-        .cloned()
-        .ok_or_else(|| {
-            EditFailure::NotFound(format!(
-                "cluster {cluster} has no service {service:?}; it has {}",
-                view.service_list
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
+    service_of(cluster_view(snapshot, cluster)?, service).cloned()
 }
 
 /// The GPU request of one task of a revision's JSON, by ECS's rules.

@@ -1,5 +1,6 @@
 //! Server-only parts of the app: what the server hands to the pages it renders.
 
+pub mod activity;
 pub mod audit;
 pub mod console;
 pub mod csp;

@@ -249,19 +249,11 @@ pub async fn check(
     } else {
         let snapshot = context.fleet.state().snapshot;
         if let (Some(snapshot), Some(name)) = (&snapshot, &cluster) {
-            if !snapshot.clusters.iter().any(|c| &c.name == name) {
+            if let Err(missing) = crate::ssr::deployments::cluster_view(snapshot, name) {
                 return Ok(EditCheck {
                     errors: vec![FieldError {
                         field: "cluster".into(),
-                        message: format!(
-                            "There is no cluster {name:?} in the fleet; pick one of {}.",
-                            snapshot
-                                .clusters
-                                .iter()
-                                .map(|c| c.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                        message: format!("{missing}; pick one of them."),
                         ..FieldError::default()
                     }],
                     ..EditCheck::default()

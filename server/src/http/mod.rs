@@ -1,5 +1,6 @@
 //! The HTTP edge: middleware layers and the handlers that are not pages.
 
+pub mod activity;
 pub mod api;
 pub mod audit;
 pub mod fleet;

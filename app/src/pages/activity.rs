@@ -1,0 +1,318 @@
+//! `/clusters/:cluster/events`: every service's events in one feed, newest first, filtered by
+//! service, kind, words and time; and `/clusters/:cluster/stopped-tasks`: the tasks that
+//! stopped recently with their stop code, reason, exit codes and GPUs. Both filters are GET
+//! forms, so they work without JavaScript.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::{
+    model::{
+        activity::{
+            ClusterEvent, EventFilter, EventKind, Problem, StoppedFilter, TaskInfo, MAX_LIMIT,
+            STOP_CODES,
+        },
+        fleet_view::encode,
+    },
+    server_fns::activity::{cluster_events, cluster_stopped_tasks},
+};
+
+/// A `limit` parameter: a whole number, or what is wrong with it.
+fn limit_of(text: Option<String>) -> Result<Option<u32>, Problem> {
+    match text.filter(|t| !t.trim().is_empty()) {
+        None => Ok(None),
+        Some(text) => text.trim().parse::<u32>().map(Some).map_err(|_| Problem {
+            status: 400,
+            message: format!(
+                "limit {text:?} is not a whole number; give one from 1 to {MAX_LIMIT}."
+            ),
+        }),
+    }
+}
+
+/// The answer to a feed's request, with the page's own parameter check folded in.
+fn settle<T>(answer: Result<Result<T, Problem>, ServerFnError>) -> Result<T, Problem> {
+    answer.unwrap_or_else(|error| {
+        Err(Problem {
+            status: 503,
+            message: error
+                .to_string()
+                .trim_start_matches("error running server function: ")
+                .to_string(),
+        })
+    })
+}
+
+/// The problem as a banner, setting the answer's status during server rendering.
+fn problem_banner(problem: Problem, testid: &'static str) -> AnyView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        if let Ok(status) = http::StatusCode::from_u16(problem.status) {
+            response.set_status(status);
+        }
+    }
+    view! { <p class="banner error" role="alert" data-testid=testid>{problem.message}</p> }
+        .into_any()
+}
+
+/// The links between a cluster's services, events and stopped tasks.
+#[component]
+fn ClusterTabs(cluster: Memo<String>, current: &'static str) -> impl IntoView {
+    let tab = move |href: String, label: &'static str, name: &'static str| {
+        view! {
+            <a href=href aria-current=(name == current).then_some("page")>{label}</a>
+        }
+    };
+    view! {
+        <p><a href="/deployments">"← Deployments"</a></p>
+        <h1>{move || format!("Cluster {}", cluster.get())}</h1>
+        <nav class="tabs" aria-label="Cluster activity" data-testid="cluster-tabs">
+            {move || {
+                let c = encode(&cluster.get());
+                view! {
+                    {tab(format!("/deployments?cluster={c}"), "Services", "services")}
+                    {tab(format!("/clusters/{c}/events"), "Events", "events")}
+                    {tab(format!("/clusters/{c}/stopped-tasks"), "Stopped tasks", "stopped")}
+                }
+            }}
+        </nav>
+    }
+}
+
+/// The events feed of one cluster.
+#[component]
+pub fn ClusterEventsPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let cluster = Memo::new(move |_| params.with(|p| p.get("cluster").unwrap_or_default()));
+    let text = move |name: &str| query.with(|q| q.get(name).filter(|v| !v.trim().is_empty()));
+    let filter = Memo::new(move |_| {
+        limit_of(text("limit")).map(|limit| EventFilter {
+            service: text("service"),
+            kind: text("kind"),
+            q: text("q"),
+            since: text("since"),
+            limit,
+        })
+    });
+    let feed = Resource::new(
+        move || (cluster.get(), filter.get()),
+        |(cluster, filter)| async move {
+            match filter {
+                Ok(filter) => settle(cluster_events(cluster, filter).await),
+                Err(problem) => Err(problem),
+            }
+        },
+    );
+    let services = Memo::new(move |_| match feed.get() {
+        Some(Ok(feed)) => feed.services,
+        _ => Vec::new(),
+    });
+    view! {
+        <Title text=move || format!("Events · {}", cluster.get()) />
+        <ClusterTabs cluster current="events" />
+        <p class="muted">"Every service's events in this cluster, newest first. ECS keeps the latest 100 events of each service."</p>
+        <form class="compare-picker card" method="get" data-testid="events-filter">
+            <label><span>"Service"</span>
+                <select name="service" data-testid="events-service">
+                    <option value="">"every service"</option>
+                    {move || services.get().into_iter().map(|s| {
+                        let selected = text("service").as_deref() == Some(s.as_str());
+                        view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"Kind"</span>
+                <select name="kind" data-testid="events-kind">
+                    <option value="">"any"</option>
+                    {EventKind::ALL.map(|k| view! {
+                        <option value=k.as_str() selected=move || text("kind").as_deref() == Some(k.as_str())>{k.as_str()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"Message contains"</span>
+                <input type="search" name="q" maxlength="200" data-testid="events-q" prop:value=move || text("q").unwrap_or_default() />
+            </label>
+            <label><span>"Within"</span>
+                <input type="text" name="since" size="5" placeholder="6h" data-testid="events-since" title="30m, 6h or 2d" prop:value=move || text("since").unwrap_or_default() />
+            </label>
+            <label><span>"Rows"</span>
+                <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+            </label>
+            <button type="submit" data-testid="events-apply">"Filter"</button>
+            <button type="button" on:click=move |_| feed.refetch() data-testid="events-refresh">"Refresh"</button>
+        </form>
+        <Suspense fallback=|| view! { <p class="muted">"Reading the services' events…"</p> }>
+            {move || Suspend::new(async move {
+                match feed.await {
+                    Ok(feed) => {
+                        let shown = feed.events.len();
+                        view! {
+                            <p class="muted" data-testid="events-count">{format!("{shown} of {} events · read at {}", feed.total, feed.read_at)}</p>
+                            <EventTable events=feed.events cluster=feed.cluster />
+                        }.into_any()
+                    }
+                    Err(problem) => problem_banner(problem, "events-error"),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn EventTable(events: Vec<ClusterEvent>, cluster: String) -> impl IntoView {
+    if events.is_empty() {
+        return view! { <p data-testid="events-empty">"No event matches."</p> }.into_any();
+    }
+    view! {
+        <table class="data-table compact" data-testid="events-table">
+            <thead><tr>
+                <th scope="col">"When (UTC)"</th>
+                <th scope="col">"Service"</th>
+                <th scope="col">"Kind"</th>
+                <th scope="col">"Message"</th>
+            </tr></thead>
+            <tbody>
+                {events.into_iter().map(|e| view! {
+                    <tr data-kind=e.kind.as_str() data-service=e.service.clone()>
+                        <td class="mono">{e.at.clone()}</td>
+                        <td><a href=format!("/deployments/{}/{}", encode(&cluster), encode(&e.service))>{e.service.clone()}</a></td>
+                        <td><span class=format!("event-kind event-{}", e.kind.as_str())>{e.kind.as_str()}</span></td>
+                        <td>{e.message.clone()}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// The recently stopped tasks of one cluster.
+#[component]
+pub fn StoppedTasksPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let cluster = Memo::new(move |_| params.with(|p| p.get("cluster").unwrap_or_default()));
+    let text = move |name: &str| query.with(|q| q.get(name).filter(|v| !v.trim().is_empty()));
+    let filter = Memo::new(move |_| {
+        limit_of(text("limit")).map(|limit| StoppedFilter {
+            service: text("service"),
+            stop_code: text("stop_code"),
+            q: text("q"),
+            limit,
+        })
+    });
+    let stopped = Resource::new(
+        move || (cluster.get(), filter.get()),
+        |(cluster, filter)| async move {
+            match filter {
+                Ok(filter) => settle(cluster_stopped_tasks(cluster, filter).await),
+                Err(problem) => Err(problem),
+            }
+        },
+    );
+    let services = Memo::new(move |_| match stopped.get() {
+        Some(Ok(found)) => found.services,
+        _ => Vec::new(),
+    });
+    view! {
+        <Title text=move || format!("Stopped tasks · {}", cluster.get()) />
+        <ClusterTabs cluster current="stopped" />
+        <p class="muted">"Tasks that stopped recently, most recent first, with ECS's stop code and reason, each container's exit code and reason, and the GPUs the task held. ECS keeps stopped tasks for about an hour."</p>
+        <form class="compare-picker card" method="get" data-testid="stopped-filter">
+            <label><span>"Service"</span>
+                <select name="service" data-testid="stopped-service">
+                    <option value="">"every service"</option>
+                    {move || services.get().into_iter().map(|s| {
+                        let selected = text("service").as_deref() == Some(s.as_str());
+                        view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"Stop code"</span>
+                <select name="stop_code" data-testid="stopped-code">
+                    <option value="">"any"</option>
+                    {STOP_CODES.map(|c| view! {
+                        <option value=c selected=move || text("stop_code").as_deref() == Some(c)>{c}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"Reason or task contains"</span>
+                <input type="search" name="q" maxlength="200" data-testid="stopped-q" prop:value=move || text("q").unwrap_or_default() />
+            </label>
+            <label><span>"Rows"</span>
+                <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+            </label>
+            <button type="submit" data-testid="stopped-apply">"Filter"</button>
+            <button type="button" on:click=move |_| stopped.refetch()>"Refresh"</button>
+        </form>
+        <Suspense fallback=|| view! { <p class="muted">"Reading the stopped tasks…"</p> }>
+            {move || Suspend::new(async move {
+                match stopped.await {
+                    Ok(found) => view! {
+                        <p class="muted" data-testid="stopped-count">{format!("{} of {} stopped tasks · read at {}", found.tasks.len(), found.total, found.read_at)}</p>
+                        <TaskTable tasks=found.tasks stopped=true />
+                    }.into_any(),
+                    Err(problem) => problem_banner(problem, "stopped-error"),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// Tasks with their containers and GPUs; with stop codes and reasons when `stopped`.
+#[component]
+pub fn TaskTable(tasks: Vec<TaskInfo>, stopped: bool) -> impl IntoView {
+    if tasks.is_empty() {
+        return view! { <p data-testid="tasks-empty">{if stopped { "No stopped task matches." } else { "No task yet." }}</p> }.into_any();
+    }
+    view! {
+        <table class="data-table compact" data-testid="task-table">
+            <thead><tr>
+                <th scope="col">"Task"</th>
+                <th scope="col">"Service"</th>
+                <th scope="col">"Revision"</th>
+                <th scope="col">"Status"</th>
+                <th scope="col">"Instance"</th>
+                <th scope="col">"GPUs"</th>
+                {stopped.then(|| view! {
+                    <th scope="col">"Stopped (UTC)"</th>
+                    <th scope="col">"Stop code"</th>
+                    <th scope="col">"Why"</th>
+                })}
+            </tr></thead>
+            <tbody>
+                {tasks.into_iter().map(|t| {
+                    let instance = t.instance.clone();
+                    let gpus = t.containers.iter().flat_map(|c| c.gpus.iter().map(move |g| (c.name.clone(), g.clone()))).map(|(container, g)| {
+                        let place = match g.index {
+                            Some(index) => (format!("{instance} GPU {index}"), format!("/?gpu={}", encode(&format!("{instance}:{index}")))),
+                            None => (g.uuid.clone(), format!("/?gpu={}", encode(&g.uuid))),
+                        };
+                        view! { <div><a class="mono" href=place.1 title=g.uuid.clone()>{place.0}</a>{format!(" ({container})")}</div> }
+                    }).collect_view();
+                    let why = t.containers.iter().filter(|c| c.exit_code.is_some() || c.reason.is_some()).map(|c| {
+                        view! { <div class="muted">{format!("{}: {}{}", c.name, c.exit_code.map(|e| format!("exit {e}")).unwrap_or_default(), c.reason.as_ref().map(|r| format!(" {r}")).unwrap_or_default())}</div> }
+                    }).collect_view();
+                    view! {
+                        <tr data-task=t.id.clone() data-stop-code=t.stop_code.clone().unwrap_or_default()>
+                            <td class="mono" title=t.arn.clone()>{t.id.clone()}</td>
+                            <td>{t.service.clone().unwrap_or_else(|| "—".into())}</td>
+                            <td class="mono">{t.task_definition.clone()}</td>
+                            <td>{t.last_status.clone()}</td>
+                            <td class="mono">{t.instance.clone()}</td>
+                            <td data-testid="task-gpus">{gpus}</td>
+                            {stopped.then(|| view! {
+                                <td class="mono">{t.stopped_at.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td>{t.stop_code.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td>{t.stopped_reason.clone().unwrap_or_default()}{why}</td>
+                            })}
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
