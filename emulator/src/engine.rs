@@ -906,10 +906,13 @@ fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
     let was_running = task.started_at.is_some() && !task.failed_to_start;
     task.last_status = TaskStatus::Stopped;
     task.stopped_at = Some(now);
-    for container in &mut task.containers {
-        container
-            .exit_code
-            .get_or_insert(if task.failed_to_start { 1 } else { 0 });
+    // A container that never started has no exit code, as in ECS.
+    if was_running || task.failed_to_start {
+        for container in &mut task.containers {
+            container
+                .exit_code
+                .get_or_insert(if task.failed_to_start { 1 } else { 0 });
+        }
     }
     let (gpu, assignment, cpu, memory, instance_arn) = (
         task.gpu.clone(),

@@ -264,15 +264,7 @@ impl EcsDeployer {
             .take(5)
             .collect();
         if result != "succeeded" {
-            // Why the new tasks stopped, once each.
-            let mut reasons: Vec<String> = Vec::new();
-            for task in &state.stopped_tasks {
-                let why = stop_words(task);
-                if !why.is_empty() && !reasons.contains(&why) {
-                    reasons.push(why);
-                }
-            }
-            explaining.extend(reasons.into_iter().take(3));
+            explaining.extend(stop_reasons(&state.stopped_tasks).into_iter().take(3));
         }
         let detail = match (reason, explaining.is_empty()) {
             (Some(reason), true) => Some(reason),
@@ -654,20 +646,82 @@ impl EcsDeployer {
     }
 }
 
-/// Why a task stopped, in words: its stop code and reason, and its containers' exit codes.
-fn stop_words(task: &app::model::activity::TaskInfo) -> String {
-    let mut words = match (&task.stop_code, &task.stopped_reason) {
-        (Some(code), Some(reason)) => format!("task {} stopped ({code}): {reason}", task.id),
-        (None, Some(reason)) => format!("task {} stopped: {reason}", task.id),
-        (Some(code), None) => format!("task {} stopped ({code})", task.id),
-        (None, None) => return String::new(),
-    };
-    for c in &task.containers {
-        if let Some(code) = c.exit_code {
-            words.push_str(&format!("; {} exited {code}", c.name));
+/// Why tasks stopped, in words, one line per distinct reason with how many tasks gave it:
+/// failures first, then the tasks the scheduler stopped.
+fn stop_reasons(tasks: &[app::model::activity::TaskInfo]) -> Vec<String> {
+    let mut reasons: Vec<(bool, String, usize)> = Vec::new();
+    for task in tasks {
+        let mut words = match (&task.stop_code, &task.stopped_reason) {
+            (Some(code), Some(reason)) => format!("({code}): {reason}"),
+            (None, Some(reason)) => format!(": {reason}"),
+            (Some(code), None) => format!("({code})"),
+            (None, None) => continue,
+        };
+        for c in &task.containers {
+            if let Some(code) = c.exit_code {
+                words.push_str(&format!("; {} exited {code}", c.name));
+            }
+        }
+        let scheduled = task.stop_code.as_deref() == Some("ServiceSchedulerInitiated");
+        match reasons.iter_mut().find(|(_, w, _)| *w == words) {
+            Some((_, _, count)) => *count += 1,
+            None => reasons.push((scheduled, words, 1)),
         }
     }
-    words
+    reasons.sort_by_key(|(scheduled, _, count)| (*scheduled, std::cmp::Reverse(*count)));
+    reasons
+        .into_iter()
+        .map(|(_, words, count)| {
+            let tasks = if count == 1 { "task" } else { "tasks" };
+            format!("{count} {tasks} stopped {words}")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod stop_reason_tests {
+    use super::stop_reasons;
+    use app::model::activity::{TaskContainer, TaskInfo};
+
+    fn task(code: &str, reason: &str, exit: Option<i32>) -> TaskInfo {
+        TaskInfo {
+            stop_code: Some(code.into()),
+            stopped_reason: Some(reason.into()),
+            containers: vec![TaskContainer {
+                name: "main".into(),
+                exit_code: exit,
+                ..TaskContainer::default()
+            }],
+            ..TaskInfo::default()
+        }
+    }
+
+    #[test]
+    fn failures_come_first_counted_once_per_reason() {
+        let tasks = vec![
+            task("ServiceSchedulerInitiated", "Scaling activity", None),
+            task(
+                "EssentialContainerExited",
+                "Essential container in task exited",
+                Some(3),
+            ),
+            task(
+                "EssentialContainerExited",
+                "Essential container in task exited",
+                Some(3),
+            ),
+            task("TaskFailedToStart", "CannotPullContainerError", None),
+        ];
+        assert_eq!(
+            stop_reasons(&tasks),
+            [
+                "2 tasks stopped (EssentialContainerExited): Essential container in task exited; main exited 3",
+                "1 task stopped (TaskFailedToStart): CannotPullContainerError",
+                "1 task stopped (ServiceSchedulerInitiated): Scaling activity",
+            ]
+        );
+        assert!(stop_reasons(&[TaskInfo::default()]).is_empty());
+    }
 }
 
 /// A deploy being sent: where, what, from what, its audit record and its kind.

@@ -1,25 +1,13 @@
 //! The audit log's store on both of its backends: SQLite in a temporary data directory, and a
 //! real PostgreSQL server started from Debian's binaries for the test.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+mod support;
+
+use std::path::Path;
 
 use app::model::audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome};
 use gpushare::audit::SqlAuditLog;
-
-fn temp_dir(what: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "gpushare-{what}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use support::{temp_dir, Postgres};
 
 fn intent(resource: &str) -> AuditIntent {
     AuditIntent {
@@ -142,100 +130,6 @@ async fn the_store_works_on_sqlite() {
             .len(),
         2
     );
-}
-
-/// A PostgreSQL server in a temporary directory, stopped when dropped.
-struct Postgres {
-    bin: PathBuf,
-    data: PathBuf,
-    port: u16,
-    as_root: bool,
-}
-
-impl Postgres {
-    fn command(&self, program: &str) -> Command {
-        let path = self.bin.join(program);
-        if self.as_root {
-            // PostgreSQL refuses to run as root: run it as the postgres user.
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(path);
-            command
-        } else {
-            Command::new(path)
-        }
-    }
-
-    fn start() -> Postgres {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL is installed (scripts/setup.sh installs Debian's postgresql)")
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("bin"))
-            .find(|bin| bin.join("initdb").exists())
-            .expect("an initdb under /usr/lib/postgresql/*/bin");
-        let root = temp_dir("postgres");
-        let data = root.join("data");
-        let as_root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-            .unwrap_or(false);
-        if as_root {
-            let status = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&root)
-                .status()
-                .expect("chown");
-            assert!(status.success());
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let server = Postgres {
-            bin,
-            data,
-            port,
-            as_root,
-        };
-        let output = server
-            .command("initdb")
-            .args(["-A", "trust", "-U", "gpushare", "--no-sync", "-D"])
-            .arg(&server.data)
-            .output()
-            .expect("initdb runs");
-        assert!(output.status.success(), "initdb: {output:?}");
-        let output = server
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(&server.data)
-            .arg("-o")
-            .arg(format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-                root.display()
-            ))
-            .arg("-l")
-            .arg(root.join("log"))
-            .args(["-w", "start"])
-            .output()
-            .expect("pg_ctl runs");
-        assert!(output.status.success(), "pg_ctl start: {output:?}");
-        server
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://gpushare@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = self
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-m", "immediate", "stop"])
-            .output();
-    }
 }
 
 #[tokio::test]

@@ -2,7 +2,11 @@
 //! server stopped between the intent and the AWS call, or right after it) are settled at the
 //! next start by asking ECS, and a rollout that was sent is watched to its end.
 
+mod support;
+
 use std::sync::Arc;
+
+use support::{temp_dir, Postgres};
 
 use app::{
     model::audit::{AuditAction, AuditFilter, AuditIntent},
@@ -29,17 +33,30 @@ fn intent(resource: &str, from: &str, to: &str) -> AuditIntent {
 }
 
 #[tokio::test]
-async fn pending_intents_are_settled_with_ecs_at_start() {
+async fn pending_intents_are_settled_with_ecs_at_start_on_sqlite() {
+    let dir = temp_dir("reconcile");
+    let audit = Arc::new(SqlAuditLog::open(None, &dir).await.expect("opens"));
+    pending_intents_are_settled_with_ecs_at_start(audit).await;
+}
+
+#[tokio::test]
+async fn pending_intents_are_settled_with_ecs_at_start_on_postgresql() {
+    let server = Postgres::start();
+    let audit = Arc::new(
+        SqlAuditLog::open(Some(&server.url()), std::path::Path::new("/nonexistent"))
+            .await
+            .expect("opens"),
+    );
+    assert_eq!(audit.backend, "postgres");
+    pending_intents_are_settled_with_ecs_at_start(audit).await;
+}
+
+/// Two intents left by a crash, one sent and one not, settled by the next start.
+async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) {
     let emulator = gpushare::build_emulator(&EmulatorArgs::default())
         .await
         .expect("the demo fleet");
     let (_, clients) = gpushare::serve_emulator(&emulator).await.expect("serves");
-    let dir = std::env::temp_dir().join(format!(
-        "gpushare-reconcile-{}-{}",
-        std::process::id(),
-        chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
-    ));
-    let audit = Arc::new(SqlAuditLog::open(None, &dir).await.expect("opens"));
 
     // Sent: the server wrote the intent, UpdateService went out, and the server stopped.
     let described = clients

@@ -13,6 +13,9 @@ use tower::ServiceExt;
 
 use gpushare::{config::ServeArgs, connect_fleet, router, AppState};
 
+mod support;
+use support::Postgres;
+
 /// A router on the embedded emulator's demo fleet, whose site root is a fresh temporary folder,
 /// with or without the built assets.
 async fn test_app(with_assets: bool) -> (Router, PathBuf) {
@@ -21,6 +24,16 @@ async fn test_app(with_assets: bool) -> (Router, PathBuf) {
 
 /// [`test_app`] with the emulator's `--fault` specs.
 async fn test_app_with_faults(with_assets: bool, faults: Vec<String>) -> (Router, PathBuf) {
+    test_app_on(with_assets, faults, None).await
+}
+
+/// [`test_app_with_faults`] with its audit log in the database at `database_url` (SQLite in the
+/// site root without one).
+async fn test_app_on(
+    with_assets: bool,
+    faults: Vec<String>,
+    database_url: Option<String>,
+) -> (Router, PathBuf) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
@@ -42,9 +55,10 @@ async fn test_app_with_faults(with_assets: bool, faults: Vec<String>) -> (Router
     let (source, clients) = connect_fleet(&args.fleet)
         .await
         .expect("the embedded emulator starts");
-    let audit = gpushare::audit::SqlAuditLog::open(None, &site_root.join("data"))
-        .await
-        .expect("the audit log opens");
+    let audit =
+        gpushare::audit::SqlAuditLog::open(database_url.as_deref(), &site_root.join("data"))
+            .await
+            .expect("the audit log opens");
     (
         router(AppState::new(
             &args,
@@ -1252,6 +1266,38 @@ async fn deployment_result(app: &Router, id: &str, seconds: u64) -> serde_json::
 #[tokio::test]
 async fn a_deploy_rolls_out_and_is_audited_and_a_second_at_once_is_refused() {
     let (app, _) = test_app(false).await;
+    deploy_race_and_rollback(&app).await;
+}
+
+/// The deploy paths with their audit records, on a PostgreSQL audit log as several replicas
+/// would share: a deploy that succeeds, the race, a rollback, a forced deploy the circuit
+/// breaker rolls back, and one whose tasks exit.
+#[tokio::test]
+async fn deploys_and_rollbacks_are_audited_on_postgresql() {
+    let server = Postgres::start();
+    let (app, _) = test_app_on(false, Vec::new(), Some(server.url())).await;
+    deploy_race_and_rollback(&app).await;
+    let (app, _) = test_app_on(false, Vec::new(), Some(server.url())).await;
+    unplaceable_deploy_rolled_back(&app).await;
+    let (app, _) = test_app_on(false, Vec::new(), Some(server.url())).await;
+    exiting_tasks_rolled_back(&app).await;
+    let log = json(send(&app, get("/api/v1/audit?resource=embed-api")).await).await;
+    let outcomes: Vec<&str> = log
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["outcome"].as_str())
+        .collect();
+    for outcome in ["succeeded", "refused", "rolled_back"] {
+        assert!(outcomes.contains(&outcome), "{outcome}: {log}");
+    }
+    assert!(!outcomes.contains(&"pending"), "{log}");
+}
+
+/// A deploy rolls out and is audited, a second at the same moment is refused, and a rollback
+/// goes through the same checks.
+async fn deploy_race_and_rollback(app: &Router) {
+    let app = app.clone();
     fleet_json(&app, "").await;
     let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 40}}], "description": "cap at 40 %"}"#;
     let response = send(
@@ -1394,6 +1440,12 @@ async fn a_deploy_rolls_out_and_is_audited_and_a_second_at_once_is_refused() {
 #[tokio::test]
 async fn a_deploy_that_cannot_place_is_refused_then_forced_and_reported_as_rolled_back() {
     let (app, _) = test_app(false).await;
+    unplaceable_deploy_rolled_back(&app).await;
+}
+
+/// A deploy the pre-check refuses, forced, and reported as rolled back.
+async fn unplaceable_deploy_rolled_back(app: &Router) {
+    let app = app.clone();
     fleet_json(&app, "").await;
     let huge =
         r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 200000}}]}"#;
@@ -1655,6 +1707,13 @@ async fn a_clusters_events_merge_every_service_newest_first_and_filter() {
 #[tokio::test]
 async fn tasks_that_exit_stop_with_their_reasons_and_the_rollout_reports_them() {
     let (app, _) = test_app(false).await;
+    exiting_tasks_rolled_back(&app).await;
+}
+
+/// A revision whose tasks exit: the breaker rolls it back, and the watch, the audit record and
+/// the cluster's stopped tasks say why.
+async fn exiting_tasks_rolled_back(app: &Router) {
+    let app = app.clone();
     fleet_json(&app, "").await;
     // A revision whose container exits as soon as it starts.
     let revision = json(send(&app, get("/api/v1/task-definitions/embed-api/1")).await).await;
@@ -1690,13 +1749,37 @@ async fn tasks_that_exit_stop_with_their_reasons_and_the_rollout_reports_them() 
     assert_eq!(state["result"], "rolled_back", "{state}");
     let stopped = state["stopped_tasks"].as_array().expect("stopped tasks");
     assert!(stopped.len() >= 3, "the breaker's failures: {state}");
-    assert!(stopped.iter().all(|t| t["task_definition"] == "embed-api:2"
-        && t["stop_code"].as_str().is_some()
-        && t["containers"][0]["exit_code"] == 3));
+    assert!(
+        stopped
+            .iter()
+            .all(|t| t["task_definition"] == "embed-api:2" && t["stop_code"].as_str().is_some()),
+        "{state}"
+    );
+    // The breaker's failures exited; a task still starting at the rollback was stopped by it.
+    assert!(
+        stopped
+            .iter()
+            .filter(|t| t["containers"][0]["exit_code"] == 3)
+            .count()
+            >= 3,
+        "{state}"
+    );
     let detail = state["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("exited 3"), "{detail}");
     let page = text(send(&app, get(&format!("/rollouts/{id}"))).await).await;
     assert!(page.contains(r#"data-testid="watch-stopped""#), "{page}");
+    let log = json(send(&app, get("/api/v1/audit?action=deploy")).await).await;
+    let record = log
+        .as_array()
+        .expect("records")
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .expect("the deploy's record");
+    assert_eq!(record["outcome"], "rolled_back");
+    assert!(record["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("exited 3"));
 
     // The cluster's stopped tasks show them, filtered by service and stop code.
     let all = json(
@@ -1709,7 +1792,11 @@ async fn tasks_that_exit_stop_with_their_reasons_and_the_rollout_reports_them() 
     .await;
     let tasks = all["tasks"].as_array().expect("tasks");
     assert!(tasks.len() >= stopped.len(), "{all}");
-    let code = stopped[0]["stop_code"].as_str().expect("a code");
+    let code = stopped
+        .iter()
+        .find(|t| t["containers"][0]["exit_code"] == 3)
+        .and_then(|t| t["stop_code"].as_str())
+        .expect("a failure's code");
     let coded = json(
         send(
             &app,
