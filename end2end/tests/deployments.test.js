@@ -58,15 +58,73 @@ describe('deployments', () => {
     assert.match(await result.textContent(), new RegExp(`runs ${family}:${target}`));
     assert.equal(await page.getByTestId('watch-progress').getAttribute('value'), '100');
 
+    // The new tasks, each with the GPU it was placed on, linked to the heatmap.
+    const gpuLinks = page.getByTestId('watch-tasks').locator('[data-testid="task-gpus"] a');
+    await gpuLinks.first().waitFor();
+    const uuid = await gpuLinks.first().getAttribute('title');
+    assert.ok(uuid, 'the link names the GPU UUID');
+
     // Coming back shows the same state: it lives on the server, not in this tab.
     await page.reload();
     await waitForHydration(page);
     assert.equal(await page.getByTestId('watch-result').getAttribute('data-result'), 'succeeded');
 
+    await page.getByTestId('watch-tasks').locator('[data-testid="task-gpus"] a').first().click();
+    await page.waitForURL(/\/\?gpu=/);
+    assert.equal(await page.getByTestId('gpu-uuid').textContent(), uuid);
+
+    // The tasks the rollout replaced are among the cluster's stopped tasks, with ECS's reason.
+    await page.goto(`${BASE_URL}/clusters/${cluster}/stopped-tasks?service=${name}`);
+    const stoppedRows = page.getByTestId('task-table').locator('tbody tr');
+    await stoppedRows.first().waitFor();
+    assert.equal(await stoppedRows.first().getAttribute('data-stop-code'), 'ServiceSchedulerInitiated');
+
     await page.goto(BASE_URL + '/audit?action=deploy');
     const audited = page.getByTestId('audit-table').locator('tbody tr').first();
     assert.equal(await audited.getAttribute('data-outcome'), 'succeeded');
     assert.match(await audited.textContent(), new RegExp(`${cluster}/${name}`));
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test("a cluster's events are merged and filtered from the page, and bad filters are explained", async () => {
+    const services = (await api('/api/v1/services')).body;
+    const cluster = services[0].cluster;
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/deployments');
+    await waitForHydration(page);
+    await page.getByTestId('cluster-links').locator(`a[href="/clusters/${cluster}/events"]`).click();
+    await page.waitForURL(`${BASE_URL}/clusters/${cluster}/events`);
+    const rows = page.getByTestId('events-table').locator('tbody tr');
+    await rows.first().waitFor();
+    const shownServices = new Set(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.service)));
+    assert.ok(shownServices.size > 1, 'every service of the cluster');
+    const times = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent));
+    assert.deepEqual(times, [...times].sort().reverse(), 'newest first');
+
+    // Filter by kind and service with the form.
+    await waitForHydration(page);
+    const service = [...shownServices][0];
+    await page.getByTestId('events-kind').selectOption('steady');
+    await page.getByTestId('events-service').selectOption(service);
+    await page.getByTestId('events-apply').click();
+    await page.waitForURL(/kind=steady/);
+    await page.waitForFunction(
+      (svc) => {
+        const trs = [...document.querySelectorAll('[data-testid="events-table"] tbody tr')];
+        return trs.length > 0 && trs.every((tr) => tr.dataset.kind === 'steady' && tr.dataset.service === svc);
+      },
+      service,
+      { timeout: 10_000 },
+    );
+
+    // A window that is not one is explained, and what was typed stays in the form.
+    await page.getByTestId('events-since').fill('forever');
+    await page.getByTestId('events-apply').click();
+    const error = page.getByTestId('events-error');
+    await error.waitFor();
+    assert.match(await error.textContent(), /30m, 6h or 2d/);
+    assert.equal(await page.getByTestId('events-since').inputValue(), 'forever');
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -105,55 +105,60 @@ pub fn ClusterEventsPage() -> impl IntoView {
             }
         },
     );
-    let services = Memo::new(move |_| match feed.get() {
-        Some(Ok(feed)) => feed.services,
-        _ => Vec::new(),
-    });
+    // Inside the suspense, so that the server and the browser render the same options.
+    let form = move |services: Vec<String>| {
+        view! {
+            <form class="compare-picker card" method="get" data-testid="events-filter">
+                <label><span>"Service"</span>
+                    <select name="service" data-testid="events-service">
+                        <option value="">"every service"</option>
+                        {services.into_iter().map(|s| {
+                            let selected = text("service").as_deref() == Some(s.as_str());
+                            view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><span>"Kind"</span>
+                    <select name="kind" data-testid="events-kind">
+                        <option value="">"any"</option>
+                        {EventKind::ALL.map(|k| view! {
+                            <option value=k.as_str() selected=move || text("kind").as_deref() == Some(k.as_str())>{k.as_str()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><span>"Message contains"</span>
+                    <input type="search" name="q" maxlength="200" data-testid="events-q" prop:value=move || text("q").unwrap_or_default() />
+                </label>
+                <label><span>"Within"</span>
+                    <input type="text" name="since" size="5" placeholder="6h" data-testid="events-since" title="30m, 6h or 2d" prop:value=move || text("since").unwrap_or_default() />
+                </label>
+                <label><span>"Rows"</span>
+                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+                </label>
+                <button type="submit" data-testid="events-apply">"Filter"</button>
+                <button type="button" on:click=move |_| feed.refetch() data-testid="events-refresh">"Refresh"</button>
+            </form>
+        }
+    };
     view! {
         <Title text=move || format!("Events · {}", cluster.get()) />
         <ClusterTabs cluster current="events" />
         <p class="muted">"Every service's events in this cluster, newest first. ECS keeps the latest 100 events of each service."</p>
-        <form class="compare-picker card" method="get" data-testid="events-filter">
-            <label><span>"Service"</span>
-                <select name="service" data-testid="events-service">
-                    <option value="">"every service"</option>
-                    {move || services.get().into_iter().map(|s| {
-                        let selected = text("service").as_deref() == Some(s.as_str());
-                        view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
-                    }).collect_view()}
-                </select>
-            </label>
-            <label><span>"Kind"</span>
-                <select name="kind" data-testid="events-kind">
-                    <option value="">"any"</option>
-                    {EventKind::ALL.map(|k| view! {
-                        <option value=k.as_str() selected=move || text("kind").as_deref() == Some(k.as_str())>{k.as_str()}</option>
-                    }).collect_view()}
-                </select>
-            </label>
-            <label><span>"Message contains"</span>
-                <input type="search" name="q" maxlength="200" data-testid="events-q" prop:value=move || text("q").unwrap_or_default() />
-            </label>
-            <label><span>"Within"</span>
-                <input type="text" name="since" size="5" placeholder="6h" data-testid="events-since" title="30m, 6h or 2d" prop:value=move || text("since").unwrap_or_default() />
-            </label>
-            <label><span>"Rows"</span>
-                <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
-            </label>
-            <button type="submit" data-testid="events-apply">"Filter"</button>
-            <button type="button" on:click=move |_| feed.refetch() data-testid="events-refresh">"Refresh"</button>
-        </form>
         <Suspense fallback=|| view! { <p class="muted">"Reading the services' events…"</p> }>
             {move || Suspend::new(async move {
                 match feed.await {
                     Ok(feed) => {
                         let shown = feed.events.len();
                         view! {
+                            {form(feed.services.clone())}
                             <p class="muted" data-testid="events-count">{format!("{shown} of {} events · read at {}", feed.total, feed.read_at)}</p>
                             <EventTable events=feed.events cluster=feed.cluster />
                         }.into_any()
                     }
-                    Err(problem) => problem_banner(problem, "events-error"),
+                    Err(problem) => view! {
+                        {form(text("service").into_iter().collect())}
+                        {problem_banner(problem, "events-error")}
+                    }.into_any(),
                 }
             })}
         </Suspense>
@@ -212,49 +217,54 @@ pub fn StoppedTasksPage() -> impl IntoView {
             }
         },
     );
-    let services = Memo::new(move |_| match stopped.get() {
-        Some(Ok(found)) => found.services,
-        _ => Vec::new(),
-    });
+    // Inside the suspense, so that the server and the browser render the same options.
+    let form = move |services: Vec<String>| {
+        view! {
+            <form class="compare-picker card" method="get" data-testid="stopped-filter">
+                <label><span>"Service"</span>
+                    <select name="service" data-testid="stopped-service">
+                        <option value="">"every service"</option>
+                        {services.into_iter().map(|s| {
+                            let selected = text("service").as_deref() == Some(s.as_str());
+                            view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><span>"Stop code"</span>
+                    <select name="stop_code" data-testid="stopped-code">
+                        <option value="">"any"</option>
+                        {STOP_CODES.map(|c| view! {
+                            <option value=c selected=move || text("stop_code").as_deref() == Some(c)>{c}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label><span>"Reason or task contains"</span>
+                    <input type="search" name="q" maxlength="200" data-testid="stopped-q" prop:value=move || text("q").unwrap_or_default() />
+                </label>
+                <label><span>"Rows"</span>
+                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+                </label>
+                <button type="submit" data-testid="stopped-apply">"Filter"</button>
+                <button type="button" on:click=move |_| stopped.refetch()>"Refresh"</button>
+            </form>
+        }
+    };
     view! {
         <Title text=move || format!("Stopped tasks · {}", cluster.get()) />
         <ClusterTabs cluster current="stopped" />
         <p class="muted">"Tasks that stopped recently, most recent first, with ECS's stop code and reason, each container's exit code and reason, and the GPUs the task held. ECS keeps stopped tasks for about an hour."</p>
-        <form class="compare-picker card" method="get" data-testid="stopped-filter">
-            <label><span>"Service"</span>
-                <select name="service" data-testid="stopped-service">
-                    <option value="">"every service"</option>
-                    {move || services.get().into_iter().map(|s| {
-                        let selected = text("service").as_deref() == Some(s.as_str());
-                        view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
-                    }).collect_view()}
-                </select>
-            </label>
-            <label><span>"Stop code"</span>
-                <select name="stop_code" data-testid="stopped-code">
-                    <option value="">"any"</option>
-                    {STOP_CODES.map(|c| view! {
-                        <option value=c selected=move || text("stop_code").as_deref() == Some(c)>{c}</option>
-                    }).collect_view()}
-                </select>
-            </label>
-            <label><span>"Reason or task contains"</span>
-                <input type="search" name="q" maxlength="200" data-testid="stopped-q" prop:value=move || text("q").unwrap_or_default() />
-            </label>
-            <label><span>"Rows"</span>
-                <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
-            </label>
-            <button type="submit" data-testid="stopped-apply">"Filter"</button>
-            <button type="button" on:click=move |_| stopped.refetch()>"Refresh"</button>
-        </form>
         <Suspense fallback=|| view! { <p class="muted">"Reading the stopped tasks…"</p> }>
             {move || Suspend::new(async move {
                 match stopped.await {
                     Ok(found) => view! {
+                        {form(found.services.clone())}
                         <p class="muted" data-testid="stopped-count">{format!("{} of {} stopped tasks · read at {}", found.tasks.len(), found.total, found.read_at)}</p>
                         <TaskTable tasks=found.tasks stopped=true />
                     }.into_any(),
-                    Err(problem) => problem_banner(problem, "stopped-error"),
+                    Err(problem) => view! {
+                        {form(text("service").into_iter().collect())}
+                        {problem_banner(problem, "stopped-error")}
+                    }.into_any(),
                 }
             })}
         </Suspense>
