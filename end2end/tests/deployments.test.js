@@ -125,7 +125,8 @@ describe('deployments', () => {
     await error.waitFor();
     assert.match(await error.textContent(), /30m, 6h or 2d/);
     assert.equal(await page.getByTestId('events-since').inputValue(), 'forever');
-    assert.deepEqual(problems, []);
+    // The form is a plain GET form: the page with the wrong filter is answered 400, as it should.
+    assert.deepEqual(problems.filter((p) => !p.includes('status of 400')), []);
     await context.close();
   });
 });

@@ -1427,6 +1427,14 @@ async fn deploy_race_and_rollback(app: &Router) {
             r#"{"revision": 99, "expected_revision": 1}"#,
             StatusCode::NOT_FOUND,
         ),
+        (
+            r#"{"revision": "other:2", "expected_revision": 1}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"revision": "embed-api:99", "expected_revision": "embed-api:1"}"#,
+            StatusCode::NOT_FOUND,
+        ),
     ] {
         let response = send(&app, post_json(deploy, body)).await;
         assert_eq!(response.status(), status, "{body}");
@@ -1677,6 +1685,26 @@ async fn a_clusters_events_merge_every_service_newest_first_and_filter() {
         assert_eq!(response.status(), status, "{query}");
         let body = text(response).await;
         assert!(body.contains(says), "{query}: {body}");
+    }
+
+    // The pages' server functions, as the browser calls them with no filter at all.
+    for (path, body) in [
+        ("/api/cluster_events", "cluster=inference-prod"),
+        ("/api/cluster_stopped_tasks", "cluster=inference-prod"),
+        ("/api/list_audit", ""),
+    ] {
+        let request = Request::post(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(Body::from(body))
+            .expect("request");
+        let response = send(&app, request).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let answer = json(response).await;
+        assert!(
+            answer.is_array() || answer["Ok"].is_object(),
+            "{path}: {answer}"
+        );
     }
 
     // The page: the merged feed, its filter, and clear errors with the right status.

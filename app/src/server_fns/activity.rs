@@ -14,7 +14,7 @@ fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
 #[server(name = ClusterEvents, prefix = "/api", endpoint = "cluster_events")]
 pub async fn cluster_events(
     cluster: String,
-    filter: EventFilter,
+    #[server(default)] filter: EventFilter,
 ) -> Result<Result<EventFeed, Problem>, ServerFnError> {
     Ok(
         crate::ssr::activity::event_feed(&context()?, &cluster, filter)
@@ -27,7 +27,7 @@ pub async fn cluster_events(
 #[server(name = ClusterStoppedTasks, prefix = "/api", endpoint = "cluster_stopped_tasks")]
 pub async fn cluster_stopped_tasks(
     cluster: String,
-    filter: StoppedFilter,
+    #[server(default)] filter: StoppedFilter,
 ) -> Result<Result<StoppedTasks, Problem>, ServerFnError> {
     Ok(
         crate::ssr::activity::stopped_tasks(&context()?, &cluster, filter)

@@ -6,7 +6,9 @@ use crate::model::audit::{AuditFilter, AuditRecord};
 
 /// The records that match `filter`, newest first.
 #[server(name = ListAudit, prefix = "/api", endpoint = "list_audit")]
-pub async fn list_audit(filter: AuditFilter) -> Result<Vec<AuditRecord>, ServerFnError> {
+pub async fn list_audit(
+    #[server(default)] filter: AuditFilter,
+) -> Result<Vec<AuditRecord>, ServerFnError> {
     if let Some(problem) = filter.problem() {
         return Err(ServerFnError::new(problem));
     }

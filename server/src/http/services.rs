@@ -53,6 +53,23 @@ pub struct PreCheckQuery {
     pub revision: Option<String>,
 }
 
+/// The family of the task definition `cluster/service` runs.
+async fn service_family(
+    state: &AppState,
+    cluster: &str,
+    service: &str,
+) -> Result<String, AppError> {
+    let rows = deployments::services(&state.console, Some(cluster)).await?;
+    rows.iter()
+        .find(|row| row.service.name == service)
+        .map(|row| row.family.clone())
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "cluster {cluster} has no service {service:?}; GET /api/v1/services?cluster={cluster} lists them"
+            ))
+        })
+}
+
 /// The revision number a `revision` parameter names, refusing another family's.
 fn revision_of(text: &str, family: &str) -> Result<u32, AppError> {
     let (named, number) = match text.rsplit_once(':') {
@@ -85,19 +102,10 @@ pub async fn pre_check(
 ) -> Result<Json<PreCheck>, AppError> {
     let query = parameters(query, "revision")?;
     let revision = match query.revision {
-        Some(text) => {
-            let rows = deployments::services(&state.console, Some(&cluster)).await?;
-            let family = rows
-                .iter()
-                .find(|row| row.service.name == service)
-                .map(|row| row.family.clone())
-                .ok_or_else(|| {
-                    AppError::NotFound(format!(
-                        "cluster {cluster} has no service {service:?}; GET /api/v1/services?cluster={cluster} lists them"
-                    ))
-                })?;
-            Some(revision_of(&text, &family)?)
-        }
+        Some(text) => Some(revision_of(
+            &text,
+            &service_family(&state, &cluster, &service).await?,
+        )?),
         None => None,
     };
     Ok(Json(
@@ -123,13 +131,45 @@ fn refused(refusal: DeployRefusal) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// The body of a deploy, or what is wrong with it.
-fn deploy_body(body: &Bytes) -> Result<DeployRequest, AppError> {
-    serde_json::from_slice(body).map_err(|e| {
+/// The body of a deploy, or what is wrong with it. `revision` and `expected_revision` are
+/// revision numbers, or `family:N` of the service's family.
+async fn deploy_body(
+    state: &AppState,
+    cluster: &str,
+    service: &str,
+    body: &Bytes,
+) -> Result<DeployRequest, AppError> {
+    let bad = |e: serde_json::Error| {
         AppError::BadRequest(format!(
             "the body is not a deploy: {e}; send {{\"revision\": 3, \"expected_revision\": 2, \"force\": false, \"description\": \"why\"}}"
         ))
-    })
+    };
+    let mut value: serde_json::Value = serde_json::from_slice(body).map_err(bad)?;
+    for key in ["revision", "expected_revision"] {
+        if let Some(text) = value.get(key).and_then(|v| v.as_str()).map(str::to_string) {
+            let family = service_family(state, cluster, service).await?;
+            value[key] = serde_json::json!(revision_of(&text, &family)?);
+        }
+    }
+    serde_json::from_value(value).map_err(bad)
+}
+
+/// Sends a checked deploy request and answers 202, or the refusal.
+async fn send(
+    state: AppState,
+    cluster: String,
+    service: String,
+    request: DeployRequest,
+) -> Response {
+    match state
+        .console
+        .deployer
+        .deploy(&state.console, cluster, service, request)
+        .await
+    {
+        Ok(answer) => (StatusCode::ACCEPTED, Json(answer)).into_response(),
+        Err(refusal) => refused(refusal),
+    }
 }
 
 /// `POST /api/v1/services/{cluster}/{service}/deploy`: rolls a revision out after the checks.
@@ -140,18 +180,8 @@ pub async fn deploy(
     Path((cluster, service)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    let request = deploy_body(&body)?;
-    Ok(
-        match state
-            .console
-            .deployer
-            .deploy(&state.console, cluster, service, request)
-            .await
-        {
-            Ok(answer) => (StatusCode::ACCEPTED, Json(answer)).into_response(),
-            Err(refusal) => refused(refusal),
-        },
-    )
+    let request = deploy_body(&state, &cluster, &service, &body).await?;
+    Ok(send(state, cluster, service, request).await)
 }
 
 /// `POST /api/v1/services/{cluster}/{service}/rollback`: a deploy of an earlier revision of the
@@ -161,14 +191,14 @@ pub async fn rollback(
     Path((cluster, service)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    let request = deploy_body(&body)?;
+    let request = deploy_body(&state, &cluster, &service, &body).await?;
     if request.revision >= request.expected_revision {
         return Err(AppError::BadRequest(format!(
             "a rollback goes to an earlier revision than the running {}; POST …/deploy rolls {} out",
             request.expected_revision, request.revision
         )));
     }
-    deploy(State(state), Path((cluster, service)), body).await
+    Ok(send(state, cluster, service, request).await)
 }
 
 /// `GET /api/v1/deployments/{id}`: a deployment's state now.
