@@ -56,6 +56,33 @@ fn problem_banner(problem: Problem, testid: &'static str) -> AnyView {
         .into_any()
 }
 
+/// The page's cluster, and a reader of its non-empty query parameters.
+fn cluster_and_query() -> (Memo<String>, impl Fn(&str) -> Option<String> + Copy) {
+    let params = use_params_map();
+    let query = use_query_map();
+    let cluster = Memo::new(move |_| params.with(|p| p.get("cluster").unwrap_or_default()));
+    let text = move |name: &str| query.with(|q| q.get(name).filter(|v| !v.trim().is_empty()));
+    (cluster, text)
+}
+
+/// A `service` select over the cluster's services.
+#[component]
+fn ServiceSelect(
+    services: Vec<String>,
+    selected: Option<String>,
+    testid: &'static str,
+) -> impl IntoView {
+    view! {
+        <select name="service" data-testid=testid>
+            <option value="">"every service"</option>
+            {services.into_iter().map(|s| {
+                let chosen = selected.as_deref() == Some(s.as_str());
+                view! { <option value=s.clone() selected=chosen>{s.clone()}</option> }
+            }).collect_view()}
+        </select>
+    }
+}
+
 /// The links between a cluster's services, events and stopped tasks.
 #[component]
 fn ClusterTabs(cluster: Memo<String>, current: &'static str) -> impl IntoView {
@@ -83,10 +110,7 @@ fn ClusterTabs(cluster: Memo<String>, current: &'static str) -> impl IntoView {
 /// The events feed of one cluster.
 #[component]
 pub fn ClusterEventsPage() -> impl IntoView {
-    let params = use_params_map();
-    let query = use_query_map();
-    let cluster = Memo::new(move |_| params.with(|p| p.get("cluster").unwrap_or_default()));
-    let text = move |name: &str| query.with(|q| q.get(name).filter(|v| !v.trim().is_empty()));
+    let (cluster, text) = cluster_and_query();
     let filter = Memo::new(move |_| {
         limit_of(text("limit")).map(|limit| EventFilter {
             service: text("service"),
@@ -110,13 +134,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
         view! {
             <form class="compare-picker card" method="get" data-testid="events-filter">
                 <label><span>"Service"</span>
-                    <select name="service" data-testid="events-service">
-                        <option value="">"every service"</option>
-                        {services.into_iter().map(|s| {
-                            let selected = text("service").as_deref() == Some(s.as_str());
-                            view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
-                        }).collect_view()}
-                    </select>
+                    <ServiceSelect services selected=text("service") testid="events-service" />
                 </label>
                 <label><span>"Kind"</span>
                     <select name="kind" data-testid="events-kind">
@@ -196,10 +214,7 @@ fn EventTable(events: Vec<ClusterEvent>, cluster: String) -> impl IntoView {
 /// The recently stopped tasks of one cluster.
 #[component]
 pub fn StoppedTasksPage() -> impl IntoView {
-    let params = use_params_map();
-    let query = use_query_map();
-    let cluster = Memo::new(move |_| params.with(|p| p.get("cluster").unwrap_or_default()));
-    let text = move |name: &str| query.with(|q| q.get(name).filter(|v| !v.trim().is_empty()));
+    let (cluster, text) = cluster_and_query();
     let filter = Memo::new(move |_| {
         limit_of(text("limit")).map(|limit| StoppedFilter {
             service: text("service"),
@@ -222,13 +237,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
         view! {
             <form class="compare-picker card" method="get" data-testid="stopped-filter">
                 <label><span>"Service"</span>
-                    <select name="service" data-testid="stopped-service">
-                        <option value="">"every service"</option>
-                        {services.into_iter().map(|s| {
-                            let selected = text("service").as_deref() == Some(s.as_str());
-                            view! { <option value=s.clone() selected=selected>{s.clone()}</option> }
-                        }).collect_view()}
-                    </select>
+                    <ServiceSelect services selected=text("service") testid="stopped-service" />
                 </label>
                 <label><span>"Stop code"</span>
                     <select name="stop_code" data-testid="stopped-code">
