@@ -495,16 +495,21 @@ async fn wrk(url: &str, seconds: u64) -> anyhow::Result<String> {
     Ok(format!("{rate}{errors}"))
 }
 
-/// `gpushare bench fit`: the fit check of one task against the snapshot of an emulated fleet.
-pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
-    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+/// A fleet snapshot of the scenario, read through the SDK from an emulator serving it.
+async fn scenario_snapshot(name: &str) -> anyhow::Result<app::model::FleetSnapshot> {
+    let scenario = emulator::Scenario::parse(name).context("unknown scenario")?;
     let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
     let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
     let (_, clients) = crate::serve_emulator(&em).await?;
-    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+    crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
         .read()
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `gpushare bench fit`: the fit check of one task against the snapshot of an emulated fleet.
+pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    let snapshot = scenario_snapshot(&args.scenario).await?;
     let gpus = snapshot.gpu_count();
     let mut rows = Vec::new();
     for (what, request) in [
@@ -562,14 +567,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     use app::model::rollout::{pre_check, Cluster, RolloutPlan, Verdict};
     use placement::GpuRequest;
 
-    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
-    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
-    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
-    let (_, clients) = crate::serve_emulator(&em).await?;
-    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
-        .read()
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let snapshot = scenario_snapshot(&args.scenario).await?;
     // The service with the most MPS containers, and the memory one of them asks.
     let mut counts: std::collections::BTreeMap<(String, String), (u32, u32, u32)> =
         Default::default();
