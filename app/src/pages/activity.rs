@@ -129,7 +129,8 @@ pub fn ClusterEventsPage() -> impl IntoView {
             }
         },
     );
-    // Inside the suspense, so that the server and the browser render the same options.
+    // Inside the suspense, so that the server and the browser render the same options. Its one
+    // button reads ECS again with what the form holds, so nothing typed is lost.
     let form = move |services: Vec<String>| {
         view! {
             <form class="compare-picker card" method="get" data-testid="events-filter">
@@ -153,8 +154,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
                 <label><span>"Rows"</span>
                     <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
                 </label>
-                <button type="submit" data-testid="events-apply">"Filter"</button>
-                <button type="button" on:click=move |_| feed.refetch() data-testid="events-refresh">"Refresh"</button>
+                <button type="submit" data-testid="events-apply">"Filter and refresh"</button>
             </form>
         }
     };
@@ -232,7 +232,8 @@ pub fn StoppedTasksPage() -> impl IntoView {
             }
         },
     );
-    // Inside the suspense, so that the server and the browser render the same options.
+    // Inside the suspense, so that the server and the browser render the same options. Its one
+    // button reads ECS again with what the form holds, so nothing typed is lost.
     let form = move |services: Vec<String>| {
         view! {
             <form class="compare-picker card" method="get" data-testid="stopped-filter">
@@ -253,8 +254,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
                 <label><span>"Rows"</span>
                     <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
                 </label>
-                <button type="submit" data-testid="stopped-apply">"Filter"</button>
-                <button type="button" on:click=move |_| stopped.refetch()>"Refresh"</button>
+                <button type="submit" data-testid="stopped-apply">"Filter and refresh"</button>
             </form>
         }
     };
