@@ -6,7 +6,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use app::{
-    model::activity::{ClusterEvent, EventKind, TaskContainer, TaskGpu, TaskInfo},
+    model::activity::{arn_tail, ClusterEvent, EventKind, TaskContainer, TaskGpu, TaskInfo},
     ssr::{activity::ClusterActivity, fleet::FleetFeed, task_definitions::BoxFuture},
 };
 use aws_sdk_ecs::types::DesiredStatus;
@@ -59,7 +59,7 @@ impl Places {
         self.instances
             .get(arn)
             .cloned()
-            .unwrap_or_else(|| arn.rsplit('/').next().unwrap_or(arn).to_string())
+            .unwrap_or_else(|| arn_tail(arn).to_string())
     }
 }
 
@@ -67,14 +67,14 @@ impl Places {
 pub fn task_info(task: &aws_sdk_ecs::types::Task, places: &Places) -> TaskInfo {
     let arn = task.task_arn().unwrap_or_default().to_string();
     TaskInfo {
-        id: arn.rsplit('/').next().unwrap_or_default().to_string(),
+        id: arn_tail(&arn).to_string(),
         service: task
             .group()
             .and_then(|g| g.strip_prefix("service:"))
             .map(str::to_string),
         task_definition: task
             .task_definition_arn()
-            .map(|t| t.rsplit('/').next().unwrap_or(t).to_string())
+            .map(|t| arn_tail(t).to_string())
             .unwrap_or_default(),
         started_by: task.started_by().map(str::to_string),
         last_status: task.last_status().unwrap_or_default().to_string(),

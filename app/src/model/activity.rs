@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The last part of an ARN: a task's ID, `family:revision` of a task definition, a container
+/// instance's ID; the text itself when it has no `/`.
+pub fn arn_tail(arn: &str) -> &str {
+    arn.rsplit('/').next().unwrap_or(arn)
+}
+
 /// What a service event is about, read from ECS's wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -67,6 +67,18 @@ struct Host {
     gpus: Vec<GpuSlot>,
 }
 
+impl Host {
+    /// Whether the instance could take `request` with all its GPUs idle.
+    fn could_host(&self, request: &GpuRequest) -> bool {
+        let empty: Vec<GpuSlot> = self
+            .gpus
+            .iter()
+            .map(|g| GpuSlot::idle(g.total_memory_mib))
+            .collect();
+        find_gpus(&empty, self.mps_capable, request).is_ok()
+    }
+}
+
 /// An old task and what it holds.
 #[derive(Clone, Debug)]
 struct OldTask {
@@ -202,16 +214,7 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
     // ECS rounds the upper bound down and the lower bound up.
     let upper = (u64::from(desired) * u64::from(plan.maximum_percent) / 100) as u32;
     let lower = (u64::from(desired) * u64::from(plan.minimum_healthy_percent)).div_ceil(100) as u32;
-    if plan.new != GpuRequest::None
-        && !hosts.iter().any(|h| {
-            let empty: Vec<GpuSlot> = h
-                .gpus
-                .iter()
-                .map(|g| GpuSlot::idle(g.total_memory_mib))
-                .collect();
-            find_gpus(&empty, h.mps_capable, &plan.new).is_ok()
-        })
-    {
+    if plan.new != GpuRequest::None && !hosts.iter().any(|h| h.could_host(&plan.new)) {
         return (
             Verdict::Never {
                 reason: format!(
@@ -435,14 +438,7 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
     let mut types: Vec<(u32, String)> = cluster
         .hosts
         .iter()
-        .filter(|h| {
-            let empty: Vec<GpuSlot> = h
-                .gpus
-                .iter()
-                .map(|g| GpuSlot::idle(g.total_memory_mib))
-                .collect();
-            find_gpus(&empty, h.mps_capable, &plan.new).is_ok()
-        })
+        .filter(|h| h.could_host(&plan.new))
         .map(|h| {
             (
                 h.gpus.iter().map(|g| g.total_memory_mib).sum(),

@@ -6,7 +6,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
-    model::audit::{AuditFilter, AuditRecord, OUTCOMES},
+    model::{
+        audit::{AuditFilter, AuditRecord, OUTCOMES},
+        fleet_view::encode,
+    },
     server_fns::audit::list_audit,
 };
 
@@ -32,7 +35,7 @@ pub fn AuditPage() -> impl IntoView {
             ("outcome", f.outcome),
         ] {
             if let Some(value) = value {
-                parts.push(format!("{key}={}", urlencode(&value)));
+                parts.push(format!("{key}={}", encode(&value)));
             }
         }
         format!("/api/v1/audit?{}", parts.join("&"))
@@ -74,17 +77,6 @@ pub fn AuditPage() -> impl IntoView {
             })}
         </Suspense>
     }
-}
-
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 #[component]

@@ -441,7 +441,7 @@ fn Watch(initial: WatchState) -> impl IntoView {
 
 /// `family:revision` of a task definition ARN.
 fn short_revision(arn: &str) -> String {
-    arn.rsplit('/').next().unwrap_or(arn).to_string()
+    crate::model::activity::arn_tail(arn).to_string()
 }
 
 /// Listens to the deployment's server-sent events until it ends.

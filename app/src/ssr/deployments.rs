@@ -74,14 +74,19 @@ pub fn snapshot(context: &ConsoleContext) -> Result<std::sync::Arc<FleetSnapshot
     })
 }
 
+/// The GPU settings of a task definition's GPU containers, in words.
+fn gpu_words_of(task: &serde_json::Map<String, Value>) -> Vec<String> {
+    gpu_settings(task)
+        .into_iter()
+        .filter(|(_, setting)| setting.uses_gpu())
+        .map(|(name, setting)| format!("{name}: {}", setting.describe()))
+        .collect()
+}
+
 /// The GPU settings of `family:revision`'s GPU containers, in words.
 async fn gpu_words(context: &ConsoleContext, family: &str, revision: u32) -> Vec<String> {
     match find_revision(context, family, revision).await {
-        Ok(Some(source)) => gpu_settings(&source.task)
-            .into_iter()
-            .filter(|(_, setting)| setting.uses_gpu())
-            .map(|(name, setting)| format!("{name}: {}", setting.describe()))
-            .collect(),
+        Ok(Some(source)) => gpu_words_of(&source.task),
         _ => Vec::new(),
     }
 }
@@ -214,11 +219,7 @@ pub async fn pre_check(
     } else {
         compare(context, &family, running, target_number, false).await?
     };
-    let gpu = gpu_settings(&old.task)
-        .into_iter()
-        .filter(|(_, setting)| setting.uses_gpu())
-        .map(|(name, setting)| format!("{name}: {}", setting.describe()))
-        .collect();
+    let gpu = gpu_words_of(&old.task);
     Ok(PreCheck {
         service: ServiceRow {
             cluster: cluster.to_string(),

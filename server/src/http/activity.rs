@@ -13,16 +13,7 @@ use app::{
     ssr::activity,
 };
 
-use crate::{error::AppError, state::AppState};
-
-fn parameters<T>(query: Result<Query<T>, QueryRejection>, known: &str) -> Result<T, AppError> {
-    query.map(|Query(q)| q).map_err(|rejection| {
-        AppError::BadRequest(format!(
-            "{}; the parameters are {known}",
-            rejection.body_text()
-        ))
-    })
-}
+use crate::{error::AppError, http::api::parameters, state::AppState};
 
 /// `GET /api/v1/clusters/{cluster}/events[?service=&kind=&q=&since=&limit=]`.
 pub async fn events(

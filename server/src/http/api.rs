@@ -1,6 +1,9 @@
 //! The JSON API's own answers, apart from its resources.
 
-use axum::http::{Method, Uri};
+use axum::{
+    extract::{rejection::QueryRejection, Query},
+    http::{Method, Uri},
+};
 
 use crate::error::AppError;
 
@@ -10,4 +13,15 @@ pub async fn unknown_endpoint(method: Method, uri: Uri) -> AppError {
         "there is no API endpoint {method} {}; see the API documentation in the README",
         uri.path()
     ))
+}
+
+/// An endpoint's query parameters, or a 400 that says what was wrong and which parameters
+/// (`known`) there are.
+pub fn parameters<T>(query: Result<Query<T>, QueryRejection>, known: &str) -> Result<T, AppError> {
+    query.map(|Query(q)| q).map_err(|rejection| {
+        AppError::BadRequest(format!(
+            "{}; the parameters are {known}",
+            rejection.body_text()
+        ))
+    })
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use app::model::audit::{to_csv, AuditFilter};
 
-use crate::{error::AppError, state::AppState};
+use crate::{error::AppError, http::api::parameters, state::AppState};
 
 /// The filter, and `format=csv` for a CSV download.
 #[derive(Debug, Default, Deserialize)]
@@ -28,12 +28,7 @@ pub async fn list(
     State(state): State<AppState>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let Query(query) = query.map_err(|rejection| {
-        AppError::BadRequest(format!(
-            "{}; the parameters are action, resource, outcome, limit and format",
-            rejection.body_text()
-        ))
-    })?;
+    let query = parameters(query, "action, resource, outcome, limit and format")?;
     let filter = AuditFilter {
         action: query.action,
         resource: query.resource,

@@ -17,22 +17,13 @@ use app::{
     ssr::deployments::{self, DeployRefusal},
 };
 
-use crate::{error::AppError, state::AppState};
+use crate::{error::AppError, http::api::parameters, state::AppState};
 
 /// `?cluster=` limits the list to one cluster.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServicesQuery {
     pub cluster: Option<String>,
-}
-
-fn parameters<T>(query: Result<Query<T>, QueryRejection>, known: &str) -> Result<T, AppError> {
-    query.map(|Query(q)| q).map_err(|rejection| {
-        AppError::BadRequest(format!(
-            "{}; the parameters are {known}",
-            rejection.body_text()
-        ))
-    })
 }
 
 /// `GET /api/v1/services[?cluster=]`: every service of the fleet snapshot.

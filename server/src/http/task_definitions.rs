@@ -21,7 +21,7 @@ use app::{
     ssr::task_definitions::{self as edits, EditFailure, EditSpec},
 };
 
-use crate::{error::AppError, state::AppState};
+use crate::{error::AppError, http::api, state::AppState};
 
 /// What a task definition asks of the GPUs.
 #[derive(Debug, Serialize)]
@@ -193,15 +193,6 @@ pub struct RevealQuery {
     pub reveal: bool,
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>, known: &str) -> Result<T, AppError> {
-    query.map(|Query(q)| q).map_err(|rejection| {
-        AppError::BadRequest(format!(
-            "{}; the parameters are {known}",
-            rejection.body_text()
-        ))
-    })
-}
-
 /// The revision number of a path, or what to send instead.
 fn revision_number(text: &str) -> Result<u32, AppError> {
     text.parse::<u32>()
@@ -234,7 +225,7 @@ pub async fn get_revision(
     axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
     reveal: Result<Query<RevealQuery>, QueryRejection>,
 ) -> Result<Json<RevisionAnswer>, AppError> {
-    let reveal = query(reveal, "reveal")?.reveal;
+    let reveal = api::parameters(reveal, "reveal")?.reveal;
     let revision = revision_number(&revision)?;
     edits::revision_view(&state.console, &family, revision, reveal)
         .await?
@@ -270,7 +261,7 @@ pub async fn compare(
     axum::extract::Path(family): axum::extract::Path<String>,
     parameters: Result<Query<CompareQuery>, QueryRejection>,
 ) -> Result<Json<Comparison>, AppError> {
-    let parameters = query(parameters, "from and to (revision numbers), and reveal")?;
+    let parameters = api::parameters(parameters, "from and to (revision numbers), and reveal")?;
     edits::compare(
         &state.console,
         &family,
