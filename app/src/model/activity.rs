@@ -10,6 +10,15 @@ pub fn arn_tail(arn: &str) -> &str {
     arn.rsplit('/').next().unwrap_or(arn)
 }
 
+/// An RFC 3339 time as tables show it: `2026-11-30 13:35:07`, to the second; anything else as
+/// it is.
+pub fn when(at: &str) -> String {
+    match (at.get(..10), at.get(11..19)) {
+        (Some(day), Some(time)) if at.as_bytes().get(10) == Some(&b'T') => format!("{day} {time}"),
+        _ => at.to_string(),
+    }
+}
+
 /// What a service event is about, read from ECS's wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -385,6 +394,14 @@ mod tests {
             message: message.into(),
             kind: EventKind::of(message),
         }
+    }
+
+    #[test]
+    fn times_show_to_the_second() {
+        assert_eq!(when("2026-11-30T13:35:07.058Z"), "2026-11-30 13:35:07");
+        assert_eq!(when("2026-11-30T13:35:07Z"), "2026-11-30 13:35:07");
+        assert_eq!(when("—"), "—");
+        assert_eq!(when(""), "");
     }
 
     #[test]

@@ -10,8 +10,8 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::{
     model::{
         activity::{
-            ClusterEvent, EventFilter, EventKind, Problem, StoppedFilter, TaskInfo, MAX_LIMIT,
-            STOP_CODES,
+            when, ClusterEvent, EventFilter, EventKind, Problem, StoppedFilter, TaskInfo,
+            MAX_LIMIT, STOP_CODES,
         },
         fleet_view::encode,
     },
@@ -199,7 +199,7 @@ fn EventTable(events: Vec<ClusterEvent>, cluster: String) -> impl IntoView {
             <tbody>
                 {events.into_iter().map(|e| view! {
                     <tr data-kind=e.kind.as_str() data-service=e.service.clone()>
-                        <td class="mono">{e.at.clone()}</td>
+                        <td class="mono when" title=e.at.clone()>{when(&e.at)}</td>
                         <td><a href=format!("/deployments/{}/{}", encode(&cluster), encode(&e.service))>{e.service.clone()}</a></td>
                         <td><span class=format!("event-kind event-{}", e.kind.as_str())>{e.kind.as_str()}</span></td>
                         <td>{e.message.clone()}</td>
@@ -323,7 +323,7 @@ pub fn TaskTable(tasks: Vec<TaskInfo>, stopped: bool) -> impl IntoView {
                             <td class="mono">{t.instance.clone()}</td>
                             <td data-testid="task-gpus">{gpus}</td>
                             {stopped.then(|| view! {
-                                <td class="mono">{t.stopped_at.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td class="mono when" title=t.stopped_at.clone()>{t.stopped_at.as_deref().map_or_else(|| "—".into(), when)}</td>
                                 <td>{t.stop_code.clone().unwrap_or_else(|| "—".into())}</td>
                                 <td>{t.stopped_reason.clone().unwrap_or_default()}{why}</td>
                             })}

@@ -96,7 +96,7 @@ fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
             <tbody>
                 {records.into_iter().map(|r| view! {
                     <tr data-outcome=r.outcome.clone()>
-                        <td class="mono">{r.at.clone()}</td>
+                        <td class="mono when" title=r.at.clone()>{crate::model::activity::when(&r.at)}</td>
                         <td>{r.actor.clone()}</td>
                         <td>{r.action.as_str()}</td>
                         <td>{r.resource.clone()}</td>

@@ -8,7 +8,10 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     components::td_views::{DiffTable, GpuChanges},
-    model::{activity::EventFilter, fleet_view::encode},
+    model::{
+        activity::{when, EventFilter},
+        fleet_view::encode,
+    },
     model::{
         deployment::{DeployRequest, WatchState},
         rollout::{RolloutCheck, Verdict},
@@ -263,7 +266,7 @@ fn RecentEvents(cluster: String, service: String) -> impl IntoView {
                         Ok(Ok(feed)) => view! {
                             <ul class="events">
                                 {feed.events.into_iter().map(|e| view! {
-                                    <li data-kind=e.kind.as_str()><span class="muted mono">{e.at}</span>" "{e.message}</li>
+                                    <li data-kind=e.kind.as_str()><span class="muted mono when" title=e.at.clone()>{when(&e.at)}</span>" "{e.message}</li>
                                 }).collect_view()}
                             </ul>
                         }.into_any(),
@@ -432,7 +435,7 @@ fn Watch(initial: WatchState) -> impl IntoView {
                 {move || state.with(|s| if s.events.is_empty() {
                     view! { <li class="muted">"None yet."</li> }.into_any()
                 } else {
-                    s.events.iter().map(|e| view! { <li><span class="muted mono">{e.at.clone()}</span>" "{e.message.clone()}</li> }).collect_view().into_any()
+                    s.events.iter().map(|e| view! { <li><span class="muted mono when" title=e.at.clone()>{when(&e.at)}</span>" "{e.message.clone()}</li> }).collect_view().into_any()
                 })}
             </ul>
         </section>
