@@ -1,0 +1,304 @@
+//! ListContainerInstances and DescribeContainerInstances. The answer is written straight to
+//! text through typed structs, without a `serde_json::Value` tree (a hundred GPU instances are
+//! about 300 KB of JSON).
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{
+    clusters::cluster_of,
+    input,
+    output::{epoch_seconds, listed, missing, page, tags_of},
+    DESCRIBE_LIMIT,
+};
+use crate::{
+    error::{invalid, EcsError},
+    model::{ContainerInstance, Fleet},
+    placement::SharingMode,
+};
+
+/// The statuses ListContainerInstances filters by.
+const STATUSES: [&str; 5] = [
+    "ACTIVE",
+    "DRAINING",
+    "REGISTERING",
+    "DEREGISTERING",
+    "REGISTRATION_FAILED",
+];
+
+pub fn list(fleet: &Fleet, input: &input::ListContainerInstances) -> Result<Value, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    if let Some(status) = input.status.as_deref() {
+        if !STATUSES.contains(&status) {
+            return Err(invalid(format!("status '{status}' is not valid.")));
+        }
+        if status != "ACTIVE" {
+            return Ok(json!({"containerInstanceArns": []}));
+        }
+    }
+    let arns: Vec<String> = cluster.instances.iter().map(|i| i.arn.clone()).collect();
+    let (items, next) = page(&arns, &input.paging, 100)?;
+    Ok(listed("containerInstanceArns", items, next))
+}
+
+pub fn describe(
+    fleet: &Fleet,
+    input: &input::DescribeContainerInstances,
+) -> Result<String, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    let wanted = &input.container_instances;
+    if wanted.is_empty() {
+        return Err(invalid(
+            "containerInstances must list at least one container instance.",
+        ));
+    }
+    if wanted.len() > DESCRIBE_LIMIT {
+        return Err(invalid("containerInstances can have at most 100 items."));
+    }
+    let tags = input.include.tags();
+    let mut found = Vec::with_capacity(wanted.len());
+    let mut failures = Vec::new();
+    for reference in wanted {
+        let arn = if reference.starts_with("arn:") {
+            reference.clone()
+        } else {
+            format!(
+                "{}:container-instance/{}/{reference}",
+                cluster.arn.split(":cluster/").next().unwrap_or_default(),
+                cluster.name
+            )
+        };
+        match cluster.instance(&arn) {
+            Some(instance) => {
+                let tags = tags.then(|| tags_of(fleet, &instance.arn));
+                found.push(InstanceOut::new(instance, tags));
+            }
+            None => failures.push(missing(reference)),
+        }
+    }
+    serde_json::to_string(&Described {
+        container_instances: found,
+        failures,
+    })
+    .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Described<'a> {
+    pub container_instances: Vec<InstanceOut<'a>>,
+    pub failures: Vec<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceOut<'a> {
+    container_instance_arn: &'a str,
+    ec2_instance_id: &'a str,
+    version: u32,
+    version_info: VersionInfo,
+    status: &'static str,
+    agent_connected: bool,
+    running_tasks_count: u32,
+    pending_tasks_count: u32,
+    registered_at: f64,
+    attributes: Vec<Attribute<'a>>,
+    registered_resources: [Resource<'a>; 4],
+    remaining_resources: [Resource<'a>; 4],
+    gpu_devices: Vec<GpuDevice<'a>>,
+    health_status: Health<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionInfo {
+    agent_version: &'static str,
+    agent_hash: &'static str,
+    docker_version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Attribute<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Resource<'a> {
+    name: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    integer_value: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    string_set_value: Option<Vec<&'a str>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GpuDevice<'a> {
+    gpu_id: &'a str,
+    sharing_mode: &'static str,
+    #[serde(rename = "totalMemoryInMiB")]
+    total_memory_in_mib: u32,
+    #[serde(rename = "remainingMemoryInMiB")]
+    remaining_memory_in_mib: u32,
+    container_count: u32,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Health<'a> {
+    overall_status: &'static str,
+    details: Vec<Check<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Check<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_reason: Option<&'a str>,
+    last_updated: f64,
+    last_status_change: f64,
+}
+
+const PORTS: [&str; 5] = ["22", "2375", "2376", "51678", "51679"];
+
+fn integer(name: &'static str, value: u32) -> Resource<'static> {
+    Resource {
+        name,
+        kind: "INTEGER",
+        integer_value: Some(value),
+        string_set_value: None,
+    }
+}
+
+impl<'a> InstanceOut<'a> {
+    pub fn new(instance: &'a ContainerInstance, tags: Option<Value>) -> InstanceOut<'a> {
+        let registered_at = epoch_seconds(instance.registered_at);
+        let mut attributes = vec![
+            Attribute {
+                name: "ecs.instance-type",
+                value: Some(&instance.instance_type),
+            },
+            Attribute {
+                name: "ecs.availability-zone",
+                value: Some(&instance.availability_zone),
+            },
+            Attribute {
+                name: "ecs.os-type",
+                value: Some("linux"),
+            },
+            Attribute {
+                name: "ecs.cpu-architecture",
+                value: Some("x86_64"),
+            },
+            Attribute {
+                name: "com.amazonaws.ecs.capability.docker-remote-api.1.43",
+                value: None,
+            },
+        ];
+        if !instance.gpus.is_empty() {
+            attributes.push(Attribute {
+                name: "ecs.capability.nvidia-driver-version.570.172.08",
+                value: None,
+            });
+        }
+        if instance.mps_capable {
+            attributes.push(Attribute {
+                name: "ecs.capability.gpu-sharing-mps",
+                value: None,
+            });
+        }
+        let all_gpus: Vec<&str> = instance.gpu_ids.iter().map(String::as_str).collect();
+        let free_gpus: Vec<&str> = instance
+            .gpu_ids
+            .iter()
+            .zip(&instance.gpus)
+            .filter(|(_, slot)| slot.mode == SharingMode::Idle)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let set = |name, values| Resource {
+            name,
+            kind: "STRINGSET",
+            integer_value: None,
+            string_set_value: Some(values),
+        };
+        let mut details = vec![Check {
+            kind: "CONTAINER_RUNTIME",
+            status: "OK",
+            status_reason: None,
+            last_updated: registered_at,
+            last_status_change: registered_at,
+        }];
+        if !instance.gpus.is_empty() {
+            details.push(Check {
+                kind: "ACCELERATED_COMPUTE",
+                status: if instance.mps_impaired.is_some() {
+                    "IMPAIRED"
+                } else {
+                    "OK"
+                },
+                status_reason: instance.mps_impaired.as_deref(),
+                last_updated: registered_at,
+                last_status_change: registered_at,
+            });
+        }
+        InstanceOut {
+            container_instance_arn: &instance.arn,
+            ec2_instance_id: &instance.ec2_instance_id,
+            version: 1,
+            version_info: VersionInfo {
+                agent_version: "1.107.0",
+                agent_hash: "emulated",
+                docker_version: "DockerVersion: 25.0.8",
+            },
+            status: "ACTIVE",
+            agent_connected: instance.agent_connected,
+            running_tasks_count: instance.running_tasks,
+            pending_tasks_count: instance.pending_tasks,
+            registered_at,
+            attributes,
+            registered_resources: [
+                integer("CPU", instance.cpu),
+                integer("MEMORY", instance.memory_mib),
+                set("PORTS", PORTS.to_vec()),
+                set("GPU", all_gpus),
+            ],
+            remaining_resources: [
+                integer("CPU", instance.cpu_remaining),
+                integer("MEMORY", instance.memory_remaining_mib),
+                set("PORTS", PORTS.to_vec()),
+                set("GPU", free_gpus),
+            ],
+            gpu_devices: instance
+                .gpu_ids
+                .iter()
+                .zip(&instance.gpus)
+                .map(|(id, slot)| GpuDevice {
+                    gpu_id: id,
+                    sharing_mode: slot.mode.as_str(),
+                    total_memory_in_mib: slot.total_memory_mib,
+                    remaining_memory_in_mib: slot.remaining_memory_mib,
+                    container_count: slot.container_count,
+                })
+                .collect(),
+            health_status: Health {
+                overall_status: if instance.mps_impaired.is_some() {
+                    "IMPAIRED"
+                } else {
+                    "OK"
+                },
+                details,
+            },
+            tags,
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The ECS operations over JSON: what each takes (typed inputs, [`input`]) and answers, shaped
+//! as the ECS API reference documents it (awsJson 1.1 field names, epoch-second timestamps,
+//! `failures` lists), one module per kind of resource.
+
+mod clusters;
+pub mod input;
+mod instances;
+mod output;
+mod services;
+mod task_definitions;
+mod tasks;
+
+use serde_json::Value;
+
+use crate::{error::EcsError, model::Fleet};
+
+pub use task_definitions::task_definition_json;
+
+/// The ECS operations the emulator serves.
+pub const OPERATIONS: [&str; 19] = [
+    "ListClusters",
+    "DescribeClusters",
+    "CreateCluster",
+    "ListContainerInstances",
+    "DescribeContainerInstances",
+    "ListServices",
+    "DescribeServices",
+    "CreateService",
+    "UpdateService",
+    "ListTasks",
+    "DescribeTasks",
+    "ListTaskDefinitionFamilies",
+    "ListTaskDefinitions",
+    "DescribeTaskDefinition",
+    "RegisterTaskDefinition",
+    "DeregisterTaskDefinition",
+    "ListTagsForResource",
+    "TagResource",
+    "UntagResource",
+];
+
+/// Most ARNs one describe call takes (DescribeServices: 10).
+const DESCRIBE_LIMIT: usize = 100;
+const DESCRIBE_SERVICES_LIMIT: usize = 10;
+
+/// Runs one ECS operation and answers with the JSON body.
+pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String, EcsError> {
+    use input::read;
+    let answer = match operation {
+        // The largest answer is written straight to text.
+        "DescribeContainerInstances" => return instances::describe(fleet, &read(body)?),
+        "ListClusters" => clusters::list(fleet, &read(body)?),
+        "DescribeClusters" => clusters::describe(fleet, read(body)?),
+        "CreateCluster" => clusters::create(fleet, read(body)?),
+        "ListContainerInstances" => instances::list(fleet, &read(body)?),
+        "ListServices" => services::list(fleet, &read(body)?),
+        "DescribeServices" => services::describe(fleet, &read(body)?),
+        "CreateService" => services::create(fleet, read(body)?),
+        "UpdateService" => services::update(fleet, read(body)?),
+        "ListTasks" => tasks::list(fleet, &read(body)?),
+        "DescribeTasks" => tasks::describe(fleet, &read(body)?),
+        "ListTaskDefinitionFamilies" => task_definitions::list_families(fleet, &read(body)?),
+        "ListTaskDefinitions" => task_definitions::list(fleet, &read(body)?),
+        "DescribeTaskDefinition" => task_definitions::describe(fleet, &read(body)?),
+        "RegisterTaskDefinition" => task_definitions::register(fleet, read(body)?),
+        "DeregisterTaskDefinition" => task_definitions::deregister(fleet, read(body)?),
+        "ListTagsForResource" => task_definitions::list_tags(fleet, read(body)?),
+        "TagResource" => task_definitions::tag(fleet, read(body)?),
+        "UntagResource" => task_definitions::untag(fleet, read(body)?),
+        other => Err(EcsError::Client(format!(
+            "The operation {other} is not supported by this emulator."
+        ))),
+    }?;
+    Ok(answer.to_string())
+}

@@ -1,0 +1,166 @@
+//! ListServices, DescribeServices, CreateService and UpdateService.
+
+use serde_json::{json, Value};
+
+use super::{
+    clusters::cluster_of,
+    input::{self, required, DeploymentConfiguration},
+    output::{epoch, listed, missing, page, tags_of},
+    DESCRIBE_SERVICES_LIMIT,
+};
+use crate::{
+    engine::{NewService, ServiceUpdate},
+    error::{invalid, EcsError},
+    model::{DeploymentConfig, DeploymentStatus, Fleet, Service},
+    task_definitions::parse_tags,
+};
+
+pub fn list(fleet: &Fleet, input: &input::ListServices) -> Result<Value, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    let arns: Vec<String> = cluster.services.values().map(|s| s.arn.clone()).collect();
+    let (items, next) = page(&arns, &input.paging, 10)?;
+    Ok(listed("serviceArns", items, next))
+}
+
+pub fn describe(fleet: &Fleet, input: &input::DescribeServices) -> Result<Value, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    if input.services.is_empty() {
+        return Err(invalid("services must list at least one service."));
+    }
+    if input.services.len() > DESCRIBE_SERVICES_LIMIT {
+        return Err(invalid("services can have at most 10 items."));
+    }
+    let mut services = Vec::new();
+    let mut failures = Vec::new();
+    for reference in &input.services {
+        let name = reference.rsplit('/').next().unwrap_or(reference);
+        match cluster.services.get(name) {
+            Some(service) => {
+                let mut body = service_json(service);
+                if input.include.tags() {
+                    body["tags"] = tags_of(fleet, &service.arn);
+                }
+                services.push(body);
+            }
+            None => failures.push(missing(reference)),
+        }
+    }
+    Ok(json!({"services": services, "failures": failures}))
+}
+
+fn service_json(service: &Service) -> Value {
+    let running: u32 = service.deployments.iter().map(|d| d.running_count).sum();
+    let pending: u32 = service.deployments.iter().map(|d| d.pending_count).sum();
+    json!({
+        "serviceArn": service.arn,
+        "serviceName": service.name,
+        "clusterArn": service.cluster_arn,
+        "status": "ACTIVE",
+        "desiredCount": service.desired_count,
+        "runningCount": running,
+        "pendingCount": pending,
+        "launchType": "EC2",
+        "taskDefinition": service.task_definition_arn,
+        "schedulingStrategy": "REPLICA",
+        "deploymentController": {"type": "ECS"},
+        "createdAt": epoch(service.created_at),
+        "deploymentConfiguration": {
+            "deploymentCircuitBreaker": {"enable": service.config.circuit_breaker_enable, "rollback": service.config.circuit_breaker_rollback},
+            "maximumPercent": service.config.maximum_percent,
+            "minimumHealthyPercent": service.config.minimum_healthy_percent,
+        },
+        "deployments": service.deployments.iter().map(|d| json!({
+            "id": d.id,
+            "status": match d.status { DeploymentStatus::Primary => "PRIMARY", DeploymentStatus::Active => "ACTIVE" },
+            "taskDefinition": d.task_definition_arn,
+            "desiredCount": d.desired_count,
+            "pendingCount": d.pending_count,
+            "runningCount": d.running_count,
+            "failedTasks": d.failed_tasks,
+            "createdAt": epoch(d.created_at),
+            "updatedAt": epoch(d.updated_at),
+            "launchType": "EC2",
+            "rolloutState": d.rollout_state.as_str(),
+            "rolloutStateReason": d.rollout_state_reason,
+        })).collect::<Vec<_>>(),
+        "events": service.events.iter().map(|e| json!({"id": e.id, "createdAt": epoch(e.created_at), "message": e.message})).collect::<Vec<_>>(),
+    })
+}
+
+/// `base` with what `config` sets; a circuit breaker given is given whole.
+fn deployment_config(
+    config: Option<&DeploymentConfiguration>,
+    base: DeploymentConfig,
+) -> Result<DeploymentConfig, EcsError> {
+    let Some(config) = config else {
+        return Ok(base);
+    };
+    let mut out = base;
+    if let Some(max) = config.maximum_percent {
+        out.maximum_percent =
+            u32::try_from(max).map_err(|_| invalid("maximumPercent must be positive."))?;
+    }
+    if let Some(min) = config.minimum_healthy_percent {
+        out.minimum_healthy_percent = u32::try_from(min)
+            .map_err(|_| invalid("minimumHealthyPercent must not be negative."))?;
+    }
+    if let Some(breaker) = config.deployment_circuit_breaker {
+        out.circuit_breaker_enable = breaker.enable;
+        out.circuit_breaker_rollback = breaker.rollback;
+    }
+    Ok(out)
+}
+
+fn desired_count(count: Option<i64>) -> Result<Option<u32>, EcsError> {
+    count
+        .map(|n| u32::try_from(n).map_err(|_| invalid("desiredCount must not be negative.")))
+        .transpose()
+}
+
+pub fn create(fleet: &mut Fleet, input: input::CreateService) -> Result<Value, EcsError> {
+    let cluster = input.cluster.clone().unwrap_or_else(|| "default".into());
+    let new = NewService {
+        name: required(&input.service_name, "serviceName")?.to_string(),
+        task_definition: required(&input.task_definition, "taskDefinition")?.to_string(),
+        desired_count: desired_count(input.desired_count)?.unwrap_or(0),
+        config: deployment_config(
+            input.deployment_configuration.as_ref(),
+            DeploymentConfig::default(),
+        )?,
+    };
+    let tags = parse_tags(input.tags)?;
+    let arn = fleet.create_service(&cluster, new)?.arn.clone();
+    if !tags.is_empty() {
+        fleet.tags.insert(arn.clone(), tags);
+    }
+    let service = fleet
+        .clusters
+        .values()
+        .find_map(|c| c.services.values().find(|s| s.arn == arn));
+    Ok(json!({"service": service.map(service_json)}))
+}
+
+pub fn update(fleet: &mut Fleet, input: input::UpdateService) -> Result<Value, EcsError> {
+    let cluster = input.cluster.clone().unwrap_or_else(|| "default".into());
+    let name = required(&input.service, "service")?.to_string();
+    let key = fleet
+        .cluster_key(&cluster)
+        .ok_or(EcsError::ClusterNotFound)?;
+    let base = fleet.clusters[&key]
+        .services
+        .get(name.rsplit('/').next().unwrap_or(&name))
+        .map(|s| s.config.clone())
+        .ok_or(EcsError::ServiceNotFound)?;
+    let update = ServiceUpdate {
+        task_definition: input.task_definition.clone(),
+        desired_count: desired_count(input.desired_count)?,
+        config: input
+            .deployment_configuration
+            .as_ref()
+            .map(|config| deployment_config(Some(config), base))
+            .transpose()?,
+        force_new_deployment: input.force_new_deployment,
+    };
+    let service = fleet.update_service(&cluster, &name, update)?;
+    Ok(json!({"service": service_json(service)}))
+}

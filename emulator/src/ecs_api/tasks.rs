@@ -1,0 +1,151 @@
+//! ListTasks and DescribeTasks.
+
+use serde_json::{json, Value};
+
+use super::{
+    clusters::cluster_of,
+    input,
+    output::{epoch, listed, missing, page, tags_of},
+    DESCRIBE_LIMIT,
+};
+use crate::{
+    error::{invalid, EcsError},
+    model::{Fleet, Task, TaskStatus},
+};
+
+pub fn list(fleet: &Fleet, input: &input::ListTasks) -> Result<Value, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    let service = input
+        .service_name
+        .as_deref()
+        .map(|s| format!("service:{}", s.rsplit('/').next().unwrap_or(s)));
+    if let Some(group) = &service {
+        if !cluster.services.contains_key(&group["service:".len()..]) {
+            return Err(EcsError::ServiceNotFound);
+        }
+    }
+    let instance = input.container_instance.as_deref();
+    let family = input.family.as_deref();
+    let started_by = input.started_by.as_deref();
+    let stopped = match input.desired_status.as_deref() {
+        None | Some("RUNNING") | Some("PENDING") => false,
+        Some("STOPPED") => true,
+        Some(other) => {
+            return Err(invalid(format!(
+                "desiredStatus '{other}' is not valid; use RUNNING, PENDING or STOPPED."
+            )))
+        }
+    };
+    let instance_suffix = instance.map(|i| format!("/{i}"));
+    // References, not copies: a page copies only its own 100 ARNs.
+    let arns: Vec<&String> = cluster
+        .tasks
+        .values()
+        .filter(|t| (t.desired_status == TaskStatus::Stopped) == stopped)
+        .filter(|t| service.as_ref().is_none_or(|g| &t.group == g))
+        .filter(|t| {
+            instance.is_none_or(|i| {
+                t.instance_arn == i
+                    || instance_suffix
+                        .as_deref()
+                        .is_some_and(|suffix| t.instance_arn.ends_with(suffix))
+            })
+        })
+        .filter(|t| {
+            family.is_none_or(|f| {
+                t.task_definition_arn
+                    .contains(&format!(":task-definition/{f}:"))
+            })
+        })
+        .filter(|t| started_by.is_none_or(|s| t.started_by.as_deref() == Some(s)))
+        .map(|t| &t.arn)
+        .collect();
+    let (items, next) = page(&arns, &input.paging, 100)?;
+    Ok(listed("taskArns", items, next))
+}
+
+pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, EcsError> {
+    let cluster = cluster_of(fleet, input.cluster.as_deref())?;
+    if input.tasks.is_empty() {
+        return Err(invalid("tasks must list at least one task."));
+    }
+    if input.tasks.len() > DESCRIBE_LIMIT {
+        return Err(invalid("tasks can have at most 100 items."));
+    }
+    let prefix = format!(
+        "{}:task/{}/",
+        cluster.arn.split(":cluster/").next().unwrap_or_default(),
+        cluster.name
+    );
+    let mut tasks = Vec::new();
+    let mut failures = Vec::new();
+    for reference in &input.tasks {
+        let arn = if reference.starts_with("arn:") {
+            reference.clone()
+        } else {
+            format!("{prefix}{reference}")
+        };
+        match cluster.tasks.get(&arn) {
+            Some(task) => {
+                let zone = cluster
+                    .instance(&task.instance_arn)
+                    .map(|i| i.availability_zone.clone())
+                    .unwrap_or_default();
+                let mut body = task_json(task, &zone);
+                if input.include.tags() {
+                    body["tags"] = tags_of(fleet, &task.arn);
+                }
+                tasks.push(body);
+            }
+            None => failures.push(missing(reference)),
+        }
+    }
+    Ok(json!({"tasks": tasks, "failures": failures}))
+}
+
+fn task_json(task: &Task, zone: &str) -> Value {
+    let mut body = json!({
+        "taskArn": task.arn,
+        "clusterArn": task.cluster_arn,
+        "taskDefinitionArn": task.task_definition_arn,
+        "containerInstanceArn": task.instance_arn,
+        "lastStatus": task.last_status.as_str(),
+        "desiredStatus": if task.desired_status == TaskStatus::Stopped { "STOPPED" } else { "RUNNING" },
+        "group": task.group,
+        "cpu": task.cpu.to_string(),
+        "memory": task.memory_mib.to_string(),
+        "createdAt": epoch(task.created_at),
+        "launchType": "EC2",
+        "availabilityZone": zone,
+        "version": 1,
+        "containers": task.containers.iter().map(|c| {
+            let mut container = json!({
+                "containerArn": c.arn,
+                "taskArn": task.arn,
+                "name": c.name,
+                "lastStatus": task.last_status.as_str(),
+                "gpuIds": c.gpu_ids,
+            });
+            if let Some(code) = c.exit_code { container["exitCode"] = json!(code); }
+            if let Some(reason) = &c.reason { container["reason"] = json!(reason); }
+            container
+        }).collect::<Vec<_>>(),
+    });
+    if let Some(map) = body.as_object_mut() {
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                map.insert(key.into(), value);
+            }
+        };
+        put("startedBy", task.started_by.as_ref().map(|by| json!(by)));
+        put("startedAt", task.started_at.map(epoch));
+        put("stoppingAt", task.stopping_at.map(epoch));
+        put("stoppedAt", task.stopped_at.map(epoch));
+        put(
+            "stoppedReason",
+            task.stopped_reason.as_ref().map(|r| json!(r)),
+        );
+        put("stopCode", task.stop_code.map(|code| json!(code)));
+    }
+    body
+}

@@ -1,0 +1,250 @@
+//! The scheduler: places tasks, moves them through their lifecycle, rolls services out within
+//! their deployment configuration, and trips the circuit breaker, on the simulated clock. One
+//! simulated second is one [`Fleet::step`]: task transitions ([`scheduling`]), then each busy
+//! service's reconciliation ([`rollout`]), whose end the [`circuit_breaker`] may decide.
+
+mod circuit_breaker;
+mod rollout;
+mod scheduling;
+mod services;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::{
+    error::{invalid, EcsError},
+    model::{Cluster, ContainerInstance, Fleet},
+};
+
+pub use services::{NewService, ServiceUpdate};
+
+impl Fleet {
+    /// Creates an empty cluster, or returns the one with that name.
+    pub fn create_cluster(&mut self, name: &str) -> Result<&Cluster, EcsError> {
+        if name.is_empty()
+            || name.len() > 255
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(invalid(
+                "clusterName must be 1 to 255 letters, numbers, hyphens and underscores.",
+            ));
+        }
+        let arn = self.arn(&format!("cluster/{name}"));
+        Ok(self
+            .clusters
+            .entry(name.to_string())
+            .or_insert_with(|| Cluster {
+                name: name.to_string(),
+                arn,
+                instances: Vec::new(),
+                instance_index: Default::default(),
+                services: Default::default(),
+                tasks: Default::default(),
+                moving: Default::default(),
+            }))
+    }
+
+    /// Registers a container instance with the cluster.
+    pub fn add_instance(&mut self, cluster: &str, instance: ContainerInstance) {
+        if let Some(cluster) = self.clusters.get_mut(cluster) {
+            cluster
+                .instance_index
+                .insert(instance.arn.clone(), cluster.instances.len());
+            cluster.instances.push(instance);
+        }
+    }
+
+    /// A new deployment ID: `ecs-svc/` and 19 digits.
+    fn new_deployment_id(&mut self) -> String {
+        let hex = self.new_hex_id();
+        let number = u64::from_str_radix(&hex[..16], 16).unwrap_or(0) % 10_000_000_000_000_000_000;
+        format!("ecs-svc/{number:019}")
+    }
+
+    fn push_event(&mut self, cluster: &str, service: &str, message: String) {
+        let id = self.new_hex_id();
+        let id = format!(
+            "{}-{}-{}-{}-{}",
+            &id[..8],
+            &id[8..12],
+            &id[12..16],
+            &id[16..20],
+            &id[20..]
+        );
+        let now = self.now;
+        if let Some(service) = self
+            .clusters
+            .get_mut(cluster)
+            .and_then(|c| c.services.get_mut(service))
+        {
+            service.push_event(id, now, message);
+        }
+    }
+
+    /// Moves the simulation forward to `to`, one simulated second at a time.
+    pub fn advance(&mut self, to: DateTime<Utc>) {
+        while self.now + Duration::seconds(1) <= to {
+            let next = self.now + Duration::seconds(1);
+            self.step(next);
+        }
+    }
+
+    /// One step: task transitions, then every service's reconciliation.
+    pub fn step(&mut self, now: DateTime<Utc>) {
+        self.now = now;
+        let keys: Vec<String> = self.clusters.keys().cloned().collect();
+        for key in &keys {
+            self.move_tasks(key);
+            // A steady service with no task on the move has nothing to do: skip it, which keeps
+            // a step of a large fleet cheap.
+            let cluster = &self.clusters[key];
+            let busy: std::collections::HashSet<&str> = cluster
+                .moving
+                .iter()
+                .filter_map(|arn| cluster.tasks.get(arn))
+                .filter_map(|task| task.group.strip_prefix("service:"))
+                .collect();
+            let services: Vec<String> = cluster
+                .services
+                .values()
+                .filter(|svc| !svc.steady || busy.contains(svc.name.as_str()))
+                .map(|svc| svc.name.clone())
+                .collect();
+            for service in services {
+                self.reconcile(key, &service);
+            }
+            if now.timestamp() % 60 == 0 {
+                self.forget_old_tasks(key);
+            }
+        }
+    }
+}
+
+/// `(task id) (task id)`, as ECS names tasks in service events.
+fn task_list(arns: &[String]) -> String {
+    let ids: Vec<String> = arns
+        .iter()
+        .map(|arn| format!("(task {})", arn.rsplit('/').next().unwrap_or(arn)))
+        .collect();
+    ids.join(" ")
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    //! A small fleet for the engine's tests: one cluster of GPU instances and a task definition
+    //! registered through the emulator's own rules.
+
+    use chrono::{DateTime, Duration, TimeZone, Utc};
+    use serde_json::json;
+
+    use crate::{
+        model::{ContainerInstance, Fleet},
+        placement::GpuSlot,
+    };
+
+    /// The simulated time the fixture starts at.
+    pub fn start() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0)
+            .single()
+            .unwrap_or_default()
+    }
+
+    /// A fleet with cluster `prod` of `instances` instances of `gpus` GPUs of 22,563 MiB each.
+    pub fn fleet(instances: usize, gpus: usize) -> Fleet {
+        let mut fleet = Fleet::new(7, start());
+        fleet.create_cluster("prod").expect("a valid name");
+        for n in 0..instances {
+            let id = fleet.new_hex_id();
+            let arn = fleet.arn(&format!("container-instance/prod/{id}"));
+            let gpu_ids = (0..gpus).map(|g| format!("GPU-{n}-{g}")).collect();
+            fleet.add_instance(
+                "prod",
+                ContainerInstance {
+                    arn,
+                    ec2_instance_id: format!("i-{n:04}"),
+                    instance_type: "g5.12xlarge".into(),
+                    availability_zone: "us-east-1a".into(),
+                    gpu_ids,
+                    gpus: vec![GpuSlot::idle(22_563); gpus],
+                    gpu_model: "NVIDIA A10G".into(),
+                    cpu: 48 * 1024,
+                    memory_mib: 190_000,
+                    cpu_remaining: 48 * 1024,
+                    memory_remaining_mib: 190_000,
+                    mps_capable: true,
+                    agent_connected: true,
+                    mps_impaired: None,
+                    cloudwatch_agent: true,
+                    registered_at: start() - Duration::days(1),
+                    running_tasks: 0,
+                    pending_tasks: 0,
+                },
+            );
+        }
+        fleet
+    }
+
+    /// Registers `family` with one container asking `memory_mib` of a GPU through MPS (or
+    /// exiting at once with `exit` when given); its ARN.
+    pub fn mps_family(
+        fleet: &mut Fleet,
+        family: &str,
+        memory_mib: u32,
+        exit: Option<i32>,
+    ) -> String {
+        let environment: Vec<_> = exit
+            .map(|code| json!({"name": "EMULATOR_EXIT_CODE", "value": code.to_string()}))
+            .into_iter()
+            .collect();
+        let body = json!({
+            "family": family,
+            "requiresCompatibilities": ["EC2"],
+            "containerDefinitions": [{
+                "name": "model", "image": "model:1", "cpu": 1024, "memory": 4096,
+                "environment": environment,
+                "resourceRequirements": [
+                    {"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": memory_mib}}}
+                ]
+            }]
+        });
+        let now = fleet.now;
+        fleet
+            .register_task_definition(body.as_object().cloned().unwrap_or_default(), now)
+            .expect("a valid task definition")
+            .arn
+            .clone()
+    }
+
+    /// Advances the fleet by `seconds` simulated seconds.
+    pub fn run(fleet: &mut Fleet, seconds: i64) {
+        let to = fleet.now + Duration::seconds(seconds);
+        fleet.advance(to);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture;
+
+    #[test]
+    fn a_cluster_name_is_checked_and_creating_it_again_returns_it() {
+        let mut fleet = fixture::fleet(1, 1);
+        assert!(fleet.create_cluster("bad name").is_err());
+        let arn = fleet.create_cluster("prod").expect("exists").arn.clone();
+        assert!(arn.ends_with(":cluster/prod"), "{arn}");
+        assert_eq!(fleet.clusters["prod"].instances.len(), 1, "kept");
+    }
+
+    #[test]
+    fn the_clock_moves_one_simulated_second_at_a_time() {
+        let mut fleet = fixture::fleet(1, 1);
+        let start = fleet.now;
+        fixture::run(&mut fleet, 5);
+        assert_eq!((fleet.now - start).num_seconds(), 5);
+        assert_eq!(
+            super::task_list(&["arn:aws:ecs:r:1:task/prod/abc".to_string()]),
+            "(task abc)"
+        );
+    }
+}

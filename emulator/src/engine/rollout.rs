@@ -1,0 +1,538 @@
+//! A service brought toward its desired state within its deployment configuration: its
+//! deployments' counts, new tasks started under `maximumPercent`, old tasks stopped while
+//! `minimumHealthyPercent` allows, placement failures recorded, and the rollout settled.
+
+use chrono::Duration;
+
+use super::{circuit_breaker, scheduling::reason_text, services::start_deployment, task_list};
+use crate::{
+    model::{DeploymentConfig, Fleet, RolloutState, TaskStatus},
+    placement::NoFit,
+};
+
+/// Placement failures are counted at most once per this many simulated seconds.
+const PLACEMENT_RETRY_SECONDS: i64 = 10;
+/// A placement failure event is written at most once per this many simulated seconds.
+const PLACEMENT_EVENT_SECONDS: i64 = 60;
+
+/// The reason ECS gives the tasks it stops to make room for a deployment.
+const SCALING_REASON: &str = "Scaling activity initiated by (deployment ecs-svc)";
+
+/// What one reconciliation works with: the service's size and bounds, and its PRIMARY
+/// deployment.
+struct Pass {
+    desired: u32,
+    /// Tasks of all deployments together at most (`maximumPercent`, at least 1).
+    max_total: u32,
+    /// Running tasks that must stay (`minimumHealthyPercent`, rounded up).
+    min_healthy: u32,
+    primary_id: String,
+    primary_td: String,
+    group: String,
+}
+
+/// The bounds of a rolling update of `desired` tasks: at most `max_total` tasks at once, at
+/// least `min_healthy` running.
+fn bounds(desired: u32, config: &DeploymentConfig) -> (u32, u32) {
+    (
+        (desired * config.maximum_percent / 100).max(1),
+        (desired * config.minimum_healthy_percent).div_ceil(100),
+    )
+}
+
+/// Which old tasks (`(running, arn)`, pending first) to stop now: pending ones always; running
+/// ones while more than `min_healthy` run and the new deployment needs room or has replaced
+/// them.
+fn old_tasks_to_stop(
+    old: &[(bool, String)],
+    mut running_total: u32,
+    min_healthy: u32,
+    desired: u32,
+    primary_live: u32,
+    primary_running: u32,
+) -> Vec<String> {
+    let mut stop = Vec::new();
+    for (running, arn) in old {
+        if *running {
+            let needed_room = primary_live < desired;
+            let over = running_total > min_healthy;
+            let replaced = running_total > desired || primary_running >= desired;
+            if !(over && (needed_room || replaced)) {
+                continue;
+            }
+            running_total -= 1;
+        }
+        stop.push(arn.clone());
+    }
+    stop
+}
+
+impl Fleet {
+    /// Brings a service toward its desired state within its deployment configuration.
+    pub(super) fn reconcile(&mut self, key: &str, name: &str) {
+        let Some(pass) = self.count_deployments(key, name) else {
+            return;
+        };
+        self.start_primary_tasks(key, name, &pass);
+        self.stop_replaced_tasks(key, name, &pass);
+        self.settle_rollout(key, name);
+    }
+
+    /// Counts each deployment's running and pending tasks; what this pass works with.
+    fn count_deployments(&mut self, key: &str, name: &str) -> Option<Pass> {
+        let cluster = self.clusters.get_mut(key)?;
+        let svc = cluster.services.get(name)?;
+        let mut counts: Vec<(u32, u32)> = vec![(0, 0); svc.deployments.len()];
+        for task in svc.tasks.iter().filter_map(|arn| cluster.tasks.get(arn)) {
+            let index = svc
+                .deployments
+                .iter()
+                .position(|d| Some(&d.id) == task.started_by.as_ref());
+            if let Some(index) = index {
+                if task.last_status == TaskStatus::Running {
+                    counts[index].0 += 1;
+                } else {
+                    counts[index].1 += 1;
+                }
+            }
+        }
+        let svc = cluster.services.get_mut(name)?;
+        for (deployment, (running, pending)) in svc.deployments.iter_mut().zip(counts) {
+            deployment.running_count = running;
+            deployment.pending_count = pending;
+        }
+        let primary = svc.deployments.first()?;
+        let (max_total, min_healthy) = bounds(svc.desired_count, &svc.config);
+        Some(Pass {
+            desired: svc.desired_count,
+            max_total,
+            min_healthy,
+            primary_id: primary.id.clone(),
+            primary_td: primary.task_definition_arn.clone(),
+            group: format!("service:{name}"),
+        })
+    }
+
+    /// Starts PRIMARY tasks while there is room under `maximumPercent`, until one cannot be
+    /// placed (retried no sooner than [`PLACEMENT_RETRY_SECONDS`] later).
+    fn start_primary_tasks(&mut self, key: &str, name: &str, pass: &Pass) {
+        let now = self.now;
+        let mut started = Vec::new();
+        let mut placement_failure: Option<(NoFit, Option<String>)> = None;
+        loop {
+            let svc = &self.clusters[key].services[name];
+            let primary = &svc.deployments[0];
+            let live_total: u32 = svc
+                .deployments
+                .iter()
+                .map(|d| d.running_count + d.pending_count)
+                .sum();
+            let primary_live = primary.running_count + primary.pending_count;
+            if primary_live >= pass.desired
+                || live_total >= pass.max_total
+                || primary.rollout_state == RolloutState::Failed
+            {
+                break;
+            }
+            if primary
+                .last_placement_failure
+                .is_some_and(|at| now < at + Duration::seconds(PLACEMENT_RETRY_SECONDS))
+            {
+                break;
+            }
+            let placed = self.run_task(
+                key,
+                &pass.primary_td,
+                pass.group.clone(),
+                Some(pass.primary_id.clone()),
+            );
+            match placed {
+                Ok(arn) => {
+                    let Some(svc) = self
+                        .clusters
+                        .get_mut(key)
+                        .and_then(|c| c.services.get_mut(name))
+                    else {
+                        return;
+                    };
+                    svc.tasks.insert(arn.clone());
+                    svc.deployments[0].pending_count += 1;
+                    svc.deployments[0].updated_at = now;
+                    started.push(arn);
+                }
+                Err(why) => {
+                    placement_failure = Some(why);
+                    break;
+                }
+            }
+        }
+        if !started.is_empty() {
+            let ids = task_list(&started);
+            self.push_event(
+                key,
+                name,
+                format!(
+                    "(service {name}) has started {} tasks: {ids}.",
+                    started.len()
+                ),
+            );
+        }
+        if let Some((why, closest)) = placement_failure {
+            self.record_placement_failure(key, name, &why, closest.as_deref());
+        }
+    }
+
+    /// Stops the old deployments' tasks that the new one replaces (pending ones first) while
+    /// enough stay healthy, and PRIMARY tasks beyond the desired count after a scale-in.
+    fn stop_replaced_tasks(&mut self, key: &str, name: &str, pass: &Pass) {
+        let (old, excess) = {
+            let cluster = &self.clusters[key];
+            let svc = &cluster.services[name];
+            let ours = |by: Option<&str>| by == Some(pass.primary_id.as_str());
+            let tasks_of = |primary: bool| {
+                let mut tasks: Vec<(bool, String)> = svc
+                    .tasks
+                    .iter()
+                    .filter_map(|arn| cluster.tasks.get(arn))
+                    .filter(|t| ours(t.started_by.as_deref()) == primary)
+                    .map(|t| (t.last_status == TaskStatus::Running, t.arn.clone()))
+                    .collect();
+                tasks.sort();
+                tasks
+            };
+            let running: u32 = svc.deployments.iter().map(|d| d.running_count).sum();
+            let primary = &svc.deployments[0];
+            let primary_live = primary.running_count + primary.pending_count;
+            let old = old_tasks_to_stop(
+                &tasks_of(false),
+                running,
+                pass.min_healthy,
+                pass.desired,
+                primary_live,
+                primary.running_count,
+            );
+            let excess: Vec<String> = tasks_of(true)
+                .into_iter()
+                .take(primary_live.saturating_sub(pass.desired) as usize)
+                .map(|(_, arn)| arn)
+                .collect();
+            (old, excess)
+        };
+        let stopped: Vec<String> = old
+            .into_iter()
+            .chain(excess)
+            .filter(|arn| self.stop_task(key, arn, SCALING_REASON, "ServiceSchedulerInitiated"))
+            .collect();
+        if !stopped.is_empty() {
+            let ids = task_list(&stopped);
+            self.push_event(
+                key,
+                name,
+                format!(
+                    "(service {name}) has stopped {} running tasks: {ids}.",
+                    stopped.len()
+                ),
+            );
+        }
+    }
+
+    fn record_placement_failure(
+        &mut self,
+        key: &str,
+        name: &str,
+        why: &NoFit,
+        closest: Option<&str>,
+    ) {
+        let now = self.now;
+        let write_event = {
+            let Some(svc) = self
+                .clusters
+                .get_mut(key)
+                .and_then(|c| c.services.get_mut(name))
+            else {
+                return;
+            };
+            let primary = &mut svc.deployments[0];
+            primary.failed_placements += 1;
+            primary.last_placement_failure = Some(now);
+            primary.updated_at = now;
+            let due = svc
+                .last_placement_event
+                .is_none_or(|at| now >= at + Duration::seconds(PLACEMENT_EVENT_SECONDS));
+            if due {
+                svc.last_placement_event = Some(now);
+            }
+            due
+        };
+        if write_event {
+            let closest = closest
+                .map(|id| {
+                    format!(
+                        " The closest matching (container-instance {id}) {}.",
+                        reason_text(why)
+                    )
+                })
+                .unwrap_or_default();
+            self.push_event(
+                key,
+                name,
+                format!(
+                    "(service {name}) was unable to place a task because no container instance met all of its requirements.{closest} For more information, see the Troubleshooting section of the Amazon ECS Developer Guide."
+                ),
+            );
+        }
+    }
+
+    /// Completes, fails or rolls back the primary deployment, and says when the service is steady.
+    fn settle_rollout(&mut self, key: &str, name: &str) {
+        let now = self.now;
+        let Some(svc) = self.clusters.get(key).and_then(|c| c.services.get(name)) else {
+            return;
+        };
+        let primary = &svc.deployments[0];
+        let old_live: u32 = svc.deployments[1..]
+            .iter()
+            .map(|d| d.running_count + d.pending_count)
+            .sum();
+        let tripped = circuit_breaker::trips(
+            &svc.config,
+            svc.desired_count,
+            primary.failed_tasks,
+            primary.failed_placements,
+        );
+        let rollback = svc.config.circuit_breaker_rollback;
+        let in_progress = primary.rollout_state == RolloutState::InProgress;
+        let done = primary.running_count == svc.desired_count
+            && primary.pending_count == 0
+            && old_live == 0;
+        let primary_id = primary.id.clone();
+        let steady = svc.steady;
+        let rollback_to = svc.last_completed_task_definition.clone();
+
+        if let Some(reason) = tripped.filter(|_| in_progress) {
+            let target = rollback.then_some(rollback_to).flatten();
+            let new_id = target.as_ref().map(|_| self.new_deployment_id());
+            let svc = self
+                .clusters
+                .get_mut(key)
+                .and_then(|c| c.services.get_mut(name))
+                .expect("service exists");
+            let primary = &mut svc.deployments[0];
+            primary.rollout_state = RolloutState::Failed;
+            primary.rollout_state_reason = format!("ECS deployment circuit breaker: {reason}.");
+            primary.updated_at = now;
+            if let (Some(td), Some(id)) = (target.clone(), new_id.clone()) {
+                start_deployment(svc, id, td, now);
+            }
+            svc.steady = false;
+            self.push_event(
+                key,
+                name,
+                format!("(service {name}) (deployment {primary_id}) deployment failed: {reason}."),
+            );
+            if let Some(id) = new_id {
+                self.push_event(key, name, format!("(service {name}) (deployment {primary_id}) rolling back to deployment {id}."));
+            }
+            return;
+        }
+        if in_progress && done {
+            let svc = self
+                .clusters
+                .get_mut(key)
+                .and_then(|c| c.services.get_mut(name))
+                .expect("service exists");
+            svc.deployments.truncate(1);
+            let primary = &mut svc.deployments[0];
+            primary.rollout_state = RolloutState::Completed;
+            primary.rollout_state_reason = "ECS deployment completed.".to_string();
+            primary.updated_at = now;
+            svc.last_completed_task_definition = Some(primary.task_definition_arn.clone());
+            self.push_event(
+                key,
+                name,
+                format!("(service {name}) (deployment {primary_id}) deployment completed."),
+            );
+        }
+        let svc = &self.clusters[key].services[name];
+        let is_steady = svc.deployments.len() == 1
+            && svc.deployments[0].running_count == svc.desired_count
+            && svc.deployments[0].pending_count == 0;
+        if is_steady && !steady {
+            self.push_event(
+                key,
+                name,
+                format!("(service {name}) has reached a steady state."),
+            );
+        }
+        if let Some(svc) = self
+            .clusters
+            .get_mut(key)
+            .and_then(|c| c.services.get_mut(name))
+        {
+            svc.steady = is_steady;
+            // Drop old deployments that have no tasks left once the primary has moved on.
+            if svc.deployments.len() > 1
+                && svc.deployments[0].rollout_state != RolloutState::InProgress
+            {
+                let primary = svc.deployments[0].clone();
+                svc.deployments
+                    .retain(|d| d.id == primary.id || d.running_count + d.pending_count > 0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        engine::{fixture, NewService, ServiceUpdate},
+        model::DeploymentStatus,
+    };
+
+    fn service(fleet: &mut Fleet, td: &str, desired: u32, breaker: bool) {
+        let config = DeploymentConfig {
+            circuit_breaker_enable: breaker,
+            circuit_breaker_rollback: breaker,
+            ..DeploymentConfig::default()
+        };
+        fleet
+            .create_service(
+                "prod",
+                NewService {
+                    name: "embed".into(),
+                    task_definition: td.into(),
+                    desired_count: desired,
+                    config,
+                },
+            )
+            .expect("created");
+    }
+
+    fn events(fleet: &Fleet) -> Vec<String> {
+        fleet.clusters["prod"].services["embed"]
+            .events
+            .iter()
+            .map(|e| e.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_bounds_of_a_rolling_update() {
+        let config = DeploymentConfig {
+            maximum_percent: 150,
+            minimum_healthy_percent: 50,
+            ..DeploymentConfig::default()
+        };
+        assert_eq!(bounds(4, &config), (6, 2));
+        assert_eq!(bounds(3, &config), (4, 2), "minimum healthy rounds up");
+        assert_eq!(bounds(0, &config), (1, 0));
+    }
+
+    #[test]
+    fn old_tasks_stop_only_while_enough_stay_healthy() {
+        let old = vec![
+            (false, "pending".to_string()),
+            (true, "a".to_string()),
+            (true, "b".to_string()),
+        ];
+        // 2 running of 2 desired, at least 2 healthy, the new ones not started: only the
+        // pending old task goes.
+        assert_eq!(old_tasks_to_stop(&old, 2, 2, 2, 0, 0), ["pending"]);
+        // With a minimum of 1, one running task may go to make room.
+        assert_eq!(old_tasks_to_stop(&old, 2, 1, 2, 1, 0), ["pending", "a"]);
+        // Once the new deployment runs everything, the old ones go down to the minimum.
+        assert_eq!(
+            old_tasks_to_stop(&old, 4, 2, 2, 2, 2),
+            ["pending", "a", "b"]
+        );
+    }
+
+    #[test]
+    fn a_new_revision_rolls_out_and_the_service_reaches_a_steady_state() {
+        let mut fleet = fixture::fleet(2, 4);
+        let first = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let second = fixture::mps_family(&mut fleet, "embed", 6_144, None);
+        service(&mut fleet, &first, 3, true);
+        fixture::run(&mut fleet, 30);
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(svc.deployments[0].rollout_state, RolloutState::Completed);
+        assert!(svc.steady);
+        let update = ServiceUpdate {
+            task_definition: Some(second.clone()),
+            ..ServiceUpdate::default()
+        };
+        fleet
+            .update_service("prod", "embed", update)
+            .expect("updated");
+        fixture::run(&mut fleet, 60);
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(svc.deployments.len(), 1, "the old deployment is gone");
+        let primary = &svc.deployments[0];
+        assert_eq!(primary.task_definition_arn, second);
+        assert_eq!(primary.status, DeploymentStatus::Primary);
+        assert_eq!(primary.rollout_state, RolloutState::Completed);
+        assert_eq!(primary.running_count, 3);
+        let said = events(&fleet);
+        assert!(
+            said.iter().any(|e| e.ends_with("deployment completed.")),
+            "{said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|e| e.contains("has reached a steady state")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
+    fn a_revision_that_cannot_start_trips_the_breaker_and_rolls_back() {
+        let mut fleet = fixture::fleet(2, 4);
+        let good = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let broken = fixture::mps_family(&mut fleet, "embed", 4_096, Some(1));
+        service(&mut fleet, &good, 2, true);
+        fixture::run(&mut fleet, 30);
+        let update = ServiceUpdate {
+            task_definition: Some(broken),
+            ..ServiceUpdate::default()
+        };
+        fleet
+            .update_service("prod", "embed", update)
+            .expect("updated");
+        fixture::run(&mut fleet, 120);
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(svc.task_definition_arn, good, "the good revision is back");
+        assert_eq!(svc.deployments[0].task_definition_arn, good);
+        let said = events(&fleet);
+        assert!(
+            said.iter()
+                .any(|e| e.contains("deployment failed: tasks failed to start")),
+            "{said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|e| e.contains("rolling back to deployment")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
+    fn a_task_that_fits_nowhere_is_reported_once_a_minute() {
+        let mut fleet = fixture::fleet(1, 1);
+        let huge = fixture::mps_family(&mut fleet, "embed", 22_000, None);
+        service(&mut fleet, &huge, 2, false);
+        fixture::run(&mut fleet, 90);
+        let unable = events(&fleet)
+            .iter()
+            .filter(|e| e.contains("was unable to place a task"))
+            .count();
+        assert_eq!(unable, 2, "at the first failure and a minute later");
+        let primary = &fleet.clusters["prod"].services["embed"].deployments[0];
+        assert_eq!(
+            primary.rollout_state,
+            RolloutState::InProgress,
+            "no breaker"
+        );
+        assert!(primary.failed_placements >= 2);
+    }
+}

@@ -1,0 +1,475 @@
+//! Tasks on their instances: placement (best fit on GPU memory for MPS, fewest idle GPUs that
+//! suffice for whole GPUs), the lifecycle from PROVISIONING to RUNNING or to a failed start, and
+//! stops that free the task's GPUs, CPU and memory.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::task_list;
+use crate::{
+    model::{Cluster, Fleet, Task, TaskContainer, TaskStatus},
+    placement::{self, GpuRequest, NoFit},
+};
+
+/// Simulated seconds from a task's creation to `PENDING`.
+const TO_PENDING_SECONDS: i64 = 2;
+/// Stopped tasks stay describable this long.
+const STOPPED_KEPT_SECONDS: i64 = 3600;
+
+impl Fleet {
+    /// Starts, fails and stops the tasks whose time has come.
+    pub(super) fn move_tasks(&mut self, key: &str) {
+        let now = self.now;
+        let Some(cluster) = self.clusters.get_mut(key) else {
+            return;
+        };
+        let moving: Vec<String> = cluster.moving.iter().cloned().collect();
+        let mut failed: Vec<(String, String, String)> = Vec::new();
+        for arn in moving {
+            let Some(task) = cluster.tasks.get_mut(&arn) else {
+                cluster.moving.remove(&arn);
+                continue;
+            };
+            if task.desired_status == TaskStatus::Stopped {
+                if task
+                    .stopping_at
+                    .is_some_and(|at| now >= at + Duration::seconds(2))
+                {
+                    finish_stop(cluster, &arn, now);
+                }
+                continue;
+            }
+            if task.last_status == TaskStatus::Provisioning && now >= task.pending_at {
+                task.last_status = TaskStatus::Pending;
+            }
+            if task.last_status == TaskStatus::Pending && now >= task.running_at {
+                if let Some(code) = task.fails_with {
+                    task.failed_to_start = true;
+                    task.desired_status = TaskStatus::Stopped;
+                    task.stopping_at = Some(now);
+                    task.stop_code = Some("EssentialContainerExited");
+                    task.stopped_reason = Some("Essential container in task exited".to_string());
+                    for container in &mut task.containers {
+                        container.exit_code = Some(code);
+                        container.reason = Some("Essential container exited".to_string());
+                    }
+                    if let Some(service) = task.group.strip_prefix("service:") {
+                        failed.push((
+                            service.to_string(),
+                            task.started_by.clone().unwrap_or_default(),
+                            arn.clone(),
+                        ));
+                    }
+                    continue;
+                }
+                task.last_status = TaskStatus::Running;
+                task.started_at = Some(now);
+                let instance_arn = task.instance_arn.clone();
+                cluster.moving.remove(&arn);
+                if let Some(instance) = cluster.instance_mut(&instance_arn) {
+                    instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
+                    instance.running_tasks += 1;
+                }
+            }
+        }
+        for (service, deployment, arn) in failed {
+            if let Some(svc) = self
+                .clusters
+                .get_mut(key)
+                .and_then(|c| c.services.get_mut(&service))
+            {
+                svc.tasks.remove(&arn);
+                svc.steady = false;
+                if let Some(d) = svc.deployments.iter_mut().find(|d| d.id == deployment) {
+                    d.failed_tasks += 1;
+                    d.updated_at = now;
+                }
+            }
+            let id = task_list(std::slice::from_ref(&arn));
+            self.push_event(
+                key,
+                &service,
+                format!("(service {service}) has stopped 1 running tasks: {id}."),
+            );
+        }
+    }
+
+    /// Drops stopped tasks older than an hour, as ECS forgets them.
+    pub(super) fn forget_old_tasks(&mut self, key: &str) {
+        let cutoff = self.now - Duration::seconds(STOPPED_KEPT_SECONDS);
+        if let Some(cluster) = self.clusters.get_mut(key) {
+            cluster
+                .tasks
+                .retain(|_, task| task.stopped_at.is_none_or(|at| at > cutoff));
+        }
+    }
+
+    /// Places one task of `td_arn` in the cluster, or says why no instance can take it.
+    pub fn run_task(
+        &mut self,
+        key: &str,
+        td_arn: &str,
+        group: String,
+        started_by: Option<String>,
+    ) -> Result<String, (NoFit, Option<String>)> {
+        let td = self
+            .task_definition(td_arn)
+            .cloned()
+            .ok_or((NoFit::NoGpus, None))?;
+        let now = self.now;
+        let (instance_arn, assignment) = {
+            let cluster = self.clusters.get(key).ok_or((NoFit::NoGpus, None))?;
+            choose_instance(cluster, &td.gpu, td.cpu, td.memory_mib)?
+        };
+        let hex = self.new_hex_id();
+        let cluster = self.clusters.get_mut(key).ok_or((NoFit::NoGpus, None))?;
+        let region_account = cluster
+            .arn
+            .split(":cluster/")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let task_arn = format!("{region_account}:task/{key}/{hex}");
+        let instance = cluster
+            .instance_mut(&instance_arn)
+            .ok_or((NoFit::NoGpus, None))?;
+        placement::allocate(&mut instance.gpus, &td.gpu, &assignment);
+        instance.cpu_remaining = instance.cpu_remaining.saturating_sub(td.cpu);
+        instance.memory_remaining_mib = instance.memory_remaining_mib.saturating_sub(td.memory_mib);
+        instance.pending_tasks += 1;
+        let containers = td
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(index, name)| {
+                let gpu_ids = td
+                    .gpu_containers
+                    .iter()
+                    .position(|gpu_name| gpu_name == name)
+                    .and_then(|position| assignment.per_container.get(position))
+                    .map(|indexes| {
+                        indexes
+                            .iter()
+                            .filter_map(|i| instance.gpu_ids.get(*i).cloned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                TaskContainer {
+                    name: name.clone(),
+                    arn: format!(
+                        "{region_account}:container/{key}/{hex}/{:08x}",
+                        crate::model::splitmix(index as u64 ^ hex.len() as u64) as u32
+                    ),
+                    gpu_ids,
+                    exit_code: None,
+                    reason: None,
+                }
+            })
+            .collect();
+        // Start-up takes 6 to 15 simulated seconds, varying by task.
+        let start_seconds = 6
+            + (crate::model::splitmix(
+                hex.len() as u64 ^ u64::from_str_radix(&hex[..8], 16).unwrap_or(0),
+            ) % 10) as i64;
+        let running_at = now + Duration::seconds(start_seconds);
+        let task = Task {
+            arn: task_arn.clone(),
+            cluster_arn: cluster.arn.clone(),
+            instance_arn,
+            task_definition_arn: td.arn.clone(),
+            group,
+            started_by,
+            last_status: TaskStatus::Provisioning,
+            desired_status: TaskStatus::Running,
+            containers,
+            gpu: td.gpu.clone(),
+            assignment,
+            cpu: td.cpu,
+            memory_mib: td.memory_mib,
+            created_at: now,
+            pending_at: now + Duration::seconds(TO_PENDING_SECONDS),
+            running_at,
+            started_at: None,
+            fails_with: td.fails_with,
+            stopping_at: None,
+            stopped_at: None,
+            stopped_reason: None,
+            stop_code: None,
+            failed_to_start: false,
+        };
+        cluster.tasks.insert(task_arn.clone(), task);
+        cluster.moving.insert(task_arn.clone());
+        Ok(task_arn)
+    }
+
+    /// Tells a task to stop; it reaches `STOPPED` and frees its resources two seconds later.
+    pub fn stop_task(
+        &mut self,
+        key: &str,
+        task_arn: &str,
+        reason: &str,
+        code: &'static str,
+    ) -> bool {
+        let now = self.now;
+        let Some(cluster) = self.clusters.get_mut(key) else {
+            return false;
+        };
+        let Some(task) = cluster.tasks.get_mut(task_arn) else {
+            return false;
+        };
+        if task.desired_status == TaskStatus::Stopped {
+            return false;
+        }
+        task.desired_status = TaskStatus::Stopped;
+        task.stopping_at = Some(now);
+        task.stopped_reason = Some(reason.to_string());
+        task.stop_code = Some(code);
+        if task.last_status == TaskStatus::Running {
+            task.last_status = TaskStatus::Deprovisioning;
+        }
+        let group = task.group.clone();
+        cluster.moving.insert(task_arn.to_string());
+        if let Some(service) = group.strip_prefix("service:") {
+            if let Some(svc) = cluster.services.get_mut(service) {
+                svc.tasks.remove(task_arn);
+                svc.steady = false;
+            }
+        }
+        true
+    }
+
+    /// Marks an instance's MPS daemon as impaired: its MPS tasks stop, as the agent stops them.
+    pub fn impair_mps(&mut self, key: &str, instance_arn: &str, reason: &str) {
+        let Some(cluster) = self.clusters.get_mut(key) else {
+            return;
+        };
+        if let Some(instance) = cluster.instance_mut(instance_arn) {
+            instance.mps_impaired = Some(reason.to_string());
+        }
+        let victims: Vec<String> = cluster
+            .tasks
+            .values()
+            .filter(|t| {
+                t.instance_arn == instance_arn && t.is_live() && matches!(t.gpu, GpuRequest::Mps(_))
+            })
+            .map(|t| t.arn.clone())
+            .collect();
+        for arn in victims {
+            self.stop_task(
+                key,
+                &arn,
+                "MPS control daemon is not responding",
+                "TaskFailedToStart",
+            );
+        }
+    }
+}
+
+/// Finishes a stop: frees the task's GPUs, CPU and memory.
+fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
+    cluster.moving.remove(arn);
+    let Some(task) = cluster.tasks.get_mut(arn) else {
+        return;
+    };
+    let was_running = task.started_at.is_some() && !task.failed_to_start;
+    task.last_status = TaskStatus::Stopped;
+    task.stopped_at = Some(now);
+    // A container that never started has no exit code, as in ECS.
+    if was_running || task.failed_to_start {
+        for container in &mut task.containers {
+            container
+                .exit_code
+                .get_or_insert(if task.failed_to_start { 1 } else { 0 });
+        }
+    }
+    let (gpu, assignment, cpu, memory, instance_arn) = (
+        task.gpu.clone(),
+        task.assignment.clone(),
+        task.cpu,
+        task.memory_mib,
+        task.instance_arn.clone(),
+    );
+    if let Some(instance) = cluster.instance_mut(&instance_arn) {
+        placement::release(&mut instance.gpus, &gpu, &assignment);
+        instance.cpu_remaining = (instance.cpu_remaining + cpu).min(instance.cpu);
+        instance.memory_remaining_mib =
+            (instance.memory_remaining_mib + memory).min(instance.memory_mib);
+        if was_running {
+            instance.running_tasks = instance.running_tasks.saturating_sub(1);
+        } else {
+            instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
+        }
+    }
+}
+
+/// Picks the instance for a task: best fit on GPU memory for MPS, fewest idle GPUs that still
+/// suffice for whole GPUs, first fit otherwise. On failure, the reason at the closest instance.
+fn choose_instance(
+    cluster: &Cluster,
+    gpu: &GpuRequest,
+    cpu: u32,
+    memory_mib: u32,
+) -> Result<(String, placement::GpuAssignment), (NoFit, Option<String>)> {
+    let mut best: Option<(u64, usize, placement::GpuAssignment)> = None;
+    let mut closest: Option<(u32, NoFit, String)> = None;
+    for (index, instance) in cluster.instances.iter().enumerate() {
+        if !instance.accepts_tasks()
+            || instance.cpu_remaining < cpu
+            || instance.memory_remaining_mib < memory_mib
+        {
+            continue;
+        }
+        let mps_ok = instance.mps_capable && instance.mps_impaired.is_none();
+        match placement::find_gpus(&instance.gpus, mps_ok, gpu) {
+            Ok(assignment) => {
+                let score = match gpu {
+                    GpuRequest::Mps(_) => assignment
+                        .per_container
+                        .first()
+                        .and_then(|g| g.first())
+                        .map_or(0, |g| u64::from(instance.gpus[*g].remaining_memory_mib)),
+                    GpuRequest::Whole(_) => instance
+                        .gpus
+                        .iter()
+                        .filter(|g| g.mode == placement::SharingMode::Idle)
+                        .count() as u64,
+                    GpuRequest::None => 0,
+                };
+                if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
+                    let exact = matches!(gpu, GpuRequest::None);
+                    best = Some((score, index, assignment));
+                    if exact {
+                        break;
+                    }
+                }
+            }
+            Err(why) => {
+                let nearness = match &why {
+                    NoFit::NotEnoughGpuMemory {
+                        largest_free_mib, ..
+                    } => *largest_free_mib,
+                    NoFit::NotEnoughIdleGpus { idle, .. } => *idle,
+                    _ => 0,
+                };
+                if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {
+                    closest = Some((nearness, why, instance.short_id().to_string()));
+                }
+            }
+        }
+    }
+    match best {
+        Some((_, index, assignment)) => Ok((cluster.instances[index].arn.clone(), assignment)),
+        None => Err(match closest {
+            Some((_, why, id)) => (why, Some(id)),
+            None => (NoFit::NoGpus, None),
+        }),
+    }
+}
+
+pub(super) fn reason_text(why: &NoFit) -> &'static str {
+    match why {
+        NoFit::NoGpus => "has no GPUs",
+        NoFit::NoMpsCapability => {
+            "is missing an attribute required by your task: ecs.capability.gpu-sharing-mps"
+        }
+        NoFit::NotEnoughGpuMemory { .. } => "has insufficient GPU memory available",
+        NoFit::NotEnoughIdleGpus { .. } => "has insufficient GPU available",
+        NoFit::LargerThanAnyGpu { .. } => "has no GPU with enough memory for the request",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture;
+
+    fn place(fleet: &mut Fleet, td: &str) -> String {
+        fleet
+            .run_task("prod", td, "family:test".into(), None)
+            .expect("placed")
+    }
+
+    #[test]
+    fn mps_tasks_go_best_fit_by_gpu_memory() {
+        let mut fleet = fixture::fleet(2, 1);
+        let big = fixture::mps_family(&mut fleet, "big", 16_000, None);
+        let small = fixture::mps_family(&mut fleet, "small", 6_000, None);
+        let first = place(&mut fleet, &big);
+        let second = place(&mut fleet, &small);
+        let third = place(&mut fleet, &big);
+        let cluster = &fleet.clusters["prod"];
+        let instance_of = |arn: &str| cluster.tasks[arn].instance_arn.clone();
+        assert_eq!(
+            instance_of(&first),
+            instance_of(&second),
+            "the small task fills the GPU with the least room that fits"
+        );
+        assert_ne!(instance_of(&third), instance_of(&first));
+        match fleet.run_task("prod", &big, "family:test".into(), None) {
+            Err((NoFit::NotEnoughGpuMemory { .. }, Some(_))) => {}
+            other => panic!("no room left: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_task_runs_after_its_start_up_and_a_stop_frees_its_gpu() {
+        let mut fleet = fixture::fleet(1, 1);
+        let td = fixture::mps_family(&mut fleet, "embed", 8_000, None);
+        let arn = place(&mut fleet, &td);
+        assert_eq!(
+            fleet.clusters["prod"].tasks[&arn].last_status,
+            TaskStatus::Provisioning
+        );
+        fixture::run(&mut fleet, 20);
+        let cluster = &fleet.clusters["prod"];
+        assert_eq!(cluster.tasks[&arn].last_status, TaskStatus::Running);
+        assert_eq!(
+            cluster.instances[0].gpus[0].remaining_memory_mib,
+            22_563 - 8_000
+        );
+        assert_eq!(cluster.instances[0].running_tasks, 1);
+        assert!(fleet.stop_task("prod", &arn, "stopped by a test", "UserInitiated"));
+        assert!(
+            !fleet.stop_task("prod", &arn, "again", "UserInitiated"),
+            "once"
+        );
+        fixture::run(&mut fleet, 3);
+        let cluster = &fleet.clusters["prod"];
+        let task = &cluster.tasks[&arn];
+        assert_eq!(task.last_status, TaskStatus::Stopped);
+        assert_eq!(task.containers[0].exit_code, Some(0));
+        assert_eq!(cluster.instances[0].gpus[0].remaining_memory_mib, 22_563);
+        assert_eq!(cluster.instances[0].running_tasks, 0);
+    }
+
+    #[test]
+    fn a_container_that_exits_at_once_fails_its_task_with_its_code() {
+        let mut fleet = fixture::fleet(1, 1);
+        let td = fixture::mps_family(&mut fleet, "broken", 4_000, Some(3));
+        let arn = place(&mut fleet, &td);
+        fixture::run(&mut fleet, 20);
+        let task = &fleet.clusters["prod"].tasks[&arn];
+        assert_eq!(task.last_status, TaskStatus::Stopped);
+        assert_eq!(task.stop_code, Some("EssentialContainerExited"));
+        assert_eq!(task.containers[0].exit_code, Some(3));
+        assert_eq!(fleet.clusters["prod"].instances[0].pending_tasks, 0);
+    }
+
+    #[test]
+    fn an_impaired_mps_daemon_stops_its_mps_tasks_and_takes_no_more() {
+        let mut fleet = fixture::fleet(1, 1);
+        let td = fixture::mps_family(&mut fleet, "embed", 4_000, None);
+        let arn = place(&mut fleet, &td);
+        let instance = fleet.clusters["prod"].instances[0].arn.clone();
+        fleet.impair_mps("prod", &instance, "MPS control daemon is not responding");
+        let task = &fleet.clusters["prod"].tasks[&arn];
+        assert_eq!(task.desired_status, TaskStatus::Stopped);
+        assert_eq!(task.stop_code, Some("TaskFailedToStart"));
+        assert!(fleet
+            .run_task("prod", &td, "family:test".into(), None)
+            .is_err());
+        assert_eq!(
+            reason_text(&NoFit::NoMpsCapability),
+            "is missing an attribute required by your task: ecs.capability.gpu-sharing-mps"
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! CreateService and UpdateService: a service and its deployments, and the deployment
+//! configuration's bounds.
+
+use chrono::{DateTime, Utc};
+
+use crate::{
+    error::{invalid, EcsError},
+    model::{Deployment, DeploymentConfig, DeploymentStatus, Fleet, RolloutState, Service},
+};
+
+/// What a new service asks for.
+#[derive(Clone, Debug)]
+pub struct NewService {
+    pub name: String,
+    pub task_definition: String,
+    pub desired_count: u32,
+    pub config: DeploymentConfig,
+}
+
+/// What an UpdateService changes.
+#[derive(Clone, Debug, Default)]
+pub struct ServiceUpdate {
+    pub task_definition: Option<String>,
+    pub desired_count: Option<u32>,
+    pub config: Option<DeploymentConfig>,
+    pub force_new_deployment: bool,
+}
+
+impl Fleet {
+    /// CreateService: a replica service whose first deployment starts at once.
+    pub fn create_service(&mut self, cluster: &str, new: NewService) -> Result<&Service, EcsError> {
+        let key = self.cluster_key(cluster).ok_or(EcsError::ClusterNotFound)?;
+        validate_config(&new.config)?;
+        if new.name.is_empty()
+            || new.name.len() > 255
+            || !new
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(invalid(
+                "serviceName must be 1 to 255 letters, numbers, hyphens and underscores.",
+            ));
+        }
+        let td_arn = self
+            .task_definition(&new.task_definition)
+            .filter(|td| td.active)
+            .map(|td| td.arn.clone())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "TaskDefinition not found: {}.",
+                    new.task_definition
+                ))
+            })?;
+        if self.clusters[&key].services.contains_key(&new.name) {
+            return Err(invalid("Creation of service was not idempotent."));
+        }
+        let deployment_id = self.new_deployment_id();
+        let now = self.now;
+        let cluster_arn = self.clusters[&key].arn.clone();
+        let arn = self.arn(&format!("service/{key}/{}", new.name));
+        let service = Service {
+            name: new.name.clone(),
+            arn,
+            cluster_arn,
+            task_definition_arn: td_arn.clone(),
+            desired_count: new.desired_count,
+            deployments: vec![new_deployment(
+                deployment_id,
+                td_arn,
+                new.desired_count,
+                now,
+            )],
+            config: new.config,
+            events: Default::default(),
+            created_at: now,
+            last_placement_event: None,
+            steady: false,
+            last_completed_task_definition: None,
+            tasks: Default::default(),
+        };
+        let cluster = self
+            .clusters
+            .get_mut(&key)
+            .ok_or(EcsError::ClusterNotFound)?;
+        cluster.services.insert(new.name.clone(), service);
+        self.reconcile(&key, &new.name);
+        Ok(&self.clusters[&key].services[&new.name])
+    }
+
+    /// UpdateService: a new task definition or `forceNewDeployment` starts a new PRIMARY
+    /// deployment; a new desired count applies to the current one.
+    pub fn update_service(
+        &mut self,
+        cluster: &str,
+        service: &str,
+        update: ServiceUpdate,
+    ) -> Result<&Service, EcsError> {
+        let key = self.cluster_key(cluster).ok_or(EcsError::ClusterNotFound)?;
+        let name = service.rsplit('/').next().unwrap_or(service).to_string();
+        if !self.clusters[&key].services.contains_key(&name) {
+            return Err(EcsError::ServiceNotFound);
+        }
+        if let Some(config) = &update.config {
+            validate_config(config)?;
+        }
+        let new_td = match &update.task_definition {
+            Some(reference) => Some(
+                self.task_definition(reference)
+                    .filter(|td| td.active)
+                    .map(|td| td.arn.clone())
+                    .ok_or_else(|| invalid(format!("TaskDefinition not found: {reference}.")))?,
+            ),
+            None => None,
+        };
+        let current_td = self.clusters[&key].services[&name]
+            .task_definition_arn
+            .clone();
+        let new_deployment =
+            update.force_new_deployment || new_td.as_ref().is_some_and(|td| *td != current_td);
+        let deployment_id = new_deployment.then(|| self.new_deployment_id());
+        let now = self.now;
+        let cluster = self
+            .clusters
+            .get_mut(&key)
+            .ok_or(EcsError::ClusterNotFound)?;
+        let svc = cluster
+            .services
+            .get_mut(&name)
+            .ok_or(EcsError::ServiceNotFound)?;
+        if let Some(count) = update.desired_count {
+            svc.desired_count = count;
+            if let Some(primary) = svc.deployments.first_mut() {
+                primary.desired_count = count;
+            }
+        }
+        if let Some(config) = update.config {
+            svc.config = config;
+        }
+        if let Some(id) = deployment_id {
+            let td = new_td.unwrap_or(current_td);
+            start_deployment(svc, id, td, now);
+        }
+        svc.steady = false;
+        self.reconcile(&key, &name);
+        Ok(&self.clusters[&key].services[&name])
+    }
+}
+
+/// Makes `id` the PRIMARY deployment running `td`; earlier deployments become ACTIVE.
+pub(super) fn start_deployment(svc: &mut Service, id: String, td: String, now: DateTime<Utc>) {
+    for deployment in &mut svc.deployments {
+        deployment.status = DeploymentStatus::Active;
+    }
+    svc.task_definition_arn = td.clone();
+    let deployment = new_deployment(id, td, svc.desired_count, now);
+    svc.deployments.insert(0, deployment);
+}
+
+/// A PRIMARY deployment that has not started a task yet.
+fn new_deployment(id: String, td: String, desired_count: u32, now: DateTime<Utc>) -> Deployment {
+    Deployment {
+        id,
+        status: DeploymentStatus::Primary,
+        task_definition_arn: td,
+        desired_count,
+        running_count: 0,
+        pending_count: 0,
+        failed_tasks: 0,
+        failed_placements: 0,
+        last_placement_failure: None,
+        rollout_state: RolloutState::InProgress,
+        rollout_state_reason: "ECS deployment in progress.".to_string(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn validate_config(config: &DeploymentConfig) -> Result<(), EcsError> {
+    if config.maximum_percent < 100 || config.maximum_percent > 200 {
+        return Err(invalid(
+            "maximumPercent must be between 100 and 200 for the rolling update deployment type.",
+        ));
+    }
+    if config.minimum_healthy_percent > 100 {
+        return Err(invalid("minimumHealthyPercent must be between 0 and 100."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture;
+
+    fn new_service(td: &str, desired: u32) -> NewService {
+        NewService {
+            name: "embed".into(),
+            task_definition: td.into(),
+            desired_count: desired,
+            config: DeploymentConfig::default(),
+        }
+    }
+
+    #[test]
+    fn a_service_starts_its_first_deployment_at_once() {
+        let mut fleet = fixture::fleet(1, 4);
+        let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let service = fleet
+            .create_service("prod", new_service(&td, 2))
+            .expect("created");
+        assert_eq!(service.deployments.len(), 1);
+        let primary = &service.deployments[0];
+        assert_eq!(primary.status, DeploymentStatus::Primary);
+        assert_eq!(primary.rollout_state, RolloutState::InProgress);
+        assert!(primary.id.starts_with("ecs-svc/"), "{}", primary.id);
+        assert_eq!(primary.pending_count, 2, "both tasks placed at once");
+        assert!(
+            fleet.create_service("prod", new_service(&td, 2)).is_err(),
+            "not idempotent"
+        );
+        assert!(matches!(
+            fleet.create_service("nope", new_service(&td, 1)),
+            Err(EcsError::ClusterNotFound)
+        ));
+    }
+
+    #[test]
+    fn an_update_with_a_new_revision_starts_a_new_primary_deployment() {
+        let mut fleet = fixture::fleet(2, 4);
+        let first = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let second = fixture::mps_family(&mut fleet, "embed", 8_192, None);
+        fleet
+            .create_service("prod", new_service(&first, 2))
+            .expect("created");
+        let same = ServiceUpdate {
+            task_definition: Some(first.clone()),
+            ..ServiceUpdate::default()
+        };
+        assert_eq!(
+            fleet
+                .update_service("prod", "embed", same)
+                .expect("updated")
+                .deployments
+                .len(),
+            1
+        );
+        let new = ServiceUpdate {
+            task_definition: Some(second.clone()),
+            ..ServiceUpdate::default()
+        };
+        let service = fleet.update_service("prod", "embed", new).expect("updated");
+        assert_eq!(service.deployments.len(), 2);
+        assert_eq!(service.deployments[0].task_definition_arn, second);
+        assert_eq!(service.deployments[0].status, DeploymentStatus::Primary);
+        assert_eq!(service.deployments[1].status, DeploymentStatus::Active);
+        assert!(matches!(
+            fleet.update_service("prod", "nope", ServiceUpdate::default()),
+            Err(EcsError::ServiceNotFound)
+        ));
+    }
+
+    #[test]
+    fn deployment_bounds_are_checked_as_ecs_checks_them() {
+        let config = |maximum_percent, minimum_healthy_percent| DeploymentConfig {
+            maximum_percent,
+            minimum_healthy_percent,
+            ..DeploymentConfig::default()
+        };
+        assert!(validate_config(&config(200, 100)).is_ok());
+        assert!(validate_config(&config(99, 50)).is_err());
+        assert!(validate_config(&config(201, 50)).is_err());
+        assert!(validate_config(&config(150, 101)).is_err());
+    }
+}
