@@ -5,14 +5,16 @@
 // Deeply nested view types (the editor inside a suspended page) need more than 128.
 #![recursion_limit = "256"]
 
+#[cfg(feature = "hydrate")]
+pub mod client;
 pub mod components;
 pub mod model;
 pub mod pages;
 pub mod server_fns;
-mod shell;
+pub mod shell;
 
 #[cfg(feature = "ssr")]
-pub mod ssr;
+pub mod service;
 
 pub use shell::{shell, App};
 

@@ -31,6 +31,17 @@ pub enum SharingMode {
 }
 
 impl SharingMode {
+    pub const ALL: [SharingMode; 3] = [
+        SharingMode::Idle,
+        SharingMode::NvidiaMps,
+        SharingMode::Dedicated,
+    ];
+
+    /// The mode the ECS API spells `text`.
+    pub fn parse(text: &str) -> Option<SharingMode> {
+        SharingMode::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
     /// The ECS API's spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -7,8 +7,14 @@ use std::{borrow::Cow, path::Path};
 
 use anyhow::Context;
 use app::{
-    model::audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, AuditRecord},
-    ssr::{audit::AuditLog, task_definitions::BoxFuture},
+    model::{
+        audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        ServiceError,
+    },
+    service::{
+        clock,
+        ports::{AuditStore, BoxFuture},
+    },
 };
 use sqlx::{
     any::{AnyPoolOptions, AnyRow},
@@ -148,7 +154,7 @@ impl SqlAuditLog {
         .bind(&intent.diff)
         .bind(intent.pre_check.clone())
         .bind(intent.description.clone())
-        .bind("pending")
+        .bind(Outcome::Pending.as_str())
         .bind(None::<String>)
         .bind(None::<String>)
         .bind(None::<String>)
@@ -167,7 +173,7 @@ impl SqlAuditLog {
                 to_revision = COALESCE($6, to_revision)
              WHERE id = $7",
         )
-        .bind(&outcome.outcome)
+        .bind(outcome.outcome.as_str())
         .bind(now())
         .bind(outcome.request_id.clone())
         .bind(outcome.deployment_id.clone())
@@ -216,7 +222,8 @@ impl SqlAuditLog {
 
     /// Takes the deploy lock of `resource`: `false` when another record holds it.
     pub async fn take_lock(&self, resource: &str, id: &str) -> Result<bool, sqlx::Error> {
-        let stale = (chrono::Utc::now() - chrono::Duration::seconds(LOCK_SECONDS)).to_rfc3339();
+        let stale =
+            clock::rfc3339_micros(chrono::Utc::now() - chrono::Duration::seconds(LOCK_SECONDS));
         sqlx::query("DELETE FROM deploy_locks WHERE resource = $1 AND at < $2")
             .bind(resource)
             .bind(stale)
@@ -255,6 +262,7 @@ fn optional(row: &AnyRow, column: &str) -> Result<Option<String>, sqlx::Error> {
 
 fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
     let action = text(row, "action")?;
+    let outcome = text(row, "outcome")?;
     Ok(AuditRecord {
         id: text(row, "id")?,
         at: text(row, "at")?,
@@ -269,7 +277,9 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         diff: text(row, "diff")?,
         pre_check: optional(row, "pre_check")?,
         description: optional(row, "description")?,
-        outcome: text(row, "outcome")?,
+        outcome: Outcome::parse(&outcome).ok_or_else(|| {
+            sqlx::Error::Decode(format!("unknown audit outcome {outcome:?}").into())
+        })?,
         request_id: optional(row, "request_id")?,
         deployment_id: optional(row, "deployment_id")?,
         detail: optional(row, "detail")?,
@@ -278,7 +288,7 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
 
 /// Now, RFC 3339 with microseconds in UTC, so that text order is time order.
 fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+    clock::rfc3339_micros(chrono::Utc::now())
 }
 
 /// A record id: the time and randomness, sortable and unique across replicas.
@@ -291,32 +301,33 @@ fn new_id() -> String {
     )
 }
 
-fn failed(error: sqlx::Error) -> String {
-    format!("the audit database failed: {error}")
+/// A failure of the audit database, as the use cases hear it.
+fn failed(error: sqlx::Error) -> ServiceError {
+    ServiceError::unavailable(format!("the audit database failed: {error}"))
 }
 
-impl AuditLog for SqlAuditLog {
-    fn begin(&self, intent: AuditIntent) -> BoxFuture<'_, Result<String, String>> {
+impl AuditStore for SqlAuditLog {
+    fn begin(&self, intent: AuditIntent) -> BoxFuture<'_, Result<String, ServiceError>> {
         Box::pin(async move { self.insert(&intent).await.map_err(failed) })
     }
 
-    fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), String>> {
+    fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move { self.update(&id, &outcome).await.map_err(failed) })
     }
 
-    fn list(&self, filter: AuditFilter) -> BoxFuture<'_, Result<Vec<AuditRecord>, String>> {
+    fn list(&self, filter: AuditFilter) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
         Box::pin(async move { self.select(&filter).await.map_err(failed) })
     }
 
-    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, String>> {
+    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, ServiceError>> {
         Box::pin(async move { self.one(&id).await.map_err(failed) })
     }
 
-    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, String>> {
+    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
         Box::pin(async move { self.take_lock(&resource, &id).await.map_err(failed) })
     }
 
-    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), String>> {
+    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move { self.release_lock(&resource).await.map_err(failed) })
     }
 }

@@ -3,6 +3,7 @@
 //! Handlers return [`AppError`]; it becomes a status and a JSON message a person can act on. The
 //! detail of an internal error is logged once, here, and never sent to the client.
 
+use app::model::ServiceError;
 use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -28,15 +29,30 @@ pub enum AppError {
     /// A dependency is not usable right now.
     #[error("{0}")]
     Unavailable(String),
+    /// A use case could not do what it was asked; its kind gives the status.
+    #[error("{0}")]
+    Service(ServiceError),
     /// A bug or an unexpected failure; the detail goes to the log only.
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
+}
+
+impl From<ServiceError> for AppError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::Internal { message } => AppError::Internal(anyhow::anyhow!(message)),
+            other => AppError::Service(other),
+        }
+    }
 }
 
 /// The JSON body of every error response.
 #[derive(Debug, Serialize)]
 pub struct ErrorBody {
     pub error: ErrorDetail,
+    /// The pre-check that refused a deploy, when that is the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_check: Option<serde_json::Value>,
 }
 
 /// What went wrong: a stable code for programs and a message for people.
@@ -57,6 +73,10 @@ impl AppError {
             }
             AppError::Timeout { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
             AppError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            AppError::Service(error) => (
+                StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                error.code(),
+            ),
             AppError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -77,10 +97,17 @@ impl IntoResponse for AppError {
                 other.to_string()
             }
         };
+        let pre_check = match &self {
+            AppError::Service(ServiceError::PreCheck { check, .. }) => {
+                serde_json::to_value(check).ok()
+            }
+            _ => None,
+        };
         (
             status,
             Json(ErrorBody {
                 error: ErrorDetail { code, message },
+                pre_check,
             }),
         )
             .into_response()
@@ -111,6 +138,23 @@ mod tests {
         assert_eq!(json["error"]["code"], "internal");
         let message = json["error"]["message"].as_str().unwrap_or_default();
         assert!(!message.contains("secret"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_use_case_error_answers_with_its_kinds_status() {
+        let response =
+            AppError::from(ServiceError::conflict("changed since you looked")).into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let json = body_json(response).await;
+        assert_eq!(json["error"]["code"], "conflict");
+        assert_eq!(json["error"]["message"], "changed since you looked");
+        assert!(json.get("pre_check").is_none());
+        let response = AppError::from(ServiceError::refused_by_aws(
+            "ECS refused UpdateService: X: y",
+        ))
+        .into_response();
+        assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(body_json(response).await["error"]["code"], "ecs");
     }
 
     #[tokio::test]

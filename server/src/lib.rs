@@ -1,17 +1,16 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
-pub mod activity;
 pub mod audit;
 pub mod aws;
 pub mod bench;
 pub mod config;
-pub mod deployments;
+pub mod ecs;
 pub mod error;
 pub mod fleet;
 pub mod http;
+pub mod ports;
 pub mod readiness;
-pub mod state;
-pub mod task_definitions;
+pub mod rollouts;
 pub mod telemetry;
 
 use std::time::Duration;
@@ -21,7 +20,7 @@ use axum::{routing::get, Router};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use app::{shell, App};
-pub use state::AppState;
+pub use http::state::AppState;
 
 /// The console's whole HTTP surface: pages, server functions, health, metrics and static files.
 pub fn router(state: AppState) -> Router {
@@ -197,9 +196,9 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
     tracing::info!(backend = audit.backend, "audit log open");
     let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit));
-    let deployer = state.deployer.clone();
+    let services = state.services.clone();
     tokio::spawn(async move {
-        match deployer.reconcile().await {
+        match app::service::deployments::reconcile(&services).await {
             Ok(0) => {}
             Ok(settled) => tracing::info!(settled, "audit records reconciled with ECS"),
             Err(error) => tracing::warn!(%error, "the audit log could not be reconciled"),

@@ -3,14 +3,13 @@
 use std::{
     future::Future,
     path::{Path, PathBuf},
-    pin::Pin,
     sync::Arc,
 };
 
+use app::service::ports::BoxFuture;
 use serde::Serialize;
 
-/// A boxed future, so that checks can be stored side by side.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::aws::errors;
 
 /// One dependency the server needs to serve its pages.
 pub trait ReadinessCheck: Send + Sync {
@@ -109,15 +108,13 @@ impl ReadinessCheck for SiteAssets {
 /// How long a dependency may take to answer a readiness probe.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
-async fn probe<T, E: std::fmt::Display>(
+async fn probe<T>(
     service: &str,
-    call: impl Future<Output = Result<T, E>>,
+    call: impl Future<Output = Result<T, String>>,
 ) -> Result<(), String> {
     match tokio::time::timeout(PROBE_TIMEOUT, call).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(format!(
-            "{service} did not answer: {error}; check the credentials, the region or --endpoint-url"
-        )),
+        Ok(Err(error)) => Err(error),
         Err(_) => Err(format!(
             "{service} did not answer within {} s",
             PROBE_TIMEOUT.as_secs()
@@ -148,7 +145,7 @@ impl ReadinessCheck for EcsReachable {
                 .max_results(1)
                 .send()
                 .await
-                .map_err(aws_sdk_ecs::error::DisplayErrorContext)
+                .map_err(|e| errors::ecs("ListClusters", &e))
         }))
     }
 }
@@ -177,7 +174,7 @@ impl ReadinessCheck for CloudWatchReachable {
                 .metric_name("nvidia_smi_utilization_gpu")
                 .send()
                 .await
-                .map_err(aws_sdk_cloudwatch::error::DisplayErrorContext)
+                .map_err(|e| errors::cloudwatch("ListMetrics", &e))
         }))
     }
 }

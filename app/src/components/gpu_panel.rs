@@ -4,8 +4,8 @@
 use leptos::prelude::*;
 
 use crate::model::{
-    fleet_view::{mode_str, GpuDetail, MPS_CLIENT_LIMIT},
-    GpuMode, Reading,
+    fleet_view::{GpuDetail, MPS_CLIENT_LIMIT},
+    Reading, SharingMode,
 };
 
 /// The panel for `detail`; `close` is the URL of the view without the selection.
@@ -14,7 +14,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
     let gpu = detail.gpu.clone();
     let total = gpu.total_memory_mib.max(1);
     let allocated = match gpu.mode {
-        GpuMode::Dedicated => gpu.total_memory_mib,
+        SharingMode::Dedicated => gpu.total_memory_mib,
         _ => gpu.allocated_memory_mib(),
     };
     let free = gpu.total_memory_mib.saturating_sub(allocated);
@@ -87,7 +87,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                     {format!("{} · {}", detail.instance.instance_type, detail.cluster)}
                 </dd>
                 <dt>"Sharing"</dt>
-                <dd>{mode_str(gpu.mode)}</dd>
+                <dd>{gpu.mode.as_str()}</dd>
                 <dt>"Utilisation"</dt>
                 <dd>{utilization}</dd>
                 <dt>"Memory used"</dt>
@@ -122,7 +122,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                         </thead>
                         <tbody>
                             {gpu.containers.iter().map(|c| {
-                                let task = c.task_arn.rsplit('/').next().unwrap_or_default().to_string();
+                                let task = crate::model::arn::arn_tail(&c.task_arn).to_string();
                                 view! {
                                     <tr>
                                         <th scope="row" title=c.task_arn.clone()>

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::fleet_view::{mode_str, FleetQuery, GpuDetail};
+use crate::model::fleet_view::{FleetQuery, GpuDetail};
 
 /// The heatmap of `view` (filters and colour mode), with the GPU `selected` marked. Calls
 /// `on_select` with a GPU's key when the user picks one. `live` changes when a newer snapshot
@@ -19,10 +19,10 @@ pub fn Heatmap(
     // when it hydrates (an `inner_html` is not rewritten then) and fetches a new one only when
     // the view or the snapshot changes. So the SVG is never sent twice.
     #[cfg(feature = "ssr")]
-    let initial = use_context::<crate::ssr::console::ConsoleContext>()
+    let initial = use_context::<crate::service::ServiceContext>()
         .map(|context| {
-            crate::server_fns::fleet::heatmap_of(
-                context.fleet.as_ref(),
+            crate::service::fleet::heatmap(
+                &context,
                 &FleetQuery {
                     gpu: selected.get_untracked(),
                     ..view.get_untracked()
@@ -96,12 +96,12 @@ fn TipBody(detail: GpuDetail) -> impl IntoView {
     };
     view! {
         <strong>{format!("{} · GPU {}", detail.instance.ec2_instance_id, gpu.index)}</strong>
-        <span>{mode_str(gpu.mode)}</span>
+        <span>{gpu.mode.as_str()}</span>
         <span>
             {format!(
                 "Memory {} of {} MiB allocated",
                 match gpu.mode {
-                    crate::model::GpuMode::Dedicated => gpu.total_memory_mib,
+                    crate::model::SharingMode::Dedicated => gpu.total_memory_mib,
                     _ => gpu.allocated_memory_mib(),
                 },
                 gpu.total_memory_mib,
@@ -169,8 +169,10 @@ mod client {
 
     /// The cell of `key` (`<EC2 instance ID>:<index>`) in the heatmap.
     fn cell_for(div: &Element, key: &str) -> Option<Element> {
-        let (host, index) = key.rsplit_once(':')?;
-        let index: u32 = index.parse().ok()?;
+        let crate::model::fleet_view::GpuKey {
+            instance: host,
+            index,
+        } = crate::model::fleet_view::GpuKey::parse(key)?;
         let rows = div.query_selector_all("g[data-i]").ok()?;
         let row = (0..rows.length())
             .filter_map(|n| rows.item(n)?.dyn_into::<Element>().ok())

@@ -4,6 +4,7 @@ pub mod app_header;
 pub mod cluster_table;
 pub mod coming_soon;
 pub mod console_status;
+pub mod error_banner;
 pub mod fleet_source_badge;
 pub mod gpu_editor;
 pub mod gpu_panel;

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::{task_definition::SettingChange, task_definition_json::DiffEntry};
+use crate::model::task_definition::{DiffEntry, SettingChange};
 
 /// The containers whose GPU setting changes, before → after.
 #[component]
@@ -39,7 +39,7 @@ pub fn DiffTable(entries: Vec<DiffEntry>) -> impl IntoView {
             <thead><tr><th scope="col">"Field"</th><th scope="col">"Before"</th><th scope="col">"After"</th></tr></thead>
             <tbody>
                 {entries.into_iter().map(|e| view! {
-                    <tr class=format!("diff-{}{}", e.change, if e.gpu { " diff-gpu" } else { "" }) data-change=e.change.clone()>
+                    <tr class=format!("diff-{}{}", e.change.as_str(), if e.gpu { " diff-gpu" } else { "" }) data-change=e.change.as_str()>
                         <th scope="row" class="mono">
                             {e.path}
                             {e.gpu.then(|| view! { " "<span class="badge gpu">"GPU"</span> })}

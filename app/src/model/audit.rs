@@ -5,15 +5,23 @@
 use serde::{Deserialize, Serialize};
 
 /// What was done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditAction {
     Register,
+    #[default]
     Deploy,
     Rollback,
 }
 
 impl AuditAction {
+    pub const ALL: [AuditAction; 3] = [
+        AuditAction::Register,
+        AuditAction::Deploy,
+        AuditAction::Rollback,
+    ];
+
+    /// The name in the API, the CSV and the database.
     pub fn as_str(self) -> &'static str {
         match self {
             AuditAction::Register => "register",
@@ -23,26 +31,68 @@ impl AuditAction {
     }
 
     pub fn parse(text: &str) -> Option<AuditAction> {
-        match text {
-            "register" => Some(AuditAction::Register),
-            "deploy" => Some(AuditAction::Deploy),
-            "rollback" => Some(AuditAction::Rollback),
-            _ => None,
-        }
+        AuditAction::ALL.into_iter().find(|a| a.as_str() == text)
     }
 }
 
 /// How it went. `pending`: the intent is written, the AWS call not answered (yet); a record
 /// left pending by a crash is reconciled with ECS at the next start.
-pub const OUTCOMES: [&str; 7] = [
-    "pending",
-    "refused",
-    "registered",
-    "in_progress",
-    "succeeded",
-    "failed",
-    "rolled_back",
-];
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    #[default]
+    Pending,
+    /// Not sent: a check failed, or AWS refused the call.
+    Refused,
+    /// A task definition revision was registered.
+    Registered,
+    /// UpdateService was sent; the rollout runs.
+    InProgress,
+    Succeeded,
+    Failed,
+    /// The circuit breaker put the previous revision back: a failure.
+    RolledBack,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Pending,
+        Outcome::Refused,
+        Outcome::Registered,
+        Outcome::InProgress,
+        Outcome::Succeeded,
+        Outcome::Failed,
+        Outcome::RolledBack,
+    ];
+
+    /// The name in the API, the CSV and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pending => "pending",
+            Outcome::Refused => "refused",
+            Outcome::Registered => "registered",
+            Outcome::InProgress => "in_progress",
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::RolledBack => "rolled_back",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == text)
+    }
+
+    /// Whether nothing more will happen to the record.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Outcome::Pending | Outcome::InProgress)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The intent, written before the AWS call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +115,7 @@ pub struct AuditIntent {
 /// The outcome, written after the AWS call and again when a rollout ends.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditOutcome {
-    pub outcome: String,
+    pub outcome: Outcome,
     pub request_id: Option<String>,
     pub deployment_id: Option<String>,
     /// What happened, in words (ECS's error, the events that explain a failure).
@@ -90,7 +140,7 @@ pub struct AuditRecord {
     pub diff: String,
     pub pre_check: Option<String>,
     pub description: Option<String>,
-    pub outcome: String,
+    pub outcome: Outcome,
     pub request_id: Option<String>,
     pub deployment_id: Option<String>,
     pub detail: Option<String>,
@@ -119,10 +169,10 @@ impl AuditFilter {
             }
         }
         if let Some(outcome) = self.outcome.as_deref().filter(|o| !o.is_empty()) {
-            if !OUTCOMES.contains(&outcome) {
+            if Outcome::parse(outcome).is_none() {
                 return Some(format!(
                     "outcome {outcome:?} is not one of {}",
-                    OUTCOMES.join(", ")
+                    Outcome::ALL.map(Outcome::as_str).join(", ")
                 ));
             }
         }
@@ -161,7 +211,7 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
             &r.resource,
             r.from_revision.as_deref().unwrap_or_default(),
             r.to_revision.as_deref().unwrap_or_default(),
-            &r.outcome,
+            r.outcome.as_str(),
             r.request_id.as_deref().unwrap_or_default(),
             r.deployment_id.as_deref().unwrap_or_default(),
             r.pre_check.as_deref().unwrap_or_default(),
@@ -192,7 +242,7 @@ mod tests {
             diff: "[]".into(),
             pre_check: Some("completes".into()),
             description: Some("more memory, \"batch 32\"".into()),
-            outcome: "succeeded".into(),
+            outcome: Outcome::Succeeded,
             request_id: None,
             deployment_id: Some("ecs-svc/1".into()),
             detail: Some("=HYPERLINK(\"x\")".into()),

@@ -1,16 +1,52 @@
-//! Deployments: the request to roll a revision out, and the live state of a rollout as the
-//! watch page and its event stream show it.
+//! Deployments: the services as the deployments page lists them, the pre-check of a rollout,
+//! the request to roll a revision out, and the live state of a rollout as the watch page and
+//! its event stream show it, with the words that explain how it ended.
 
 use serde::{Deserialize, Serialize};
 
-/// A request to roll `revision` of the service's family out.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+use crate::model::{
+    activity::TaskInfo,
+    arn::RevisionRef,
+    audit::AuditAction,
+    rollout::RolloutCheck,
+    task_definition::{Comparison, RevisionDetail},
+    ServiceRef,
+};
+
+/// One service as the services table shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceRow {
+    pub cluster: String,
+    pub service: ServiceRef,
+    /// The family and revision it runs.
+    pub family: String,
+    pub revision: u32,
+    /// The GPU settings of that revision's GPU containers, in words; empty without GPUs.
+    pub gpu: Vec<String>,
+}
+
+/// The pre-check of rolling a revision out to a service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreCheck {
+    pub service: ServiceRow,
+    /// The revision to roll out.
+    pub target: RevisionDetail,
+    /// The family's revisions, newest first, to choose from.
+    pub revisions: Vec<u32>,
+    /// What changes from the running revision; `None` when the target is the running one.
+    pub comparison: Option<Comparison>,
+    pub rollout: RolloutCheck,
+}
+
+/// A request to roll `revision` of the service's family out. Each revision is a number of the
+/// service's family or `"family:N"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeployRequest {
-    pub revision: u32,
+    pub revision: RevisionRef,
     /// The revision the user saw running; the deploy is refused if the service runs another
     /// one now.
-    pub expected_revision: u32,
+    pub expected_revision: RevisionRef,
     /// Deploy even though the pre-check says the rollout will not complete.
     #[serde(default)]
     pub force: bool,
@@ -26,7 +62,7 @@ pub struct DeployAnswer {
     /// ECS's id of the new deployment.
     pub deployment_id: Option<String>,
     pub request_id: Option<String>,
-    pub action: String,
+    pub action: AuditAction,
 }
 
 /// One deployment of a service, as DescribeServices reports it.
@@ -72,7 +108,7 @@ pub struct WatchState {
     pub audit_id: String,
     pub cluster: String,
     pub service: String,
-    pub action: String,
+    pub action: AuditAction,
     pub deployment_id: Option<String>,
     /// The revision rolled out, `family:revision`.
     pub target: String,
@@ -84,18 +120,29 @@ pub struct WatchState {
     pub progress: f64,
     /// The new deployment's tasks still meant to run, with the GPUs they were placed on.
     #[serde(default)]
-    pub tasks: Vec<crate::model::activity::TaskInfo>,
+    pub tasks: Vec<TaskInfo>,
     /// The new deployment's tasks that stopped, with why; most recent first.
     #[serde(default)]
-    pub stopped_tasks: Vec<crate::model::activity::TaskInfo>,
-    /// `succeeded`, `failed` or `rolled_back` (a failure: ECS put the old revision back).
-    pub result: Option<String>,
+    pub stopped_tasks: Vec<TaskInfo>,
+    /// How it ended; `None` while it runs.
+    pub result: Option<RolloutResult>,
     /// Why it failed, in words, with the events that explain it.
     pub detail: Option<String>,
     /// The last error reading ECS, while the watch keeps trying.
     pub watch_error: Option<String>,
     /// When the state was read, RFC 3339.
     pub read_at: String,
+}
+
+impl Default for DeployRequest {
+    fn default() -> Self {
+        DeployRequest {
+            revision: RevisionRef::number(1),
+            expected_revision: RevisionRef::number(1),
+            force: false,
+            description: String::new(),
+        }
+    }
 }
 
 impl WatchState {
@@ -105,17 +152,65 @@ impl WatchState {
     }
 }
 
+/// How a rollout ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RolloutResult {
+    /// The new deployment completed.
+    Succeeded,
+    /// It failed and nothing was put back.
+    Failed,
+    /// The circuit breaker put the previous revision back: a failure.
+    RolledBack,
+    /// It was never sent (a deploy the audit log records as refused).
+    Refused,
+}
+
+impl RolloutResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutResult::Succeeded => "succeeded",
+            RolloutResult::Failed => "failed",
+            RolloutResult::RolledBack => "rolled_back",
+            RolloutResult::Refused => "refused",
+        }
+    }
+
+    /// The audit outcome that records it.
+    pub fn outcome(self) -> crate::model::audit::Outcome {
+        use crate::model::audit::Outcome;
+        match self {
+            RolloutResult::Succeeded => Outcome::Succeeded,
+            RolloutResult::Failed => Outcome::Failed,
+            RolloutResult::RolledBack => Outcome::RolledBack,
+            RolloutResult::Refused => Outcome::Refused,
+        }
+    }
+
+    /// The result an audit outcome records, when it records one.
+    pub fn of_outcome(outcome: crate::model::audit::Outcome) -> Option<RolloutResult> {
+        use crate::model::audit::Outcome;
+        match outcome {
+            Outcome::Succeeded => Some(RolloutResult::Succeeded),
+            Outcome::Failed => Some(RolloutResult::Failed),
+            Outcome::RolledBack => Some(RolloutResult::RolledBack),
+            Outcome::Refused => Some(RolloutResult::Refused),
+            Outcome::Pending | Outcome::InProgress | Outcome::Registered => None,
+        }
+    }
+}
+
 /// The result of a rollout from the service's deployments: `None` while it runs. `from` is the
 /// task definition ARN the service ran before.
 pub fn rollout_result(
     live: &LiveService,
     deployment_id: &str,
     from: &str,
-) -> Option<(String, Option<String>)> {
+) -> Option<(RolloutResult, Option<String>)> {
     let ours = live.deployments.iter().find(|d| d.id == deployment_id);
     match ours {
         Some(d) if d.rollout_state.as_deref() == Some("COMPLETED") => {
-            Some(("succeeded".into(), None))
+            Some((RolloutResult::Succeeded, None))
         }
         Some(d) if d.rollout_state.as_deref() == Some("FAILED") => {
             // The circuit breaker's rollback makes a new PRIMARY deployment of the old revision.
@@ -125,18 +220,22 @@ pub fn rollout_result(
                 .any(|other| other.id != d.id && other.status == "PRIMARY");
             let reason = d.rollout_state_reason.clone();
             Some((
-                if rolled_back { "rolled_back" } else { "failed" }.into(),
+                if rolled_back {
+                    RolloutResult::RolledBack
+                } else {
+                    RolloutResult::Failed
+                },
                 reason,
             ))
         }
         Some(_) => None,
         // Gone: rolled back to what ran before, or replaced by another deployment.
         None if live.task_definition == from => Some((
-            "rolled_back".into(),
+            RolloutResult::RolledBack,
             Some(format!("the service runs {from} again")),
         )),
         None => Some((
-            "failed".into(),
+            RolloutResult::Failed,
             Some(format!(
                 "the deployment was replaced before it completed; the service runs {}",
                 live.task_definition
@@ -145,9 +244,160 @@ pub fn rollout_result(
     }
 }
 
+/// Why a rollout ended as it did, in words: ECS's reason, then the service events that explain
+/// it and, unless it succeeded, why its tasks stopped.
+pub fn explain(
+    result: RolloutResult,
+    reason: Option<String>,
+    events: &[LiveEvent],
+    stopped: &[TaskInfo],
+) -> Option<String> {
+    let mut explaining: Vec<String> = events
+        .iter()
+        .filter(|e| {
+            let m = e.message.to_ascii_lowercase();
+            m.contains("fail")
+                || m.contains("unable")
+                || m.contains("rolling back")
+                || m.contains("stopped")
+        })
+        .map(|e| e.message.clone())
+        .take(5)
+        .collect();
+    let succeeded = result == RolloutResult::Succeeded;
+    if !succeeded {
+        explaining.extend(stop_reasons(stopped).into_iter().take(3));
+    }
+    match (reason, explaining.is_empty()) {
+        (Some(reason), true) => Some(reason),
+        (Some(reason), false) => Some(format!("{reason} Events: {}", explaining.join(" | "))),
+        (None, _) if !succeeded => Some(explaining.join(" | ")),
+        (None, _) => None,
+    }
+}
+
+/// Why tasks stopped, in words, one line per distinct reason with how many tasks gave it:
+/// failures first, then the tasks the scheduler stopped.
+pub fn stop_reasons(tasks: &[TaskInfo]) -> Vec<String> {
+    use crate::model::activity::StopCode;
+    let mut reasons: Vec<(bool, String, usize)> = Vec::new();
+    for task in tasks {
+        let mut words = match (&task.stop_code, &task.stopped_reason) {
+            (Some(code), Some(reason)) => format!("({code}): {reason}"),
+            (None, Some(reason)) => format!(": {reason}"),
+            (Some(code), None) => format!("({code})"),
+            (None, None) => continue,
+        };
+        for c in &task.containers {
+            if let Some(code) = c.exit_code {
+                words.push_str(&format!("; {} exited {code}", c.name));
+            }
+        }
+        let scheduled = task.stop_code == Some(StopCode::ServiceSchedulerInitiated);
+        match reasons.iter_mut().find(|(_, w, _)| *w == words) {
+            Some((_, _, count)) => *count += 1,
+            None => reasons.push((scheduled, words, 1)),
+        }
+    }
+    reasons.sort_by_key(|(scheduled, _, count)| (*scheduled, std::cmp::Reverse(*count)));
+    reasons
+        .into_iter()
+        .map(|(_, words, count)| {
+            let tasks = if count == 1 { "task" } else { "tasks" };
+            format!("{count} {tasks} stopped {words}")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::activity::{StopCode, TaskContainer};
+
+    fn task(code: StopCode, reason: &str, exit: Option<i32>) -> TaskInfo {
+        TaskInfo {
+            stop_code: Some(code),
+            stopped_reason: Some(reason.into()),
+            containers: vec![TaskContainer {
+                name: "main".into(),
+                exit_code: exit,
+                ..TaskContainer::default()
+            }],
+            ..TaskInfo::default()
+        }
+    }
+
+    #[test]
+    fn failures_come_first_counted_once_per_reason() {
+        let tasks = vec![
+            task(
+                StopCode::ServiceSchedulerInitiated,
+                "Scaling activity",
+                None,
+            ),
+            task(
+                StopCode::EssentialContainerExited,
+                "Essential container in task exited",
+                Some(3),
+            ),
+            task(
+                StopCode::EssentialContainerExited,
+                "Essential container in task exited",
+                Some(3),
+            ),
+            task(
+                StopCode::TaskFailedToStart,
+                "CannotPullContainerError",
+                None,
+            ),
+        ];
+        assert_eq!(
+            stop_reasons(&tasks),
+            [
+                "2 tasks stopped (EssentialContainerExited): Essential container in task exited; main exited 3",
+                "1 task stopped (TaskFailedToStart): CannotPullContainerError",
+                "1 task stopped (ServiceSchedulerInitiated): Scaling activity",
+            ]
+        );
+        assert!(stop_reasons(&[TaskInfo::default()]).is_empty());
+    }
+
+    #[test]
+    fn a_failure_is_explained_by_its_events_and_stopped_tasks() {
+        let events = vec![
+            LiveEvent {
+                message: "(service a) has started 2 tasks: (task 1) (task 2).".into(),
+                ..LiveEvent::default()
+            },
+            LiveEvent {
+                message: "(service a) was unable to place a task.".into(),
+                ..LiveEvent::default()
+            },
+        ];
+        let stopped = vec![task(
+            StopCode::TaskFailedToStart,
+            "CannotPullContainerError",
+            None,
+        )];
+        assert_eq!(
+            explain(
+                RolloutResult::RolledBack,
+                Some("ECS deployment circuit breaker: tasks failed to start.".into()),
+                &events,
+                &stopped
+            )
+            .as_deref(),
+            Some("ECS deployment circuit breaker: tasks failed to start. Events: (service a) was unable to place a task. | 1 task stopped (TaskFailedToStart): CannotPullContainerError")
+        );
+        assert_eq!(
+            explain(RolloutResult::Failed, None, &[], &stopped).as_deref(),
+            Some("1 task stopped (TaskFailedToStart): CannotPullContainerError")
+        );
+        assert_eq!(
+            explain(RolloutResult::Succeeded, None, &events, &stopped),
+            None
+        );
+    }
 
     fn deployment(id: &str, status: &str, state: Option<&str>) -> LiveDeployment {
         LiveDeployment {
@@ -174,7 +424,7 @@ mod tests {
         };
         assert_eq!(
             rollout_result(&done, "new", "old-td"),
-            Some(("succeeded".into(), None))
+            Some((RolloutResult::Succeeded, None))
         );
         let rolled_back = LiveService {
             deployments: vec![
@@ -185,7 +435,7 @@ mod tests {
         };
         assert_eq!(
             rollout_result(&rolled_back, "new", "old-td").map(|r| r.0),
-            Some("rolled_back".into())
+            Some(RolloutResult::RolledBack)
         );
         let failed = LiveService {
             deployments: vec![deployment("new", "PRIMARY", Some("FAILED"))],
@@ -193,7 +443,7 @@ mod tests {
         };
         assert_eq!(
             rollout_result(&failed, "new", "old-td").map(|r| r.0),
-            Some("failed".into())
+            Some(RolloutResult::Failed)
         );
         let gone = LiveService {
             task_definition: "old-td".into(),
@@ -201,7 +451,7 @@ mod tests {
         };
         assert_eq!(
             rollout_result(&gone, "new", "old-td").map(|r| r.0),
-            Some("rolled_back".into())
+            Some(RolloutResult::RolledBack)
         );
         let other = LiveService {
             task_definition: "third-td".into(),
@@ -209,7 +459,7 @@ mod tests {
         };
         assert_eq!(
             rollout_result(&other, "new", "old-td").map(|r| r.0),
-            Some("failed".into())
+            Some(RolloutResult::Failed)
         );
     }
 }

@@ -190,9 +190,9 @@ pub fn explain(no_fit: &NoFit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ClusterView, GpuMode, GpuView, InstanceView};
+    use crate::model::{ClusterView, GpuView, InstanceView, SharingMode};
 
-    fn gpu(index: u32, mode: GpuMode, total: u32, remaining: u32) -> GpuView {
+    fn gpu(index: u32, mode: SharingMode, total: u32, remaining: u32) -> GpuView {
         GpuView {
             uuid: format!("GPU-{index}"),
             index,
@@ -239,16 +239,16 @@ mod tests {
                 "i-1",
                 "g5.12xlarge",
                 vec![
-                    gpu(0, GpuMode::NvidiaMps, 22_000, 10_000),
-                    gpu(1, GpuMode::Dedicated, 22_000, 0),
-                    gpu(2, GpuMode::Idle, 22_000, 22_000),
-                    gpu(3, GpuMode::NvidiaMps, 22_000, 4_000),
+                    gpu(0, SharingMode::NvidiaMps, 22_000, 10_000),
+                    gpu(1, SharingMode::Dedicated, 22_000, 0),
+                    gpu(2, SharingMode::Idle, 22_000, 22_000),
+                    gpu(3, SharingMode::NvidiaMps, 22_000, 4_000),
                 ],
             ),
             instance(
                 "i-2",
                 "g5.xlarge",
-                vec![gpu(0, GpuMode::NvidiaMps, 22_000, 8_192)],
+                vec![gpu(0, SharingMode::NvidiaMps, 22_000, 8_192)],
             ),
         ]);
         let report = fit_check(&snapshot, Some("prod"), &GpuRequest::Mps(vec![8_192]));
@@ -266,12 +266,12 @@ mod tests {
             instance(
                 "i-1",
                 "g5.xlarge",
-                vec![gpu(0, GpuMode::Idle, 22_563, 22_563)],
+                vec![gpu(0, SharingMode::Idle, 22_563, 22_563)],
             ),
             instance(
                 "i-2",
                 "g6e.xlarge",
-                vec![gpu(0, GpuMode::Idle, 45_582, 45_582)],
+                vec![gpu(0, SharingMode::Idle, 45_582, 45_582)],
             ),
         ]);
         let report = fit_check(&snapshot, None, &GpuRequest::Mps(vec![30_000, 20_000]));
@@ -296,9 +296,9 @@ mod tests {
             "i-1",
             "g5.12xlarge",
             vec![
-                gpu(0, GpuMode::NvidiaMps, 22_000, 6_000),
-                gpu(1, GpuMode::NvidiaMps, 22_000, 6_000),
-                gpu(2, GpuMode::NvidiaMps, 22_000, 6_000),
+                gpu(0, SharingMode::NvidiaMps, 22_000, 6_000),
+                gpu(1, SharingMode::NvidiaMps, 22_000, 6_000),
+                gpu(2, SharingMode::NvidiaMps, 22_000, 6_000),
             ],
         )]);
         let report = fit_check(&snapshot, None, &GpuRequest::Mps(vec![8_000]));
@@ -320,8 +320,8 @@ mod tests {
             "i-2",
             "g5.12xlarge",
             vec![
-                gpu(0, GpuMode::Idle, 22_000, 22_000),
-                gpu(1, GpuMode::Idle, 22_000, 22_000),
+                gpu(0, SharingMode::Idle, 22_000, 22_000),
+                gpu(1, SharingMode::Idle, 22_000, 22_000),
             ],
         );
         impaired.impaired = Some("MPS control daemon is not responding".into());
@@ -330,8 +330,8 @@ mod tests {
                 "i-1",
                 "g5.12xlarge",
                 vec![
-                    gpu(0, GpuMode::Idle, 22_000, 22_000),
-                    gpu(1, GpuMode::NvidiaMps, 22_000, 1),
+                    gpu(0, SharingMode::Idle, 22_000, 22_000),
+                    gpu(1, SharingMode::NvidiaMps, 22_000, 1),
                 ],
             ),
             impaired,

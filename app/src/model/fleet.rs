@@ -2,14 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How a GPU is shared, as ECS reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum GpuMode {
-    Idle,
-    NvidiaMps,
-    Dedicated,
-}
+pub use placement::SharingMode;
 
 /// A container that ECS assigned to a GPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,7 +29,7 @@ pub struct GpuView {
     pub uuid: String,
     /// Device index on its instance (the order of `gpuDevices`).
     pub index: u32,
-    pub mode: GpuMode,
+    pub mode: SharingMode,
     pub total_memory_mib: u32,
     pub remaining_memory_mib: u32,
     /// Σ `maxComputePercent` of its MPS containers (unset counts 100); may exceed 100.

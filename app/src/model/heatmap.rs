@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::model::{
     fleet_view::{colour_value, ColourMode, Shade},
-    FleetSnapshot, GpuMode,
+    FleetSnapshot, SharingMode,
 };
 
 /// Width of the row labels, px.
@@ -17,11 +17,11 @@ pub const PITCH: u32 = 16;
 const HEADING: u32 = 26;
 
 /// The sharing mode's class: its glyph (shape and outline) in CSS.
-fn mode_class(mode: GpuMode) -> &'static str {
+fn mode_class(mode: SharingMode) -> &'static str {
     match mode {
-        GpuMode::Idle => "i",
-        GpuMode::NvidiaMps => "s",
-        GpuMode::Dedicated => "d",
+        SharingMode::Idle => "i",
+        SharingMode::NvidiaMps => "s",
+        SharingMode::Dedicated => "d",
     }
 }
 
@@ -141,9 +141,9 @@ mod tests {
                                 uuid: format!("GPU-{name}-{index}"),
                                 index,
                                 mode: if index == 0 {
-                                    GpuMode::Idle
+                                    SharingMode::Idle
                                 } else {
-                                    GpuMode::NvidiaMps
+                                    SharingMode::NvidiaMps
                                 },
                                 total_memory_mib: 10_000,
                                 remaining_memory_mib: 10_000 - index * 2_500,

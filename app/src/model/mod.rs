@@ -1,21 +1,24 @@
-//! Plain serde types shared by the server and the browser.
+//! Plain serde types shared by the server and the browser, and the pure functions over them:
+//! placement checks, filters, diffs, colour scales. Nothing here does I/O.
 
 pub mod activity;
+pub mod arn;
 pub mod audit;
 mod console;
 pub mod deployment;
+pub mod error;
 pub mod fit;
 mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
 pub mod rollout;
 pub mod task_definition;
-pub mod task_definition_json;
 mod theme;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
+pub use error::ServiceError;
 pub use fleet::{
-    gpu_model_of, ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuUsage, GpuView,
-    InstanceView, Reading, ServiceRef,
+    gpu_model_of, ClusterView, FleetSnapshot, GpuContainer, GpuUsage, GpuView, InstanceView,
+    Reading, ServiceRef, SharingMode,
 };
 pub use theme::{Theme, THEME_COOKIE};

@@ -464,7 +464,9 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ClusterView, FleetSnapshot, GpuContainer, GpuMode, GpuView, InstanceView};
+    use crate::model::{
+        ClusterView, FleetSnapshot, GpuContainer, GpuView, InstanceView, SharingMode,
+    };
 
     fn gpu(index: u32, containers: Vec<GpuContainer>, total: u32) -> GpuView {
         let used: u32 = containers.iter().filter_map(|c| c.memory_mib).sum();
@@ -475,11 +477,11 @@ mod tests {
             compute_allocated_percent: 0,
             usage: None,
             mode: if whole {
-                GpuMode::Dedicated
+                SharingMode::Dedicated
             } else if containers.is_empty() {
-                GpuMode::Idle
+                SharingMode::Idle
             } else {
-                GpuMode::NvidiaMps
+                SharingMode::NvidiaMps
             },
             remaining_memory_mib: if whole { 0 } else { total - used },
             total_memory_mib: total,

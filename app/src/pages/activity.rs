@@ -8,52 +8,28 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
+    components::error_banner::ErrorBanner,
     model::{
         activity::{
-            when, ClusterEvent, EventFilter, EventKind, Problem, StoppedFilter, TaskInfo,
-            MAX_LIMIT, STOP_CODES,
+            when, ClusterEvent, EventFilter, EventKind, StopCode, StoppedFilter, TaskInfo,
+            MAX_LIMIT,
         },
         fleet_view::encode,
+        ServiceError,
     },
     server_fns::activity::{cluster_events, cluster_stopped_tasks},
 };
 
 /// A `limit` parameter: a whole number, or what is wrong with it.
-fn limit_of(text: Option<String>) -> Result<Option<u32>, Problem> {
+fn limit_of(text: Option<String>) -> Result<Option<u32>, ServiceError> {
     match text.filter(|t| !t.trim().is_empty()) {
         None => Ok(None),
-        Some(text) => text.trim().parse::<u32>().map(Some).map_err(|_| Problem {
-            status: 400,
-            message: format!(
+        Some(text) => text.trim().parse::<u32>().map(Some).map_err(|_| {
+            ServiceError::invalid(format!(
                 "limit {text:?} is not a whole number; give one from 1 to {MAX_LIMIT}."
-            ),
+            ))
         }),
     }
-}
-
-/// The answer to a feed's request, with the page's own parameter check folded in.
-fn settle<T>(answer: Result<Result<T, Problem>, ServerFnError>) -> Result<T, Problem> {
-    answer.unwrap_or_else(|error| {
-        Err(Problem {
-            status: 503,
-            message: error
-                .to_string()
-                .trim_start_matches("error running server function: ")
-                .to_string(),
-        })
-    })
-}
-
-/// The problem as a banner, setting the answer's status during server rendering.
-fn problem_banner(problem: Problem, testid: &'static str) -> AnyView {
-    #[cfg(feature = "ssr")]
-    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        if let Ok(status) = http::StatusCode::from_u16(problem.status) {
-            response.set_status(status);
-        }
-    }
-    view! { <p class="banner error" role="alert" data-testid=testid>{problem.message}</p> }
-        .into_any()
 }
 
 /// The page's cluster, and a reader of its non-empty query parameters.
@@ -124,7 +100,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
         move || (cluster.get(), filter.get()),
         |(cluster, filter)| async move {
             match filter {
-                Ok(filter) => settle(cluster_events(cluster, filter).await),
+                Ok(filter) => cluster_events(cluster, filter).await,
                 Err(problem) => Err(problem),
             }
         },
@@ -175,7 +151,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
                     }
                     Err(problem) => view! {
                         {form(text("service").into_iter().collect())}
-                        {problem_banner(problem, "events-error")}
+                        <ErrorBanner error=problem testid="events-error" />
                     }.into_any(),
                 }
             })}
@@ -227,7 +203,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
         move || (cluster.get(), filter.get()),
         |(cluster, filter)| async move {
             match filter {
-                Ok(filter) => settle(cluster_stopped_tasks(cluster, filter).await),
+                Ok(filter) => cluster_stopped_tasks(cluster, filter).await,
                 Err(problem) => Err(problem),
             }
         },
@@ -243,8 +219,11 @@ pub fn StoppedTasksPage() -> impl IntoView {
                 <label><span>"Stop code"</span>
                     <select name="stop_code" data-testid="stopped-code">
                         <option value="">"any"</option>
-                        {STOP_CODES.map(|c| view! {
-                            <option value=c selected=move || text("stop_code").as_deref() == Some(c)>{c}</option>
+                        {StopCode::KNOWN.map(|code| {
+                            let (name, value, chosen) = (code.to_string(), code.to_string(), code.to_string());
+                            view! {
+                                <option value=value selected=move || text("stop_code").as_deref() == Some(chosen.as_str())>{name}</option>
+                            }
                         }).collect_view()}
                     </select>
                 </label>
@@ -272,7 +251,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
                     }.into_any(),
                     Err(problem) => view! {
                         {form(text("service").into_iter().collect())}
-                        {problem_banner(problem, "stopped-error")}
+                        <ErrorBanner error=problem testid="stopped-error" />
                     }.into_any(),
                 }
             })}
@@ -315,7 +294,7 @@ pub fn TaskTable(tasks: Vec<TaskInfo>, stopped: bool) -> impl IntoView {
                         view! { <div class="muted">{format!("{}: {}{}", c.name, c.exit_code.map(|e| format!("exit {e}")).unwrap_or_default(), c.reason.as_ref().map(|r| format!(" {r}")).unwrap_or_default())}</div> }
                     }).collect_view();
                     view! {
-                        <tr data-task=t.id.clone() data-stop-code=t.stop_code.clone().unwrap_or_default()>
+                        <tr data-task=t.id.clone() data-stop-code=t.stop_code.as_ref().map(StopCode::to_string).unwrap_or_default()>
                             <td class="mono" title=t.arn.clone()>{t.id.clone()}</td>
                             <td>{t.service.clone().unwrap_or_else(|| "—".into())}</td>
                             <td class="mono">{t.task_definition.clone()}</td>
@@ -324,7 +303,7 @@ pub fn TaskTable(tasks: Vec<TaskInfo>, stopped: bool) -> impl IntoView {
                             <td data-testid="task-gpus">{gpus}</td>
                             {stopped.then(|| view! {
                                 <td class="mono when" title=t.stopped_at.clone()>{t.stopped_at.as_deref().map_or_else(|| "—".into(), when)}</td>
-                                <td>{t.stop_code.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td>{t.stop_code.as_ref().map_or_else(|| "—".into(), StopCode::to_string)}</td>
                                 <td>{t.stopped_reason.clone().unwrap_or_default()}{why}</td>
                             })}
                         </tr>

@@ -6,8 +6,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
+    components::error_banner::ErrorBanner,
     model::{
-        audit::{AuditFilter, AuditRecord, OUTCOMES},
+        audit::{AuditAction, AuditFilter, AuditRecord, Outcome},
         fleet_view::encode,
     },
     server_fns::audit::list_audit,
@@ -48,8 +49,8 @@ pub fn AuditPage() -> impl IntoView {
             <label><span>"Action"</span>
                 <select name="action">
                     <option value="">"any"</option>
-                    {["register", "deploy", "rollback"].map(|a| view! {
-                        <option value=a selected=move || filter.get().action.as_deref() == Some(a)>{a}</option>
+                    {AuditAction::ALL.map(|a| view! {
+                        <option value=a.as_str() selected=move || filter.get().action.as_deref() == Some(a.as_str())>{a.as_str()}</option>
                     }).collect_view()}
                 </select>
             </label>
@@ -59,8 +60,8 @@ pub fn AuditPage() -> impl IntoView {
             <label><span>"Outcome"</span>
                 <select name="outcome">
                     <option value="">"any"</option>
-                    {OUTCOMES.map(|o| view! {
-                        <option value=o selected=move || filter.get().outcome.as_deref() == Some(o)>{o}</option>
+                    {Outcome::ALL.map(|o| view! {
+                        <option value=o.as_str() selected=move || filter.get().outcome.as_deref() == Some(o.as_str())>{o.as_str()}</option>
                     }).collect_view()}
                 </select>
             </label>
@@ -72,7 +73,7 @@ pub fn AuditPage() -> impl IntoView {
                 match records.await {
                     Ok(list) if list.is_empty() => view! { <p data-testid="audit-empty">"No record matches."</p> }.into_any(),
                     Ok(list) => view! { <AuditTable records=list /> }.into_any(),
-                    Err(error) => view! { <p class="banner error" role="alert">{format!("The audit log could not be read: {error}")}</p> }.into_any(),
+                    Err(error) => view! { <ErrorBanner error lead="The audit log could not be read: " /> }.into_any(),
                 }
             })}
         </Suspense>
@@ -95,7 +96,7 @@ fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
             </tr></thead>
             <tbody>
                 {records.into_iter().map(|r| view! {
-                    <tr data-outcome=r.outcome.clone()>
+                    <tr data-outcome=r.outcome.as_str()>
                         <td class="mono when" title=r.at.clone()>{crate::model::activity::when(&r.at)}</td>
                         <td>{r.actor.clone()}</td>
                         <td>{r.action.as_str()}</td>
@@ -103,7 +104,7 @@ fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
                         <td class="mono">{format!("{} → {}", r.from_revision.clone().unwrap_or_else(|| "—".into()), r.to_revision.clone().unwrap_or_else(|| "—".into()))}</td>
                         <td>{r.pre_check.clone().unwrap_or_else(|| "—".into())}</td>
                         <td>
-                            <span class=format!("outcome outcome-{}", r.outcome)>{r.outcome.clone()}</span>
+                            <span class=format!("outcome outcome-{}", r.outcome)>{r.outcome.as_str()}</span>
                             {r.detail.clone().map(|d| view! { <div class="muted">{d}</div> })}
                             {r.description.clone().map(|d| view! { <div class="muted">{format!("Why: {d}")}</div> })}
                         </td>

@@ -7,20 +7,21 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    components::td_views::{DiffTable, GpuChanges},
-    model::{
-        activity::{when, EventFilter},
-        fleet_view::encode,
+    components::{
+        error_banner::{set_status, ErrorBanner},
+        td_views::{DiffTable, GpuChanges},
     },
     model::{
-        deployment::{DeployRequest, WatchState},
+        activity::{when, EventFilter},
+        arn::{arn_tail, RevisionRef},
+        audit::AuditAction,
+        deployment::{DeployRequest, PreCheck, RolloutResult, ServiceRow, WatchState},
+        fleet_view::encode,
         rollout::{RolloutCheck, Verdict},
     },
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
-    server_fns::deployments::{
-        deployment_state, list_services, pre_check_rollout, DeployService, PreCheck, ServiceRow,
-    },
+    server_fns::deployments::{deployment_state, list_services, pre_check_rollout, DeployService},
 };
 
 /// The services page.
@@ -164,14 +165,11 @@ pub fn ServicePage() -> impl IntoView {
                 match check.await {
                     Ok(Ok(found)) => view! { <ServiceRollout found /> }.into_any(),
                     Ok(Err(message)) => {
-                        #[cfg(feature = "ssr")]
-                        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                            response.set_status(http::StatusCode::BAD_REQUEST);
-                        }
+                        set_status(400);
                         view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }.into_any()
                     }
                     Err(error) => view! {
-                        <p class="banner error" role="alert" data-testid="pre-check-error">{format!("The pre-check could not run: {error}")}</p>
+                        <ErrorBanner error lead="The pre-check could not run: " testid="pre-check-error" />
                     }.into_any(),
                 }
             })}
@@ -262,15 +260,14 @@ fn RecentEvents(cluster: String, service: String) -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Reading the events…"</p> }>
                 {move || Suspend::new(async move {
                     match events.await {
-                        Ok(Ok(feed)) if feed.events.is_empty() => view! { <p class="muted">"No events."</p> }.into_any(),
-                        Ok(Ok(feed)) => view! {
+                        Ok(feed) if feed.events.is_empty() => view! { <p class="muted">"No events."</p> }.into_any(),
+                        Ok(feed) => view! {
                             <ul class="events">
                                 {feed.events.into_iter().map(|e| view! {
                                     <li data-kind=e.kind.as_str()><span class="muted mono when" title=e.at.clone()>{when(&e.at)}</span>" "{e.message}</li>
                                 }).collect_view()}
                             </ul>
                         }.into_any(),
-                        Ok(Err(problem)) => view! { <p class="banner warn" role="status">{problem.message}</p> }.into_any(),
                         Err(error) => view! { <p class="banner warn" role="status">{format!("The events could not be read: {error}")}</p> }.into_any(),
                     }
                 })}
@@ -306,8 +303,8 @@ fn DeployForm(
             cluster: cluster.clone(),
             service: service.clone(),
             request: DeployRequest {
-                revision: target,
-                expected_revision: running,
+                revision: RevisionRef::number(target),
+                expected_revision: RevisionRef::number(running),
                 force: force.get_untracked(),
                 description: description.get_untracked(),
             },
@@ -338,7 +335,7 @@ fn DeployForm(
             </div>
             {move || deploy.value().get().and_then(|answer| answer.err()).map(|error| view! {
                 <p class="banner error" role="alert" data-testid="deploy-refused">
-                    {format!("The deploy was not sent: {}", error.to_string().trim_start_matches("error running server function: "))}
+                    {format!("The deploy was not sent: {error}")}
                 </p>
             })}
         </section>
@@ -359,13 +356,10 @@ pub fn DeploymentWatchPage() -> impl IntoView {
                 match initial.await {
                     Ok(Some(state)) => view! { <Watch initial=state /> }.into_any(),
                     Ok(None) => {
-                        #[cfg(feature = "ssr")]
-                        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                            response.set_status(http::StatusCode::NOT_FOUND);
-                        }
+                        set_status(404);
                         view! { <p class="banner info" role="status" data-testid="no-deployment">"There is no such deployment. "<a href="/audit?action=deploy">"See the deployments in the audit log."</a></p> }.into_any()
                     }
-                    Err(error) => view! { <p class="banner error" role="alert">{format!("The deployment could not be read: {error}")}</p> }.into_any(),
+                    Err(error) => view! { <ErrorBanner error lead="The deployment could not be read: " /> }.into_any(),
                 }
             })}
         </Suspense>
@@ -379,16 +373,16 @@ fn Watch(initial: WatchState) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     listen(state);
     view! {
-        <h1>{move || state.with(|s| format!("{} {} to {}/{}", if s.action == "rollback" { "Rollback" } else { "Deploy" }, s.target, s.cluster, s.service))}</h1>
+        <h1>{move || state.with(|s| format!("{} {} to {}/{}", if s.action == AuditAction::Rollback { "Rollback" } else { "Deploy" }, s.target, s.cluster, s.service))}</h1>
         {move || state.with(|s| {
-            let (class, text) = match s.result.as_deref() {
-                Some("succeeded") => ("banner info", format!("Succeeded: {}/{} runs {}.", s.cluster, s.service, s.target)),
-                Some("rolled_back") => ("banner error", format!("Failed and rolled back: the circuit breaker put {} back. {}", s.from, s.detail.clone().unwrap_or_default())),
-                Some("refused") => ("banner error", format!("Not sent: {}", s.detail.clone().unwrap_or_default())),
-                Some(_) => ("banner error", format!("Failed. {}", s.detail.clone().unwrap_or_default())),
+            let (class, text) = match s.result {
+                Some(RolloutResult::Succeeded) => ("banner info", format!("Succeeded: {}/{} runs {}.", s.cluster, s.service, s.target)),
+                Some(RolloutResult::RolledBack) => ("banner error", format!("Failed and rolled back: the circuit breaker put {} back. {}", s.from, s.detail.clone().unwrap_or_default())),
+                Some(RolloutResult::Refused) => ("banner error", format!("Not sent: {}", s.detail.clone().unwrap_or_default())),
+                Some(RolloutResult::Failed) => ("banner error", format!("Failed. {}", s.detail.clone().unwrap_or_default())),
                 None => ("banner info", format!("In progress: {} → {}.", s.from, s.target)),
             };
-            view! { <p class=class role="status" data-testid="watch-result" data-result=s.result.clone().unwrap_or_else(|| "in_progress".into())>{text}</p> }
+            view! { <p class=class role="status" data-testid="watch-result" data-result=s.result.map_or("in_progress", RolloutResult::as_str)>{text}</p> }
         })}
         {move || state.with(|s| s.watch_error.clone()).map(|e| view! { <p class="banner warn" role="status">{e}</p> })}
         <section class="card">
@@ -408,7 +402,7 @@ fn Watch(initial: WatchState) -> impl IntoView {
                         <tr>
                             <td class="mono">{d.id.clone()}</td>
                             <td>{d.status.clone()}</td>
-                            <td class="mono">{short_revision(&d.task_definition)}</td>
+                            <td class="mono">{arn_tail(&d.task_definition).to_string()}</td>
                             <td class="num">{d.desired}</td>
                             <td class="num">{d.running}</td>
                             <td class="num">{d.pending}</td>
@@ -442,42 +436,27 @@ fn Watch(initial: WatchState) -> impl IntoView {
     }
 }
 
-/// `family:revision` of a task definition ARN.
-fn short_revision(arn: &str) -> String {
-    crate::model::activity::arn_tail(arn).to_string()
-}
-
 /// Listens to the deployment's server-sent events until it ends.
 #[cfg(feature = "hydrate")]
 fn listen(state: RwSignal<WatchState>) {
-    use leptos::wasm_bindgen::{closure::Closure, JsCast};
+    use crate::client::{listen_json, Next};
     Effect::new(move |_| {
         let (id, done) = state.with_untracked(|s| (s.audit_id.clone(), s.done()));
         if done {
             return;
         }
-        let Ok(source) = web_sys::EventSource::new(&format!("/api/v1/deployments/{id}/events"))
-        else {
-            return;
-        };
-        let closer = source.clone();
-        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
-            move |event: web_sys::MessageEvent| {
-                let Some(data) = event.data().as_string() else {
-                    return;
-                };
-                let Ok(next) = leptos::serde_json::from_str::<WatchState>(&data) else {
-                    return;
-                };
+        listen_json(
+            &format!("/api/v1/deployments/{id}/events"),
+            move |next: WatchState| {
                 let done = next.done();
+                // The page is gone, or the rollout ended: stop listening.
                 if state.try_set(next).is_some() || done {
-                    // The page is gone, or the rollout ended: stop listening.
-                    closer.close();
+                    Next::Stop
+                } else {
+                    Next::Listen
                 }
             },
         );
-        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        on_message.forget();
     });
 }
 

@@ -13,9 +13,9 @@ use crate::{
         cluster_table::ClusterTable, console_status::ConsoleStatusCard, gpu_panel::GpuPanel,
         heatmap::Heatmap,
     },
-    model::fleet_view::{mode_str, ColourMode, FleetOptions, FleetQuery, FleetSummary},
-    model::GpuMode,
-    server_fns::fleet::{fleet_overview, gpu_detail, FleetOverview},
+    model::fleet_view::{ColourMode, FleetOptions, FleetOverview, FleetQuery, FleetSummary},
+    model::SharingMode,
+    server_fns::fleet::{fleet_overview, gpu_detail},
 };
 
 /// The fleet page.
@@ -125,48 +125,40 @@ pub fn FleetPage() -> impl IntoView {
     }
 }
 
+/// What `/api/v1/fleet/events` says: the server's snapshot and whether it is stale.
+#[cfg(feature = "hydrate")]
+#[derive(serde::Deserialize)]
+struct FleetNews {
+    version: u64,
+    #[serde(default)]
+    stale: bool,
+}
+
 /// Listens to `/api/v1/fleet/events` and refetches when the server holds a newer snapshot (or
 /// its refresh state changed); ticks the age shown.
 #[cfg(feature = "hydrate")]
 fn live_updates(
-    overview: Resource<Result<FleetOverview, ServerFnError>>,
+    overview: Resource<Result<FleetOverview, crate::model::ServiceError>>,
     set_live: WriteSignal<u64>,
 ) {
-    use leptos::wasm_bindgen::{closure::Closure, JsCast};
+    use crate::client::{listen_json, Next};
 
     Effect::new(move |_| {
-        let Ok(source) = web_sys::EventSource::new("/api/v1/fleet/events") else {
-            return;
-        };
-        let closer = source.clone();
-        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
-            move |event: web_sys::MessageEvent| {
-                let Some(data) = event.data().as_string() else {
-                    return;
-                };
-                let Ok(news) = leptos::serde_json::from_str::<leptos::serde_json::Value>(&data)
-                else {
-                    return;
-                };
-                let version = news["version"].as_u64().unwrap_or(0);
-                let stale = news["stale"].as_bool().unwrap_or(false);
-                let Some(shown) = overview.try_get_untracked() else {
-                    // The page is gone: stop listening.
-                    closer.close();
-                    return;
-                };
-                let differs = match shown {
-                    Some(Ok(shown)) => shown.version != version || shown.stale != stale,
-                    _ => true,
-                };
-                if differs {
-                    crate::components::heatmap::forget_details(version);
-                    set_live.update(|n| *n += 1);
-                }
-            },
-        );
-        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        on_message.forget();
+        listen_json("/api/v1/fleet/events", move |news: FleetNews| {
+            let Some(shown) = overview.try_get_untracked() else {
+                // The page is gone: stop listening.
+                return Next::Stop;
+            };
+            let differs = match shown {
+                Some(Ok(shown)) => shown.version != news.version || shown.stale != news.stale,
+                _ => true,
+            };
+            if differs {
+                crate::components::heatmap::forget_details(news.version);
+                set_live.update(|n| *n += 1);
+            }
+            Next::Listen
+        });
     });
 }
 
@@ -366,10 +358,14 @@ fn Filters(options: FleetOptions, applied: FleetQuery, query: Memo<FleetQuery>) 
             .map(|v| (v.clone(), v))
             .collect::<Vec<_>>()
     };
-    let modes = [GpuMode::Idle, GpuMode::NvidiaMps, GpuMode::Dedicated]
-        .into_iter()
-        .map(|m| (mode_str(m).to_string(), mode_str(m).to_string()))
-        .collect();
+    let modes = [
+        SharingMode::Idle,
+        SharingMode::NvidiaMps,
+        SharingMode::Dedicated,
+    ]
+    .into_iter()
+    .map(|m| (m.as_str().to_string(), m.as_str().to_string()))
+    .collect();
     let colour = query.with_untracked(|q| q.colour);
     let navigate = use_navigate();
     let apply = move |event: leptos::ev::Event| {
@@ -407,7 +403,7 @@ fn Filters(options: FleetOptions, applied: FleetQuery, query: Memo<FleetQuery>) 
             {select("team", "Team", "All teams", pairs(options.teams), applied.team)}
             {select("service", "Service", "All services", pairs(options.services), applied.service)}
             {select("instance_type", "Instance type", "All types", pairs(options.instance_types), applied.instance_type)}
-            {select("mode", "Sharing", "All modes", modes, applied.mode.map(|m| mode_str(m).to_string()))}
+            {select("mode", "Sharing", "All modes", modes, applied.mode.map(|m| m.as_str().to_string()))}
             <label>
                 <span>"Colour by"</span>
                 <select name="colour" data-testid="filter-colour">

@@ -9,15 +9,19 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     components::{
+        error_banner::{set_status, ErrorBanner},
         gpu_editor::GpuEditor,
         td_views::{DiffTable, Exports, GpuChanges},
     },
-    model::task_definition::{FamilyDetail, FamilySummary, RevisionDetail},
+    model::{
+        task_definition::{FamilyDetail, FamilySummary, RevisionDetail, RevisionView},
+        ServiceError,
+    },
     server_fns::{
         clusters::list_clusters,
         task_definitions::{
             compare_revisions, task_definition_families, task_definition_family,
-            task_definition_revision, RevisionView,
+            task_definition_revision,
         },
     },
 };
@@ -39,7 +43,7 @@ pub fn TaskDefinitionsPage() -> impl IntoView {
                     }.into_any(),
                     Ok(list) => view! { <FamilyTable families=list /> }.into_any(),
                     Err(error) => view! {
-                        <p class="banner error" role="alert">{format!("The task definitions could not be read: {error}")}</p>
+                        <ErrorBanner error lead="The task definitions could not be read: " />
                     }.into_any(),
                 }
             })}
@@ -90,16 +94,6 @@ fn reveal_param() -> Memo<bool> {
     Memo::new(move |_| query.with(|q| q.get("reveal").is_some_and(|v| v == "true" || v == "1")))
 }
 
-/// Sets the answer's status during server rendering.
-fn set_status(_status: u16) {
-    #[cfg(feature = "ssr")]
-    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        if let Ok(status) = http::StatusCode::from_u16(_status) {
-            response.set_status(status);
-        }
-    }
-}
-
 /// What the family page needs: the revisions, the newest active revision's JSON for the editor,
 /// and the clusters for the fit check.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -109,7 +103,7 @@ struct FamilyData {
     clusters: Vec<String>,
 }
 
-async fn family_data(family: String, reveal: bool) -> Result<Option<FamilyData>, ServerFnError> {
+async fn family_data(family: String, reveal: bool) -> Result<Option<FamilyData>, ServiceError> {
     let Some(detail) = task_definition_family(family.clone()).await? else {
         return Ok(None);
     };
@@ -173,7 +167,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
                         }.into_any()
                     }
                     Err(error) => view! {
-                        <p class="banner error" role="alert">{format!("The revisions could not be read: {error}")}</p>
+                        <ErrorBanner error lead="The revisions could not be read: " />
                     }.into_any(),
                 }
             })}
@@ -320,10 +314,10 @@ fn revision_number(text: &str) -> Result<u32, String> {
 /// The view of a lookup by revision: `found` when it exists; otherwise a 404 note that links to
 /// the family, a 400 for a malformed revision number, or what failed.
 fn lookup_view<T>(
-    answer: Result<Result<Option<T>, String>, ServerFnError>,
+    answer: Result<Result<Option<T>, String>, ServiceError>,
     family: String,
     missing: String,
-    failed: &str,
+    failed: &'static str,
     found: impl FnOnce(T) -> AnyView,
 ) -> AnyView {
     match answer {
@@ -343,10 +337,7 @@ fn lookup_view<T>(
             view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }
                 .into_any()
         }
-        Err(error) => view! {
-            <p class="banner error" role="alert">{format!("{failed}: {error}")}</p>
-        }
-        .into_any(),
+        Err(error) => view! { <ErrorBanner error lead=failed /> }.into_any(),
     }
 }
 
@@ -376,7 +367,7 @@ pub fn TaskDefinitionRevisionPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let family = family.get_untracked();
                 let missing = format!("{family} has no revision {}. ", number.get_untracked());
-                lookup_view(view_data.await, family, missing, "The revision could not be read", |shown| {
+                lookup_view(view_data.await, family, missing, "The revision could not be read: ", |shown| {
                     view! { <RevisionJson shown reveal=reveal.get_untracked() /> }.into_any()
                 })
             })}
@@ -447,7 +438,7 @@ pub fn TaskDefinitionComparePage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let family = family.get_untracked();
                 let missing = format!("{family} does not have both revisions. ");
-                lookup_view(comparison.await, family, missing, "The revisions could not be read", |found| {
+                lookup_view(comparison.await, family, missing, "The revisions could not be read: ", |found| {
                     let pair = format!("?from={}&to={}", found.from.revision, found.to.revision);
                     view! {
                         <section class="card" data-testid="comparison">

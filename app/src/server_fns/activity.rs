@@ -2,36 +2,25 @@
 
 use leptos::prelude::*;
 
-use crate::model::activity::{EventFeed, EventFilter, Problem, StoppedFilter, StoppedTasks};
+use crate::model::{
+    activity::{EventFeed, EventFilter, StoppedFilter, StoppedTasks},
+    ServiceError,
+};
 
-#[cfg(feature = "ssr")]
-fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
-    use_context::<crate::ssr::console::ConsoleContext>()
-        .ok_or_else(|| ServerFnError::new("the server did not provide its console context"))
-}
-
-/// Every service's events in `cluster`, merged newest first and filtered; or why not.
+/// Every service's events in `cluster`, merged newest first and filtered.
 #[server(name = ClusterEvents, prefix = "/api", endpoint = "cluster_events")]
 pub async fn cluster_events(
     cluster: String,
     #[server(default)] filter: EventFilter,
-) -> Result<Result<EventFeed, Problem>, ServerFnError> {
-    Ok(
-        crate::ssr::activity::event_feed(&context()?, &cluster, filter)
-            .await
-            .map_err(Problem::from),
-    )
+) -> Result<EventFeed, ServiceError> {
+    crate::service::activity::event_feed(&super::context()?, &cluster, filter).await
 }
 
-/// The tasks of `cluster` that stopped recently, with why, filtered; or why not.
+/// The tasks of `cluster` that stopped recently, with why, filtered.
 #[server(name = ClusterStoppedTasks, prefix = "/api", endpoint = "cluster_stopped_tasks")]
 pub async fn cluster_stopped_tasks(
     cluster: String,
     #[server(default)] filter: StoppedFilter,
-) -> Result<Result<StoppedTasks, Problem>, ServerFnError> {
-    Ok(
-        crate::ssr::activity::stopped_tasks(&context()?, &cluster, filter)
-            .await
-            .map_err(Problem::from),
-    )
+) -> Result<StoppedTasks, ServiceError> {
+    crate::service::activity::stopped_tasks(&super::context()?, &cluster, filter).await
 }

@@ -1,4 +1,6 @@
-//! Server functions, grouped by domain: called from the browser, run on the server.
+//! Server functions, grouped by domain: called from the browser, run on the server. Each is a
+//! thin adapter over one use case of the service layer; errors reach the page as the service's
+//! own [`ServiceError`](crate::model::ServiceError).
 
 pub mod activity;
 pub mod audit;
@@ -7,3 +9,13 @@ pub mod console;
 pub mod deployments;
 pub mod fleet;
 pub mod task_definitions;
+
+/// The service context the server provides to every server function.
+#[cfg(feature = "ssr")]
+fn context() -> Result<crate::service::ServiceContext, crate::model::ServiceError> {
+    leptos::prelude::use_context::<crate::service::ServiceContext>().ok_or_else(|| {
+        crate::model::ServiceError::Internal {
+            message: "the server did not provide its service context".into(),
+        }
+    })
+}

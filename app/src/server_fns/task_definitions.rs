@@ -3,103 +3,27 @@
 
 use leptos::prelude::*;
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::{
-    fit::FitReport,
     task_definition::{
-        EditInput, FamilyDetail, FamilySummary, FieldError, RevisionDetail, SettingChange,
+        Comparison, EditCheck, EditInput, EditResult, FamilyDetail, FamilySummary, RevisionView,
     },
-    task_definition_json::DiffEntry,
+    ServiceError,
 };
 
-/// The answer of checking an edit: what is wrong, or what changes, how it fits, and the new
-/// revision as JSON and as CloudFormation.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EditCheck {
-    pub errors: Vec<FieldError>,
-    /// The containers whose GPU setting changes.
-    pub changes: Vec<SettingChange>,
-    /// Every difference from the source revision, GPU requirements first.
-    pub diff: Vec<DiffEntry>,
-    pub fit: Option<FitReport>,
-    /// The new revision for `aws ecs register-task-definition --cli-input-json`.
-    pub export_json: String,
-    /// The containers' `ResourceRequirements` for CloudFormation.
-    pub cloudformation: String,
-    /// Values masked in the exports (reveal them to copy a registrable JSON).
-    pub masked: usize,
-}
-
-/// The answer of registering an edit: the new revision, or what is wrong (the form keeps its
-/// values either way).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EditResult {
-    pub errors: Vec<FieldError>,
-    pub registered: Option<RevisionDetail>,
-    /// ECS refused: its code and message.
-    pub ecs_error: Option<String>,
-}
-
-/// One revision as the revision page shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RevisionView {
-    pub detail: RevisionDetail,
-    /// The RegisterTaskDefinition request that registers it again, pretty.
-    pub json: String,
-    /// How many secret-looking values `json` masks.
-    pub masked: usize,
-    pub cloudformation: String,
-}
-
-/// Two revisions of a family compared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub from: RevisionDetail,
-    pub to: RevisionDetail,
-    /// The containers whose GPU setting differs.
-    pub gpu: Vec<SettingChange>,
-    /// Every difference of the JSON, GPU requirements first; secret values masked unless
-    /// revealed.
-    pub diff: Vec<DiffEntry>,
-}
-
-/// Whether `family` is a family name ECS would accept.
-pub fn valid_family(family: &str) -> bool {
-    !family.is_empty()
-        && family.len() <= 255
-        && family
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 #[cfg(feature = "ssr")]
-fn context() -> Result<crate::ssr::console::ConsoleContext, ServerFnError> {
-    use_context::<crate::ssr::console::ConsoleContext>()
-        .ok_or_else(|| ServerFnError::new("the server did not provide its console context"))
-}
+use crate::service::task_definitions::{self as use_case, EditSpec};
 
 /// Every active family, described by its latest revision.
 #[server(name = ListTaskDefinitionFamilies, prefix = "/api", endpoint = "task_definition_families")]
-pub async fn task_definition_families() -> Result<Vec<FamilySummary>, ServerFnError> {
-    context()?
-        .task_definitions
-        .families()
-        .await
-        .map_err(ServerFnError::new)
+pub async fn task_definition_families() -> Result<Vec<FamilySummary>, ServiceError> {
+    use_case::families(&super::context()?).await
 }
 
 /// One family's revisions, active and inactive, newest first; `None` when there is no such
 /// family.
 #[server(name = GetTaskDefinitionFamily, prefix = "/api", endpoint = "task_definition_family")]
-pub async fn task_definition_family(family: String) -> Result<Option<FamilyDetail>, ServerFnError> {
-    use crate::ssr::task_definitions as edits;
-    edits::check_family(&family)?;
-    context()?
-        .task_definitions
-        .family(family)
-        .await
-        .map_err(ServerFnError::new)
+pub async fn task_definition_family(family: String) -> Result<Option<FamilyDetail>, ServiceError> {
+    use_case::family(&super::context()?, &family).await
 }
 
 /// One revision with its JSON (secret-looking values masked unless `reveal`) and its
@@ -109,8 +33,8 @@ pub async fn task_definition_revision(
     family: String,
     revision: u32,
     reveal: bool,
-) -> Result<Option<RevisionView>, ServerFnError> {
-    Ok(crate::ssr::task_definitions::revision_view(&context()?, &family, revision, reveal).await?)
+) -> Result<Option<RevisionView>, ServiceError> {
+    use_case::revision(&super::context()?, &family, revision, reveal).await
 }
 
 /// Compares two revisions of `family`: GPU settings first, then every difference of the JSON.
@@ -121,17 +45,8 @@ pub async fn compare_revisions(
     from: u32,
     to: u32,
     reveal: bool,
-) -> Result<Option<Comparison>, ServerFnError> {
-    Ok(crate::ssr::task_definitions::compare(&context()?, &family, from, to, reveal).await?)
-}
-
-/// The form's text as GPU settings, or what to fix in which field.
-#[cfg(feature = "ssr")]
-fn form_spec(
-    edits: &[EditInput],
-) -> Result<crate::ssr::task_definitions::EditSpec, Vec<FieldError>> {
-    crate::model::task_definition::parse_inputs(edits)
-        .map(crate::ssr::task_definitions::EditSpec::Settings)
+) -> Result<Option<Comparison>, ServiceError> {
+    use_case::compare(&super::context()?, &family, from, to, reveal).await
 }
 
 /// Checks an edit of `family:revision`'s GPU settings: the form's values, ECS's rules, the
@@ -144,20 +59,9 @@ pub async fn check_gpu_edit(
     edits: Vec<EditInput>,
     cluster: Option<String>,
     reveal: bool,
-) -> Result<EditCheck, ServerFnError> {
-    let spec = match form_spec(&edits) {
-        Ok(spec) => spec,
-        Err(errors) => {
-            return Ok(EditCheck {
-                errors,
-                ..EditCheck::default()
-            })
-        }
-    };
-    Ok(
-        crate::ssr::task_definitions::check(&context()?, &family, revision, spec, cluster, reveal)
-            .await?,
-    )
+) -> Result<EditCheck, ServiceError> {
+    let spec = EditSpec::Form(edits);
+    use_case::check(&super::context()?, &family, revision, spec, cluster, reveal).await
 }
 
 /// Checks a whole-JSON edit of `family:revision`, as [`check_gpu_edit`] checks a form edit.
@@ -168,17 +72,9 @@ pub async fn check_task_definition_json(
     text: String,
     cluster: Option<String>,
     reveal: bool,
-) -> Result<EditCheck, ServerFnError> {
-    use crate::ssr::task_definitions::{check, EditSpec};
-    Ok(check(
-        &context()?,
-        &family,
-        revision,
-        EditSpec::Json(text),
-        cluster,
-        reveal,
-    )
-    .await?)
+) -> Result<EditCheck, ServiceError> {
+    let spec = EditSpec::Json(text);
+    use_case::check(&super::context()?, &family, revision, spec, cluster, reveal).await
 }
 
 /// Registers a GPU settings edit as a new revision, after the same checks.
@@ -188,20 +84,9 @@ pub async fn register_gpu_edit(
     revision: u32,
     edits: Vec<EditInput>,
     description: String,
-) -> Result<EditResult, ServerFnError> {
-    let spec = match form_spec(&edits) {
-        Ok(spec) => spec,
-        Err(errors) => {
-            return Ok(EditResult {
-                errors,
-                ..EditResult::default()
-            })
-        }
-    };
-    Ok(
-        crate::ssr::task_definitions::register(&context()?, &family, revision, spec, &description)
-            .await?,
-    )
+) -> Result<EditResult, ServiceError> {
+    let spec = EditSpec::Form(edits);
+    use_case::register(&super::context()?, &family, revision, spec, &description).await
 }
 
 /// Registers a whole-JSON edit as a new revision, after the same checks.
@@ -211,14 +96,7 @@ pub async fn register_task_definition_json(
     revision: u32,
     text: String,
     description: String,
-) -> Result<EditResult, ServerFnError> {
-    use crate::ssr::task_definitions::{register, EditSpec};
-    Ok(register(
-        &context()?,
-        &family,
-        revision,
-        EditSpec::Json(text),
-        &description,
-    )
-    .await?)
+) -> Result<EditResult, ServiceError> {
+    let spec = EditSpec::Json(text);
+    use_case::register(&super::context()?, &family, revision, spec, &description).await
 }

@@ -4,13 +4,13 @@
 
 use std::collections::HashMap;
 
-use app::model::{GpuContainer, GpuMode, GpuView};
+use app::model::{GpuContainer, GpuView, SharingMode};
 
 /// One GPU as DescribeContainerInstances reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawGpu {
     pub uuid: String,
-    pub mode: GpuMode,
+    pub mode: SharingMode,
     pub total_memory_mib: u32,
     pub remaining_memory_mib: u32,
 }
@@ -167,7 +167,7 @@ pub fn join(
 mod tests {
     use super::*;
 
-    fn gpu(uuid: &str, mode: GpuMode, remaining: u32) -> RawGpu {
+    fn gpu(uuid: &str, mode: SharingMode, remaining: u32) -> RawGpu {
         RawGpu {
             uuid: uuid.into(),
             mode,
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn mps_containers_add_memory_and_compute_with_unset_counting_100() {
-        let instances = vec![vec![gpu("GPU-a", GpuMode::NvidiaMps, 22_563 - 12_288)]];
+        let instances = vec![vec![gpu("GPU-a", SharingMode::NvidiaMps, 22_563 - 12_288)]];
         let definitions = HashMap::from([
             (
                 "td:embed".to_string(),
@@ -262,8 +262,8 @@ mod tests {
     #[test]
     fn a_dedicated_gpu_has_one_whole_container() {
         let instances = vec![vec![
-            gpu("GPU-a", GpuMode::Dedicated, 0),
-            gpu("GPU-b", GpuMode::Dedicated, 0),
+            gpu("GPU-a", SharingMode::Dedicated, 0),
+            gpu("GPU-b", SharingMode::Dedicated, 0),
         ]];
         let definitions = HashMap::from([(
             "td:train".to_string(),
@@ -288,8 +288,8 @@ mod tests {
     #[test]
     fn a_multi_container_task_lands_on_one_gpu() {
         let instances = vec![vec![
-            gpu("GPU-a", GpuMode::Idle, 22_563),
-            gpu("GPU-b", GpuMode::NvidiaMps, 22_563 - 12_288),
+            gpu("GPU-a", SharingMode::Idle, 22_563),
+            gpu("GPU-b", SharingMode::NvidiaMps, 22_563 - 12_288),
         ]];
         let definitions = HashMap::from([(
             "td:asr".to_string(),
@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn a_gpu_id_no_instance_reports_is_set_aside() {
-        let instances = vec![vec![gpu("GPU-a", GpuMode::Idle, 22_563)]];
+        let instances = vec![vec![gpu("GPU-a", SharingMode::Idle, 22_563)]];
         let tasks = vec![task("t1", "td:x", "x", &[("c", &["GPU-gone"])])];
         let joined = join(&instances, &tasks, &HashMap::new(), &HashMap::new());
         assert!(joined.instances[0][0].containers.is_empty());
@@ -352,7 +352,7 @@ mod tests {
     fn remaining_memory_never_exceeds_total() {
         let instances = vec![vec![RawGpu {
             uuid: "GPU-a".into(),
-            mode: GpuMode::Idle,
+            mode: SharingMode::Idle,
             total_memory_mib: 100,
             remaining_memory_mib: 150,
         }]];

@@ -10,38 +10,22 @@ use std::{
     },
 };
 
-use app::model::{gpu_model_of, ClusterView, FleetSnapshot, GpuMode, InstanceView, ServiceRef};
-use aws_sdk_ecs::{
-    error::DisplayErrorContext,
-    types::{
-        GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, ServiceField,
-        SharingStrategy, TaskDefinitionField,
-    },
+use app::model::{
+    arn::arn_tail, gpu_model_of, ClusterView, FleetSnapshot, InstanceView, ServiceRef, SharingMode,
 };
-use futures::{future::try_join_all, stream, StreamExt, TryStreamExt};
+use aws_sdk_ecs::types::{
+    GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, ServiceField,
+    SharingStrategy, TaskDefinitionField,
+};
+use futures::{future::try_join_all, stream, Stream, StreamExt, TryStreamExt};
 
 use super::{
+    ecs_failed as failed,
     join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
     usage::{UsageMap, UsageReader},
+    ReadError,
 };
-
-/// Why a read failed, for the banner and the log.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{operation} failed: {message}")]
-pub struct ReadError {
-    pub operation: &'static str,
-    pub message: String,
-}
-
-/// Turns an SDK error into a `ReadError` naming the operation.
-pub fn failed<E: std::error::Error + 'static>(
-    operation: &'static str,
-) -> impl FnOnce(E) -> ReadError {
-    move |error| ReadError {
-        operation,
-        message: DisplayErrorContext(error).to_string(),
-    }
-}
+use crate::aws::pages;
 
 /// DescribeTaskDefinition calls in flight at once on a first read.
 const DEFINITION_CONCURRENCY: usize = 50;
@@ -108,7 +92,7 @@ impl FleetReader {
         let mut clusters: Vec<ClusterView> = views.into_iter().map(|(view, _)| view).collect();
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(FleetSnapshot {
-            taken_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            taken_at: app::service::clock::now(),
             api_calls: calls.load(Ordering::Relaxed),
             cloudwatch_calls: 0,
             usage_error: None,
@@ -122,7 +106,7 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<(ClusterView, u32), ReadError> {
-        let name = cluster.rsplit('/').next().unwrap_or(cluster).to_string();
+        let name = arn_tail(cluster).to_string();
         let (instances, tasks, (services, teams)) = tokio::try_join!(
             self.read_instances(cluster, calls),
             self.read_tasks(cluster, calls),
@@ -164,29 +148,29 @@ impl FleetReader {
         ))
     }
 
-    /// Follows a list's `nextToken` chain and describes each page as soon as it arrives (in
-    /// batches of `batch`, at most `concurrency` at once), so that describing overlaps listing.
-    async fn pipelined<T, L, LF, D, DF>(
+    /// Reads a list's pages (the SDK's paginator) and describes each page as soon as it
+    /// arrives (in batches of `batch`, at most `concurrency` at once), so that describing
+    /// overlaps listing.
+    async fn pipelined<T, D, DF>(
         &self,
         calls: &AtomicU32,
         batch: usize,
-        mut list: L,
+        list: impl Stream<Item = Result<Vec<String>, ReadError>>,
         describe: D,
     ) -> Result<Vec<T>, ReadError>
     where
-        L: FnMut(Option<String>) -> LF,
-        LF: std::future::Future<Output = Result<(Vec<String>, Option<String>), ReadError>>,
         D: Fn(Vec<String>) -> DF,
         DF: std::future::Future<Output = Result<Vec<T>, ReadError>> + Send + 'static,
         T: Send + 'static,
     {
         let limit = Arc::new(tokio::sync::Semaphore::new(self.concurrency));
         let mut handles = Vec::new();
-        let mut token = None;
+        let mut list = std::pin::pin!(list);
         let listed = loop {
-            let (page, next) = match list(token).await {
-                Ok(page) => page,
-                Err(error) => break Err(error),
+            let page = match list.next().await {
+                None => break Ok(()),
+                Some(Ok(page)) => page,
+                Some(Err(error)) => break Err(error),
             };
             calls.fetch_add(1, Ordering::Relaxed);
             for chunk in page.chunks(batch) {
@@ -197,10 +181,6 @@ impl FleetReader {
                     described.await
                 }));
             }
-            token = next;
-            if token.is_none() {
-                break Ok(());
-            }
         };
         if let Err(error) = listed {
             handles.iter().for_each(tokio::task::JoinHandle::abort);
@@ -210,7 +190,7 @@ impl FleetReader {
         for handle in handles {
             let described = handle.await.map_err(|e| ReadError {
                 operation: "describe",
-                message: e.to_string(),
+                message: format!("a describe call stopped before it answered: {e}"),
             })?;
             items.extend(described?);
             calls.fetch_add(1, Ordering::Relaxed);
@@ -223,21 +203,18 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<Vec<(InstanceView, Vec<RawGpu>)>, ReadError> {
-        let list = |token: Option<String>| async move {
-            let out = self
-                .ecs
+        let list = pages(
+            self.ecs
                 .list_container_instances()
                 .cluster(cluster)
                 .max_results(100)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("ListContainerInstances"))?;
-            Ok((
-                out.container_instance_arns().to_vec(),
-                out.next_token().map(str::to_string),
-            ))
-        };
+                .into_paginator()
+                .send(),
+        )
+        .map(|page| {
+            page.map(|out| out.container_instance_arns().to_vec())
+                .map_err(failed("ListContainerInstances"))
+        });
         let describe = |batch: Vec<String>| {
             let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
             async move {
@@ -263,21 +240,18 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<Vec<RawTask>, ReadError> {
-        let list = |token: Option<String>| async move {
-            let out = self
-                .ecs
+        let list = pages(
+            self.ecs
                 .list_tasks()
                 .cluster(cluster)
                 .max_results(100)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("ListTasks"))?;
-            Ok((
-                out.task_arns().to_vec(),
-                out.next_token().map(str::to_string),
-            ))
-        };
+                .into_paginator()
+                .send(),
+        )
+        .map(|page| {
+            page.map(|out| out.task_arns().to_vec())
+                .map_err(failed("ListTasks"))
+        });
         let describe = |batch: Vec<String>| {
             let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
             async move {
@@ -300,21 +274,18 @@ impl FleetReader {
         cluster: &str,
         calls: &AtomicU32,
     ) -> Result<(Vec<ServiceRef>, HashMap<String, String>), ReadError> {
-        let list = |token: Option<String>| async move {
-            let out = self
-                .ecs
+        let list = pages(
+            self.ecs
                 .list_services()
                 .cluster(cluster)
                 .max_results(100)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("ListServices"))?;
-            Ok((
-                out.service_arns().to_vec(),
-                out.next_token().map(str::to_string),
-            ))
-        };
+                .into_paginator()
+                .send(),
+        )
+        .map(|page| {
+            page.map(|out| out.service_arns().to_vec())
+                .map_err(failed("ListServices"))
+        });
         let describe = |batch: Vec<String>| {
             let (ecs, cluster, team_tag) =
                 (self.ecs.clone(), cluster.to_string(), self.team_tag.clone());
@@ -462,25 +433,17 @@ fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap) {
     }
 }
 
-/// Every cluster ARN, following `nextToken`; and the number of calls it took.
+/// Every cluster ARN, and the number of calls it took.
 pub async fn list_cluster_arns(ecs: &aws_sdk_ecs::Client) -> Result<(Vec<String>, u32), ReadError> {
     let mut arns = Vec::new();
     let mut calls = 0;
-    let mut token = None;
-    loop {
-        let page = ecs
-            .list_clusters()
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(failed("ListClusters"))?;
+    let mut pages = ecs.list_clusters().into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(failed("ListClusters"))?;
         calls += 1;
         arns.extend(page.cluster_arns().iter().cloned());
-        token = page.next_token().map(str::to_string);
-        if token.is_none() {
-            return Ok((arns, calls));
-        }
     }
+    Ok((arns, calls))
 }
 
 fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
@@ -489,10 +452,7 @@ fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
         task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
         group: task.group().map(str::to_string),
         last_status: task.last_status().map(str::to_string),
-        started_at: task.started_at().and_then(|at| {
-            at.fmt(aws_sdk_ecs::primitives::DateTimeFormat::DateTime)
-                .ok()
-        }),
+        started_at: task.started_at().map(crate::aws::rfc3339),
         containers: task
             .containers()
             .iter()
@@ -551,9 +511,9 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
         .map(|g| RawGpu {
             uuid: g.gpu_id().unwrap_or_default().to_string(),
             mode: match g.sharing_mode() {
-                Some(GpuSharingMode::NvidiaMps) => GpuMode::NvidiaMps,
-                Some(GpuSharingMode::Dedicated) => GpuMode::Dedicated,
-                _ => GpuMode::Idle,
+                Some(GpuSharingMode::NvidiaMps) => SharingMode::NvidiaMps,
+                Some(GpuSharingMode::Dedicated) => SharingMode::Dedicated,
+                _ => SharingMode::Idle,
             },
             total_memory_mib: g.total_memory_in_mib().unwrap_or(0).max(0) as u32,
             remaining_memory_mib: g.remaining_memory_in_mib().unwrap_or(0).max(0) as u32,

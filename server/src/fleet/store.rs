@@ -7,8 +7,8 @@ use std::{
 };
 
 use app::model::FleetSnapshot;
-use app::ssr::fleet::FleetFeed;
-pub use app::ssr::fleet::FleetState;
+use app::service::ports::FleetFeed;
+pub use app::service::ports::FleetState;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
@@ -36,6 +36,10 @@ impl FleetFeed for SnapshotStore {
 
     fn refresh_interval_seconds(&self) -> u64 {
         self.refresh_interval.as_secs()
+    }
+
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        SnapshotStore::subscribe(self)
     }
 }
 

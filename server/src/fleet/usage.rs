@@ -22,7 +22,7 @@ use aws_sdk_cloudwatch::{
 };
 use futures::{stream, StreamExt, TryStreamExt};
 
-use super::reader::{failed, ReadError};
+use super::{cloudwatch_failed as failed, ReadError};
 
 /// The agent's namespace and the metrics read from it.
 pub const NAMESPACE: &str = "CWAgent";
@@ -138,28 +138,22 @@ impl UsageReader {
             }
         }
         let mut metrics = Vec::new();
-        let mut token = None;
-        loop {
-            let page = self
-                .cloudwatch
-                .list_metrics()
-                .namespace(NAMESPACE)
-                .metric_name(UTILIZATION)
-                .recently_active(RecentlyActive::Pt3H)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("ListMetrics"))?;
+        let mut pages = self
+            .cloudwatch
+            .list_metrics()
+            .namespace(NAMESPACE)
+            .metric_name(UTILIZATION)
+            .recently_active(RecentlyActive::Pt3H)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(failed("ListMetrics"))?;
             calls.fetch_add(1, Ordering::Relaxed);
             metrics.extend(
                 page.metrics()
                     .iter()
                     .filter_map(|m| gpu_metric(m, &self.host_dimension)),
             );
-            token = page.next_token().map(str::to_string);
-            if token.is_none() {
-                break;
-            }
         }
         metrics.sort_by(|a, b| (&a.host, a.index).cmp(&(&b.host, b.index)));
         metrics.dedup_by(|a, b| a.host == b.host && a.index == b.index);
@@ -169,7 +163,7 @@ impl UsageReader {
         Ok(metrics)
     }
 
-    /// One GetMetricData call, following its `NextToken`.
+    /// One GetMetricData call and its further pages.
     async fn get_metric_data(
         &self,
         batch: Vec<MetricDataQuery>,
@@ -178,18 +172,16 @@ impl UsageReader {
         calls: &AtomicU32,
     ) -> Result<Vec<(String, Reading)>, ReadError> {
         let mut points: HashMap<String, Vec<(DateTime, f64)>> = HashMap::new();
-        let mut token = None;
-        loop {
-            let out = self
-                .cloudwatch
-                .get_metric_data()
-                .set_metric_data_queries(Some(batch.clone()))
-                .start_time(start)
-                .end_time(end)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(failed("GetMetricData"))?;
+        let mut pages = self
+            .cloudwatch
+            .get_metric_data()
+            .set_metric_data_queries(Some(batch))
+            .start_time(start)
+            .end_time(end)
+            .into_paginator()
+            .send();
+        while let Some(out) = pages.next().await {
+            let out = out.map_err(failed("GetMetricData"))?;
             calls.fetch_add(1, Ordering::Relaxed);
             for result in out.metric_data_results() {
                 let Some(id) = result.id() else { continue };
@@ -200,10 +192,6 @@ impl UsageReader {
                         .copied()
                         .zip(result.values().iter().copied()),
                 );
-            }
-            token = out.next_token().map(str::to_string);
-            if token.is_none() {
-                break;
             }
         }
         Ok(points

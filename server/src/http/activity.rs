@@ -10,10 +10,10 @@ use app::{
     model::activity::{
         EventFeed, EventFilter, StoppedFilter, StoppedTasks, EVENT_PARAMETERS, STOPPED_PARAMETERS,
     },
-    ssr::activity,
+    service::activity,
 };
 
-use crate::{error::AppError, http::api::parameters, state::AppState};
+use crate::{error::AppError, http::api::parameters, http::state::AppState};
 
 /// `GET /api/v1/clusters/{cluster}/events[?service=&kind=&q=&since=&limit=]`.
 pub async fn events(
@@ -23,7 +23,7 @@ pub async fn events(
 ) -> Result<Json<EventFeed>, AppError> {
     let filter = parameters(query, EVENT_PARAMETERS)?;
     Ok(Json(
-        activity::event_feed(&state.console, &cluster, filter).await?,
+        activity::event_feed(&state.services, &cluster, filter).await?,
     ))
 }
 
@@ -35,6 +35,6 @@ pub async fn stopped_tasks(
 ) -> Result<Json<StoppedTasks>, AppError> {
     let filter = parameters(query, STOPPED_PARAMETERS)?;
     Ok(Json(
-        activity::stopped_tasks(&state.console, &cluster, filter).await?,
+        activity::stopped_tasks(&state.services, &cluster, filter).await?,
     ))
 }

@@ -8,9 +8,12 @@ use axum::{
 };
 use serde::Deserialize;
 
-use app::model::audit::{to_csv, AuditFilter};
+use app::{
+    model::audit::{to_csv, AuditFilter},
+    service::audit,
+};
 
-use crate::{error::AppError, http::api::parameters, state::AppState};
+use crate::{error::AppError, http::api::parameters, http::state::AppState};
 
 /// The filter, and `format=csv` for a CSV download.
 #[derive(Debug, Default, Deserialize)]
@@ -35,9 +38,6 @@ pub async fn list(
         outcome: query.outcome,
         limit: query.limit,
     };
-    if let Some(problem) = filter.problem() {
-        return Err(AppError::BadRequest(problem));
-    }
     let csv = match query.format.as_deref() {
         None | Some("json") => false,
         Some("csv") => true,
@@ -47,12 +47,7 @@ pub async fn list(
             )))
         }
     };
-    let records = state
-        .console
-        .audit
-        .list(filter)
-        .await
-        .map_err(AppError::Unavailable)?;
+    let records = audit::list(&state.services, filter).await?;
     Ok(if csv {
         (
             [

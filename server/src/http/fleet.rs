@@ -12,25 +12,11 @@ use axum::{
     },
 };
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use app::model::{
-    fleet_view::{filter as filter_snapshot, parse_mode, FleetQuery},
-    FleetSnapshot,
-};
+use app::service::fleet::{latest, narrow, FleetFilter, FILTER_PARAMETERS};
 
-use crate::{error::AppError, state::AppState};
-
-/// The filters; every one optional, unknown parameters refused.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Hash, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FleetFilter {
-    pub cluster: Option<String>,
-    pub team: Option<String>,
-    pub service: Option<String>,
-    pub instance_type: Option<String>,
-    pub mode: Option<String>,
-}
+use crate::{error::AppError, http::state::AppState};
 
 /// The answer's head: how fresh the snapshot is. The snapshot itself follows as `snapshot`.
 #[derive(Debug, Serialize)]
@@ -79,43 +65,6 @@ impl FleetJsonCache {
     }
 }
 
-/// Keeps the clusters, instances and GPUs that match every filter given. An unknown cluster
-/// is an error that lists the clusters; an unknown team, service or type matches nothing.
-pub fn apply(snapshot: &FleetSnapshot, filter: &FleetFilter) -> Result<FleetSnapshot, AppError> {
-    let mode = match filter.mode.as_deref() {
-        None => None,
-        Some(value) => Some(parse_mode(value).ok_or_else(|| {
-            AppError::BadRequest(format!(
-                "mode {value:?} is not a sharing mode; use IDLE, NVIDIA_MPS or DEDICATED"
-            ))
-        })?),
-    };
-    let query = FleetQuery {
-        cluster: filter.cluster.clone(),
-        team: filter.team.clone(),
-        service: filter.service.clone(),
-        instance_type: filter.instance_type.clone(),
-        mode,
-        ..FleetQuery::default()
-    };
-    known_cluster(snapshot, query.cluster.as_deref())?;
-    Ok(filter_snapshot(snapshot, &query))
-}
-
-/// An error naming the clusters that exist, when `cluster` is not one of them.
-pub fn known_cluster(snapshot: &FleetSnapshot, cluster: Option<&str>) -> Result<(), AppError> {
-    match cluster {
-        Some(cluster) if !snapshot.clusters.iter().any(|c| c.name == cluster) => {
-            let names: Vec<&str> = snapshot.clusters.iter().map(|c| c.name.as_str()).collect();
-            Err(AppError::NotFound(format!(
-                "there is no cluster {cluster:?}; the clusters are: {}",
-                names.join(", ")
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// `GET /api/v1/fleet`.
 pub async fn get_fleet(
     State(state): State<AppState>,
@@ -123,29 +72,22 @@ pub async fn get_fleet(
 ) -> Result<Response, AppError> {
     let Query(filter) = query.map_err(|rejection| {
         AppError::BadRequest(format!(
-            "{}; the filters are cluster, team, service, instance_type and mode",
+            "{}; the filters are {FILTER_PARAMETERS}",
             rejection.body_text()
         ))
     })?;
-    let fleet = state.fleet.state();
-    let (Some(snapshot), Some(taken_at)) = (fleet.snapshot, fleet.taken_at) else {
-        return Err(AppError::Unavailable(match fleet.last_error {
-            Some(error) => {
-                format!("no fleet snapshot yet: {error}; check the AWS credentials and region")
-            }
-            None => "the first fleet snapshot is still being read; try again in a few seconds"
-                .to_string(),
-        }));
-    };
+    let (fleet, snapshot) = latest(&state.services)?;
     let body = state.fleet_json.get_or_make(fleet.version, &filter, || {
-        let filtered = apply(&snapshot, &filter)?;
+        let filtered = narrow(&snapshot, &filter)?;
         serde_json::to_vec(&filtered)
             .map(Bytes::from)
             .map_err(|e| AppError::Internal(anyhow::anyhow!("the snapshot did not serialize: {e}")))
     })?;
     let mut head = serde_json::to_vec(&FleetHead {
         taken_at: snapshot.taken_at.clone(),
-        age_seconds: (chrono::Utc::now() - taken_at).num_seconds(),
+        age_seconds: fleet
+            .taken_at
+            .map_or(0, |at| (chrono::Utc::now() - at).num_seconds()),
         stale: fleet.last_error.is_some(),
         last_error: fleet.last_error,
     })
@@ -175,7 +117,7 @@ struct FleetNews {
 }
 
 fn news(state: &AppState) -> Event {
-    let fleet = state.fleet.state();
+    let fleet = state.services.fleet.state();
     let news = FleetNews {
         version: fleet.version,
         taken_at: fleet.snapshot.as_ref().map(|s| s.taken_at.clone()),
@@ -194,7 +136,7 @@ pub async fn fleet_events(
     State(state): State<AppState>,
 ) -> Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>> {
     let first = news(&state);
-    let changes = state.fleet.subscribe();
+    let changes = state.services.fleet.subscribe();
     let updates = futures::stream::unfold((changes, state), |(mut changes, state)| async move {
         changes.changed().await.ok()?;
         let event = news(&state);

@@ -3,7 +3,7 @@
 use axum::{extract::State, http::StatusCode, response::IntoResponse, Json};
 use serde::Serialize;
 
-use crate::{readiness::CheckResult, state::AppState};
+use crate::{http::state::AppState, readiness::CheckResult};
 
 /// The body of `/healthz`.
 #[derive(Debug, Serialize)]
@@ -17,8 +17,8 @@ pub struct Health {
 pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok",
-        version: state.console.version,
-        uptime_seconds: state.console.started.elapsed().as_secs(),
+        version: state.services.version,
+        uptime_seconds: state.services.started.elapsed().as_secs(),
     })
 }
 

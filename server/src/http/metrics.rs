@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -180,8 +180,8 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
 /// `GET /metrics`.
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     let body = state.metrics.render(
-        state.console.version,
-        state.console.started.elapsed().as_secs(),
+        state.services.version,
+        state.services.started.elapsed().as_secs(),
     );
     (
         [(

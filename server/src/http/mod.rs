@@ -8,6 +8,7 @@ pub mod health;
 pub mod metrics;
 pub mod security;
 pub mod services;
+pub mod state;
 pub mod task_definitions;
 
 use axum::{
@@ -22,7 +23,8 @@ use tower_http::{
     trace::TraceLayer,
 };
 
-use crate::{error::AppError, state::AppState};
+use crate::error::AppError;
+use state::AppState;
 
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
 /// bottom-up: metrics, tracing, security headers, clear errors for oversized and slow requests,

@@ -1,6 +1,6 @@
 //! Security headers on every response, with a fresh script nonce per request.
 
-use app::ssr::csp::CspNonce;
+use app::shell::CspNonce;
 use axum::{
     extract::Request,
     http::{header, HeaderValue},

@@ -4,58 +4,22 @@
 
 use axum::{
     body::Bytes,
-    extract::{rejection::QueryRejection, Query, State},
+    extract::{rejection::QueryRejection, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
-use placement::GpuRequest;
 use serde::{Deserialize, Serialize};
 
 use app::{
-    model::{
-        fit::{fit_check as check_fit, FitReport},
-        task_definition::{FieldError, GpuSetting},
+    model::task_definition::{
+        Comparison, EditCheck, EditResult, FamilyDetail, FamilySummary, FieldError, FitAnswer,
+        GpuSetting, RevisionDetail, Validation,
     },
-    server_fns::task_definitions::{Comparison, EditCheck, EditResult, RevisionView},
-    ssr::task_definitions::{self as edits, EditFailure, EditSpec},
+    service::task_definitions::{self as use_case, EditSpec},
 };
 
-use crate::{error::AppError, http::api, state::AppState};
-
-/// What a task definition asks of the GPUs.
-#[derive(Debug, Serialize)]
-pub struct GpuAskSummary {
-    /// `none`, `whole` or `mps`.
-    pub kind: &'static str,
-    /// Whole GPUs the task needs on one instance.
-    pub whole_gpus: u32,
-    /// MiB the task's MPS containers need together on one GPU.
-    pub mps_memory_mib: u32,
-}
-
-impl From<&GpuRequest> for GpuAskSummary {
-    fn from(request: &GpuRequest) -> Self {
-        GpuAskSummary {
-            kind: match request {
-                GpuRequest::None => "none",
-                GpuRequest::Whole(_) => "whole",
-                GpuRequest::Mps(_) => "mps",
-            },
-            whole_gpus: request.whole_gpus(),
-            mps_memory_mib: request.mps_memory_mib(),
-        }
-    }
-}
-
-/// The answer of `validate`.
-#[derive(Debug, Serialize)]
-pub struct Validation {
-    pub valid: bool,
-    /// Each error with its field (a JSON path) and, where the text has it, its line and column.
-    pub errors: Vec<FieldError>,
-    pub gpu: Option<GpuAskSummary>,
-}
+use crate::{error::AppError, http::api, http::state::AppState};
 
 /// The body as the text of a JSON object; malformed JSON is refused with its line and column.
 fn text(body: &Bytes) -> Result<&str, AppError> {
@@ -74,52 +38,27 @@ fn text(body: &Bytes) -> Result<&str, AppError> {
 }
 
 /// `POST /api/v1/task-definitions/validate`: every check the console makes before registering.
-pub async fn validate(body: Bytes) -> Result<Json<Validation>, AppError> {
-    Ok(Json(
-        match crate::task_definitions::validate(text(&body)?) {
-            Ok((_, request)) => Validation {
-                valid: true,
-                errors: Vec::new(),
-                gpu: Some(GpuAskSummary::from(&request)),
-            },
-            Err(errors) => Validation {
-                valid: false,
-                errors,
-                gpu: None,
-            },
-        },
-    ))
+pub async fn validate(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<Json<Validation>, AppError> {
+    Ok(Json(use_case::validate(&state.services, text(&body)?)))
 }
 
 /// `GET /api/v1/task-definitions`: every active family, described by its latest revision.
 pub async fn list_families(
     State(state): State<AppState>,
-) -> Result<Json<Vec<app::model::task_definition::FamilySummary>>, AppError> {
-    state
-        .console
-        .task_definitions
-        .families()
-        .await
-        .map(Json)
-        .map_err(AppError::Unavailable)
+) -> Result<Json<Vec<FamilySummary>>, AppError> {
+    Ok(Json(use_case::families(&state.services).await?))
 }
 
-/// `GET /api/v1/task-definitions/{family}`: the family's active revisions, newest first.
+/// `GET /api/v1/task-definitions/{family}`: the family's revisions, newest first.
 pub async fn get_family(
     State(state): State<AppState>,
-    axum::extract::Path(family): axum::extract::Path<String>,
-) -> Result<Json<app::model::task_definition::FamilyDetail>, AppError> {
-    if !app::server_fns::task_definitions::valid_family(&family) {
-        return Err(AppError::BadRequest(format!(
-            "{family:?} is not a task definition family: up to 255 letters, digits, hyphens and underscores"
-        )));
-    }
-    state
-        .console
-        .task_definitions
-        .family(family.clone())
-        .await
-        .map_err(AppError::Unavailable)?
+    Path(family): Path<String>,
+) -> Result<Json<FamilyDetail>, AppError> {
+    use_case::family(&state.services, &family)
+        .await?
         .map(Json)
         .ok_or_else(|| {
             AppError::NotFound(format!(
@@ -136,53 +75,20 @@ pub struct FitQuery {
     pub cluster: Option<String>,
 }
 
-/// `POST /api/v1/task-definitions/fit-check`: where one task of this task definition could go.
+/// `POST /api/v1/task-definitions/fit-check`: where one task of this task definition could go;
+/// 422 with the errors when the task definition is invalid.
 pub async fn fit_check(
     State(state): State<AppState>,
     query: Result<Query<FitQuery>, QueryRejection>,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    let Query(query) = query.map_err(|rejection| {
-        AppError::BadRequest(format!(
-            "{}; the only parameter is cluster",
-            rejection.body_text()
-        ))
-    })?;
-    let request = match crate::task_definitions::validate(text(&body)?) {
-        Ok((_, request)) => request,
-        Err(errors) => {
-            let answer = Validation {
-                valid: false,
-                errors,
-                gpu: None,
-            };
-            return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response());
-        }
+    let query = api::parameters(query, "cluster")?;
+    let answer = use_case::fit_check(&state.services, text(&body)?, query.cluster.as_deref())?;
+    let status = match answer {
+        FitAnswer::Fits(_) => StatusCode::OK,
+        FitAnswer::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
     };
-    if request == GpuRequest::None {
-        return Err(AppError::BadRequest(
-            "the task definition asks for no GPU; give a container a GPU resource requirement to check its fit".into(),
-        ));
-    }
-    let fleet = state.fleet.state();
-    let Some(snapshot) = fleet.snapshot else {
-        return Err(AppError::Unavailable(
-            "the first fleet snapshot is still being read; try again in a few seconds".into(),
-        ));
-    };
-    super::fleet::known_cluster(&snapshot, query.cluster.as_deref())?;
-    let report: FitReport = check_fit(&snapshot, query.cluster.as_deref(), &request);
-    Ok(Json(report).into_response())
-}
-
-impl From<EditFailure> for AppError {
-    fn from(failure: EditFailure) -> Self {
-        match failure {
-            EditFailure::BadRequest(message) => AppError::BadRequest(message),
-            EditFailure::NotFound(message) => AppError::NotFound(message),
-            EditFailure::Unavailable(message) => AppError::Unavailable(message),
-        }
-    }
+    Ok((status, Json(answer)).into_response())
 }
 
 /// `?reveal=true` shows secret-looking values.
@@ -208,7 +114,7 @@ fn revision_number(text: &str) -> Result<u32, AppError> {
 /// A revision as the API gives it.
 #[derive(Debug, Serialize)]
 pub struct RevisionAnswer {
-    pub revision: app::model::task_definition::RevisionDetail,
+    pub revision: RevisionDetail,
     /// The RegisterTaskDefinition request that registers it again, tags included.
     pub task_definition: serde_json::Value,
     /// How many secret-looking values `task_definition` masks.
@@ -222,14 +128,14 @@ pub struct RevisionAnswer {
 /// CloudFormation requirements.
 pub async fn get_revision(
     State(state): State<AppState>,
-    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    Path((family, revision)): Path<(String, String)>,
     reveal: Result<Query<RevealQuery>, QueryRejection>,
 ) -> Result<Json<RevisionAnswer>, AppError> {
     let reveal = api::parameters(reveal, "reveal")?.reveal;
     let revision = revision_number(&revision)?;
-    edits::revision_view(&state.console, &family, revision, reveal)
+    use_case::revision(&state.services, &family, revision, reveal)
         .await?
-        .map(|view: RevisionView| {
+        .map(|view| {
             Json(RevisionAnswer {
                 task_definition: serde_json::from_str(&view.json).unwrap_or_default(),
                 revision: view.detail,
@@ -258,12 +164,12 @@ pub struct CompareQuery {
 /// GPU settings and every difference of their JSON, GPU requirements first.
 pub async fn compare(
     State(state): State<AppState>,
-    axum::extract::Path(family): axum::extract::Path<String>,
+    Path(family): Path<String>,
     parameters: Result<Query<CompareQuery>, QueryRejection>,
 ) -> Result<Json<Comparison>, AppError> {
     let parameters = api::parameters(parameters, "from and to (revision numbers), and reveal")?;
-    edits::compare(
-        &state.console,
+    use_case::compare(
+        &state.services,
         &family,
         parameters.from,
         parameters.to,
@@ -361,13 +267,13 @@ fn without_places(errors: &mut [FieldError]) {
 /// registering. 422 with the errors when a rule is broken.
 pub async fn check_edit(
     State(state): State<AppState>,
-    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    Path((family, revision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
     let revision = revision_number(&revision)?;
     let (spec, body) = edit_body(&body)?;
-    let mut answer: EditCheck = edits::check(
-        &state.console,
+    let mut answer: EditCheck = use_case::check(
+        &state.services,
         &family,
         revision,
         spec,
@@ -389,13 +295,13 @@ pub async fn check_edit(
 /// ECS's code and message when ECS refuses.
 pub async fn register_edit(
     State(state): State<AppState>,
-    axum::extract::Path((family, revision)): axum::extract::Path<(String, String)>,
+    Path((family, revision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
     let revision = revision_number(&revision)?;
     let (spec, body) = edit_body(&body)?;
     let mut answer: EditResult =
-        edits::register(&state.console, &family, revision, spec, &body.description).await?;
+        use_case::register(&state.services, &family, revision, spec, &body.description).await?;
     without_places(&mut answer.errors);
     let status = match (&answer.registered, &answer.ecs_error) {
         (Some(_), _) => StatusCode::CREATED,

@@ -32,7 +32,8 @@ pub fn ThemeToggle() -> impl IntoView {
 fn initial_theme() -> Theme {
     #[cfg(feature = "ssr")]
     {
-        crate::ssr::theme::request_theme()
+        // The shell provides the theme it read off the request.
+        use_context::<Theme>().unwrap_or_default()
     }
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
     {

@@ -1,0 +1,96 @@
+//! What the editor shows of the server's answers: the errors that belong to no form field
+//! (with their JSON line and column), the check's changes, fit and exports, and a refused
+//! registration.
+
+use leptos::prelude::*;
+
+use super::settings_form::FORM_FIELDS;
+use crate::{
+    components::td_views::{DiffTable, Exports, GpuChanges},
+    model::task_definition::{EditCheck, EditResult, FieldError},
+};
+
+/// The errors of the last answer that are not shown beside a form field: all of them in JSON
+/// mode.
+#[component]
+pub fn EditErrors(errors: Memo<Vec<FieldError>>, json_mode: RwSignal<bool>) -> impl IntoView {
+    move || {
+        errors.with(|list| {
+            let general: Vec<FieldError> = list
+                .iter()
+                .filter(|e| {
+                    json_mode.get()
+                        || e.container.is_none()
+                        || !FORM_FIELDS.contains(&e.field.as_str())
+                })
+                .cloned()
+                .collect();
+            (!general.is_empty()).then(|| view! {
+                <ul class="banner error" data-testid="edit-errors">
+                    {general.into_iter().map(|e| {
+                        let at = match (e.line, e.column) {
+                            (Some(line), Some(column)) => format!("line {line}, column {column}: "),
+                            _ => String::new(),
+                        };
+                        let field = if e.field.is_empty() || FORM_FIELDS.contains(&e.field.as_str()) {
+                            String::new()
+                        } else {
+                            format!("{}: ", e.field)
+                        };
+                        view! { <li>{at}<code>{field}</code>{e.message}</li> }
+                    }).collect_view()}
+                </ul>
+            })
+        })
+    }
+}
+
+/// A check that passed ECS's rules: the GPU settings that change, the JSON diff, the fit on
+/// the fleet and the exports of the new revision.
+#[component]
+pub fn CheckAnswer(check: EditCheck) -> impl IntoView {
+    view! {
+        <div data-testid="edit-changes">
+            <h3>"GPU settings"</h3>
+            <GpuChanges changes=check.changes />
+            <h3>"Every change to the JSON"</h3>
+            <DiffTable entries=check.diff />
+        </div>
+        {check.fit.map(|fit| view! {
+            <div data-testid="edit-fit">
+                <h3>{format!("Fit in {}", fit.cluster.clone().unwrap_or_else(|| "the whole fleet".into()))}</h3>
+                {fit.never.clone().map(|never| view! { <p class="banner error" role="alert">{never}</p> })}
+                {fit.fragmented.clone().map(|warning| view! { <p class="banner warn" role="status">{warning}</p> })}
+                <p data-testid="edit-fit-summary">
+                    {format!(
+                        "One task could be placed now on {} instances; {} more tasks would fit.",
+                        fit.placeable_instances, fit.more_tasks
+                    )}
+                </p>
+                {(!fit.placeable.is_empty()).then(|| view! {
+                    <p class="muted mono">{format!("For example: {}", fit.placeable.join(", "))}</p>
+                })}
+                <p class="muted">
+                    {format!("Instance types that could ever host it: {}",
+                        fit.instance_types.iter().filter(|t| t.fits_when_empty).map(|t| t.instance_type.clone()).collect::<Vec<_>>().join(", "))}
+                </p>
+            </div>
+        }.into_any())}
+        <h3>"Export the new revision"</h3>
+        <Exports json=check.export_json cloudformation=check.cloudformation masked=check.masked reveal_href=Some("?reveal=true".to_string()) />
+    }
+}
+
+/// A registration ECS refused, with its code; the edit stays in the editor.
+#[component]
+pub fn RegisterRefusal(result: EditResult) -> impl IntoView {
+    match (result.registered, result.ecs_error) {
+        (None, Some(error)) => view! {
+            <p class="banner error" role="alert" data-testid="edit-ecs-error">
+                {format!("{error}. Your edit is still here; fix it and register again.")}
+            </p>
+        }
+        .into_any(),
+        _ => ().into_any(),
+    }
+}

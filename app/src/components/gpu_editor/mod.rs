@@ -1,0 +1,207 @@
+//! The editor of a revision: a form with a row per container (none, whole GPUs, or MPS memory
+//! and compute limit), or the whole JSON for power users; a change description and a cluster;
+//! then Check (ECS's rules, the changes, the JSON diff, the fit on the fleet, the exports) and
+//! Register. Errors sit next to their fields or name their line and column; the editor keeps
+//! what the user typed whatever the answer.
+
+mod answer;
+mod settings_form;
+
+use leptos::prelude::*;
+
+use answer::{CheckAnswer, EditErrors, RegisterRefusal};
+use settings_form::{Row, SettingsForm};
+
+use crate::{
+    model::task_definition::{EditCheck, EditResult, FieldError, RevisionDetail, MASK},
+    server_fns::task_definitions::{
+        check_gpu_edit, check_task_definition_json, register_gpu_edit,
+        register_task_definition_json,
+    },
+};
+
+/// What the editor holds when the user asks: the form's rows as typed, or the whole JSON.
+#[derive(Clone)]
+enum Edit {
+    Form(Vec<crate::model::task_definition::EditInput>),
+    Json(String),
+}
+
+/// Which of the two answers came last: the errors shown are that answer's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Checked,
+    Registered,
+}
+
+/// The editor for `revision`, whose RegisterTaskDefinition JSON is `json` (masked unless
+/// `reveal`); the fit check starts on `cluster` and offers `clusters`; `registered` gets the new
+/// revision once it is registered.
+#[component]
+pub fn GpuEditor(
+    revision: RevisionDetail,
+    json: String,
+    reveal: bool,
+    clusters: Vec<String>,
+    cluster: String,
+    registered: Callback<RevisionDetail>,
+) -> impl IntoView {
+    let family = revision.family.clone();
+    let number = revision.revision;
+    let rows: Vec<(String, Row)> = revision
+        .containers
+        .iter()
+        .map(|c| (c.name.clone(), Row::of(&c.gpu)))
+        .collect();
+    let json_mode = RwSignal::new(false);
+    let text = RwSignal::new(json);
+    let description = RwSignal::new(String::new());
+    let cluster = RwSignal::new(cluster);
+    let last = RwSignal::new(None::<Last>);
+    let check = Action::new_local({
+        let family = family.clone();
+        move |(edit, cluster): &(Edit, String)| {
+            let (family, edit, cluster) = (family.clone(), edit.clone(), Some(cluster.clone()));
+            async move {
+                let answer = match edit {
+                    Edit::Form(edits) => {
+                        check_gpu_edit(family, number, edits, cluster, reveal).await
+                    }
+                    Edit::Json(text) => {
+                        check_task_definition_json(family, number, text, cluster, reveal).await
+                    }
+                };
+                last.set(Some(Last::Checked));
+                answer.map_err(|e| e.to_string())
+            }
+        }
+    });
+    let register = Action::new_local({
+        let family = family.clone();
+        move |(edit, description): &(Edit, String)| {
+            let (family, edit, description) = (family.clone(), edit.clone(), description.clone());
+            async move {
+                let answer = match edit {
+                    Edit::Form(edits) => {
+                        register_gpu_edit(family, number, edits, description).await
+                    }
+                    Edit::Json(text) => {
+                        register_task_definition_json(family, number, text, description).await
+                    }
+                };
+                if let Ok(EditResult {
+                    registered: Some(new),
+                    ..
+                }) = &answer
+                {
+                    registered.run(new.clone());
+                }
+                last.set(Some(Last::Registered));
+                answer.map_err(|e| e.to_string())
+            }
+        }
+    });
+    let checked = check.value();
+    // A registration's answer counts until the next check.
+    let outcome = Memo::new(move |_| {
+        (last.get() == Some(Last::Registered))
+            .then(|| register.value().get())
+            .flatten()
+    });
+    let errors_of = |answer: Option<Result<Vec<FieldError>, String>>| {
+        answer.and_then(Result::ok).unwrap_or_default()
+    };
+    // The errors of whichever answer came last.
+    let errors = Memo::new(move |_| {
+        let from_register = errors_of(outcome.get().map(|o| o.map(|r| r.errors)));
+        if !from_register.is_empty() {
+            return from_register;
+        }
+        errors_of(
+            checked
+                .get()
+                .map(|c: Result<EditCheck, String>| c.map(|c| c.errors)),
+        )
+    });
+    let edit = {
+        let rows = rows.clone();
+        move || {
+            if json_mode.get_untracked() {
+                Edit::Json(text.get_untracked())
+            } else {
+                Edit::Form(rows.iter().map(|(name, row)| row.input(name)).collect())
+            }
+        }
+    };
+    let on_check = {
+        let edit = edit.clone();
+        move |_| {
+            check.dispatch_local((edit(), cluster.get_untracked()));
+        }
+    };
+    let on_register = move |_| {
+        register.dispatch_local((edit(), description.get_untracked()));
+    };
+    let busy = move || check.pending().get() || register.pending().get();
+    let cluster_options = clusters
+        .into_iter()
+        .map(|name| {
+            let value = name.clone();
+            view! { <option value=value.clone() selected=move || cluster.get() == value>{name}</option> }
+        })
+        .collect_view();
+    view! {
+        <section class="card" data-testid="gpu-editor" aria-labelledby="editor-heading">
+            <h2 id="editor-heading">{format!("Edit revision {number}")}</h2>
+            <noscript><p class="banner info">"The editor needs JavaScript. The JSON API (POST /api/v1/task-definitions/{family}/{revision}/check and /register) works without it."</p></noscript>
+            <div class="tabs" role="tablist" aria-label="Edit with">
+                <button type="button" role="tab" data-testid="mode-form"
+                    aria-selected=move || (!json_mode.get()).to_string()
+                    on:click=move |_| json_mode.set(false)>"GPU settings"</button>
+                <button type="button" role="tab" data-testid="mode-json"
+                    aria-selected=move || json_mode.get().to_string()
+                    on:click=move |_| json_mode.set(true)>"JSON"</button>
+            </div>
+            <div hidden=move || json_mode.get()><SettingsForm rows errors /></div>
+            <div hidden=move || !json_mode.get()>
+                <label class="json-editor">
+                    <span>"The whole RegisterTaskDefinition request. Masked values ("{MASK}") keep the source revision's value."</span>
+                    <textarea rows="24" spellcheck="false" data-testid="edit-json"
+                        prop:value=move || text.get()
+                        on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+                </label>
+            </div>
+            <label class="edit-description">
+                <span>"Why (kept as the tag gpushare:change on the new revision)"</span>
+                <input type="text" maxlength="256" data-testid="edit-description"
+                    prop:value=move || description.get()
+                    on:input=move |ev| description.set(event_target_value(&ev)) />
+            </label>
+            <label>
+                <span>"Check the fit in"</span>
+                <select data-testid="edit-cluster"
+                    prop:value=move || cluster.get()
+                    on:change=move |ev| cluster.set(event_target_value(&ev))>
+                    <option value="" selected=move || cluster.get().is_empty()>"the whole fleet"</option>
+                    {cluster_options}
+                </select>
+            </label>
+            <div class="edit-actions">
+                <button type="button" data-testid="edit-check" on:click=on_check disabled=busy>"Check"</button>
+                <button type="button" data-testid="edit-register" on:click=on_register disabled=busy>
+                    {format!("Register revision {}", number + 1)}
+                </button>
+            </div>
+            <EditErrors errors json_mode />
+            {move || checked.get().map(|answer| match answer {
+                Ok(check) if check.errors.is_empty() => view! { <CheckAnswer check /> }.into_any(),
+                Ok(_) => ().into_any(),
+                Err(error) => view! { <p class="banner error" role="alert">{format!("The check failed: {error}")}</p> }.into_any(),
+            })}
+            {move || outcome.get().map(|answer| match answer {
+                Ok(result) => view! { <RegisterRefusal result /> }.into_any(),
+                Err(error) => view! { <p class="banner error" role="alert">{format!("Registering failed: {error}. Your edit is still here.")}</p> }.into_any(),
+            })}
+        </section>
+    }
+}

@@ -1,0 +1,119 @@
+//! The numbers at the top of the fleet page: GPUs by mode, memory allocated, oversubscribed
+//! compute, impaired instances, and per cluster the largest MPS request that still fits.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{FleetSnapshot, GpuView, SharingMode};
+
+/// The largest MPS request that fits on one GPU of a cluster now, and its free memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterFit {
+    pub cluster: String,
+    pub gpus: u32,
+    /// Unallocated memory on GPUs that take MPS containers, MiB.
+    pub free_mib: u64,
+    /// The largest request that still fits on a single GPU, MiB.
+    pub largest_mps_request_mib: u32,
+}
+
+/// The numbers at the top of the fleet page.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetSummary {
+    pub instances: u32,
+    pub gpus: u32,
+    pub idle: u32,
+    pub shared: u32,
+    pub dedicated: u32,
+    pub memory_total_mib: u64,
+    pub memory_allocated_mib: u64,
+    /// GPUs whose Σ `maxComputePercent` passes 100 %.
+    pub oversubscribed: u32,
+    pub impaired_instances: u32,
+    /// GPUs CloudWatch has no usage for.
+    pub without_usage: u32,
+    pub clusters: Vec<ClusterFit>,
+}
+
+impl FleetSummary {
+    pub fn of(snapshot: &FleetSnapshot) -> FleetSummary {
+        let mut summary = FleetSummary::default();
+        for cluster in &snapshot.clusters {
+            let mut fit = ClusterFit {
+                cluster: cluster.name.clone(),
+                gpus: 0,
+                free_mib: 0,
+                largest_mps_request_mib: 0,
+            };
+            for instance in &cluster.instances {
+                summary.instances += 1;
+                summary.impaired_instances += u32::from(instance.impaired.is_some());
+                for gpu in &instance.gpus {
+                    summary.gpus += 1;
+                    fit.gpus += 1;
+                    match gpu.mode {
+                        SharingMode::Idle => summary.idle += 1,
+                        SharingMode::NvidiaMps => summary.shared += 1,
+                        SharingMode::Dedicated => summary.dedicated += 1,
+                    }
+                    summary.memory_total_mib += u64::from(gpu.total_memory_mib);
+                    summary.memory_allocated_mib += u64::from(match gpu.mode {
+                        SharingMode::Dedicated => gpu.total_memory_mib,
+                        _ => gpu.allocated_memory_mib(),
+                    });
+                    summary.oversubscribed += u32::from(gpu.compute_allocated_percent > 100);
+                    summary.without_usage += u32::from(gpu.usage.is_none());
+                    // An impaired MPS daemon takes no MPS containers.
+                    if instance.impaired.is_none() {
+                        let slot = slot(gpu);
+                        let largest = slot.largest_mps_request();
+                        fit.free_mib += u64::from(largest);
+                        fit.largest_mps_request_mib = fit.largest_mps_request_mib.max(largest);
+                    }
+                }
+            }
+            summary.clusters.push(fit);
+        }
+        summary
+    }
+}
+
+/// A GPU as the placement rules see it.
+pub fn slot(gpu: &GpuView) -> placement::GpuSlot {
+    placement::GpuSlot {
+        mode: gpu.mode,
+        total_memory_mib: gpu.total_memory_mib,
+        remaining_memory_mib: gpu.remaining_memory_mib,
+        container_count: gpu.containers.len() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fleet_view::fixture::snapshot;
+
+    #[test]
+    fn the_summary_counts_modes_memory_oversubscription_and_fragmentation() {
+        let summary = FleetSummary::of(&snapshot());
+        assert_eq!(
+            (
+                summary.gpus,
+                summary.idle,
+                summary.shared,
+                summary.dedicated
+            ),
+            (6, 2, 3, 1)
+        );
+        assert_eq!(summary.memory_total_mib, 120_000);
+        // 12,000 + 5,000 + a whole GPU 20,000 + 19,000.
+        assert_eq!(summary.memory_allocated_mib, 56_000);
+        assert_eq!(summary.oversubscribed, 1, "60 + 50 > 100");
+        assert_eq!(summary.impaired_instances, 1);
+        assert_eq!(summary.without_usage, 6);
+        let prod = &summary.clusters[0];
+        // The impaired instance's idle GPU takes no MPS containers; the idle GPU 3 does.
+        assert_eq!(prod.largest_mps_request_mib, 20_000);
+        assert_eq!(prod.free_mib, 8_000 + 15_000 + 20_000);
+        assert_eq!(summary.clusters[1].largest_mps_request_mib, 1_000);
+    }
+}

@@ -1,0 +1,34 @@
+//! What every use case is given: facts about the running server and the ports to the world.
+
+use std::{sync::Arc, time::Instant};
+
+use crate::{
+    model::FleetSource,
+    service::ports::{
+        AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema,
+    },
+};
+
+/// The server's facts and ports, provided to every render and server function and held by the
+/// JSON API's handlers.
+#[derive(Clone)]
+pub struct ServiceContext {
+    /// The server's version.
+    pub version: &'static str,
+    /// When the server started.
+    pub started: Instant,
+    /// Where the fleet comes from.
+    pub fleet_source: FleetSource,
+    /// The latest fleet snapshot.
+    pub fleet: Arc<dyn FleetFeed>,
+    /// ECS, read on demand.
+    pub ecs: Arc<dyn EcsReads>,
+    /// ECS, changed: registrations and deployments.
+    pub ecs_writes: Arc<dyn EcsWrites>,
+    /// How the AWS SDK reads a RegisterTaskDefinition request.
+    pub schema: Arc<dyn TaskDefinitionSchema>,
+    /// Rollouts being followed.
+    pub watches: Arc<dyn RolloutWatches>,
+    /// The audit log of registrations, deployments and rollbacks.
+    pub audit: Arc<dyn AuditStore>,
+}

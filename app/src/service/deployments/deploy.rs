@@ -1,0 +1,424 @@
+//! A deploy (or rollback) of a revision to a service: the checks, the audit intent before
+//! UpdateService and the outcome after, the deploy lock, and the watch of the rollout.
+
+use super::{pre_check, revision_number, running};
+use crate::{
+    model::{
+        arn::{RevisionRef, TaskDefinitionId},
+        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
+        rollout::Verdict,
+        ServiceError,
+    },
+    service::{clock, context::ServiceContext, lookup, ports::RolloutToWatch, LOCAL_ACTOR},
+};
+
+/// The pre-check's verdict in words.
+fn verdict_words(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Completes => "completes".to_string(),
+        Verdict::Stalls { step, reason } => format!("stalls at step {step}: {reason}"),
+        Verdict::Never { reason } => format!("never fits: {reason}"),
+    }
+}
+
+/// An outcome that refuses with `detail`.
+pub(super) fn refusal(detail: String) -> AuditOutcome {
+    AuditOutcome {
+        outcome: Outcome::Refused,
+        detail: Some(detail),
+        ..AuditOutcome::default()
+    }
+}
+
+/// Rolls `request.revision` out to `cluster/service` after the checks: the revision the user
+/// saw must still run (read from ECS, not the snapshot), the pre-check must complete unless
+/// forced, and one deploy of a service is sent at a time (the deploy lock). The audit intent is
+/// written before UpdateService and the outcome after; the rollout is then watched to its end.
+/// A revision earlier than the running one is a rollback.
+pub async fn deploy(
+    context: &ServiceContext,
+    cluster: &str,
+    service: &str,
+    request: DeployRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    let (_, runs) = running(&snapshot, cluster, service)?;
+    let family = runs.family;
+    let revision = revision_number(&request.revision, &family)?;
+    let expected = revision_number(&request.expected_revision, &family)?;
+    if revision == 0 || expected == 0 {
+        return Err(ServiceError::invalid(
+            "revision and expected_revision are revision numbers from 1",
+        ));
+    }
+    let check = pre_check(
+        context,
+        cluster,
+        service,
+        Some(RevisionRef::number(revision)),
+    )
+    .await?;
+    let resource = format!("{cluster}/{service}");
+    // What runs now, from ECS itself rather than the snapshot.
+    let before = context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await?;
+    let now_running = TaskDefinitionId::parse(&before.task_definition).map_or(0, |id| id.revision);
+    if now_running != expected {
+        return Err(ServiceError::conflict(format!(
+            "{resource} now runs {family}:{now_running}, not {family}:{expected} as when you looked: another deploy changed it. Review the change against {family}:{now_running} and deploy again."
+        )));
+    }
+    if revision == now_running {
+        return Err(ServiceError::invalid(format!(
+            "{resource} already runs {family}:{now_running}; choose another revision"
+        )));
+    }
+    let verdict = verdict_words(&check.rollout.verdict);
+    let completes = check.rollout.verdict == Verdict::Completes;
+    if !completes && !request.force {
+        return Err(ServiceError::PreCheck {
+            message: format!(
+                "The pre-check says the rollout will not complete ({verdict}). Send it with force to deploy anyway."
+            ),
+            check: Box::new(check.rollout),
+        });
+    }
+    let action = if revision < now_running {
+        AuditAction::Rollback
+    } else {
+        AuditAction::Deploy
+    };
+    let sending = Sending {
+        cluster,
+        service,
+        target: TaskDefinitionId::new(family.clone(), revision),
+        from: TaskDefinitionId::new(family, now_running),
+        action,
+    };
+    let intent = AuditIntent {
+        actor: LOCAL_ACTOR.into(),
+        action,
+        resource: resource.clone(),
+        from_revision: Some(sending.from.to_string()),
+        to_revision: Some(sending.target.to_string()),
+        diff: check
+            .comparison
+            .as_ref()
+            .and_then(|c| serde_json::to_string(&c.diff).ok())
+            .unwrap_or_else(|| "[]".into()),
+        pre_check: Some(if request.force && !completes {
+            format!("{verdict} (deployed anyway)")
+        } else {
+            verdict
+        }),
+        description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+    };
+    // The intent first: a crash after it leaves a record the next start reconciles.
+    let id = context
+        .audit
+        .begin(intent)
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    let locked = context
+        .audit
+        .lock(resource.clone(), id.clone())
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    if !locked {
+        let message = format!(
+            "Another deploy of {resource} is being sent right now; wait for it and look again."
+        );
+        context
+            .audit
+            .finish(id, refusal(message.clone()))
+            .await
+            .map_err(|error| error.with_suffix(&format!("; nothing was sent: {message}")))?;
+        return Err(ServiceError::conflict(message));
+    }
+    let sent = send_update(context, &sending, &id, &before).await;
+    let unlocked = context.audit.unlock(resource.clone()).await;
+    match sent {
+        Ok(answer) => match unlocked {
+            Ok(()) => Ok(answer),
+            Err(error) => Err(error.with_suffix(&format!(
+                "; the deploy was sent and is watched at /rollouts/{}, but {resource} stays locked for other deploys for up to five minutes",
+                answer.audit_id
+            ))),
+        },
+        Err(refused) => {
+            context
+                .audit
+                .finish(id, refusal(refused.message().to_string()))
+                .await
+                .map_err(|error| {
+                    error.with_suffix(&format!("; nothing was sent: {}", refused.message()))
+                })?;
+            Err(refused)
+        }
+    }
+}
+
+/// A rollback: a deploy of an earlier revision of the family — any earlier one — with the
+/// same checks.
+pub async fn rollback(
+    context: &ServiceContext,
+    cluster: &str,
+    service: &str,
+    request: DeployRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    if request.revision.number >= request.expected_revision.number {
+        return Err(ServiceError::invalid(format!(
+            "a rollback goes to an earlier revision than the running {}; POST …/deploy rolls {} out",
+            request.expected_revision.number, request.revision.number
+        )));
+    }
+    deploy(context, cluster, service, request).await
+}
+
+/// A deploy being sent: where, what, from what, and its kind.
+struct Sending<'a> {
+    cluster: &'a str,
+    service: &'a str,
+    target: TaskDefinitionId,
+    from: TaskDefinitionId,
+    action: AuditAction,
+}
+
+/// Under the deploy lock: checks once more that the service runs what it ran, sends
+/// UpdateService, records the deployment, and starts its watch.
+async fn send_update(
+    context: &ServiceContext,
+    sending: &Sending<'_>,
+    id: &str,
+    before: &LiveService,
+) -> Result<DeployAnswer, ServiceError> {
+    let Sending {
+        cluster,
+        service,
+        target,
+        from,
+        action,
+    } = sending;
+    let now_running = context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await?;
+    if now_running.task_definition != before.task_definition {
+        return Err(ServiceError::conflict(format!(
+            "{cluster}/{service} changed while this deploy was checked: it now runs {}. Look again.",
+            TaskDefinitionId::parse(&now_running.task_definition)
+                .map_or(now_running.task_definition.clone(), |id| id.to_string())
+        )));
+    }
+    let updated = context
+        .ecs_writes
+        .update_service(cluster.to_string(), service.to_string(), target.to_string())
+        .await?;
+    let recorded = context
+        .audit
+        .finish(
+            id.to_string(),
+            AuditOutcome {
+                outcome: Outcome::InProgress,
+                request_id: updated.request_id.clone(),
+                deployment_id: updated.deployment_id.clone(),
+                ..AuditOutcome::default()
+            },
+        )
+        .await;
+    let known_events = now_running.events.iter().map(|e| e.id.clone()).collect();
+    context.watches.start(RolloutToWatch {
+        initial: WatchState {
+            audit_id: id.to_string(),
+            cluster: cluster.to_string(),
+            service: service.to_string(),
+            action: *action,
+            deployment_id: updated.deployment_id.clone(),
+            target: target.to_string(),
+            from: from.to_string(),
+            live: now_running,
+            read_at: clock::now(),
+            ..WatchState::default()
+        },
+        from_task_definition: before.task_definition.clone(),
+        known_events,
+    });
+    if let Err(error) = recorded {
+        // UpdateService was sent and the rollout is watched: say so, and that the log lags.
+        return Err(ServiceError::unavailable(format!(
+            "UpdateService was sent and the rollout is watched at /rollouts/{id}, but the audit log could not record it: {error}"
+        )));
+    }
+    Ok(DeployAnswer {
+        audit_id: id.to_string(),
+        deployment_id: updated.deployment_id,
+        request_id: updated.request_id,
+        action: *action,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::service::fake::Fake;
+
+    fn request(revision: u32, expected: u32) -> DeployRequest {
+        DeployRequest {
+            revision: RevisionRef::number(revision),
+            expected_revision: RevisionRef::number(expected),
+            description: "more memory".into(),
+            ..DeployRequest::default()
+        }
+    }
+
+    fn position(calls: &[String], prefix: &str) -> usize {
+        calls
+            .iter()
+            .position(|c| c.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no call {prefix}: {calls:?}"))
+    }
+
+    #[tokio::test]
+    async fn a_deploy_writes_its_intent_before_update_service_then_watches_the_rollout() {
+        let fake = Fake::new();
+        let answer = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect("sent");
+        assert_eq!(answer.action, AuditAction::Deploy);
+        assert_eq!(answer.deployment_id.as_deref(), Some("ecs-svc/2"));
+        let calls = fake.calls();
+        let begin = position(&calls, "audit.begin");
+        let lock = position(&calls, "audit.lock");
+        let update = position(&calls, "ecs.update_service embed:2");
+        let recorded = position(&calls, "audit.finish in_progress");
+        let watched = position(&calls, "watches.start");
+        let unlock = position(&calls, "audit.unlock");
+        assert!(
+            begin < lock && lock < update && update < recorded,
+            "{calls:?}"
+        );
+        assert!(recorded < watched && watched < unlock, "{calls:?}");
+        let record = &fake.records()[0];
+        assert_eq!(record.outcome, Outcome::InProgress);
+        assert_eq!(record.from_revision.as_deref(), Some("embed:1"));
+        assert_eq!(record.to_revision.as_deref(), Some("embed:2"));
+        assert_eq!(record.description.as_deref(), Some("more memory"));
+        assert_eq!(record.pre_check.as_deref(), Some("completes"));
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_when_the_intent_cannot_be_written() {
+        let fake = Fake::new();
+        fake.fail_begin.store(true, Ordering::SeqCst);
+        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect_err("refused");
+        assert_eq!(error.status(), 503);
+        assert!(error.message().ends_with("; nothing was sent"), "{error}");
+        assert!(
+            !fake
+                .calls()
+                .iter()
+                .any(|c| c.starts_with("ecs.update_service")),
+            "{:?}",
+            fake.calls()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deploy_that_finds_the_service_locked_is_refused_and_audited() {
+        let fake = Fake::new();
+        fake.lock_taken.store(true, Ordering::SeqCst);
+        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect_err("refused");
+        assert_eq!(error.status(), 409);
+        assert!(!fake
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("ecs.update_service")));
+        let record = &fake.records()[0];
+        assert_eq!(record.outcome, Outcome::Refused);
+        assert!(record
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains("Another deploy")));
+    }
+
+    #[tokio::test]
+    async fn an_outcome_the_audit_log_cannot_record_is_an_error_not_dropped() {
+        let fake = Fake::new();
+        fake.fail_finish.store(true, Ordering::SeqCst);
+        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect_err("the log lags");
+        assert_eq!(error.status(), 503);
+        assert!(
+            error.message().contains("UpdateService was sent"),
+            "it says what happened: {error}"
+        );
+        assert!(
+            fake.calls().iter().any(|c| c == "watches.start"),
+            "still watched"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_by_ecs_is_audited_and_answered_with_its_kind() {
+        let fake = Fake::new();
+        fake.refuse_writes.store(true, Ordering::SeqCst);
+        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect_err("refused");
+        assert_eq!(error.status(), 502);
+        assert_eq!(fake.records()[0].outcome, Outcome::Refused);
+        assert!(
+            fake.calls().iter().any(|c| c == "audit.unlock"),
+            "the lock is given back"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_revision_the_user_saw_must_still_run() {
+        let fake = Fake::new();
+        *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
+        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
+            .await
+            .expect_err("changed");
+        assert_eq!(error.status(), 409);
+        assert!(error.message().contains("now runs embed:2"), "{error}");
+        assert!(fake.records().is_empty(), "no intent for a stale request");
+    }
+
+    #[tokio::test]
+    async fn a_rollback_goes_to_an_earlier_revision_of_the_same_family() {
+        let fake = Fake::new();
+        *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
+        let context = fake.context();
+        assert_eq!(
+            rollback(&context, "prod", "embed", request(2, 2))
+                .await
+                .expect_err("not earlier")
+                .status(),
+            400
+        );
+        let other = DeployRequest {
+            revision: RevisionRef::parse("other:1").expect("a reference"),
+            ..request(1, 2)
+        };
+        assert!(deploy(&context, "prod", "embed", other)
+            .await
+            .expect_err("another family")
+            .message()
+            .contains("a revision of other"));
+        let answer = rollback(&context, "prod", "embed", request(1, 2))
+            .await
+            .expect("sent");
+        assert_eq!(answer.action, AuditAction::Rollback);
+    }
+}

@@ -1,0 +1,194 @@
+//! Services and their rollouts: every service with the revision it runs and the capacity
+//! pre-check of rolling a revision out (here); the deploy or rollback itself with its checks,
+//! deploy lock and audit record (`deploy.rs`); and the state of a rollout, and the
+//! reconciliation of the audit log with ECS at start (`state.rs`).
+
+mod deploy;
+mod state;
+
+pub use deploy::{deploy, rollback};
+pub use state::{deployment_state, reconcile};
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::{
+    model::{
+        arn::{RevisionRef, TaskDefinitionId},
+        deployment::{PreCheck, ServiceRow},
+        rollout::{pre_check as simulate, Cluster, RolloutPlan},
+        task_definition::gpu_settings,
+        FleetSnapshot, ServiceError, ServiceRef,
+    },
+    service::{
+        context::ServiceContext,
+        lookup,
+        task_definitions::{compare, find_revision},
+    },
+};
+
+/// The GPU settings of a task definition's GPU containers, in words.
+fn gpu_words_of(task: &Map<String, Value>) -> Vec<String> {
+    gpu_settings(task)
+        .into_iter()
+        .filter(|(_, setting)| setting.uses_gpu())
+        .map(|(name, setting)| format!("{name}: {}", setting.describe()))
+        .collect()
+}
+
+/// The GPU settings of `revision`'s GPU containers, in words; none when it cannot be read.
+async fn gpu_words(context: &ServiceContext, revision: &TaskDefinitionId) -> Vec<String> {
+    match find_revision(context, &revision.family, revision.revision).await {
+        Ok(Some(source)) => gpu_words_of(&source.task),
+        _ => Vec::new(),
+    }
+}
+
+/// Every service of the snapshot (or of `cluster`), by cluster and name, with the GPU settings
+/// of the revision it runs.
+pub async fn services(
+    context: &ServiceContext,
+    cluster: Option<&str>,
+) -> Result<Vec<ServiceRow>, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    lookup::known_cluster(&snapshot, cluster)?;
+    let mut rows = Vec::new();
+    let mut words: HashMap<String, Vec<String>> = HashMap::new();
+    for view in snapshot
+        .clusters
+        .iter()
+        .filter(|c| cluster.is_none_or(|name| c.name == name))
+    {
+        for service in &view.service_list {
+            let runs = TaskDefinitionId::parse(&service.task_definition_arn)
+                .unwrap_or_else(|| TaskDefinitionId::new("", 0));
+            if !words.contains_key(&service.task_definition_arn) {
+                let found = gpu_words(context, &runs).await;
+                words.insert(service.task_definition_arn.clone(), found);
+            }
+            rows.push(ServiceRow {
+                cluster: view.name.clone(),
+                gpu: words
+                    .get(&service.task_definition_arn)
+                    .cloned()
+                    .unwrap_or_default(),
+                service: service.clone(),
+                family: runs.family,
+                revision: runs.revision,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// A service of the snapshot and the revision it runs.
+pub(super) fn running(
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    service: &str,
+) -> Result<(ServiceRef, TaskDefinitionId), ServiceError> {
+    let found = lookup::service(lookup::cluster(snapshot, cluster)?, service)?.clone();
+    let runs = TaskDefinitionId::parse(&found.task_definition_arn).ok_or_else(|| {
+        ServiceError::unavailable(format!(
+            "the service runs {:?}, which is not a task definition ARN",
+            found.task_definition_arn
+        ))
+    })?;
+    Ok((found, runs))
+}
+
+/// The revision number a reference names in the family the service runs.
+pub(super) fn revision_number(reference: &RevisionRef, family: &str) -> Result<u32, ServiceError> {
+    reference.of_family(family).map_err(ServiceError::invalid)
+}
+
+/// The GPU request of one task of a revision's JSON, by ECS's rules.
+fn request_of(task: &Map<String, Value>) -> Result<placement::GpuRequest, ServiceError> {
+    placement::rules::check_task(task).map_err(|errors| {
+        ServiceError::invalid(format!(
+            "the revision breaks ECS's GPU rules: {}",
+            errors
+                .iter()
+                .map(|e| e.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+    })
+}
+
+/// The pre-check of rolling `revision` (the family's newest active one when `None`) out to
+/// `cluster/service`: the diff against what runs now, and the rolling update simulated on the
+/// fleet snapshot with the service's deployment configuration.
+pub async fn pre_check(
+    context: &ServiceContext,
+    cluster: &str,
+    service: &str,
+    revision: Option<RevisionRef>,
+) -> Result<PreCheck, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    let (found, runs) = running(&snapshot, cluster, service)?;
+    let family = runs.family.clone();
+    let wanted = revision.map(|r| revision_number(&r, &family)).transpose()?;
+    let revisions = context.ecs.revisions(family.clone()).await?;
+    if revisions.is_empty() {
+        return Err(ServiceError::not_found(format!(
+            "there is no family {family:?}"
+        )));
+    }
+    let numbers: Vec<u32> = revisions.iter().map(|r| r.revision).collect();
+    let target_number = wanted.unwrap_or_else(|| {
+        revisions
+            .iter()
+            .find(|r| r.active)
+            .map_or(runs.revision, |r| r.revision)
+    });
+    let old = find_revision(context, &family, runs.revision)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::not_found(format!("{family} has no revision {}", runs.revision))
+        })?;
+    let target = find_revision(context, &family, target_number)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::not_found(format!(
+                "{family} has no revision {target_number}; its revisions are {}",
+                numbers
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    let plan = RolloutPlan {
+        cluster: cluster.to_string(),
+        service: service.to_string(),
+        desired: found.desired,
+        running: found.running,
+        maximum_percent: found.maximum_percent.unwrap_or(200),
+        minimum_healthy_percent: found.minimum_healthy_percent.unwrap_or(100),
+        old: request_of(&old.task)?,
+        new: request_of(&target.task)?,
+    };
+    let layout = Cluster::of(&snapshot, cluster, service)
+        .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
+    let rollout = simulate(&layout, &plan);
+    let comparison = if target_number == runs.revision {
+        None
+    } else {
+        compare(context, &family, runs.revision, target_number, false).await?
+    };
+    Ok(PreCheck {
+        service: ServiceRow {
+            cluster: cluster.to_string(),
+            service: found,
+            family,
+            revision: runs.revision,
+            gpu: gpu_words_of(&old.task),
+        },
+        target: target.detail,
+        revisions: numbers,
+        comparison,
+        rollout,
+    })
+}

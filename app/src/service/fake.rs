@@ -1,0 +1,457 @@
+//! A fake of every port, for the unit tests of the use cases: a one-cluster fleet snapshot,
+//! task definitions `embed:1` and `embed:2`, a service that runs `embed:1`, an audit store in
+//! memory, and a record of every call, in order. Switches make the audit store or ECS fail.
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc, Mutex,
+};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::watch;
+
+use crate::{
+    model::{
+        activity::{ClusterEvent, TaskInfo},
+        audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        deployment::{LiveDeployment, LiveService, WatchState},
+        task_definition::{
+            ContainerSummary, FieldError, GpuSetting, RevisionDetail, SourceRevision,
+        },
+        ClusterView, FleetSnapshot, FleetSource, GpuView, InstanceView, ServiceError, ServiceRef,
+        SharingMode,
+    },
+    service::{
+        ports::{
+            AuditStore, BoxFuture, EcsReads, EcsWrites, FleetFeed, FleetState, Registered,
+            RolloutToWatch, RolloutWatches, ServiceUpdated, TaskDefinitionSchema, TaskQuery,
+            ValidRequest,
+        },
+        ServiceContext,
+    },
+};
+
+const ARN: &str = "arn:aws:ecs:us-east-1:123456789012:task-definition/";
+
+/// Every port at once, in memory.
+#[derive(Default)]
+pub struct Fake {
+    /// Each call made through a port, in order: `audit.begin`, `ecs.update_service`, …
+    pub calls: Mutex<Vec<String>>,
+    pub records: Mutex<Vec<AuditRecord>>,
+    /// The revision the service runs in ECS now.
+    pub running: Mutex<u32>,
+    /// Revisions registered through the fake.
+    pub registered: Mutex<u32>,
+    pub watched: Mutex<Vec<WatchState>>,
+    pub fail_begin: AtomicBool,
+    pub fail_finish: AtomicBool,
+    pub lock_taken: AtomicBool,
+    pub refuse_writes: AtomicBool,
+}
+
+impl Fake {
+    /// A fake whose service runs `embed:1`.
+    pub fn new() -> Arc<Fake> {
+        let fake = Fake::default();
+        *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 1;
+        *fake.registered.lock().unwrap_or_else(|p| p.into_inner()) = 2;
+        Arc::new(fake)
+    }
+
+    /// The use cases' context over this fake.
+    pub fn context(self: &Arc<Fake>) -> ServiceContext {
+        ServiceContext {
+            version: "test",
+            started: std::time::Instant::now(),
+            fleet_source: FleetSource::Aws {
+                region: "us-east-1".into(),
+            },
+            fleet: self.clone(),
+            ecs: self.clone(),
+            ecs_writes: self.clone(),
+            schema: self.clone(),
+            watches: self.clone(),
+            audit: self.clone(),
+        }
+    }
+
+    fn call(&self, what: &str) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(what.to_string());
+    }
+
+    /// The calls made so far.
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The audit records so far.
+    pub fn records(&self) -> Vec<AuditRecord> {
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn failing(switch: &AtomicBool) -> Result<(), ServiceError> {
+        if switch.load(Ordering::SeqCst) {
+            Err(ServiceError::unavailable(
+                "the audit database failed: disk full",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Revision `revision` of `embed`: one MPS container asking `2048 × revision` MiB.
+fn revision(revision: u32) -> SourceRevision {
+    let memory = 2_048 * revision;
+    SourceRevision {
+        detail: RevisionDetail {
+            family: "embed".into(),
+            revision,
+            arn: format!("{ARN}embed:{revision}"),
+            active: true,
+            registered_at: None,
+            compatibilities: vec!["EC2".into()],
+            network_mode: None,
+            cpu: None,
+            memory: None,
+            containers: vec![ContainerSummary {
+                name: "model".into(),
+                image: "model:1".into(),
+                cpu: 0,
+                memory_mib: None,
+                gpu: GpuSetting::Mps {
+                    memory_mib: memory,
+                    max_compute_percent: None,
+                },
+            }],
+            team: None,
+            change: None,
+        },
+        task: task(memory),
+    }
+}
+
+fn task(memory: u32) -> Map<String, Value> {
+    json!({
+        "family": "embed",
+        "requiresCompatibilities": ["EC2"],
+        "containerDefinitions": [{
+            "name": "model", "image": "model:1",
+            "resourceRequirements": [
+                {"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": memory}}}
+            ]
+        }]
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default()
+}
+
+/// Cluster `prod`: one instance of four idle A10G GPUs, and service `embed` running `embed:1`.
+fn snapshot() -> FleetSnapshot {
+    let gpus = (0..4)
+        .map(|index| GpuView {
+            uuid: format!("GPU-{index}"),
+            index,
+            mode: SharingMode::Idle,
+            total_memory_mib: 22_563,
+            remaining_memory_mib: 22_563,
+            compute_allocated_percent: 0,
+            containers: Vec::new(),
+            usage: None,
+        })
+        .collect();
+    FleetSnapshot {
+        taken_at: "2026-11-30T12:00:00.000Z".into(),
+        api_calls: 1,
+        cloudwatch_calls: 0,
+        usage_error: None,
+        unknown_gpu_ids: 0,
+        clusters: vec![ClusterView {
+            name: "prod".into(),
+            instances: vec![InstanceView {
+                arn: "arn:aws:ecs:us-east-1:1:container-instance/prod/a".into(),
+                ec2_instance_id: "i-0a".into(),
+                instance_type: "g5.12xlarge".into(),
+                impaired: None,
+                mps_capable: true,
+                gpu_model: None,
+                gpus,
+            }],
+            services: 1,
+            service_list: vec![ServiceRef {
+                name: "embed".into(),
+                task_definition_arn: format!("{ARN}embed:1"),
+                desired: 1,
+                running: 1,
+                maximum_percent: Some(200),
+                minimum_healthy_percent: Some(100),
+                ..ServiceRef::default()
+            }],
+            running_tasks: 1,
+            pending_tasks: 0,
+        }],
+    }
+}
+
+impl FleetFeed for Fake {
+    fn state(&self) -> FleetState {
+        FleetState {
+            snapshot: Some(Arc::new(snapshot())),
+            taken_at: Some(chrono::Utc::now()),
+            version: 1,
+            ..FleetState::default()
+        }
+    }
+
+    fn refresh_interval_seconds(&self) -> u64 {
+        15
+    }
+
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        watch::channel(1).1
+    }
+}
+
+impl EcsReads for Fake {
+    fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        Box::pin(async move { Ok(vec![revision(2).detail]) })
+    }
+
+    fn revisions(
+        &self,
+        family: String,
+    ) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(if family == "embed" {
+                (1..=newest).rev().map(|n| revision(n).detail).collect()
+            } else {
+                Vec::new()
+            })
+        })
+    }
+
+    fn revision(
+        &self,
+        family: String,
+        number: u32,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok((family == "embed" && (1..=newest).contains(&number)).then(|| revision(number)))
+        })
+    }
+
+    fn service(
+        &self,
+        _cluster: String,
+        _service: String,
+    ) -> BoxFuture<'_, Result<LiveService, ServiceError>> {
+        Box::pin(async move {
+            self.call("ecs.service");
+            let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
+            let task_definition = format!("{ARN}embed:{running}");
+            Ok(LiveService {
+                task_definition: task_definition.clone(),
+                desired: 1,
+                running: 1,
+                pending: 0,
+                deployments: vec![LiveDeployment {
+                    id: "ecs-svc/1".into(),
+                    status: "PRIMARY".into(),
+                    task_definition,
+                    desired: 1,
+                    running: 1,
+                    rollout_state: Some("COMPLETED".into()),
+                    ..LiveDeployment::default()
+                }],
+                events: Vec::new(),
+            })
+        })
+    }
+
+    fn events(
+        &self,
+        _cluster: String,
+        _services: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<ClusterEvent>, ServiceError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+
+    fn tasks(
+        &self,
+        _cluster: String,
+        _query: TaskQuery,
+    ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+}
+
+impl EcsWrites for Fake {
+    fn register(
+        &self,
+        _task: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Registered, ServiceError>> {
+        Box::pin(async move {
+            self.call("ecs.register");
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused RegisterTaskDefinition: ClientException: no",
+                ));
+            }
+            let mut newest = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            *newest += 1;
+            Ok(Registered {
+                revision: revision(*newest).detail,
+                request_id: Some("request-1".into()),
+            })
+        })
+    }
+
+    fn update_service(
+        &self,
+        _cluster: String,
+        _service: String,
+        task_definition: String,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("ecs.update_service {task_definition}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused UpdateService: AccessDeniedException: no",
+                ));
+            }
+            Ok(ServiceUpdated {
+                deployment_id: Some("ecs-svc/2".into()),
+                request_id: Some("request-2".into()),
+            })
+        })
+    }
+}
+
+impl TaskDefinitionSchema for Fake {
+    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+        let task: Map<String, Value> = serde_json::from_str(text).map_err(|e| {
+            vec![FieldError {
+                message: e.to_string(),
+                ..FieldError::default()
+            }]
+        })?;
+        let request = placement::rules::check_task(&task).map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| FieldError {
+                    field: e.path,
+                    message: e.message,
+                    ..FieldError::default()
+                })
+                .collect::<Vec<_>>()
+        })?;
+        Ok((task, request))
+    }
+}
+
+impl RolloutWatches for Fake {
+    fn start(&self, rollout: RolloutToWatch) -> WatchState {
+        self.call("watches.start");
+        self.watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(rollout.initial.clone());
+        rollout.initial
+    }
+
+    fn current(&self, _id: &str) -> Option<WatchState> {
+        None
+    }
+
+    fn subscribe(&self, _id: &str) -> Option<watch::Receiver<WatchState>> {
+        None
+    }
+}
+
+impl AuditStore for Fake {
+    fn begin(&self, intent: AuditIntent) -> BoxFuture<'_, Result<String, ServiceError>> {
+        Box::pin(async move {
+            self.call("audit.begin");
+            Fake::failing(&self.fail_begin)?;
+            let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+            let id = format!("record-{}", records.len() + 1);
+            records.push(AuditRecord {
+                id: id.clone(),
+                at: String::new(),
+                updated_at: String::new(),
+                actor: intent.actor,
+                action: intent.action,
+                resource: intent.resource,
+                from_revision: intent.from_revision,
+                to_revision: intent.to_revision,
+                diff: intent.diff,
+                pre_check: intent.pre_check,
+                description: intent.description,
+                outcome: Outcome::Pending,
+                request_id: None,
+                deployment_id: None,
+                detail: None,
+            });
+            Ok(id)
+        })
+    }
+
+    fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("audit.finish {}", outcome.outcome));
+            Fake::failing(&self.fail_finish)?;
+            let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(record) = records.iter_mut().find(|r| r.id == id) {
+                record.outcome = outcome.outcome;
+                record.detail = outcome.detail.or(record.detail.take());
+                record.deployment_id = outcome.deployment_id.or(record.deployment_id.take());
+                record.to_revision = outcome.to_revision.or(record.to_revision.take());
+            }
+            Ok(())
+        })
+    }
+
+    fn list(&self, filter: AuditFilter) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
+        Box::pin(async move {
+            Ok(self
+                .records()
+                .into_iter()
+                .filter(|r| {
+                    filter
+                        .outcome
+                        .as_deref()
+                        .is_none_or(|o| r.outcome.as_str() == o)
+                })
+                .collect())
+        })
+    }
+
+    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, ServiceError>> {
+        Box::pin(async move { Ok(self.records().into_iter().find(|r| r.id == id)) })
+    }
+
+    fn lock(&self, _resource: String, _id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
+        Box::pin(async move {
+            self.call("audit.lock");
+            Ok(!self.lock_taken.swap(true, Ordering::SeqCst))
+        })
+    }
+
+    fn unlock(&self, _resource: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move {
+            self.call("audit.unlock");
+            self.lock_taken.store(false, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+}

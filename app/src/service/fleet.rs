@@ -1,0 +1,168 @@
+//! Reading the fleet: the page's overview and heatmap, one GPU, the clusters, the console's
+//! own status, and the snapshot narrowed to the JSON API's filters. Everything here reads the
+//! snapshot in memory and never waits on AWS.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    model::{
+        fleet_view::{
+            filter, gpu_detail as find_gpu, unknown_values, without_unknown, FleetOptions,
+            FleetOverview, FleetQuery, FleetSummary, GpuDetail,
+        },
+        heatmap::render,
+        ClusterSummary, ConsoleStatus, FleetSnapshot, ServiceError, SharingMode,
+    },
+    service::{clock, context::ServiceContext, lookup, ports::FleetState},
+};
+
+/// The overview of the fleet page for `query`: freshness, summary, filter menus and notes.
+pub fn overview(context: &ServiceContext, query: &FleetQuery) -> FleetOverview {
+    let state = context.fleet.state();
+    let interval = context.fleet.refresh_interval_seconds();
+    let age = state
+        .taken_at
+        .map(|at| (chrono::Utc::now() - at).num_seconds().max(0));
+    let mut overview = FleetOverview {
+        version: state.version,
+        taken_at: state.snapshot.as_ref().map(|s| s.taken_at.clone()),
+        age_seconds: age,
+        refresh_interval_seconds: interval,
+        stale: state.last_error.is_some()
+            || age.is_some_and(|age| age > 3 * interval.max(1) as i64),
+        last_error: state.last_error.clone(),
+        applied: query.clone(),
+        ..FleetOverview::default()
+    };
+    let Some(snapshot) = state.snapshot else {
+        return overview;
+    };
+    let options = FleetOptions::of(&snapshot);
+    let unknown = unknown_values(query, &options);
+    overview.applied = without_unknown(query, &unknown);
+    overview.notes = unknown.iter().map(|u| u.message()).collect();
+    overview.summary = Some(FleetSummary::of(&narrowed(&snapshot, &overview.applied)));
+    overview.options = options;
+    overview.usage_error = snapshot.usage_error.clone();
+    overview.unknown_gpu_ids = snapshot.unknown_gpu_ids;
+    overview
+}
+
+/// The heatmap SVG for `query`, or empty before the first snapshot.
+pub fn heatmap(context: &ServiceContext, query: &FleetQuery) -> String {
+    let Some(snapshot) = context.fleet.state().snapshot else {
+        return String::new();
+    };
+    let unknown = unknown_values(query, &FleetOptions::of(&snapshot));
+    let applied = without_unknown(query, &unknown);
+    render(
+        &narrowed(&snapshot, &applied),
+        applied.colour,
+        applied.gpu.as_deref(),
+    )
+}
+
+/// The longest GPU key the console reads.
+const MAX_GPU_KEY: usize = 200;
+
+/// One GPU, by `<EC2 instance ID>:<index>` or UUID; `None` when the fleet has no such GPU.
+pub fn gpu(context: &ServiceContext, key: &str) -> Result<Option<GpuDetail>, ServiceError> {
+    if key.len() > MAX_GPU_KEY {
+        return Err(ServiceError::invalid(
+            "a GPU key is `<EC2 instance ID>:<index>` or a GPU UUID",
+        ));
+    }
+    Ok(context
+        .fleet
+        .state()
+        .snapshot
+        .and_then(|snapshot| find_gpu(&snapshot, key)))
+}
+
+/// Every cluster of the fleet with its counts.
+pub fn clusters(context: &ServiceContext) -> Result<Vec<ClusterSummary>, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    Ok(snapshot
+        .clusters
+        .iter()
+        .map(|c| ClusterSummary {
+            name: c.name.clone(),
+            container_instances: c.instances.len() as u32,
+            running_tasks: c.running_tasks,
+            pending_tasks: c.pending_tasks,
+            services: c.services,
+        })
+        .collect())
+}
+
+/// The server's version, uptime, clock and fleet source.
+pub fn console_status(context: &ServiceContext) -> ConsoleStatus {
+    ConsoleStatus {
+        version: context.version.to_string(),
+        fleet_source: context.fleet_source.clone(),
+        uptime_seconds: context.started.elapsed().as_secs(),
+        server_time: clock::now(),
+    }
+}
+
+/// The JSON API's filters of the fleet; every one optional.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetFilter {
+    pub cluster: Option<String>,
+    pub team: Option<String>,
+    pub service: Option<String>,
+    pub instance_type: Option<String>,
+    /// `IDLE`, `NVIDIA_MPS` or `DEDICATED`.
+    pub mode: Option<String>,
+}
+
+/// The JSON API's parameters, for error messages.
+pub const FILTER_PARAMETERS: &str = "cluster, team, service, instance_type and mode";
+
+/// The latest state with its snapshot, or why there is none yet.
+pub fn latest(
+    context: &ServiceContext,
+) -> Result<(FleetState, std::sync::Arc<FleetSnapshot>), ServiceError> {
+    let state = context.fleet.state();
+    let snapshot = lookup::snapshot_of(&state)?;
+    Ok((state, snapshot))
+}
+
+/// The clusters, instances and GPUs of `snapshot` that match every filter given. An unknown
+/// cluster is an error that lists the clusters; an unknown team, service or type matches
+/// nothing.
+pub fn narrow(
+    snapshot: &FleetSnapshot,
+    filters: &FleetFilter,
+) -> Result<FleetSnapshot, ServiceError> {
+    let mode = match filters.mode.as_deref() {
+        None => None,
+        Some(value) => Some(SharingMode::parse(value).ok_or_else(|| {
+            ServiceError::invalid(format!(
+                "mode {value:?} is not a sharing mode; use IDLE, NVIDIA_MPS or DEDICATED"
+            ))
+        })?),
+    };
+    let query = FleetQuery {
+        cluster: filters.cluster.clone(),
+        team: filters.team.clone(),
+        service: filters.service.clone(),
+        instance_type: filters.instance_type.clone(),
+        mode,
+        ..FleetQuery::default()
+    };
+    lookup::known_cluster(snapshot, query.cluster.as_deref())?;
+    Ok(filter(snapshot, &query))
+}
+
+/// The snapshot narrowed to `query`; without filters, the snapshot itself, not a copy.
+fn narrowed<'a>(snapshot: &'a FleetSnapshot, query: &FleetQuery) -> Cow<'a, FleetSnapshot> {
+    if query.filters() {
+        Cow::Owned(filter(snapshot, query))
+    } else {
+        Cow::Borrowed(snapshot)
+    }
+}

@@ -1,0 +1,170 @@
+//! The service layer's ports: narrow traits over what the use cases read and write outside
+//! themselves — the fleet snapshot, ECS reads, ECS writes, rollout watches and the audit store.
+//! The server implements them over aws-sdk-ecs and SQL; tests of the use cases can fake them.
+//! Each takes and gives domain types, and fails with a [`ServiceError`] whose message a person
+//! can act on.
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::model::{
+    activity::{ClusterEvent, TaskInfo},
+    audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord},
+    deployment::{LiveService, WatchState},
+    task_definition::{FieldError, RevisionDetail, SourceRevision},
+    FleetSnapshot, ServiceError,
+};
+
+/// A boxed future, so that the ports can be trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The latest fleet snapshot and how the refreshes are going.
+#[derive(Clone, Debug, Default)]
+pub struct FleetState {
+    /// The last complete snapshot, if any.
+    pub snapshot: Option<Arc<FleetSnapshot>>,
+    /// When it was taken.
+    pub taken_at: Option<DateTime<Utc>>,
+    /// The last refresh's failure, cleared by the next success.
+    pub last_error: Option<String>,
+    /// When a refresh last ended, well or not.
+    pub last_attempt: Option<DateTime<Utc>>,
+    /// Counts stored snapshots: a page holding an older number is out of date.
+    pub version: u64,
+}
+
+/// The fleet snapshot, kept in memory and refreshed in the background: reading it never waits
+/// on AWS.
+pub trait FleetFeed: Send + Sync {
+    /// The latest state (the snapshot is shared, not copied).
+    fn state(&self) -> FleetState;
+    /// Seconds between refreshes.
+    fn refresh_interval_seconds(&self) -> u64;
+    /// Wakes with the state's version each time a snapshot is stored or a refresh fails.
+    fn subscribe(&self) -> watch::Receiver<u64>;
+}
+
+/// Which tasks of a cluster to read. (ECS lists by `startedBy` only without other filters, so
+/// a deployment's tasks are its service's, kept by [`TaskInfo::started_by`].)
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskQuery {
+    /// Stopped tasks (ECS keeps them about an hour) rather than those meant to run.
+    pub stopped: bool,
+    pub service: Option<String>,
+}
+
+/// What the use cases read from ECS on demand.
+pub trait EcsReads: Send + Sync {
+    /// The latest revision of every active family.
+    fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>>;
+    /// A family's revisions, active and inactive, newest first (at most
+    /// [`REVISIONS_SHOWN`](crate::service::task_definitions::REVISIONS_SHOWN)); empty when
+    /// there is no such family.
+    fn revisions(&self, family: String)
+        -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>>;
+    /// One revision with its RegisterTaskDefinition JSON; `None` when there is no such revision.
+    fn revision(
+        &self,
+        family: String,
+        revision: u32,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>>;
+    /// A service now: its deployments, counts and latest events (DescribeServices).
+    fn service(
+        &self,
+        cluster: String,
+        service: String,
+    ) -> BoxFuture<'_, Result<LiveService, ServiceError>>;
+    /// The events ECS keeps for each of `services` of `cluster` (up to 100 each), in any order.
+    fn events(
+        &self,
+        cluster: String,
+        services: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<ClusterEvent>, ServiceError>>;
+    /// The tasks of `cluster` the query names, described, with their instances and GPUs named
+    /// as the fleet snapshot knows them.
+    fn tasks(
+        &self,
+        cluster: String,
+        query: TaskQuery,
+    ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>>;
+}
+
+/// A revision ECS registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registered {
+    pub revision: RevisionDetail,
+    pub request_id: Option<String>,
+}
+
+/// What UpdateService answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceUpdated {
+    /// ECS's id of the new PRIMARY deployment.
+    pub deployment_id: Option<String>,
+    pub request_id: Option<String>,
+}
+
+/// What the use cases change in ECS. Every call is made after the audit intent is written.
+pub trait EcsWrites: Send + Sync {
+    /// Registers a RegisterTaskDefinition request as a new revision.
+    fn register(&self, task: Map<String, Value>)
+        -> BoxFuture<'_, Result<Registered, ServiceError>>;
+    /// Rolls `task_definition` (`family:revision`) out to `cluster/service`.
+    fn update_service(
+        &self,
+        cluster: String,
+        service: String,
+        task_definition: String,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
+}
+
+/// Reads a RegisterTaskDefinition request's JSON the way the AWS SDK does.
+pub trait TaskDefinitionSchema: Send + Sync {
+    /// Every check made before a registration, on the request's JSON text: the request as
+    /// JSON and its GPU request, or each error with its field and place.
+    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>>;
+}
+
+/// A RegisterTaskDefinition request that passed every check.
+pub type ValidRequest = (Map<String, Value>, placement::GpuRequest);
+
+/// A rollout to follow until it ends.
+#[derive(Clone, Debug)]
+pub struct RolloutToWatch {
+    /// What the watch page shows at first; the audit record's id names the watch.
+    pub initial: WatchState,
+    /// The task definition ARN the service ran before, to tell a rollback.
+    pub from_task_definition: String,
+    /// Service events that were there before the deploy, left out of the watch.
+    pub known_events: Vec<String>,
+}
+
+/// Follows rollouts on the server, whether or not a browser is open, until each succeeds,
+/// fails or is rolled back, and writes the result to the audit log.
+pub trait RolloutWatches: Send + Sync {
+    /// Starts following a rollout; the state as it is now.
+    fn start(&self, rollout: RolloutToWatch) -> WatchState;
+    /// The state of the rollout of audit record `id`, when this server follows it.
+    fn current(&self, id: &str) -> Option<WatchState>;
+    /// Wakes on every change of the rollout of audit record `id`, when this server follows it.
+    fn subscribe(&self, id: &str) -> Option<watch::Receiver<WatchState>>;
+}
+
+/// The audit log's store, and the deploy locks beside it.
+pub trait AuditStore: Send + Sync {
+    /// Writes an intent before its AWS call; the record's id.
+    fn begin(&self, intent: AuditIntent) -> BoxFuture<'_, Result<String, ServiceError>>;
+    /// Writes the outcome of the record `id`; fields left `None` keep their value.
+    fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), ServiceError>>;
+    /// The records that match `filter`, newest first.
+    fn list(&self, filter: AuditFilter) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
+    /// One record.
+    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, ServiceError>>;
+    /// Takes the deploy lock of `resource` for the record `id`: `false` when another holds it.
+    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, ServiceError>>;
+    /// Gives the deploy lock of `resource` back.
+    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), ServiceError>>;
+}

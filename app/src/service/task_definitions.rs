@@ -1,0 +1,540 @@
+//! Task definitions: families and revisions as ECS has them, joined with the services of the
+//! fleet snapshot; one revision's JSON and exports; two revisions compared; a task definition
+//! validated and fitted on the fleet; and an edit (the GPU form or the whole JSON) checked, then
+//! registered with its audit record.
+
+use serde_json::{Map, Value};
+
+use crate::{
+    model::{
+        arn::family_of,
+        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        fit::fit_check as place_one,
+        task_definition::{
+            check_edit, cli_json, cloudformation_yaml, diff, gpu_changes, invalid_family, locate,
+            mask_pair, mask_secrets, parse_inputs, set_change_tag, unmask_secrets, valid_family,
+            Comparison, EditCheck, EditInput, EditResult, FamilyDetail, FamilySummary, FieldError,
+            FitAnswer, GpuSetting, RevisionDetail, RevisionView, SourceRevision, Validation,
+        },
+        FleetSnapshot, ServiceError,
+    },
+    service::{context::ServiceContext, lookup, ports::ValidRequest, LOCAL_ACTOR},
+};
+
+/// Revisions of one family shown at most.
+pub const REVISIONS_SHOWN: usize = 25;
+
+/// An edit of a revision: new GPU settings for named containers, as the API sends them or as
+/// the page's form holds them (text, checked here), or the whole request's JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EditSpec {
+    Settings(Vec<(String, GpuSetting)>),
+    Form(Vec<EditInput>),
+    Json(String),
+}
+
+/// Refuses a family name ECS would refuse.
+pub fn check_family(family: &str) -> Result<(), ServiceError> {
+    if valid_family(family) {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(invalid_family(family)))
+    }
+}
+
+/// `cluster/service` of every service of the snapshot running a revision of `family`.
+fn services_of(snapshot: Option<&FleetSnapshot>, family: &str) -> Vec<String> {
+    let Some(snapshot) = snapshot else {
+        return Vec::new();
+    };
+    let mut services: Vec<String> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| {
+            c.service_list
+                .iter()
+                .filter(|s| family_of(&s.task_definition_arn) == family)
+                .map(move |s| format!("{}/{}", c.name, s.name))
+        })
+        .collect();
+    services.sort();
+    services
+}
+
+/// The GPU settings of a revision's GPU containers, in words.
+pub fn gpu_words(revision: &RevisionDetail) -> Vec<String> {
+    revision
+        .containers
+        .iter()
+        .filter(|c| c.gpu.uses_gpu())
+        .map(|c| format!("{}: {}", c.name, c.gpu.describe()))
+        .collect()
+}
+
+/// Every active family, described by its latest revision, with the services that run it.
+pub async fn families(context: &ServiceContext) -> Result<Vec<FamilySummary>, ServiceError> {
+    let latest = context.ecs.latest_revisions().await?;
+    let snapshot = context.fleet.state().snapshot;
+    Ok(latest
+        .into_iter()
+        .map(|revision| FamilySummary {
+            services: services_of(snapshot.as_deref(), &revision.family),
+            gpu: gpu_words(&revision),
+            family: revision.family,
+            latest_revision: revision.revision,
+            team: revision.team,
+        })
+        .collect())
+}
+
+/// One family's revisions, active and inactive, newest first; `None` when there is no such
+/// family.
+pub async fn family(
+    context: &ServiceContext,
+    family: &str,
+) -> Result<Option<FamilyDetail>, ServiceError> {
+    check_family(family)?;
+    let revisions = context.ecs.revisions(family.to_string()).await?;
+    if revisions.is_empty() {
+        return Ok(None);
+    }
+    let snapshot = context.fleet.state().snapshot;
+    Ok(Some(FamilyDetail {
+        services: services_of(snapshot.as_deref(), family),
+        family: family.to_string(),
+        revisions,
+    }))
+}
+
+/// A revision and its JSON, or `None` when ECS has no such revision.
+pub async fn find_revision(
+    context: &ServiceContext,
+    family: &str,
+    revision: u32,
+) -> Result<Option<SourceRevision>, ServiceError> {
+    check_family(family)?;
+    context.ecs.revision(family.to_string(), revision).await
+}
+
+/// The revision an edit starts from.
+async fn source_revision(
+    context: &ServiceContext,
+    family: &str,
+    revision: u32,
+) -> Result<SourceRevision, ServiceError> {
+    find_revision(context, family, revision)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::not_found(format!(
+                "{family} has no revision {revision}; the family's page lists its revisions"
+            ))
+        })
+}
+
+/// One revision with its JSON (secret-looking values masked unless `reveal`) and its
+/// CloudFormation requirements; `None` when there is no such revision.
+pub async fn revision(
+    context: &ServiceContext,
+    family: &str,
+    revision: u32,
+    reveal: bool,
+) -> Result<Option<RevisionView>, ServiceError> {
+    Ok(find_revision(context, family, revision)
+        .await?
+        .map(|source| {
+            let mut task = source.task;
+            let masked = if reveal { 0 } else { mask_secrets(&mut task) };
+            RevisionView {
+                detail: source.detail,
+                json: cli_json(&task),
+                masked,
+                cloudformation: cloudformation_yaml(&task),
+            }
+        }))
+}
+
+/// Two revisions of `family` compared: GPU settings first, then every difference of the JSON;
+/// `None` when either does not exist.
+pub async fn compare(
+    context: &ServiceContext,
+    family: &str,
+    from: u32,
+    to: u32,
+    reveal: bool,
+) -> Result<Option<Comparison>, ServiceError> {
+    let (Some(old), Some(new)) = (
+        find_revision(context, family, from).await?,
+        find_revision(context, family, to).await?,
+    ) else {
+        return Ok(None);
+    };
+    let (mut before, mut after) = (old.task.clone(), new.task.clone());
+    if !reveal {
+        mask_pair(&mut before, &mut after);
+    }
+    Ok(Some(Comparison {
+        diff: diff(&before, &after),
+        gpu: gpu_changes(&old, &new.task),
+        from: old.detail,
+        to: new.detail,
+    }))
+}
+
+/// Every check the console makes before registering, on a task definition's JSON text.
+pub fn validate(context: &ServiceContext, text: &str) -> Validation {
+    match context.schema.validate(text) {
+        Ok((_, request)) => Validation::valid(&request),
+        Err(errors) => Validation::invalid(errors),
+    }
+}
+
+/// Where one task of the task definition `text` could go in the fleet now (in `cluster`, or
+/// anywhere), or why the task definition is invalid.
+pub fn fit_check(
+    context: &ServiceContext,
+    text: &str,
+    cluster: Option<&str>,
+) -> Result<FitAnswer, ServiceError> {
+    let request = match context.schema.validate(text) {
+        Ok((_, request)) => request,
+        Err(errors) => return Ok(FitAnswer::Invalid(Validation::invalid(errors))),
+    };
+    if request == placement::GpuRequest::None {
+        return Err(ServiceError::invalid(
+            "the task definition asks for no GPU; give a container a GPU resource requirement to check its fit",
+        ));
+    }
+    let snapshot = lookup::snapshot(context)?;
+    lookup::known_cluster(&snapshot, cluster)?;
+    Ok(FitAnswer::Fits(place_one(&snapshot, cluster, &request)))
+}
+
+/// An edit applied to its source and checked: the new request's JSON and GPU request, or what
+/// to fix. Masked values of a JSON edit are put back from the source, and its family must stay.
+fn apply(
+    context: &ServiceContext,
+    source: &SourceRevision,
+    spec: &EditSpec,
+) -> Result<ValidRequest, Vec<FieldError>> {
+    let text = match spec {
+        EditSpec::Settings(settings) => {
+            return check_edit(source, settings).map(|checked| (checked.task, checked.request))
+        }
+        EditSpec::Form(inputs) => {
+            return check_edit(source, &parse_inputs(inputs)?)
+                .map(|checked| (checked.task, checked.request))
+        }
+        EditSpec::Json(text) => text,
+    };
+    let (mut task, request) = context.schema.validate(text)?;
+    let family = &source.detail.family;
+    let named = task
+        .get("family")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if named != family {
+        let at = locate(text, "family");
+        return Err(vec![FieldError {
+            field: "family".into(),
+            message: format!(
+                "The family is {named:?}, but this edit makes a revision of {family:?}; keep the family, or edit the other family from its own page."
+            ),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            ..FieldError::default()
+        }]);
+    }
+    let still_masked = unmask_secrets(&mut task, &source.task);
+    if !still_masked.is_empty() {
+        return Err(still_masked
+            .into_iter()
+            .map(|place| FieldError {
+                field: "containerDefinitions".into(),
+                message: format!(
+                    "{place} is masked and revision {} has no value for it; type its value.",
+                    source.detail.revision
+                ),
+                ..FieldError::default()
+            })
+            .collect());
+    }
+    Ok((task, request))
+}
+
+/// Checks an edit of `family:revision`: ECS's rules, the changes, the diff, where one task
+/// would fit in `cluster` (or the whole fleet), and the new revision's exports (secret-looking
+/// values masked unless `reveal`).
+pub async fn check(
+    context: &ServiceContext,
+    family: &str,
+    revision: u32,
+    spec: EditSpec,
+    cluster: Option<String>,
+    reveal: bool,
+) -> Result<EditCheck, ServiceError> {
+    let source = source_revision(context, family, revision).await?;
+    let (task, request) = match apply(context, &source, &spec) {
+        Ok(checked) => checked,
+        Err(errors) => {
+            return Ok(EditCheck {
+                errors,
+                ..EditCheck::default()
+            })
+        }
+    };
+    let cluster = cluster.filter(|c| !c.trim().is_empty());
+    let fit = if request == placement::GpuRequest::None {
+        None
+    } else {
+        let snapshot = context.fleet.state().snapshot;
+        if let (Some(snapshot), Some(name)) = (&snapshot, &cluster) {
+            if let Err(missing) = lookup::cluster(snapshot, name) {
+                return Ok(EditCheck {
+                    errors: vec![FieldError {
+                        field: "cluster".into(),
+                        message: format!("{missing}; pick one of them."),
+                        ..FieldError::default()
+                    }],
+                    ..EditCheck::default()
+                });
+            }
+        }
+        snapshot.map(|snapshot| place_one(&snapshot, cluster.as_deref(), &request))
+    };
+    let (mut before, mut after) = (source.task.clone(), task.clone());
+    let mut exported = task.clone();
+    let masked = if reveal {
+        0
+    } else {
+        mask_pair(&mut before, &mut after);
+        mask_secrets(&mut exported)
+    };
+    Ok(EditCheck {
+        errors: Vec::new(),
+        changes: gpu_changes(&source, &task),
+        diff: diff(&before, &after),
+        fit,
+        export_json: cli_json(&exported),
+        cloudformation: cloudformation_yaml(&exported),
+        masked,
+    })
+}
+
+/// An edit's answer that refuses it with `errors`.
+fn refused(errors: Vec<FieldError>) -> EditResult {
+    EditResult {
+        errors,
+        ..EditResult::default()
+    }
+}
+
+/// The edit `task` of `source` with the change `description`, or why it cannot be registered:
+/// an edit that changes nothing is refused.
+fn described_edit(
+    source: &SourceRevision,
+    mut task: Map<String, Value>,
+    description: &str,
+) -> Result<Map<String, Value>, Vec<FieldError>> {
+    let mut unchanged = source.task.clone();
+    set_change_tag(&mut unchanged, "").ok();
+    let mut compared = task.clone();
+    set_change_tag(&mut compared, "").ok();
+    if compared == unchanged {
+        return Err(vec![FieldError {
+            field: "edits".into(),
+            message: format!(
+                "Nothing changes: the edit is the same as revision {}. Change a setting first.",
+                source.detail.revision
+            ),
+            ..FieldError::default()
+        }]);
+    }
+    set_change_tag(&mut task, description).map_err(|message| {
+        vec![FieldError {
+            field: "description".into(),
+            message,
+            ..FieldError::default()
+        }]
+    })?;
+    Ok(task)
+}
+
+/// Registers an edit of `family:revision` as a new revision with the change `description`,
+/// after the same checks. The intent is written to the audit log before RegisterTaskDefinition
+/// and the outcome after; without the intent nothing is sent. ECS's refusal comes back with its
+/// code, in the answer.
+pub async fn register(
+    context: &ServiceContext,
+    family: &str,
+    revision: u32,
+    spec: EditSpec,
+    description: &str,
+) -> Result<EditResult, ServiceError> {
+    let source = source_revision(context, family, revision).await?;
+    let task = match apply(context, &source, &spec)
+        .and_then(|(task, _)| described_edit(&source, task, description))
+    {
+        Ok(task) => task,
+        Err(errors) => return Ok(refused(errors)),
+    };
+    let (mut masked_before, mut masked_after) = (source.task.clone(), task.clone());
+    mask_pair(&mut masked_before, &mut masked_after);
+    let intent = AuditIntent {
+        actor: LOCAL_ACTOR.into(),
+        action: AuditAction::Register,
+        resource: family.to_string(),
+        from_revision: Some(format!("{family}:{revision}")),
+        to_revision: None,
+        diff: serde_json::to_string(&diff(&masked_before, &masked_after)).unwrap_or_default(),
+        pre_check: None,
+        description: Some(description.trim().to_string()).filter(|d| !d.is_empty()),
+    };
+    let audit_id = context
+        .audit
+        .begin(intent)
+        .await
+        .map_err(|error| error.with_suffix("; nothing was registered"))?;
+    let (result, outcome) = match context.ecs_writes.register(task).await {
+        Ok(registered) => (
+            EditResult {
+                registered: Some(registered.revision.clone()),
+                ..EditResult::default()
+            },
+            AuditOutcome {
+                outcome: Outcome::Registered,
+                request_id: registered.request_id,
+                to_revision: Some(format!(
+                    "{}:{}",
+                    registered.revision.family, registered.revision.revision
+                )),
+                ..AuditOutcome::default()
+            },
+        ),
+        Err(error) => (
+            EditResult {
+                ecs_error: Some(error.message().to_string()),
+                ..EditResult::default()
+            },
+            AuditOutcome {
+                outcome: Outcome::Refused,
+                detail: Some(error.message().to_string()),
+                ..AuditOutcome::default()
+            },
+        ),
+    };
+    context
+        .audit
+        .finish(audit_id, outcome)
+        .await
+        .map_err(|error| {
+            error.with_suffix(match &result.registered {
+                Some(_) => "; the revision was registered, but the audit log does not say so",
+                None => "; nothing was registered",
+            })
+        })?;
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::{model::task_definition::EditInput, service::fake::Fake};
+
+    fn mps(memory: &str) -> EditSpec {
+        EditSpec::Form(vec![EditInput {
+            container: "model".into(),
+            kind: "mps".into(),
+            memory_mib: memory.into(),
+            ..EditInput::default()
+        }])
+    }
+
+    #[tokio::test]
+    async fn a_registration_is_audited_around_the_ecs_call() {
+        let fake = Fake::new();
+        let answer = register(&fake.context(), "embed", 2, mps("6144"), "more memory")
+            .await
+            .expect("answered");
+        assert_eq!(answer.registered.map(|r| r.revision), Some(3));
+        let calls = fake.calls();
+        assert_eq!(
+            calls,
+            ["audit.begin", "ecs.register", "audit.finish registered"],
+            "intent first, outcome after"
+        );
+        let record = &fake.records()[0];
+        assert_eq!(record.action, AuditAction::Register);
+        assert_eq!(record.to_revision.as_deref(), Some("embed:3"));
+    }
+
+    #[tokio::test]
+    async fn an_edit_that_breaks_a_rule_or_changes_nothing_sends_nothing() {
+        let fake = Fake::new();
+        let context = fake.context();
+        let broken = register(&context, "embed", 2, mps("lots"), "")
+            .await
+            .expect("answered");
+        assert_eq!(broken.errors[0].field, "memory_mib");
+        let same = register(&context, "embed", 2, mps("4096"), "")
+            .await
+            .expect("answered");
+        assert!(
+            same.errors[0].message.starts_with("Nothing changes"),
+            "{same:?}"
+        );
+        assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+        assert_eq!(
+            register(&context, "embed", 9, mps("1"), "")
+                .await
+                .expect_err("no such revision")
+                .status(),
+            404
+        );
+        assert_eq!(
+            register(&context, "bad name", 1, mps("1"), "")
+                .await
+                .expect_err("no such family")
+                .status(),
+            400
+        );
+    }
+
+    #[tokio::test]
+    async fn a_registration_the_audit_log_cannot_record_is_an_error() {
+        let fake = Fake::new();
+        fake.fail_begin.store(true, Ordering::SeqCst);
+        let error = register(&fake.context(), "embed", 2, mps("6144"), "")
+            .await
+            .expect_err("no intent");
+        assert!(
+            error.message().ends_with("nothing was registered"),
+            "{error}"
+        );
+        assert!(!fake.calls().iter().any(|c| c == "ecs.register"));
+
+        let fake = Fake::new();
+        fake.fail_finish.store(true, Ordering::SeqCst);
+        let error = register(&fake.context(), "embed", 2, mps("6144"), "")
+            .await
+            .expect_err("no outcome");
+        assert!(
+            error.message().contains("the revision was registered"),
+            "says what happened: {error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn ecs_refusing_a_registration_is_answered_and_audited() {
+        let fake = Fake::new();
+        fake.refuse_writes.store(true, Ordering::SeqCst);
+        let answer = register(&fake.context(), "embed", 2, mps("6144"), "")
+            .await
+            .expect("answered");
+        assert!(answer
+            .ecs_error
+            .is_some_and(|e| e.starts_with("ECS refused RegisterTaskDefinition")));
+        assert_eq!(fake.records()[0].outcome, Outcome::Refused);
+    }
+}

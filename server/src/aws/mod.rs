@@ -1,0 +1,102 @@
+//! AWS access: the ECS and CloudWatch SDK clients, pointed at the embedded emulator, an
+//! endpoint given on the command line, or AWS itself through the default credential chain.
+
+pub mod errors;
+
+use aws_sdk_ecs::config::{BehaviorVersion, Credentials, Region};
+use aws_smithy_async::future::pagination_stream::PaginationStream;
+use futures::Stream;
+
+/// An SDK time as the console writes times: RFC 3339 in UTC with milliseconds, so that times
+/// sort as text.
+pub fn rfc3339(at: &aws_sdk_ecs::primitives::DateTime) -> String {
+    app::service::clock::rfc3339_of_epoch(at.secs(), at.subsec_nanos())
+}
+
+/// The pages of an SDK paginator as a `futures` stream, to combine with the stream adapters.
+pub fn pages<T: Send + 'static>(pages: PaginationStream<T>) -> impl Stream<Item = T> + Send {
+    futures::stream::unfold(pages, |mut pages| async move {
+        let page = pages.next().await?;
+        Some((page, pages))
+    })
+}
+
+/// Where the SDK clients send their requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The embedded emulator on a loopback address; any credentials do.
+    Emulator { endpoint: String },
+    /// AWS (or an endpoint that speaks its protocols), with the default credential chain.
+    Aws {
+        region: Option<String>,
+        profile: Option<String>,
+        endpoint_url: Option<String>,
+    },
+}
+
+/// The SDK clients the console uses.
+#[derive(Clone, Debug)]
+pub struct Clients {
+    pub ecs: aws_sdk_ecs::Client,
+    pub cloudwatch: aws_sdk_cloudwatch::Client,
+    /// The region the clients use, for display.
+    pub region: String,
+}
+
+impl Clients {
+    /// Builds both clients for `target`.
+    pub async fn new(target: &Target) -> Clients {
+        let loader = aws_config::defaults(BehaviorVersion::latest());
+        let loader = match target {
+            Target::Emulator { endpoint } => loader
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new(
+                    "EMULATOR",
+                    "emulator",
+                    None,
+                    None,
+                    "gpushare-emulator",
+                ))
+                .endpoint_url(endpoint),
+            Target::Aws {
+                region,
+                profile,
+                endpoint_url,
+            } => {
+                let mut loader = loader;
+                if let Some(region) = region {
+                    loader = loader.region(Region::new(region.clone()));
+                }
+                if let Some(profile) = profile {
+                    loader = loader.profile_name(profile);
+                }
+                if let Some(url) = endpoint_url {
+                    loader = loader.endpoint_url(url);
+                }
+                loader
+            }
+        };
+        let config = loader.load().await;
+        Clients {
+            region: config
+                .region()
+                .map_or_else(|| "no region".to_string(), ToString::to_string),
+            ecs: aws_sdk_ecs::Client::new(&config),
+            cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn sdk_times_sort_as_text_whatever_their_precision() {
+        let whole = aws_sdk_ecs::primitives::DateTime::from_secs(1_796_040_000);
+        let half =
+            aws_sdk_ecs::primitives::DateTime::from_secs_and_nanos(1_796_040_000, 500_000_000);
+        assert!(rfc3339(&whole) < rfc3339(&half));
+        assert!(rfc3339(&whole).ends_with(".000Z"));
+    }
+}

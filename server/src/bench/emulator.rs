@@ -1,0 +1,126 @@
+//! `gpushare bench emulator`: the emulator on its own.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use aws_sdk_ecs::error::DisplayErrorContext;
+use futures::{stream, StreamExt, TryStreamExt};
+
+use super::{mib, print_table, resident_bytes, Row};
+use crate::config::BenchEmulatorArgs;
+
+/// `gpushare bench emulator`: scenario build time and memory, a full SDK walk at 0 and 40 ms of
+/// latency, and DescribeContainerInstances throughput.
+pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    let concurrency = usize::try_from(args.concurrency).unwrap_or(16);
+    let mut rows = Vec::new();
+    let before = resident_bytes().unwrap_or(0);
+    let started = Instant::now();
+    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let built = started.elapsed();
+    let after = resident_bytes().unwrap_or(0);
+    rows.push(Row {
+        what: format!("build `{}` scenario", args.scenario),
+        value: format!("{:.2} s", built.as_secs_f64()),
+    });
+    rows.push(Row {
+        what: "resident memory added by the scenario".into(),
+        value: mib(after.saturating_sub(before)),
+    });
+
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    let status = em.status();
+    rows.push(Row {
+        what: "fleet".into(),
+        value: format!(
+            "{} clusters, {} instances, {} GPUs, {} services, {} tasks",
+            status.clusters, status.container_instances, status.gpus, status.services, status.tasks
+        ),
+    });
+    let (_, clients) = crate::serve_emulator(&em).await?;
+
+    for latency in [0_u64, 40] {
+        let mut faults = emulator::Faults::default();
+        faults.all.latency_ms = latency;
+        em.set_faults(faults).map_err(anyhow::Error::msg)?;
+        // The console's own full read: every list and describe, task definitions included.
+        let reader =
+            crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency);
+        let started = Instant::now();
+        let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let elapsed = started.elapsed();
+        let instances: usize = snapshot.clusters.iter().map(|c| c.instances.len()).sum();
+        let gpus = snapshot.gpu_count();
+        rows.push(Row {
+            what: format!("full SDK read, {latency} ms added latency, {concurrency} in flight"),
+            value: format!(
+                "{:.2} s, {} calls ({instances} instances, {gpus} GPUs)",
+                elapsed.as_secs_f64(),
+                snapshot.api_calls
+            ),
+        });
+    }
+    em.set_faults(emulator::Faults::default())
+        .map_err(anyhow::Error::msg)?;
+
+    // Throughput: DescribeContainerInstances of 100 ARNs from `concurrency` callers.
+    let cluster = em.with_fleet(|f| {
+        f.clusters
+            .values()
+            .max_by_key(|c| c.instances.len())
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.instances
+                        .iter()
+                        .take(100)
+                        .map(|i| i.arn.clone())
+                        .collect::<Vec<_>>(),
+                )
+            })
+    });
+    if let Some((cluster, arns)) = cluster {
+        let deadline = Instant::now() + Duration::from_secs(args.seconds);
+        let started = Instant::now();
+        let counts: Vec<usize> = stream::iter(0..concurrency)
+            .map(|_| {
+                let ecs = clients.ecs.clone();
+                let cluster = cluster.clone();
+                let arns = arns.clone();
+                async move {
+                    let mut done = 0;
+                    while Instant::now() < deadline {
+                        ecs.describe_container_instances()
+                            .cluster(&cluster)
+                            .set_container_instances(Some(arns.clone()))
+                            .send()
+                            .await
+                            .map_err(|e| anyhow::anyhow!("{}", DisplayErrorContext(e)))?;
+                        done += 1;
+                    }
+                    Ok::<_, anyhow::Error>(done)
+                }
+            })
+            .buffer_unordered(concurrency)
+            .try_collect()
+            .await?;
+        let total: usize = counts.iter().sum();
+        rows.push(Row {
+            what: format!(
+                "DescribeContainerInstances (100 ARNs), {} callers",
+                args.concurrency
+            ),
+            value: format!(
+                "{:.0} requests/s ({total} in {:.1} s)",
+                total as f64 / started.elapsed().as_secs_f64(),
+                started.elapsed().as_secs_f64()
+            ),
+        });
+    }
+    print_table(
+        &format!("gpushare bench emulator — scenario {}", args.scenario),
+        &rows,
+    );
+    Ok(())
+}

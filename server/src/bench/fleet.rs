@@ -1,0 +1,352 @@
+//! `gpushare bench fleet`: the fleet snapshot against the fewest calls and a boto3 walk, and
+//! the console served on that fleet.
+
+use std::time::{Duration, Instant};
+
+use super::{mib, print_table, Row};
+use crate::config::BenchEmulatorArgs;
+use anyhow::Context;
+
+/// `gpushare bench fleet`: the fleet snapshot on an emulated fleet at 0 and 40 ms of added
+/// latency per call, against the fewest calls and the longest chain of dependent calls, and
+/// against a sequential boto3 script; then a `gpushare serve` process on that fleet: its memory,
+/// the fleet page's render time and size, `/api/v1/fleet` throughput and the time to hydrate.
+pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+    let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let (minimum, chain) = fewest_calls(&fleet);
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    let (endpoint, clients) = crate::serve_emulator(&em).await?;
+    let concurrency = usize::try_from(args.concurrency).unwrap_or(16);
+    let mut rows = vec![Row {
+        what: "fewest calls for a full snapshot (ECS + CloudWatch)".into(),
+        value: format!(
+            "{} ({} ECS + {} CloudWatch)",
+            minimum.ecs + minimum.cloudwatch,
+            minimum.ecs,
+            minimum.cloudwatch
+        ),
+    }];
+    for latency in [0_u64, 40] {
+        let mut faults = emulator::Faults::default();
+        faults.all.latency_ms = latency;
+        em.set_faults(faults).map_err(anyhow::Error::msg)?;
+        let reader =
+            crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency)
+                .with_usage(crate::fleet::usage::UsageReader::new(
+                    clients.cloudwatch.clone(),
+                    "host",
+                    crate::fleet::usage::CONCURRENCY,
+                ));
+        let mut first = None;
+        for pass in ["first", "second (task definitions and metric list cached)"] {
+            let started = Instant::now();
+            let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            let elapsed = started.elapsed();
+            if let Some(error) = &snapshot.usage_error {
+                anyhow::bail!("usage could not be read: {error}");
+            }
+            first.get_or_insert(elapsed);
+            let calls = snapshot.api_calls + snapshot.cloudwatch_calls;
+            let mut value = format!(
+                "{:.2} s, {calls} calls ({} ECS + {} CloudWatch; {:.2}× the fewest)",
+                elapsed.as_secs_f64(),
+                snapshot.api_calls,
+                snapshot.cloudwatch_calls,
+                f64::from(calls) / (minimum.ecs + minimum.cloudwatch) as f64
+            );
+            if latency > 0 {
+                let bound = chain as f64 * latency as f64 / 1000.0;
+                value.push_str(&format!(
+                    "; bound {chain} dependent calls × {latency} ms = {bound:.2} s, ratio {:.2}",
+                    elapsed.as_secs_f64() / bound
+                ));
+            }
+            rows.push(Row {
+                what: format!("snapshot, {latency} ms added latency, {pass} read"),
+                value,
+            });
+        }
+        let ours = first.unwrap_or_default();
+        rows.push(Row {
+            what: format!("sequential boto3 script, {latency} ms added latency"),
+            value: match boto3_walk(&endpoint).await {
+                Ok((seconds, calls)) => format!(
+                    "{seconds:.2} s, {calls} calls; gpushare is {:.1}× faster",
+                    seconds / ours.as_secs_f64().max(1e-9)
+                ),
+                Err(error) => format!("not measured: {error:#}"),
+            },
+        });
+    }
+    em.set_faults(emulator::Faults::default())
+        .map_err(anyhow::Error::msg)?;
+
+    match served(&endpoint, args.seconds).await {
+        Ok(more) => rows.extend(more),
+        Err(error) => rows.push(Row {
+            what: "the console as a server process".into(),
+            value: format!("not measured: {error:#}"),
+        }),
+    }
+    print_table(
+        &format!(
+            "gpushare bench fleet — scenario {}, {} in flight",
+            args.scenario, concurrency
+        ),
+        &rows,
+    );
+    Ok(())
+}
+
+/// The fewest calls a full snapshot can take.
+struct Fewest {
+    ecs: usize,
+    cloudwatch: usize,
+}
+
+/// The fewest calls, and the longest chain of calls that must follow one another: ListClusters,
+/// a cluster's ListTasks pages one after the other, the last page's DescribeTasks, then
+/// DescribeTaskDefinition. (CloudWatch's chain, ListMetrics pages then GetMetricData, runs beside
+/// it and is shorter.)
+fn fewest_calls(fleet: &emulator::model::Fleet) -> (Fewest, usize) {
+    let pages = |n: usize, per: usize| n.div_ceil(per).max(1);
+    let mut ecs = 1;
+    let mut chain = 0;
+    let mut definitions = std::collections::HashSet::new();
+    let mut reporting = 0;
+    for cluster in fleet.clusters.values() {
+        let instances = cluster.instances.len();
+        let tasks: Vec<_> = cluster.tasks.values().filter(|t| t.is_live()).collect();
+        let services = cluster.services.len();
+        ecs += pages(instances, 100) + instances.div_ceil(100);
+        ecs += pages(tasks.len(), 100) + tasks.len().div_ceil(100);
+        ecs += pages(services, 100) + services.div_ceil(10);
+        definitions.extend(tasks.iter().map(|t| t.task_definition_arn.clone()));
+        chain = chain.max(pages(tasks.len(), 100).max(pages(instances, 100)) + 1);
+        reporting += cluster
+            .instances
+            .iter()
+            .filter(|i| i.cloudwatch_agent)
+            .map(|i| i.gpus.len())
+            .sum::<usize>();
+    }
+    let cloudwatch = pages(reporting, 500) + (2 * reporting).div_ceil(500);
+    let ecs_chain = 1 + chain + 1;
+    let cloudwatch_chain = pages(reporting, 500) + 1;
+    (
+        Fewest {
+            ecs: ecs + definitions.len(),
+            cloudwatch,
+        },
+        ecs_chain.max(cloudwatch_chain),
+    )
+}
+
+/// Runs `bench/boto3_walk.py` against the emulator: seconds and calls.
+async fn boto3_walk(endpoint: &str) -> anyhow::Result<(f64, u64)> {
+    let python = std::env::var("GPUSHARE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = std::env::var("GPUSHARE_ROOT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default()
+        .join("bench/boto3_walk.py");
+    let output = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(endpoint)
+        .output()
+        .await
+        .with_context(|| format!("cannot run {python} {}", script.display()))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{python} {} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    Ok((
+        result["seconds"].as_f64().unwrap_or(0.0),
+        result["calls"].as_u64().unwrap_or(0),
+    ))
+}
+
+/// A GET over HTTP/1.0 (no chunking, the connection closes): status, body, time to the end.
+async fn http_get(
+    address: &str,
+    path: &str,
+    gzip: bool,
+) -> anyhow::Result<(u16, Vec<u8>, Duration)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let started = Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(address).await?;
+    let encoding = if gzip {
+        "Accept-Encoding: gzip\r\n"
+    } else {
+        ""
+    };
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n{encoding}\r\n").as_bytes())
+        .await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let elapsed = started.elapsed();
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .context("no end of headers")?;
+    let status = std::str::from_utf8(&response[..split])?
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, response[split + 4..].to_vec(), elapsed))
+}
+
+/// Starts `gpushare serve` on `endpoint` and measures it as a user would meet it.
+async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["serve", "--endpoint-url", endpoint, "--listen", &address])
+        .env("AWS_ACCESS_KEY_ID", "emulator")
+        .env("AWS_SECRET_ACCESS_KEY", "emulator")
+        .env("AWS_REGION", "us-east-1")
+        .env("GPUSHARE_LOG", "warn")
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .context("cannot start gpushare serve")?;
+    let pid = child.id().context("the server exited at once")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok((200, _, _)) =
+            http_get(&address, "/api/v1/fleet?cluster=nothing-here", false).await
+        {
+            break;
+        }
+        if let Ok((404, _, _)) =
+            http_get(&address, "/api/v1/fleet?cluster=nothing-here", false).await
+        {
+            break; // The snapshot is there: it says which clusters exist.
+        }
+        anyhow::ensure!(Instant::now() < deadline, "no fleet snapshot after 120 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut rows = Vec::new();
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .context("no VmRSS")?;
+    rows.push(Row {
+        what: "server resident memory holding the snapshot".into(),
+        value: mib(rss * 1024),
+    });
+
+    let mut times = Vec::new();
+    let mut raw = 0;
+    for _ in 0..100 {
+        let (status, body, elapsed) = http_get(&address, "/", false).await?;
+        anyhow::ensure!(status == 200, "GET / answered {status}");
+        raw = body.len();
+        times.push(elapsed);
+    }
+    times.sort();
+    let (_, gzipped, _) = http_get(&address, "/", true).await?;
+    rows.push(Row {
+        what: "fleet page server render, 100 requests".into(),
+        value: format!(
+            "p50 {:.1} ms, p95 {:.1} ms",
+            times[49].as_secs_f64() * 1000.0,
+            times[94].as_secs_f64() * 1000.0
+        ),
+    });
+    rows.push(Row {
+        what: "fleet page HTML".into(),
+        value: format!(
+            "{:.1} KB raw, {:.1} KB gzip",
+            raw as f64 / 1000.0,
+            gzipped.len() as f64 / 1000.0
+        ),
+    });
+
+    for (what, path) in [
+        ("the whole fleet", "/api/v1/fleet"),
+        (
+            "one cluster's p5.48xlarge",
+            "/api/v1/fleet?cluster=prod-a&instance_type=p5.48xlarge",
+        ),
+        (
+            "one cluster's dedicated GPUs",
+            "/api/v1/fleet?cluster=batch&mode=DEDICATED",
+        ),
+    ] {
+        let (_, body, _) = http_get(&address, path, false).await?;
+        rows.push(Row {
+            what: format!(
+                "/api/v1/fleet req/s, {what} ({:.0} KB), wrk 2 threads 32 connections",
+                body.len() as f64 / 1000.0
+            ),
+            value: wrk(&format!("http://{address}{path}"), seconds)
+                .await
+                .unwrap_or_else(|error| format!("not measured: {error:#}")),
+        });
+    }
+
+    let root = std::env::var("GPUSHARE_ROOT").unwrap_or_else(|_| ".".into());
+    let hydrate = tokio::process::Command::new("node")
+        .args(["tools/hydrate-time.js", "/", "5"])
+        .current_dir(std::path::Path::new(&root).join("end2end"))
+        .env("GPUSHARE_URL", format!("http://{address}"))
+        .output()
+        .await;
+    rows.push(Row {
+        what: "navigation to hydrated in headless Chromium, 5 loads".into(),
+        value: match hydrate {
+            Ok(out) if out.status.success() => {
+                let result: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+                format!(
+                    "median {} ms, max {} ms",
+                    result["median_ms"], result["max_ms"]
+                )
+            }
+            Ok(out) => format!(
+                "not measured: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+            ),
+            Err(error) => format!("not measured: node: {error}"),
+        },
+    });
+    let _ = child.kill().await;
+    Ok(rows)
+}
+
+/// `wrk` against `url` for `seconds`: its requests per second.
+async fn wrk(url: &str, seconds: u64) -> anyhow::Result<String> {
+    let out = tokio::process::Command::new("wrk")
+        .args(["-t2", "-c32", &format!("-d{seconds}s"), url])
+        .output()
+        .await
+        .context("cannot run wrk")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rate = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .context("wrk printed no rate")?
+        .trim()
+        .to_string();
+    let errors = text
+        .lines()
+        .find(|l| l.contains("Non-2xx"))
+        .map(|l| format!(" ({})", l.trim()))
+        .unwrap_or_default();
+    Ok(format!("{rate}{errors}"))
+}

@@ -1,0 +1,55 @@
+//! `gpushare bench`: measured figures, printed as a table. Benchmarks, not tests; none of this
+//! is on the path of a request.
+
+mod audit;
+mod emulator;
+mod fit;
+mod fleet;
+mod precheck;
+
+pub use audit::audit;
+pub use emulator::emulator;
+pub use fit::fit;
+pub use fleet::fleet;
+pub use precheck::precheck;
+
+use anyhow::Context;
+
+/// One row of a results table.
+pub(crate) struct Row {
+    pub(crate) what: String,
+    pub(crate) value: String,
+}
+
+pub(crate) fn print_table(title: &str, rows: &[Row]) {
+    let width = rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(6);
+    println!("\n{title}\n");
+    println!("| {:width$} | value |", "figure");
+    println!("|{}|-------|", "-".repeat(width + 2));
+    for row in rows {
+        println!("| {:width$} | {} |", row.what, row.value);
+    }
+}
+
+/// Resident memory of this process, in bytes (Linux).
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+pub(crate) fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// A fleet snapshot of the scenario, read through the SDK from an emulator serving it.
+pub(crate) async fn scenario_snapshot(name: &str) -> anyhow::Result<app::model::FleetSnapshot> {
+    let scenario = ::emulator::Scenario::parse(name).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let em = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, ::emulator::Faults::default());
+    let (_, clients) = crate::serve_emulator(&em).await?;
+    crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .read()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}

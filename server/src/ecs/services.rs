@@ -1,0 +1,93 @@
+//! A service as DescribeServices reports it, and UpdateService.
+
+use app::{
+    model::deployment::{LiveDeployment, LiveEvent, LiveService},
+    service::ports::ServiceUpdated,
+};
+use aws_sdk_ecs::operation::RequestId;
+
+use super::Ecs;
+use crate::aws::{errors, rfc3339};
+
+/// A count as the pages show it: ECS never reports a negative one.
+fn count(n: i32) -> u32 {
+    n.max(0) as u32
+}
+
+impl Ecs {
+    /// The service now, from DescribeServices.
+    pub async fn live(&self, cluster: &str, service: &str) -> Result<LiveService, String> {
+        let out = self
+            .client
+            .describe_services()
+            .cluster(cluster)
+            .services(service)
+            .send()
+            .await
+            .map_err(|e| errors::ecs("DescribeServices", &e))?;
+        let found = out
+            .services()
+            .first()
+            .ok_or_else(|| format!("ECS has no service {service:?} in cluster {cluster:?}"))?;
+        Ok(LiveService {
+            task_definition: found.task_definition().unwrap_or_default().to_string(),
+            desired: count(found.desired_count()),
+            running: count(found.running_count()),
+            pending: count(found.pending_count()),
+            deployments: found
+                .deployments()
+                .iter()
+                .map(|d| LiveDeployment {
+                    id: d.id().unwrap_or_default().to_string(),
+                    status: d.status().unwrap_or_default().to_string(),
+                    task_definition: d.task_definition().unwrap_or_default().to_string(),
+                    desired: count(d.desired_count()),
+                    running: count(d.running_count()),
+                    pending: count(d.pending_count()),
+                    failed_tasks: count(d.failed_tasks()),
+                    rollout_state: d.rollout_state().map(|s| s.as_str().to_string()),
+                    rollout_state_reason: d.rollout_state_reason().map(str::to_string),
+                })
+                .collect(),
+            events: found
+                .events()
+                .iter()
+                .map(|e| LiveEvent {
+                    id: e.id().unwrap_or_default().to_string(),
+                    at: e.created_at().map(rfc3339).unwrap_or_default(),
+                    message: e.message().unwrap_or_default().to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Rolls `task_definition` out to `cluster/service` with UpdateService.
+    pub async fn update(
+        &self,
+        cluster: &str,
+        service: &str,
+        task_definition: &str,
+    ) -> Result<ServiceUpdated, String> {
+        let out = self
+            .client
+            .update_service()
+            .cluster(cluster)
+            .service(service)
+            .task_definition(task_definition)
+            .send()
+            .await
+            .map_err(|e| errors::ecs("UpdateService", &e))?;
+        Ok(ServiceUpdated {
+            request_id: out.request_id().map(str::to_string),
+            deployment_id: out
+                .service()
+                .and_then(|s| {
+                    s.deployments()
+                        .iter()
+                        .find(|d| d.status() == Some("PRIMARY"))
+                })
+                .and_then(|d| d.id())
+                .map(str::to_string),
+        })
+    }
+}

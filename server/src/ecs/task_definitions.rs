@@ -1,0 +1,353 @@
+//! Task definitions through aws-sdk-ecs: the latest revision of every family, a family's
+//! revisions, one revision with its full JSON, and registration; and the checks of a
+//! RegisterTaskDefinition request's JSON (the SDK's shapes, the request's shape and ECS's GPU
+//! rules) that run before any registration.
+
+pub mod json;
+
+use app::{
+    model::{
+        arn::{family_of, TaskDefinitionId},
+        task_definition::{
+            locate, valid_family, ContainerSummary, FieldError, GpuSetting, RevisionDetail,
+            SourceRevision, CHANGE_TAG,
+        },
+    },
+    service::{
+        ports::{Registered, TaskDefinitionSchema, ValidRequest},
+        task_definitions::REVISIONS_SHOWN,
+    },
+};
+use aws_sdk_ecs::{
+    error::ProvideErrorMetadata,
+    operation::RequestId,
+    types::{ContainerDefinition, SortOrder, TaskDefinitionFamilyStatus, TaskDefinitionStatus},
+};
+use futures::{StreamExt, TryStreamExt};
+use serde_json::{Map, Value};
+
+use super::Ecs;
+use crate::aws::errors;
+
+/// DescribeTaskDefinition calls in flight at once for one page.
+const CONCURRENCY: usize = 16;
+
+/// The container's GPU setting, as its resource requirements say: the fleet reader's parsing,
+/// so that `ALL` and a sharing strategy beside an empty `value` read the same everywhere.
+pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
+    use crate::fleet::join::GpuAsk;
+    match crate::fleet::reader::gpu_ask(container.resource_requirements()) {
+        GpuAsk::None => GpuSetting::None,
+        GpuAsk::Whole(count) => GpuSetting::Whole { count },
+        GpuAsk::Mps {
+            memory_mib,
+            max_compute_percent,
+        } => GpuSetting::Mps {
+            memory_mib,
+            max_compute_percent,
+        },
+    }
+}
+
+impl Ecs {
+    /// One revision with its RegisterTaskDefinition JSON; `None` when ECS has no such revision.
+    pub async fn describe(&self, reference: &str) -> Result<Option<SourceRevision>, String> {
+        let out = match self
+            .client
+            .describe_task_definition()
+            .task_definition(reference)
+            .include(aws_sdk_ecs::types::TaskDefinitionField::Tags)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(error) if error.code() == Some("ClientException") => return Ok(None),
+            Err(error) => return Err(errors::ecs("DescribeTaskDefinition", &error)),
+        };
+        let td = out
+            .task_definition()
+            .ok_or("DescribeTaskDefinition answered without a task definition")?;
+        let tag = |key: &str| {
+            out.tags()
+                .iter()
+                .find(|t| t.key() == Some(key))
+                .and_then(|t| t.value())
+                .map(str::to_string)
+        };
+        let detail = RevisionDetail {
+            family: td.family().unwrap_or_default().to_string(),
+            revision: td.revision().max(0) as u32,
+            arn: td.task_definition_arn().unwrap_or_default().to_string(),
+            active: td.status() == Some(&TaskDefinitionStatus::Active),
+            registered_at: td.registered_at().map(crate::aws::rfc3339),
+            compatibilities: td
+                .requires_compatibilities()
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            network_mode: td.network_mode().map(|m| m.as_str().to_string()),
+            cpu: td.cpu().map(str::to_string),
+            memory: td.memory().map(str::to_string),
+            containers: td
+                .container_definitions()
+                .iter()
+                .map(|c| ContainerSummary {
+                    name: c.name().unwrap_or_default().to_string(),
+                    image: c.image().unwrap_or_default().to_string(),
+                    cpu: c.cpu().max(0) as u32,
+                    memory_mib: c.memory().map(|m| m.max(0) as u32),
+                    gpu: gpu_setting(c),
+                })
+                .collect(),
+            team: tag(&self.team_tag),
+            change: tag(CHANGE_TAG),
+        };
+        Ok(Some(SourceRevision {
+            detail,
+            task: json::register_json(td, out.tags()),
+        }))
+    }
+
+    async fn detail(&self, reference: &str) -> Result<RevisionDetail, String> {
+        self.describe(reference)
+            .await?
+            .map(|source| source.detail)
+            .ok_or_else(|| format!("ECS has no task definition {reference}"))
+    }
+
+    /// Each of `references` described, in order.
+    async fn details(&self, references: Vec<String>) -> Result<Vec<RevisionDetail>, String> {
+        futures::stream::iter(
+            references
+                .into_iter()
+                .map(|reference| async move { self.detail(&reference).await }),
+        )
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await
+    }
+
+    /// The latest revision of every active family.
+    pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, String> {
+        let families: Vec<String> = self
+            .client
+            .list_task_definition_families()
+            .status(TaskDefinitionFamilyStatus::Active)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| errors::ecs("ListTaskDefinitionFamilies", &e))?;
+        self.details(families).await
+    }
+
+    /// The ARNs of `family`'s revisions with `status`, newest first, at most
+    /// [`REVISIONS_SHOWN`].
+    async fn revision_arns(
+        &self,
+        family: &str,
+        status: TaskDefinitionStatus,
+    ) -> Result<Vec<String>, String> {
+        let mut pages = self
+            .client
+            .list_task_definitions()
+            .family_prefix(family)
+            .status(status)
+            .sort(SortOrder::Desc)
+            .into_paginator()
+            .send();
+        let mut arns = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| errors::ecs("ListTaskDefinitions", &e))?;
+            arns.extend(
+                page.task_definition_arns()
+                    .iter()
+                    .filter(|arn| family_of(arn) == family)
+                    .cloned(),
+            );
+            if arns.len() >= REVISIONS_SHOWN {
+                break;
+            }
+        }
+        Ok(arns)
+    }
+
+    /// `family`'s revisions, active and inactive, newest first, at most [`REVISIONS_SHOWN`].
+    pub async fn read_revisions(&self, family: String) -> Result<Vec<RevisionDetail>, String> {
+        let (active, inactive) = futures::try_join!(
+            self.revision_arns(&family, TaskDefinitionStatus::Active),
+            self.revision_arns(&family, TaskDefinitionStatus::Inactive),
+        )?;
+        let mut arns: Vec<(u32, String)> = active
+            .into_iter()
+            .chain(inactive)
+            .map(|arn| {
+                let revision = TaskDefinitionId::parse(&arn).map_or(0, |id| id.revision);
+                (revision, arn)
+            })
+            .collect();
+        arns.sort_by_key(|(revision, _)| std::cmp::Reverse(*revision));
+        arns.truncate(REVISIONS_SHOWN);
+        self.details(arns.into_iter().map(|(_, arn)| arn).collect())
+            .await
+    }
+
+    /// Registers the RegisterTaskDefinition request `task`, after every check: the new
+    /// revision, or ECS's error with its code.
+    pub async fn register_task(&self, task: Map<String, Value>) -> Result<Registered, String> {
+        let text = Value::Object(task).to_string();
+        SdkSchema.validate(&text).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let input = json::parse_register(&text).map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| e.message)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let registered = json::register_call(&self.client, input)
+            .send()
+            .await
+            .map_err(|e| errors::ecs("RegisterTaskDefinition", &e))?;
+        let arn = registered
+            .task_definition()
+            .and_then(|td| td.task_definition_arn())
+            .ok_or("RegisterTaskDefinition answered without an ARN")?;
+        let request_id = registered.request_id().map(str::to_string);
+        Ok(Registered {
+            revision: self.detail(arn).await?,
+            request_id,
+        })
+    }
+}
+
+/// A RegisterTaskDefinition request read with aws-sdk-ecs's own shapes, and checked against
+/// the request's shape and ECS's GPU rules.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SdkSchema;
+
+impl TaskDefinitionSchema for SdkSchema {
+    /// Every check the console makes before a registration, on the request's JSON `text`: the
+    /// SDK's shapes (types, unknown fields), the request's shape (a family, containers with
+    /// names and images) and ECS's GPU rules. Each error names its field and, where the text
+    /// has it, its line and column.
+    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+        let located = |errors: Vec<placement::rules::RuleError>| -> Vec<FieldError> {
+            errors
+                .into_iter()
+                .map(|e| {
+                    let at = (!e.path.is_empty())
+                        .then(|| locate(text, &e.path))
+                        .flatten();
+                    FieldError {
+                        container: e.container,
+                        line: at.map(|(line, _)| line),
+                        column: at.map(|(_, column)| column),
+                        field: e.path,
+                        message: e.message,
+                    }
+                })
+                .collect()
+        };
+        // The SDK's reading finds unknown fields and wrong types; the checks below still run,
+        // so that one answer lists every error.
+        let mut errors = json::parse_register(text).err().unwrap_or_default();
+        let task: Map<String, Value> = match serde_json::from_str(text) {
+            Ok(Value::Object(task)) => task,
+            Ok(_) => {
+                return Err(vec![FieldError {
+                    field: String::new(),
+                    message: "The task definition must be a JSON object with family and containerDefinitions.".into(),
+                    ..FieldError::default()
+                }])
+            }
+            Err(_) => return Err(located(errors)),
+        };
+        errors.extend(shape_errors(&task));
+        match placement::rules::check_task(&task) {
+            Ok(request) if errors.is_empty() => Ok((task, request)),
+            Ok(_) => Err(located(errors)),
+            Err(more) => {
+                errors.extend(more);
+                Err(located(errors))
+            }
+        }
+    }
+}
+
+/// What RegisterTaskDefinition requires beyond types: a valid family, and containers with names
+/// and images.
+fn shape_errors(task: &Map<String, Value>) -> Vec<placement::rules::RuleError> {
+    use placement::rules::RuleError;
+    let mut errors = Vec::new();
+    if !task
+        .get("family")
+        .and_then(Value::as_str)
+        .is_some_and(valid_family)
+    {
+        errors.push(RuleError {
+            container: None,
+            path: "family".into(),
+            message: "family is required: up to 255 letters, digits, hyphens and underscores."
+                .into(),
+        });
+    }
+    match task.get("containerDefinitions").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => {
+            for (index, container) in list.iter().enumerate() {
+                let name = container.get("name").and_then(Value::as_str);
+                if name.is_none_or(str::is_empty) {
+                    errors.push(RuleError {
+                        container: None,
+                        path: format!("containerDefinitions[{index}]"),
+                        message: "Each container needs a name.".into(),
+                    });
+                }
+                if container
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    errors.push(RuleError {
+                        container: name.map(str::to_string),
+                        path: format!("containerDefinitions[{index}]"),
+                        message: format!("Container '{}' needs an image.", name.unwrap_or("?")),
+                    });
+                }
+            }
+        }
+        _ => errors.push(RuleError {
+            container: None,
+            path: "containerDefinitions".into(),
+            message: "containerDefinitions must list at least one container.".into(),
+        }),
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_family_or_images_lists_every_error() {
+        let errors = SdkSchema
+            .validate(r#"{"family": "bad name", "containerDefinitions": [{"name": "a"}]}"#)
+            .expect_err("invalid");
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert!(fields.contains(&"family"), "{fields:?}");
+        assert!(fields.contains(&"containerDefinitions[0]"), "{fields:?}");
+        let valid = SdkSchema
+            .validate(
+                r#"{"family": "embed", "containerDefinitions": [{"name": "a", "image": "x"}]}"#,
+            )
+            .expect("valid");
+        assert_eq!(valid.1, placement::GpuRequest::None);
+    }
+}

@@ -1,0 +1,100 @@
+//! What every request handler can reach: the use cases' context, and what the HTTP edge itself
+//! keeps (the site, metrics, readiness, limits, the fleet API's serialized answers).
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use leptos::prelude::*;
+
+use app::{
+    model::FleetSource,
+    service::{ports::AuditStore, ServiceContext},
+};
+
+use super::{fleet::FleetJsonCache, metrics::HttpMetrics};
+use crate::{
+    aws::Clients,
+    config::ServeArgs,
+    fleet::{
+        reader::FleetReader,
+        store::{spawn_refresher, SnapshotStore},
+        usage::UsageReader,
+    },
+    ports::service_context,
+    readiness::{CloudWatchReachable, EcsReachable, Readiness},
+};
+
+/// The server's shared state, cloned into every handler.
+#[derive(Clone)]
+pub struct AppState {
+    /// Where the built site is and what its files are called.
+    pub leptos_options: LeptosOptions,
+    /// The use cases' context: the server's facts and its ports to ECS and the audit log.
+    pub services: ServiceContext,
+    /// Request counts and latencies for `/metrics`.
+    pub metrics: Arc<HttpMetrics>,
+    /// `/api/v1/fleet` answers, serialized once per snapshot and filter.
+    pub fleet_json: Arc<FleetJsonCache>,
+    /// The checks behind `/readyz`.
+    pub readiness: Readiness,
+    /// Largest request body, in bytes.
+    pub body_limit: usize,
+    /// How long a request may take.
+    pub request_timeout: std::time::Duration,
+}
+
+impl AppState {
+    /// State for a server started with `args`, showing the fleet of `source` through `clients`.
+    /// Starts the background refresh of the fleet snapshot, so it must run inside Tokio.
+    pub fn new(
+        args: &ServeArgs,
+        source: FleetSource,
+        clients: Clients,
+        audit: Arc<dyn AuditStore>,
+    ) -> AppState {
+        let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(
+            args.fleet.refresh_interval,
+        )));
+        let reader = Arc::new(
+            FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16).with_usage(
+                UsageReader::new(
+                    clients.cloudwatch.clone(),
+                    &args.fleet.usage_host_dimension,
+                    crate::fleet::usage::CONCURRENCY,
+                ),
+            ),
+        );
+        spawn_refresher(&fleet, reader);
+        let services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
+        let leptos_options = LeptosOptions::builder()
+            .output_name("gpushare")
+            .site_root(args.site_root.to_string_lossy().into_owned())
+            .site_pkg_dir("pkg")
+            .site_addr(args.listen)
+            .env(leptos::config::Env::PROD)
+            .build();
+        AppState {
+            readiness: Readiness::for_site(&args.site_root)
+                .with(EcsReachable::new(clients.ecs.clone()))
+                .with(CloudWatchReachable::new(clients.cloudwatch.clone())),
+            leptos_options,
+            services,
+            fleet_json: Arc::default(),
+            metrics: Arc::new(HttpMetrics::default()),
+            body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
+            request_timeout: std::time::Duration::from_secs(args.request_timeout),
+        }
+    }
+
+    /// Provides the use cases' context to a page render or server function call.
+    pub fn render_context(&self) -> impl Fn() + Clone + Send + Sync + 'static {
+        let services = self.services.clone();
+        move || provide_context(services.clone())
+    }
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}

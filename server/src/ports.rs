@@ -1,0 +1,41 @@
+//! The service layer's ports implemented over AWS and SQL — ECS reads and writes through
+//! aws-sdk-ecs, the SDK's task definition schema, rollouts followed on this server, the fleet
+//! snapshot and the audit store — wired into the one context every use case is given.
+
+use std::{sync::Arc, time::Instant};
+
+use app::{
+    model::FleetSource,
+    service::{ports::AuditStore, rollouts::POLL, ServiceContext},
+};
+
+use crate::{
+    aws::Clients,
+    ecs::{task_definitions::SdkSchema, Ecs},
+    fleet::store::SnapshotStore,
+    rollouts::RolloutWatcher,
+};
+
+/// The use cases' context over AWS through `clients`: ECS reads and writes over one client,
+/// the task definition schema of the SDK, rollouts followed on this server, the fleet snapshot
+/// of `fleet`, and the audit store `audit`.
+pub fn service_context(
+    clients: &Clients,
+    team_tag: &str,
+    fleet: Arc<SnapshotStore>,
+    audit: Arc<dyn AuditStore>,
+    source: FleetSource,
+) -> ServiceContext {
+    let ecs = Arc::new(Ecs::new(clients.ecs.clone(), team_tag, fleet.clone()));
+    ServiceContext {
+        version: env!("CARGO_PKG_VERSION"),
+        started: Instant::now(),
+        fleet_source: source,
+        fleet,
+        ecs: ecs.clone(),
+        ecs_writes: ecs.clone(),
+        schema: Arc::new(SdkSchema),
+        watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
+        audit,
+    }
+}

@@ -1,0 +1,151 @@
+//! The crash-reconcile path: intents written to the audit log whose outcome never was (the
+//! server stopped between the intent and the AWS call, or right after it) are settled at the
+//! next start by asking ECS, and a rollout that was sent is watched to its end.
+
+use std::sync::Arc;
+
+use crate::support::{temp_dir, Postgres};
+
+use app::{
+    model::audit::{AuditAction, AuditFilter, AuditIntent, Outcome},
+    service::{deployments::reconcile, ports::AuditStore},
+};
+use gpushare::{audit::SqlAuditLog, config::EmulatorArgs, fleet::store::SnapshotStore};
+
+fn intent(resource: &str, from: &str, to: &str) -> AuditIntent {
+    AuditIntent {
+        actor: "local".into(),
+        action: AuditAction::Deploy,
+        resource: resource.into(),
+        from_revision: Some(from.into()),
+        to_revision: Some(to.into()),
+        diff: "[]".into(),
+        pre_check: Some("completes".into()),
+        description: None,
+    }
+}
+
+#[tokio::test]
+async fn pending_intents_are_settled_with_ecs_at_start_on_sqlite() {
+    let dir = temp_dir("reconcile");
+    let audit = Arc::new(SqlAuditLog::open(None, &dir).await.expect("opens"));
+    pending_intents_are_settled_with_ecs_at_start(audit).await;
+}
+
+#[tokio::test]
+async fn pending_intents_are_settled_with_ecs_at_start_on_postgresql() {
+    let server = Postgres::start();
+    let audit = Arc::new(
+        SqlAuditLog::open(Some(&server.url()), std::path::Path::new("/nonexistent"))
+            .await
+            .expect("opens"),
+    );
+    assert_eq!(audit.backend, "postgres");
+    pending_intents_are_settled_with_ecs_at_start(audit).await;
+}
+
+/// Two intents left by a crash, one sent and one not, settled by the next start.
+async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) {
+    let emulator = gpushare::build_emulator(&EmulatorArgs::default())
+        .await
+        .expect("the demo fleet");
+    let (_, clients) = gpushare::serve_emulator(&emulator).await.expect("serves");
+
+    // Sent: the server wrote the intent, UpdateService went out, and the server stopped.
+    let described = clients
+        .ecs
+        .describe_task_definition()
+        .task_definition("embed-api:1")
+        .send()
+        .await
+        .expect("described");
+    let td = described.task_definition().expect("a task definition");
+    let mut again = clients
+        .ecs
+        .register_task_definition()
+        .family("embed-api")
+        .set_container_definitions(Some(td.container_definitions().to_vec()))
+        .set_requires_compatibilities(Some(td.requires_compatibilities().to_vec()));
+    if let Some(mode) = td.network_mode() {
+        again = again.network_mode(mode.clone());
+    }
+    again.send().await.expect("revision 2");
+    let sent = audit
+        .begin(intent(
+            "inference-prod/embed-api",
+            "embed-api:1",
+            "embed-api:2",
+        ))
+        .await
+        .expect("intent");
+    clients
+        .ecs
+        .update_service()
+        .cluster("inference-prod")
+        .service("embed-api")
+        .task_definition("embed-api:2")
+        .send()
+        .await
+        .expect("sent");
+    // Not sent: the server stopped between the intent and the call.
+    let lost = audit
+        .begin(intent(
+            "ml-dev/speech-align",
+            "speech-align:1",
+            "speech-align:2",
+        ))
+        .await
+        .expect("intent");
+    assert!(audit
+        .lock("ml-dev/speech-align".into(), lost.clone())
+        .await
+        .expect("lock"));
+
+    let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(15)));
+    let services = gpushare::ports::service_context(
+        &clients,
+        "team",
+        fleet,
+        audit.clone(),
+        app::model::FleetSource::Aws {
+            region: clients.region.clone(),
+        },
+    );
+    assert_eq!(reconcile(&services).await.expect("reconciled"), 2);
+    let lost_record = audit.get(lost.clone()).await.expect("get").expect("found");
+    assert_eq!(lost_record.outcome, Outcome::Refused);
+    assert!(lost_record
+        .detail
+        .unwrap_or_default()
+        .contains("before UpdateService was sent"));
+    assert!(
+        audit
+            .lock("ml-dev/speech-align".into(), "next".into())
+            .await
+            .expect("lock"),
+        "the crash's lock is released"
+    );
+    // The sent one is watched again to its end.
+    let started = std::time::Instant::now();
+    loop {
+        let record = audit.get(sent.clone()).await.expect("get").expect("found");
+        if record.outcome == Outcome::Succeeded {
+            assert!(record.deployment_id.is_some());
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 90,
+            "still {}: {record:?}",
+            record.outcome
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let pending = audit
+        .list(AuditFilter {
+            outcome: Some("pending".into()),
+            ..AuditFilter::default()
+        })
+        .await
+        .expect("list");
+    assert!(pending.is_empty());
+}

@@ -1,0 +1,289 @@
+//! The fleet snapshot read through aws-sdk-ecs from the emulator's demo fleet, checked against
+//! the emulator's own state.
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use emulator::{placement::SharingMode, Emulator, Faults, Scenario};
+use gpushare::{
+    aws::{Clients, Target},
+    fleet::{reader::FleetReader, usage::UsageReader},
+};
+
+async fn demo() -> (Emulator, Clients) {
+    let emulator = Emulator::new(
+        Scenario::Demo.build(5, Utc::now()),
+        "demo",
+        1.0,
+        Faults::default(),
+    );
+    let address = emulator
+        .clone()
+        .spawn("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let clients = Clients::new(&Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await;
+    (emulator, clients)
+}
+
+#[tokio::test]
+async fn the_snapshot_matches_the_emulators_state() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8);
+    let snapshot = reader.read().await.expect("read");
+    assert_eq!(snapshot.unknown_gpu_ids, 0);
+
+    // The emulator's view of every GPU: mode, remaining memory, containers on it.
+    let truth: HashMap<String, (SharingMode, u32, u32)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .flat_map(|i| {
+                i.gpu_ids.iter().cloned().zip(
+                    i.gpus
+                        .iter()
+                        .map(|g| (g.mode, g.remaining_memory_mib, g.container_count)),
+                )
+            })
+            .collect()
+    });
+    let views: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .flat_map(|i| i.gpus.iter())
+        .collect();
+    assert_eq!(views.len(), truth.len(), "one view per GPU");
+    for view in &views {
+        let (mode, remaining, count) = truth[&view.uuid];
+        assert_eq!(view.mode, mode, "{}", view.uuid);
+        assert_eq!(view.remaining_memory_mib, remaining, "{}", view.uuid);
+        assert_eq!(view.containers.len() as u32, count, "{}", view.uuid);
+        if view.mode == SharingMode::NvidiaMps {
+            let requested: u32 = view.containers.iter().filter_map(|c| c.memory_mib).sum();
+            assert_eq!(requested, view.allocated_memory_mib(), "{}", view.uuid);
+        }
+    }
+    assert!(
+        views.iter().any(|v| v.compute_allocated_percent > 100),
+        "the demo has an oversubscribed GPU"
+    );
+    assert!(
+        views
+            .iter()
+            .flat_map(|v| v.containers.iter())
+            .all(|c| c.team.is_some()),
+        "every demo service has a team"
+    );
+    let impaired: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .filter(|i| i.impaired.is_some())
+        .collect();
+    assert_eq!(impaired.len(), 1);
+
+    // The cluster counts the cluster table shows.
+    let counts: HashMap<String, (u32, u32)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .map(|c| {
+                let running = c
+                    .tasks
+                    .values()
+                    .filter(|t| {
+                        t.is_live() && t.last_status == emulator::model::TaskStatus::Running
+                    })
+                    .count() as u32;
+                (c.name.clone(), (c.services.len() as u32, running))
+            })
+            .collect()
+    });
+    for cluster in &snapshot.clusters {
+        assert_eq!(
+            (cluster.services, cluster.running_tasks),
+            counts[&cluster.name],
+            "{}",
+            cluster.name
+        );
+    }
+
+    // A second read reuses the cached task definitions.
+    let again = reader.read().await.expect("read");
+    assert!(
+        again.api_calls < snapshot.api_calls,
+        "{} then {}",
+        snapshot.api_calls,
+        again.api_calls
+    );
+}
+
+#[tokio::test]
+async fn a_failing_call_fails_the_read_rather_than_giving_a_partial_snapshot() {
+    let (emulator, clients) = demo().await;
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "DescribeTasks".into(),
+        emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+    );
+    emulator.set_faults(faults).expect("valid");
+    let error = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .read()
+        .await
+        .expect_err("must fail");
+    assert_eq!(error.operation, "DescribeTasks");
+}
+
+#[tokio::test]
+async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8);
+    let store = gpushare::fleet::store::SnapshotStore::default();
+    store.refresh(&reader).await;
+    let good = store.state();
+    let first = good.snapshot.clone().expect("a snapshot");
+    assert!(good.last_error.is_none());
+
+    let faults = Faults {
+        all: emulator::Fault {
+            throttle_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+        ..Faults::default()
+    };
+    emulator.set_faults(faults).expect("valid");
+    store.refresh(&reader).await;
+    let after = store.state();
+    assert_eq!(
+        after.snapshot.as_deref(),
+        Some(&*first),
+        "the last good snapshot is served"
+    );
+    assert_eq!(after.taken_at, good.taken_at, "with its own age");
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("ListClusters"),
+        "{:?}",
+        after.last_error
+    );
+
+    // Server errors (5xx after the SDK's retries) are handled the same way.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let faults = Faults {
+        all: emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+        ..Faults::default()
+    };
+    emulator.set_faults(faults).expect("valid");
+    store.refresh(&reader).await;
+    let after = store.state();
+    assert_eq!(after.snapshot.as_deref(), Some(&*first));
+    let age = Utc::now() - after.taken_at.expect("taken");
+    assert!(age >= chrono::Duration::seconds(1), "its age grows: {age}");
+    let error = after.last_error.unwrap_or_default();
+    assert!(error.contains("ListClusters"), "{error}");
+    assert_eq!(after.version, good.version, "no new snapshot");
+
+    emulator.set_faults(Faults::default()).expect("valid");
+    store.refresh(&reader).await;
+    let recovered = store.state();
+    assert!(recovered.last_error.is_none());
+    assert!(recovered.version > good.version);
+}
+
+#[tokio::test]
+async fn usage_joins_by_host_and_index_and_missing_metrics_are_no_data() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8).with_usage(UsageReader::new(
+        clients.cloudwatch.clone(),
+        "host",
+        4,
+    ));
+    let snapshot = reader.read().await.expect("read");
+    assert!(snapshot.usage_error.is_none(), "{:?}", snapshot.usage_error);
+    // One ListMetrics page and one GetMetricData call: the demo has under 500 queries.
+    assert_eq!(snapshot.cloudwatch_calls, 2);
+    let agents: HashMap<String, (bool, String)> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| {
+                (
+                    i.ec2_instance_id.clone(),
+                    (i.cloudwatch_agent, i.gpu_model.clone()),
+                )
+            })
+            .collect()
+    });
+    let mut without = 0;
+    for instance in snapshot.clusters.iter().flat_map(|c| c.instances.iter()) {
+        let (agent, model) = &agents[&instance.ec2_instance_id];
+        for gpu in &instance.gpus {
+            if !agent {
+                without += 1;
+                assert_eq!(gpu.usage, None, "no metrics is no data, never zero");
+                continue;
+            }
+            assert_eq!(instance.gpu_model.as_ref(), Some(model));
+            let usage = gpu.usage.expect("a GPU with the agent has usage");
+            let utilization = usage.utilization_percent.expect("utilization");
+            let used = usage.memory_used_mib.expect("memory used");
+            assert!((0.0..=100.0).contains(&utilization.latest));
+            assert!((0.0..=100.0).contains(&utilization.average));
+            if gpu.mode == SharingMode::Idle {
+                assert_eq!(utilization.latest, 0.0, "{}", gpu.uuid);
+                assert!(used.latest <= 1.0, "{}: nothing but the driver", gpu.uuid);
+            } else {
+                assert!(used.average > 0.0, "{}", gpu.uuid);
+            }
+        }
+    }
+    assert!(without > 0, "the demo's instance without the agent");
+    // Without the agent, the model still comes from the instance type.
+    assert!(snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .all(|i| i.gpu_model.is_some()));
+}
+
+#[tokio::test]
+async fn a_cloudwatch_failure_keeps_the_ecs_snapshot_and_says_usage_is_missing() {
+    let (emulator, clients) = demo().await;
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "ListMetrics".into(),
+        emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+    );
+    emulator.set_faults(faults).expect("valid");
+    let snapshot = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .with_usage(UsageReader::new(clients.cloudwatch.clone(), "host", 4))
+        .read()
+        .await
+        .expect("ECS answers");
+    let error = snapshot.usage_error.expect("the usage error is reported");
+    assert!(error.contains("ListMetrics"), "{error}");
+    assert!(snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .flat_map(|i| i.gpus.iter())
+        .all(|g| g.usage.is_none()));
+}

@@ -1,0 +1,233 @@
+//! The edge of the server: health and readiness, metrics, unknown paths, body limits,
+//! security headers, compression, every section rendered, and the console's own status.
+
+use axum::{
+    body::Body,
+    http::{header, Method, Request, StatusCode},
+};
+
+use super::support::*;
+
+#[tokio::test]
+async fn healthz_answers_ok_with_the_version() {
+    let (app, _) = test_app(false).await;
+    let response = send(&app, get("/healthz")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json(response).await;
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[tokio::test]
+async fn readyz_fails_without_the_built_site_and_passes_with_it() {
+    let (app, _) = test_app(false).await;
+    let response = send(&app, get("/readyz")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = json(response).await;
+    assert_eq!(body["status"], "not_ready");
+    assert_eq!(body["checks"][0]["name"], "site_assets");
+    assert!(body["checks"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("gpushare.wasm"));
+
+    let (app, _) = test_app(true).await;
+    let response = send(&app, get("/readyz")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(json(response).await["status"], "ready");
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_matched_route() {
+    let (app, _) = test_app(false).await;
+    send(&app, get("/healthz")).await;
+    send(&app, get("/healthz")).await;
+    send(&app, get("/no/such/page/12345")).await;
+    let response = send(&app, get("/metrics")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("text/plain"));
+    let body = text(response).await;
+    assert!(
+        body.contains(
+            r#"gpushare_http_requests_total{method="GET",route="/healthz",status="200"} 2"#
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            r#"gpushare_http_requests_total{method="GET",route="unmatched",status="404"} 1"#
+        ),
+        "{body}"
+    );
+    assert!(
+        !body.contains("12345"),
+        "raw paths must not become labels: {body}"
+    );
+    assert!(body.contains("# TYPE gpushare_http_request_duration_seconds histogram"));
+}
+
+#[tokio::test]
+async fn unknown_pages_get_the_404_page() {
+    let (app, _) = test_app(false).await;
+    let response = send(&app, get("/no-such-page")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body = text(response).await;
+    assert!(body.contains("Page not found"), "{body}");
+    assert!(body.contains("gpushare"), "the header is there too");
+}
+
+#[tokio::test]
+async fn unknown_api_endpoints_get_a_json_404() {
+    let (app, _) = test_app(false).await;
+    let response = send(&app, get("/api/v1/nothing-here")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body = json(response).await;
+    assert_eq!(body["error"]["code"], "not_found");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("/api/v1/nothing-here"));
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413_with_a_message() {
+    let (app, _) = test_app(false).await;
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/api/console_status")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::CONTENT_LENGTH, "10000")
+        .body(Body::from(vec![b'a'; 10_000]))
+        .expect("request");
+    let response = send(&app, request).await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body = json(response).await;
+    assert_eq!(body["error"]["code"], "payload_too_large");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("4096 bytes"));
+}
+
+#[tokio::test]
+async fn pages_carry_security_headers_and_the_nonce_on_their_scripts() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let response = send(&app, get("/")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
+    assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
+    let policy = headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("ascii")
+        .to_string();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    let nonce = policy
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the policy names a nonce");
+
+    let body = text(response).await;
+    assert!(body.contains("Simulated fleet (demo)"), "{body}");
+    assert!(
+        body.contains("inference-prod"),
+        "the clusters come from the snapshot read through the SDK: {body}"
+    );
+    let scripts = body.matches("<script").count();
+    assert!(scripts > 0, "the page loads its hydration script");
+    assert_eq!(
+        body.matches(&format!("nonce=\"{nonce}\"")).count(),
+        scripts,
+        "every script carries this request's nonce: {body}"
+    );
+
+    let again = send(&app, get("/")).await;
+    let other = again.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("ascii");
+    assert!(!other.contains(nonce), "each request gets a fresh nonce");
+}
+
+#[tokio::test]
+async fn api_responses_carry_security_headers_too() {
+    let (app, _) = test_app(false).await;
+    let response = send(&app, get("/healthz")).await;
+    assert_eq!(
+        response.headers()[header::X_CONTENT_TYPE_OPTIONS],
+        "nosniff"
+    );
+    assert!(response
+        .headers()
+        .contains_key(header::CONTENT_SECURITY_POLICY));
+}
+
+#[tokio::test]
+async fn every_section_renders_on_the_server() {
+    let (app, _) = test_app(false).await;
+    for (path, heading) in [
+        ("/", "Fleet"),
+        ("/task-definitions", "Task definitions"),
+        ("/deployments", "Deployments"),
+        ("/audit", "Audit log"),
+        ("/cost", "Cost"),
+    ] {
+        let response = send(&app, get(path)).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let body = text(response).await;
+        assert!(
+            body.contains(&format!("<h1>{heading}</h1>")),
+            "{path}: {body}"
+        );
+        assert!(
+            body.contains(r#"aria-current="page""#),
+            "{path} marks its nav link"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_theme_cookie_is_rendered_into_the_page() {
+    let (app, _) = test_app(false).await;
+    let request = Request::get("/")
+        .header(header::COOKIE, "other=1; gpushare-theme=dark")
+        .body(Body::empty())
+        .expect("request");
+    let body = text(send(&app, request).await).await;
+    assert!(body.contains(r#"data-theme="dark""#), "{body}");
+    assert!(body.contains("Theme: dark"), "{body}");
+}
+
+#[tokio::test]
+async fn the_status_server_function_answers() {
+    let (app, _) = test_app(false).await;
+    let request = Request::post("/api/console_status")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::ACCEPT, "application/json")
+        .body(Body::empty())
+        .expect("request");
+    let response = send(&app, request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json(response).await;
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(body["fleet_source"]["kind"], "emulator");
+    assert_eq!(body["fleet_source"]["scenario"], "demo");
+}
+
+#[tokio::test]
+async fn responses_are_compressed_when_asked() {
+    let (app, _) = test_app(false).await;
+    for encoding in ["gzip", "br"] {
+        let request = Request::get("/")
+            .header(header::ACCEPT_ENCODING, encoding)
+            .body(Body::empty())
+            .expect("request");
+        let response = send(&app, request).await;
+        assert_eq!(response.headers()[header::CONTENT_ENCODING], encoding);
+    }
+}

@@ -1,0 +1,8 @@
+//! The whole HTTP surface through the router, by area.
+
+mod activity;
+mod deployments;
+mod edge;
+mod fleet;
+mod support;
+mod task_definitions;

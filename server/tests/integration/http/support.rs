@@ -1,0 +1,177 @@
+//! What the HTTP tests share: a router on the embedded emulator's demo fleet (with its own
+//! site root and audit log), requests sent through `tower::ServiceExt::oneshot` with no socket,
+//! and readers of the answers.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use axum::{
+    body::Body,
+    http::{header, Request, StatusCode},
+    response::Response,
+    Router,
+};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+use gpushare::{config::ServeArgs, connect_fleet, router, AppState};
+
+/// A router on the embedded emulator's demo fleet, whose site root is a fresh temporary folder,
+/// with or without the built assets.
+pub async fn test_app(with_assets: bool) -> (Router, PathBuf) {
+    test_app_with_faults(with_assets, Vec::new()).await
+}
+
+/// [`test_app`] with the emulator's `--fault` specs.
+pub async fn test_app_with_faults(with_assets: bool, faults: Vec<String>) -> (Router, PathBuf) {
+    test_app_on(with_assets, faults, None).await
+}
+
+/// [`test_app_with_faults`] with its audit log in the database at `database_url` (SQLite in the
+/// site root without one).
+pub async fn test_app_on(
+    with_assets: bool,
+    faults: Vec<String>,
+    database_url: Option<String>,
+) -> (Router, PathBuf) {
+    let site_root = std::env::temp_dir().join(format!(
+        "gpushare-router-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let pkg = site_root.join("pkg");
+    std::fs::create_dir_all(&pkg).expect("temp site root");
+    if with_assets {
+        for name in ["gpushare.js", "gpushare.wasm", "gpushare.css"] {
+            std::fs::write(pkg.join(name), "/* built */").expect("asset");
+        }
+    }
+    let mut args = ServeArgs {
+        site_root: site_root.clone(),
+        body_limit: 4096,
+        ..ServeArgs::default()
+    };
+    args.fleet.emulator.faults = faults;
+    let (source, clients) = connect_fleet(&args.fleet)
+        .await
+        .expect("the embedded emulator starts");
+    let audit =
+        gpushare::audit::SqlAuditLog::open(database_url.as_deref(), &site_root.join("data"))
+            .await
+            .expect("the audit log opens");
+    (
+        router(AppState::new(
+            &args,
+            source,
+            clients,
+            std::sync::Arc::new(audit),
+        )),
+        site_root,
+    )
+}
+
+pub fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub async fn send(app: &Router, request: Request<Body>) -> Response {
+    app.clone()
+        .oneshot(request)
+        .await
+        .expect("the router never fails")
+}
+
+pub fn get(path: &str) -> Request<Body> {
+    Request::get(path).body(Body::empty()).expect("request")
+}
+
+pub async fn text(response: Response) -> String {
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    String::from_utf8(bytes.to_vec()).expect("utf-8")
+}
+
+pub async fn json(response: Response) -> serde_json::Value {
+    let body = text(response).await;
+    serde_json::from_str(&body).unwrap_or_else(|error| panic!("not JSON ({error}): {body}"))
+}
+
+/// Waits for the background refresher's first snapshot.
+pub async fn fleet_json(app: &Router, query: &str) -> (StatusCode, serde_json::Value) {
+    for _ in 0..100 {
+        let response = send(app, get(&format!("/api/v1/fleet{query}"))).await;
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            let status = response.status();
+            return (status, json(response).await);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no fleet snapshot after 5 s");
+}
+
+pub fn gpus(body: &serde_json::Value) -> Vec<&serde_json::Value> {
+    body["snapshot"]["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["instances"].as_array().into_iter().flatten())
+        .flat_map(|i| i["gpus"].as_array().into_iter().flatten())
+        .collect()
+}
+
+pub fn post_json(path: &str, body: &str) -> Request<Body> {
+    Request::post(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+/// Polls a deployment until its result is known, at most `seconds`.
+pub async fn deployment_result(app: &Router, id: &str, seconds: u64) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let state = json(send(app, get(&format!("/api/v1/deployments/{id}"))).await).await;
+        if !state["result"].is_null() || started.elapsed().as_secs() > seconds {
+            return state;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// Sets the embedded emulator's faults at runtime (`PUT /_emulator/faults`).
+pub async fn set_emulator_faults(app: &Router, faults: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let status = json(
+        send(
+            app,
+            Request::post("/api/console_status")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await,
+    )
+    .await;
+    let endpoint = status["fleet_source"]["endpoint"]
+        .as_str()
+        .expect("the emulator")
+        .trim_start_matches("http://")
+        .to_string();
+    let mut stream = tokio::net::TcpStream::connect(&endpoint)
+        .await
+        .expect("connects");
+    let request = format!(
+        "PUT /_emulator/faults HTTP/1.1\r\nHost: {endpoint}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{faults}",
+        faults.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

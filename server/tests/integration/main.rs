@@ -1,0 +1,10 @@
+//! The server's integration tests, in one test binary (one link of the server instead of one
+//! per file): the audit store, the crash-reconcile path, the fleet snapshot, the task
+//! definition corpus, and the whole HTTP surface by area.
+
+mod audit_store;
+mod deploy_reconcile;
+mod fleet_snapshot;
+mod http;
+mod support;
+mod task_definition_edit;
