@@ -10,9 +10,12 @@ cd "$GPUSHARE_ROOT"
 
 logs="$(mktemp -d)"
 server_pid=""
+proxied_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$proxied_pid" ]; then kill "$proxied_pid" 2>/dev/null || true; fi
   if [ -n "${data_dir:-}" ]; then rm -rf "$data_dir"; fi
+  if [ -n "${proxied_data:-}" ]; then rm -rf "$proxied_data"; fi
   rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -32,7 +35,10 @@ cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.
 "$GPUSHARE_ROOT/scripts/build.sh" --release
 
 gpushare_step "end-to-end tests in headless Chromium"
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port="$(free_port)"
 # A fresh audit log, so that every run starts from the same state; a short refresh interval,
 # so that the live-update test sees a new snapshot soon.
 data_dir="$(mktemp -d)"
@@ -51,12 +57,27 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$port/readyz" || { cat "$logs/server.log"; exit 1; }
 echo
+# A second console behind a sign-in proxy, which the access tests play from 127.0.0.1, with
+# the repository's example policy.
+proxied_port="$(free_port)"
+proxied_data="$(mktemp -d)"
+GPUSHARE_LISTEN="127.0.0.1:$proxied_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
+  GPUSHARE_DATA_DIR="$proxied_data" GPUSHARE_AUTH=proxy GPUSHARE_TRUSTED_PROXY=127.0.0.1 \
+  GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" \
+  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/proxied.log" 2>&1 &
+proxied_pid=$!
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$proxied_port/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fsS "http://127.0.0.1:$proxied_port/readyz" >/dev/null || { cat "$logs/proxied.log"; exit 1; }
 # The fleet page needs the first snapshot.
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$port/api/v1/fleet?mode=DEDICATED" >/dev/null 2>&1 && break
   sleep 0.2
 done
-(cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" node --test --test-concurrency=1 \
+(cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
+  GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" node --test --test-concurrency=1 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 
 # One closing line for both runners.

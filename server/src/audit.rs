@@ -9,6 +9,7 @@ use anyhow::Context;
 use app::{
     model::{
         audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        identity::{AuthMode, Role},
         ServiceError,
     },
     service::{
@@ -23,10 +24,11 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 1] = [(
-    1,
-    "audit log and deploy locks",
-    "CREATE TABLE IF NOT EXISTS audit_log (
+const MIGRATIONS: [(i64, &str, &str); 2] = [
+    (
+        1,
+        "audit log and deploy locks",
+        "CREATE TABLE IF NOT EXISTS audit_log (
         id TEXT PRIMARY KEY,
         at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
@@ -50,12 +52,21 @@ const MIGRATIONS: [(i64, &str, &str); 1] = [(
         audit_id TEXT NOT NULL,
         at TEXT NOT NULL
     );",
-)];
+    ),
+    (
+        2,
+        "who acted: email, role, sign-in and source address",
+        "ALTER TABLE audit_log ADD COLUMN actor_email TEXT;
+    ALTER TABLE audit_log ADD COLUMN actor_role TEXT;
+    ALTER TABLE audit_log ADD COLUMN auth_mode TEXT;
+    ALTER TABLE audit_log ADD COLUMN source TEXT;",
+    ),
+];
 
 /// A deploy lock older than this is left by a crash, and is taken over.
 const LOCK_SECONDS: i64 = 300;
 
-const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail";
+const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source";
 
 /// The audit log in SQLite or PostgreSQL.
 #[derive(Clone)]
@@ -141,7 +152,7 @@ impl SqlAuditLog {
         let id = new_id();
         let now = now();
         sqlx::query(&format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
         ))
         .bind(&id)
         .bind(&now)
@@ -158,6 +169,10 @@ impl SqlAuditLog {
         .bind(None::<String>)
         .bind(None::<String>)
         .bind(None::<String>)
+        .bind(intent.actor_email.clone())
+        .bind(intent.actor_role.map(|r| r.as_str().to_string()))
+        .bind(intent.auth_mode.map(|m| m.as_str().to_string()))
+        .bind(intent.source.clone())
         .execute(&self.pool)
         .await?;
         Ok(id)
@@ -263,6 +278,8 @@ fn optional(row: &AnyRow, column: &str) -> Result<Option<String>, sqlx::Error> {
 fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
     let action = text(row, "action")?;
     let outcome = text(row, "outcome")?;
+    let role = optional(row, "actor_role")?;
+    let auth = optional(row, "auth_mode")?;
     Ok(AuditRecord {
         id: text(row, "id")?,
         at: text(row, "at")?,
@@ -283,6 +300,10 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         request_id: optional(row, "request_id")?,
         deployment_id: optional(row, "deployment_id")?,
         detail: optional(row, "detail")?,
+        actor_email: optional(row, "actor_email")?,
+        actor_role: role.as_deref().and_then(Role::parse),
+        auth_mode: auth.as_deref().and_then(AuthMode::parse),
+        source: optional(row, "source")?,
     })
 }
 

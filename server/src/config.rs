@@ -58,6 +58,17 @@ pub enum BenchCommand {
     Precheck(BenchEmulatorArgs),
     /// Audit log writes per second on SQLite (or the database of DATABASE_URL).
     Audit(BenchAuditArgs),
+    /// The task definition checks on the worst bodies the body limit lets through: time and
+    /// memory of a validation request.
+    Validate(BenchValidateArgs),
+}
+
+/// Options of `gpushare bench validate`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchValidateArgs {
+    /// The body limit, and the size of the worst bodies.
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(4096..=64 * 1024 * 1024))]
+    pub bytes: u64,
 }
 
 /// Options of `gpushare bench audit`.
@@ -258,7 +269,88 @@ pub struct ServeArgs {
     pub database_url: Option<String>,
 
     #[command(flatten)]
+    pub access: AccessArgs,
+
+    #[command(flatten)]
     pub fleet: FleetArgs,
+}
+
+/// Who may use the console, and from where.
+#[derive(Debug, Clone, Args)]
+pub struct AccessArgs {
+    /// How people sign in: `none` (everyone is the local admin; loopback only unless
+    /// --insecure-no-auth), `proxy` (a sign-in proxy such as oauth2-proxy in front, at
+    /// --trusted-proxy) or `alb`.
+    #[arg(long = "auth", env = "GPUSHARE_AUTH", value_enum, default_value_t = AuthFlag::None)]
+    pub auth: AuthFlag,
+
+    /// Serve a network address without sign-in anyway: everyone who reaches it is an admin.
+    #[arg(long, env = "GPUSHARE_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+
+    /// Address or CIDR range of the sign-in proxy whose X-Forwarded-User, -Email and -Groups are
+    /// believed (--auth proxy); repeat or comma-separate for several.
+    #[arg(
+        long = "trusted-proxy",
+        env = "GPUSHARE_TRUSTED_PROXY",
+        value_name = "ADDRESS",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
+
+    /// The policy file: groups → roles and teams, and the fields only admins may change (see
+    /// policy.example.toml). Without it everyone who signs in is a viewer.
+    #[arg(long, env = "GPUSHARE_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// The URL people open the console at (`https://gpushare.example.com`): changes must come
+    /// from this origin, and only its host is answered.
+    #[arg(long, env = "GPUSHARE_PUBLIC_URL", value_name = "URL", value_parser = parse_url)]
+    pub public_url: Option<String>,
+
+    /// Another `host` or `host:port` the console answers for; repeat for several.
+    #[arg(
+        long = "allowed-host",
+        env = "GPUSHARE_ALLOWED_HOST",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for AccessArgs {
+    fn default() -> Self {
+        AccessArgs {
+            auth: AuthFlag::None,
+            insecure_no_auth: false,
+            trusted_proxies: Vec::new(),
+            policy: None,
+            public_url: None,
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// `--auth`: how people sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthFlag {
+    /// No sign-in.
+    None,
+    /// A sign-in proxy in front.
+    Proxy,
+    /// An AWS Application Load Balancer with OIDC in front.
+    Alb,
+}
+
+impl AuthFlag {
+    pub fn mode(self) -> app::model::identity::AuthMode {
+        use app::model::identity::AuthMode;
+        match self {
+            AuthFlag::None => AuthMode::None,
+            AuthFlag::Proxy => AuthMode::Proxy,
+            AuthFlag::Alb => AuthMode::Alb,
+        }
+    }
 }
 
 impl Default for ServeArgs {
@@ -270,6 +362,7 @@ impl Default for ServeArgs {
             body_limit: 1024 * 1024,
             data_dir: PathBuf::from("data"),
             database_url: None,
+            access: AccessArgs::default(),
             fleet: FleetArgs::default(),
         }
     }

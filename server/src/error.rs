@@ -17,6 +17,15 @@ pub enum AppError {
     /// The thing asked for does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// Nobody signed in.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The request may not be made, by this person or from where it came.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The body is not of the type the endpoint takes.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The request itself is wrong; the message says what and how to fix it.
     #[error("{0}")]
     BadRequest(String),
@@ -67,6 +76,11 @@ impl AppError {
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            AppError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            AppError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            AppError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
             AppError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             AppError::PayloadTooLarge { .. } => {
                 (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")

@@ -1,6 +1,7 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
 pub mod audit;
+pub mod auth;
 pub mod aws;
 pub mod bench;
 pub mod config;
@@ -16,83 +17,117 @@ pub mod telemetry;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::{routing::get, Router};
+use axum::{
+    http::Method,
+    routing::{get, MethodRouter},
+    Router,
+};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use app::{shell, App};
 pub use http::state::AppState;
 
-/// The console's whole HTTP surface: pages, server functions, health, metrics and static files.
+/// One endpoint of the JSON API (and the server's own paths): its method, path, handler, and
+/// whether it changes anything.
+pub struct ApiRoute {
+    pub method: Method,
+    pub path: &'static str,
+    pub writes: bool,
+    pub handler: MethodRouter<AppState>,
+}
+
+/// Every endpoint that is not a page or a server function. The router is built from this list,
+/// and the access tests walk it, so a new endpoint is covered by them.
+pub fn api_routes() -> Vec<ApiRoute> {
+    use axum::routing::post;
+    use http::task_definitions as td;
+    let read = |path, handler| ApiRoute {
+        method: Method::GET,
+        path,
+        writes: false,
+        handler,
+    };
+    let write = |path, handler| ApiRoute {
+        method: Method::POST,
+        path,
+        writes: true,
+        handler,
+    };
+    // A POST that changes nothing: it checks or computes.
+    let check = |path, handler| ApiRoute {
+        method: Method::POST,
+        path,
+        writes: false,
+        handler,
+    };
+    vec![
+        read("/healthz", get(http::health::healthz)),
+        read("/readyz", get(http::health::readyz)),
+        read("/metrics", get(http::metrics::render)),
+        read("/api/v1/fleet", get(http::fleet::get_fleet)),
+        read("/api/v1/fleet/events", get(http::fleet::fleet_events)),
+        read("/api/v1/task-definitions", get(td::list_families)),
+        read("/api/v1/task-definitions/{family}", get(td::get_family)),
+        read(
+            "/api/v1/task-definitions/{family}/compare",
+            get(td::compare),
+        ),
+        read(
+            "/api/v1/task-definitions/{family}/{revision}",
+            get(td::get_revision),
+        ),
+        check(
+            "/api/v1/task-definitions/{family}/{revision}/check",
+            post(td::check_edit),
+        ),
+        write(
+            "/api/v1/task-definitions/{family}/{revision}/register",
+            post(td::register_edit),
+        ),
+        check("/api/v1/task-definitions/validate", post(td::validate)),
+        check("/api/v1/task-definitions/fit-check", post(td::fit_check)),
+        read("/api/v1/audit", get(http::audit::list)),
+        read(
+            "/api/v1/clusters/{cluster}/events",
+            get(http::activity::events),
+        ),
+        read(
+            "/api/v1/clusters/{cluster}/stopped-tasks",
+            get(http::activity::stopped_tasks),
+        ),
+        read("/api/v1/services", get(http::services::list)),
+        read(
+            "/api/v1/services/{cluster}/{service}/pre-check",
+            get(http::services::pre_check),
+        ),
+        write(
+            "/api/v1/services/{cluster}/{service}/deploy",
+            post(http::services::deploy),
+        ),
+        write(
+            "/api/v1/services/{cluster}/{service}/rollback",
+            post(http::services::rollback),
+        ),
+        read("/api/v1/deployments/{id}", get(http::services::deployment)),
+        read(
+            "/api/v1/deployments/{id}/events",
+            get(http::services::deployment_events),
+        ),
+    ]
+}
+
+/// The console's whole HTTP surface: pages, server functions, the JSON API, health, metrics and
+/// static files.
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let context = state.render_context();
     let shell_options = state.leptos_options.clone();
 
-    let router = Router::new()
-        .route("/healthz", get(http::health::healthz))
-        .route("/readyz", get(http::health::readyz))
-        .route("/metrics", get(http::metrics::render))
-        .route("/api/v1/fleet", get(http::fleet::get_fleet))
-        .route("/api/v1/fleet/events", get(http::fleet::fleet_events))
-        .route(
-            "/api/v1/task-definitions",
-            get(http::task_definitions::list_families),
-        )
-        .route(
-            "/api/v1/task-definitions/{family}",
-            get(http::task_definitions::get_family),
-        )
-        .route(
-            "/api/v1/task-definitions/{family}/compare",
-            get(http::task_definitions::compare),
-        )
-        .route(
-            "/api/v1/task-definitions/{family}/{revision}",
-            get(http::task_definitions::get_revision),
-        )
-        .route(
-            "/api/v1/task-definitions/{family}/{revision}/check",
-            axum::routing::post(http::task_definitions::check_edit),
-        )
-        .route(
-            "/api/v1/task-definitions/{family}/{revision}/register",
-            axum::routing::post(http::task_definitions::register_edit),
-        )
-        .route("/api/v1/audit", get(http::audit::list))
-        .route(
-            "/api/v1/clusters/{cluster}/events",
-            get(http::activity::events),
-        )
-        .route(
-            "/api/v1/clusters/{cluster}/stopped-tasks",
-            get(http::activity::stopped_tasks),
-        )
-        .route("/api/v1/services", get(http::services::list))
-        .route(
-            "/api/v1/services/{cluster}/{service}/deploy",
-            axum::routing::post(http::services::deploy),
-        )
-        .route(
-            "/api/v1/services/{cluster}/{service}/rollback",
-            axum::routing::post(http::services::rollback),
-        )
-        .route("/api/v1/deployments/{id}", get(http::services::deployment))
-        .route(
-            "/api/v1/deployments/{id}/events",
-            get(http::services::deployment_events),
-        )
-        .route(
-            "/api/v1/services/{cluster}/{service}/pre-check",
-            get(http::services::pre_check),
-        )
-        .route(
-            "/api/v1/task-definitions/validate",
-            axum::routing::post(http::task_definitions::validate),
-        )
-        .route(
-            "/api/v1/task-definitions/fit-check",
-            axum::routing::post(http::task_definitions::fit_check),
-        )
+    let mut router = Router::new();
+    for route in api_routes() {
+        router = router.route(route.path, route.handler);
+    }
+    let router = router
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),
@@ -195,7 +230,7 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let (source, clients) = connect_fleet(&args.fleet).await?;
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
     tracing::info!(backend = audit.backend, "audit log open");
-    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit));
+    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit))?;
     let services = state.services.clone();
     tokio::spawn(async move {
         match app::service::deployments::reconcile(&services).await {
@@ -205,13 +240,23 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         }
     });
     let listener = bind(args.listen).await?;
+    let auth = state.authenticator.mode();
     tracing::info!(
         address = %args.listen,
         site_root = %args.site_root.display(),
+        auth = auth.as_str(),
         "gpushare is serving on http://{}",
         args.listen
     );
-    axum::serve(listener, router(state))
+    if args.access.insecure_no_auth && auth == app::model::identity::AuthMode::None {
+        tracing::warn!(address = %args.listen, "serving a network address without sign-in: everyone who reaches it is an admin");
+    }
+    if args.access.public_url.is_none() && !args.listen.ip().is_loopback() {
+        tracing::warn!("no --public-url: changes are accepted from any origin matching the request's Host, and every Host is answered");
+    }
+    // The peer's address reaches the sign-in, which trusts a proxy by it.
+    let service = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("the HTTP server stopped with an error")?;

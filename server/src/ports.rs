@@ -5,7 +5,7 @@
 use std::{sync::Arc, time::Instant};
 
 use app::{
-    model::FleetSource,
+    model::{policy::Policy, FleetSource},
     service::{ports::AuditStore, rollouts::POLL, ServiceContext},
 };
 
@@ -37,5 +37,7 @@ pub fn service_context(
         schema: Arc::new(SdkSchema),
         watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
         audit,
+        policy: Arc::new(Policy::default()),
+        team_tag: team_tag.to_string(),
     }
 }

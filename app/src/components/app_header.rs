@@ -5,7 +5,7 @@ mod theme_toggle;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::components::fleet_source_badge::FleetSourceBadge;
+use crate::components::{fleet_source_badge::FleetSourceBadge, identity_badge::IdentityBadge};
 use theme_toggle::ThemeToggle;
 
 /// The sections of the console, in the order the navigation lists them.
@@ -45,6 +45,7 @@ pub fn AppHeader() -> impl IntoView {
             </nav>
             <div class="header-end">
                 <FleetSourceBadge />
+                <IdentityBadge />
                 <ThemeToggle />
             </div>
         </header>

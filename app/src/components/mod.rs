@@ -9,4 +9,5 @@ pub mod fleet_source_badge;
 pub mod gpu_editor;
 pub mod gpu_panel;
 pub mod heatmap;
+pub mod identity_badge;
 pub mod td_views;

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::identity::{Actor, AuthMode, Role};
+
 /// What was done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -95,9 +97,19 @@ impl std::fmt::Display for Outcome {
 }
 
 /// The intent, written before the AWS call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditIntent {
+    /// Who: the sign-in's subject (`local` without sign-in).
     pub actor: String,
+    #[serde(default)]
+    pub actor_email: Option<String>,
+    #[serde(default)]
+    pub actor_role: Option<Role>,
+    #[serde(default)]
+    pub auth_mode: Option<AuthMode>,
+    /// The address the request came from.
+    #[serde(default)]
+    pub source: Option<String>,
     pub action: AuditAction,
     /// The family for a registration, `cluster/service` for a deployment.
     pub resource: String,
@@ -110,6 +122,23 @@ pub struct AuditIntent {
     pub pre_check: Option<String>,
     /// The change description.
     pub description: Option<String>,
+}
+
+impl AuditIntent {
+    /// An intent of `actor` to do `action` to `resource`; the rest is filled in by the caller.
+    pub fn by(actor: &Actor, action: AuditAction, resource: impl Into<String>) -> AuditIntent {
+        AuditIntent {
+            actor: actor.subject.clone(),
+            actor_email: actor.email.clone(),
+            actor_role: Some(actor.role),
+            auth_mode: Some(actor.auth),
+            source: actor.source.clone(),
+            action,
+            resource: resource.into(),
+            diff: "[]".into(),
+            ..AuditIntent::default()
+        }
+    }
 }
 
 /// The outcome, written after the AWS call and again when a rollout ends.
@@ -133,6 +162,14 @@ pub struct AuditRecord {
     /// When the record last changed, RFC 3339.
     pub updated_at: String,
     pub actor: String,
+    #[serde(default)]
+    pub actor_email: Option<String>,
+    #[serde(default)]
+    pub actor_role: Option<Role>,
+    #[serde(default)]
+    pub auth_mode: Option<AuthMode>,
+    #[serde(default)]
+    pub source: Option<String>,
     pub action: AuditAction,
     pub resource: String,
     pub from_revision: Option<String>,
@@ -199,7 +236,7 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
         }
     }
     let mut out = String::from(
-        "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail\n",
+        "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail,actor_email,actor_role,auth_mode,source\n",
     );
     for r in records {
         let cells = [
@@ -217,6 +254,10 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
             r.pre_check.as_deref().unwrap_or_default(),
             r.description.as_deref().unwrap_or_default(),
             r.detail.as_deref().unwrap_or_default(),
+            r.actor_email.as_deref().unwrap_or_default(),
+            r.actor_role.map(Role::as_str).unwrap_or_default(),
+            r.auth_mode.map(AuthMode::as_str).unwrap_or_default(),
+            r.source.as_deref().unwrap_or_default(),
         ];
         out.push_str(&cells.map(field).join(","));
         out.push('\n');
@@ -246,12 +287,19 @@ mod tests {
             request_id: None,
             deployment_id: Some("ecs-svc/1".into()),
             detail: Some("=HYPERLINK(\"x\")".into()),
+            actor_email: Some("ana@example.com".into()),
+            actor_role: Some(Role::Deployer),
+            auth_mode: Some(AuthMode::Proxy),
+            source: Some("10.0.0.7".into()),
         };
         let csv = to_csv(&[record]);
         let line = csv.lines().nth(1).expect("a row");
         assert!(line.starts_with("a1,2026-11-30T10:00:00Z,"));
         assert!(line.contains(",\"more memory, \"\"batch 32\"\"\","));
-        assert!(line.ends_with(",\"'=HYPERLINK(\"\"x\"\")\""), "{line}");
+        assert!(
+            line.ends_with(",\"'=HYPERLINK(\"\"x\"\")\",ana@example.com,deployer,proxy,10.0.0.7"),
+            "{line}"
+        );
         assert_eq!(csv.lines().count(), 2);
     }
 

@@ -50,6 +50,9 @@ pub struct ConsoleStatus {
     pub uptime_seconds: u64,
     /// The server's clock when it answered, RFC 3339 in UTC.
     pub server_time: String,
+    /// Who is asking, as the sign-in says.
+    #[serde(default)]
+    pub actor: Option<crate::model::identity::Actor>,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::model::{
     activity::TaskInfo,
     arn::RevisionRef,
     audit::AuditAction,
+    policy::Permission,
     rollout::RolloutCheck,
     task_definition::{Comparison, RevisionDetail},
     ServiceRef,
@@ -36,6 +37,9 @@ pub struct PreCheck {
     /// What changes from the running revision; `None` when the target is the running one.
     pub comparison: Option<Comparison>,
     pub rollout: RolloutCheck,
+    /// Whether the person asking may deploy to the service, and why not.
+    #[serde(default)]
+    pub deploy: Permission,
 }
 
 /// A request to roll `revision` of the service's family out. Each revision is a number of the

@@ -22,6 +22,8 @@ pub enum ServiceError {
     InvalidInput { message: String },
     /// No such cluster, service, family, revision or deployment; the message names what exists.
     NotFound { message: String },
+    /// The person may not do this; the message names the rule and who could.
+    Forbidden { message: String },
     /// The resource changed since the user looked, or another change of it is in flight.
     Conflict { message: String },
     /// The capacity pre-check says the rollout will not complete; sending it anyway is a
@@ -51,6 +53,12 @@ impl ServiceError {
         }
     }
 
+    pub fn forbidden(message: impl Into<String>) -> ServiceError {
+        ServiceError::Forbidden {
+            message: message.into(),
+        }
+    }
+
     pub fn conflict(message: impl Into<String>) -> ServiceError {
         ServiceError::Conflict {
             message: message.into(),
@@ -74,6 +82,7 @@ impl ServiceError {
         match self {
             ServiceError::InvalidInput { message }
             | ServiceError::NotFound { message }
+            | ServiceError::Forbidden { message }
             | ServiceError::Conflict { message }
             | ServiceError::PreCheck { message, .. }
             | ServiceError::RefusedByAws { message }
@@ -90,6 +99,9 @@ impl ServiceError {
                 message: extend(message),
             },
             ServiceError::NotFound { message } => ServiceError::NotFound {
+                message: extend(message),
+            },
+            ServiceError::Forbidden { message } => ServiceError::Forbidden {
                 message: extend(message),
             },
             ServiceError::Conflict { message } => ServiceError::Conflict {
@@ -116,6 +128,7 @@ impl ServiceError {
         match self {
             ServiceError::InvalidInput { .. } => 400,
             ServiceError::NotFound { .. } => 404,
+            ServiceError::Forbidden { .. } => 403,
             ServiceError::Conflict { .. } | ServiceError::PreCheck { .. } => 409,
             ServiceError::RefusedByAws { .. } => 502,
             ServiceError::Unavailable { .. } => 503,
@@ -128,6 +141,7 @@ impl ServiceError {
         match self {
             ServiceError::InvalidInput { .. } => "bad_request",
             ServiceError::NotFound { .. } => "not_found",
+            ServiceError::Forbidden { .. } => "forbidden",
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::PreCheck { .. } => "pre_check",
             ServiceError::RefusedByAws { .. } => "ecs",
@@ -176,6 +190,7 @@ mod tests {
         let cases = [
             (ServiceError::invalid("x"), 400, "bad_request"),
             (ServiceError::not_found("x"), 404, "not_found"),
+            (ServiceError::forbidden("x"), 403, "forbidden"),
             (ServiceError::conflict("x"), 409, "conflict"),
             (ServiceError::refused_by_aws("x"), 502, "ecs"),
             (ServiceError::unavailable("x"), 503, "unavailable"),

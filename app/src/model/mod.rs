@@ -11,6 +11,8 @@ pub mod fit;
 mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
+pub mod identity;
+pub mod policy;
 pub mod rollout;
 pub mod task_definition;
 mod theme;

@@ -185,6 +185,7 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
         revisions,
         comparison,
         rollout,
+        deploy,
     } = found;
     let s = &service.service;
     let running = service.revision;
@@ -229,8 +230,17 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
             }}
         </section>
         <PreCheckView rollout=rollout.clone() />
-        {(target.revision != running).then(|| view! {
-            <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes />
+        {(target.revision != running).then(|| if deploy.allowed {
+            view! {
+                <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes />
+            }.into_any()
+        } else {
+            view! {
+                <section class="card" data-testid="deploy-not-allowed">
+                    <h2>{format!("Deploy revision {}", target.revision)}</h2>
+                    <p class="not-allowed" role="note">{deploy.reason.clone().unwrap_or_default()}</p>
+                </section>
+            }.into_any()
         })}
         <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
     }

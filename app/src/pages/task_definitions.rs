@@ -206,7 +206,7 @@ fn FamilyRevisions(
         </p>
         <ComparePicker family=family.clone() numbers />
         {source.map(|source| view! {
-            <GpuEditor revision=source.detail json=source.json reveal clusters cluster=home registered />
+            <GpuEditor revision=source.detail json=source.json reveal clusters cluster=home registered permission=source.register may_reveal=source.reveal.allowed />
         }.into_any())}
         {detail.revisions.into_iter().map(|revision| view! { <Revision revision /> }.into_any()).collect_view()}
     }
@@ -395,7 +395,7 @@ fn RevisionJson(shown: RevisionView, reveal: bool) -> impl IntoView {
         <section class="card">
             <h2>"JSON"</h2>
             <p class="muted">"The request that registers this revision again: what DescribeTaskDefinition answers, without the fields ECS sets itself, with its tags. "{toggle}</p>
-            <Exports json=shown.json cloudformation=shown.cloudformation masked=shown.masked reveal_href=Some("?reveal=true".to_string()) />
+            <Exports json=shown.json cloudformation=shown.cloudformation masked=shown.masked reveal_href=shown.reveal.allowed.then(|| "?reveal=true".to_string()) />
         </section>
     }
 }

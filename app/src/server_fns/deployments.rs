@@ -24,7 +24,8 @@ pub async fn pre_check_rollout(
     revision: Option<u32>,
 ) -> Result<PreCheck, ServiceError> {
     let revision = revision.map(crate::model::arn::RevisionRef::number);
-    crate::service::deployments::pre_check(&super::context()?, &cluster, &service, revision).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::pre_check(&context, &actor, &cluster, &service, revision).await
 }
 
 /// Rolls `request.revision` out to `cluster/service` after the checks; the audit id to watch,
@@ -35,7 +36,8 @@ pub async fn deploy_service(
     service: String,
     request: DeployRequest,
 ) -> Result<DeployAnswer, ServiceError> {
-    crate::service::deployments::deploy(&super::context()?, &cluster, &service, request).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::deploy(&context, &actor, &cluster, &service, request).await
 }
 
 /// The state of the deployment of audit record `id`; `None` when there is none.

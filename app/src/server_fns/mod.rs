@@ -19,3 +19,18 @@ fn context() -> Result<crate::service::ServiceContext, crate::model::ServiceErro
         }
     })
 }
+
+/// Who is asking: the server's sign-in put the person in the request.
+#[cfg(feature = "ssr")]
+fn actor() -> Result<crate::model::identity::Actor, crate::model::ServiceError> {
+    leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|parts| {
+            parts
+                .extensions
+                .get::<crate::model::identity::Actor>()
+                .cloned()
+        })
+        .ok_or_else(|| crate::model::ServiceError::Internal {
+            message: "the server did not say who is asking; sign in again".into(),
+        })
+}

@@ -34,7 +34,14 @@ pub async fn task_definition_revision(
     revision: u32,
     reveal: bool,
 ) -> Result<Option<RevisionView>, ServiceError> {
-    use_case::revision(&super::context()?, &family, revision, reveal).await
+    use_case::revision(
+        &super::context()?,
+        &super::actor()?,
+        &family,
+        revision,
+        reveal,
+    )
+    .await
 }
 
 /// Compares two revisions of `family`: GPU settings first, then every difference of the JSON.
@@ -46,7 +53,15 @@ pub async fn compare_revisions(
     to: u32,
     reveal: bool,
 ) -> Result<Option<Comparison>, ServiceError> {
-    use_case::compare(&super::context()?, &family, from, to, reveal).await
+    use_case::compare(
+        &super::context()?,
+        &super::actor()?,
+        &family,
+        from,
+        to,
+        reveal,
+    )
+    .await
 }
 
 /// Checks an edit of `family:revision`'s GPU settings: the form's values, ECS's rules, the
@@ -61,7 +76,8 @@ pub async fn check_gpu_edit(
     reveal: bool,
 ) -> Result<EditCheck, ServiceError> {
     let spec = EditSpec::Form(edits);
-    use_case::check(&super::context()?, &family, revision, spec, cluster, reveal).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    use_case::check(&context, &actor, &family, revision, spec, cluster, reveal).await
 }
 
 /// Checks a whole-JSON edit of `family:revision`, as [`check_gpu_edit`] checks a form edit.
@@ -74,7 +90,8 @@ pub async fn check_task_definition_json(
     reveal: bool,
 ) -> Result<EditCheck, ServiceError> {
     let spec = EditSpec::Json(text);
-    use_case::check(&super::context()?, &family, revision, spec, cluster, reveal).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    use_case::check(&context, &actor, &family, revision, spec, cluster, reveal).await
 }
 
 /// Registers a GPU settings edit as a new revision, after the same checks.
@@ -86,7 +103,8 @@ pub async fn register_gpu_edit(
     description: String,
 ) -> Result<EditResult, ServiceError> {
     let spec = EditSpec::Form(edits);
-    use_case::register(&super::context()?, &family, revision, spec, &description).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    use_case::register(&context, &actor, &family, revision, spec, &description).await
 }
 
 /// Registers a whole-JSON edit as a new revision, after the same checks.
@@ -98,5 +116,6 @@ pub async fn register_task_definition_json(
     description: String,
 ) -> Result<EditResult, ServiceError> {
     let spec = EditSpec::Json(text);
-    use_case::register(&super::context()?, &family, revision, spec, &description).await
+    let (context, actor) = (super::context()?, super::actor()?);
+    use_case::register(&context, &actor, &family, revision, spec, &description).await
 }

@@ -1,8 +1,9 @@
-//! The audit log, read: registrations, deployments and rollbacks, newest first.
+//! The audit log: read, newest first; and the record of an attempt refused before anything was
+//! sent.
 
 use crate::{
     model::{
-        audit::{AuditFilter, AuditRecord},
+        audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
         ServiceError,
     },
     service::context::ServiceContext,
@@ -17,4 +18,26 @@ pub async fn list(
         return Err(ServiceError::invalid(problem));
     }
     context.audit.list(filter).await
+}
+
+/// Records that `intent` was refused before anything was sent, and why; the refusal to answer
+/// with, or the audit log's failure.
+pub async fn refused(
+    context: &ServiceContext,
+    intent: AuditIntent,
+    refusal: ServiceError,
+) -> ServiceError {
+    let outcome = AuditOutcome {
+        outcome: Outcome::Refused,
+        detail: Some(refusal.message().to_string()),
+        ..AuditOutcome::default()
+    };
+    let written = match context.audit.begin(intent).await {
+        Ok(id) => context.audit.finish(id, outcome).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(()) => refusal,
+        Err(error) => error.with_suffix(&format!("; the attempt was refused: {refusal}")),
+    }
 }

@@ -3,7 +3,7 @@
 use std::{sync::Arc, time::Instant};
 
 use crate::{
-    model::FleetSource,
+    model::{policy::Policy, FleetSource},
     service::ports::{
         AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema,
     },
@@ -31,4 +31,8 @@ pub struct ServiceContext {
     pub watches: Arc<dyn RolloutWatches>,
     /// The audit log of registrations, deployments and rollbacks.
     pub audit: Arc<dyn AuditStore>,
+    /// Who may do what.
+    pub policy: Arc<Policy>,
+    /// The tag key that names the team a service or task definition belongs to.
+    pub team_tag: String,
 }

@@ -15,6 +15,8 @@ use crate::{
         activity::{ClusterEvent, TaskInfo},
         audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
         deployment::{LiveDeployment, LiveService, WatchState},
+        identity::{Actor, AuthMode, Role},
+        policy::{Policy, RoleRule, TeamRule},
         task_definition::{
             ContainerSummary, FieldError, GpuSetting, RevisionDetail, SourceRevision,
         },
@@ -73,6 +75,48 @@ impl Fake {
             schema: self.clone(),
             watches: self.clone(),
             audit: self.clone(),
+            policy: Arc::new(Policy {
+                roles: vec![
+                    RoleRule {
+                        group: "platform".into(),
+                        role: Role::Admin,
+                    },
+                    RoleRule {
+                        group: "ml".into(),
+                        role: Role::Deployer,
+                    },
+                ],
+                teams: vec![TeamRule {
+                    group: "search-eng".into(),
+                    team: "search".into(),
+                }],
+                ..Policy::default()
+            }),
+            team_tag: "team".into(),
+        }
+    }
+
+    /// A deployer of team `search`, which owns `embed`.
+    pub fn deployer() -> Actor {
+        Actor {
+            subject: "ana".into(),
+            email: Some("ana@example.com".into()),
+            groups: vec!["ml".into(), "search-eng".into()],
+            role: Role::Deployer,
+            teams: vec!["search".into()],
+            auth: AuthMode::Proxy,
+            source: Some("10.0.0.7".into()),
+            insecure: false,
+        }
+    }
+
+    /// A deployer of another team.
+    pub fn outsider() -> Actor {
+        Actor {
+            subject: "bo".into(),
+            groups: vec!["ml".into()],
+            teams: vec!["vision".into()],
+            ..Fake::deployer()
         }
     }
 
@@ -81,6 +125,11 @@ impl Fake {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(what.to_string());
+    }
+
+    /// The RegisterTaskDefinition JSON of `embed:revision`.
+    pub fn revision_json(&self, number: u32) -> Value {
+        Value::Object(revision(number).task)
     }
 
     /// The calls made so far.
@@ -131,7 +180,7 @@ fn revision(revision: u32) -> SourceRevision {
                     max_compute_percent: None,
                 },
             }],
-            team: None,
+            team: Some("search".into()),
             change: None,
         },
         task: task(memory),
@@ -189,6 +238,7 @@ fn snapshot() -> FleetSnapshot {
             service_list: vec![ServiceRef {
                 name: "embed".into(),
                 task_definition_arn: format!("{ARN}embed:1"),
+                team: Some("search".into()),
                 desired: 1,
                 running: 1,
                 maximum_percent: Some(200),
@@ -390,6 +440,10 @@ impl AuditStore for Fake {
                 at: String::new(),
                 updated_at: String::new(),
                 actor: intent.actor,
+                actor_email: intent.actor_email,
+                actor_role: intent.actor_role,
+                auth_mode: intent.auth_mode,
+                source: intent.source,
                 action: intent.action,
                 resource: intent.resource,
                 from_revision: intent.from_revision,

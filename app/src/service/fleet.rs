@@ -13,6 +13,7 @@ use crate::{
             FleetOverview, FleetQuery, FleetSummary, GpuDetail,
         },
         heatmap::render,
+        identity::Actor,
         ClusterSummary, ConsoleStatus, FleetSnapshot, ServiceError, SharingMode,
     },
     service::{clock, context::ServiceContext, lookup, ports::FleetState},
@@ -97,13 +98,14 @@ pub fn clusters(context: &ServiceContext) -> Result<Vec<ClusterSummary>, Service
         .collect())
 }
 
-/// The server's version, uptime, clock and fleet source.
-pub fn console_status(context: &ServiceContext) -> ConsoleStatus {
+/// The server's version, uptime, clock and fleet source, and who is asking.
+pub fn console_status(context: &ServiceContext, actor: Option<Actor>) -> ConsoleStatus {
     ConsoleStatus {
         version: context.version.to_string(),
         fleet_source: context.fleet_source.clone(),
         uptime_seconds: context.started.elapsed().as_secs(),
         server_time: clock::now(),
+        actor,
     }
 }
 

@@ -19,6 +19,3 @@ pub mod rollouts;
 pub mod task_definitions;
 
 pub use context::ServiceContext;
-
-/// Who the audit log names for a change, until people sign in.
-pub const LOCAL_ACTOR: &str = "local";

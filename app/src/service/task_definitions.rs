@@ -10,6 +10,8 @@ use crate::{
         arn::family_of,
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
         fit::fit_check as place_one,
+        identity::Actor,
+        policy::Permission,
         task_definition::{
             check_edit, cli_json, cloudformation_yaml, diff, gpu_changes, invalid_family, locate,
             mask_pair, mask_secrets, parse_inputs, set_change_tag, unmask_secrets, valid_family,
@@ -18,7 +20,7 @@ use crate::{
         },
         FleetSnapshot, ServiceError,
     },
-    service::{context::ServiceContext, lookup, ports::ValidRequest, LOCAL_ACTOR},
+    service::{audit, context::ServiceContext, lookup, ports::ValidRequest},
 };
 
 /// Revisions of one family shown at most.
@@ -135,28 +137,53 @@ async fn source_revision(
 /// CloudFormation requirements; `None` when there is no such revision.
 pub async fn revision(
     context: &ServiceContext,
+    actor: &Actor,
     family: &str,
     revision: u32,
     reveal: bool,
 ) -> Result<Option<RevisionView>, ServiceError> {
-    Ok(find_revision(context, family, revision)
-        .await?
-        .map(|source| {
-            let mut task = source.task;
-            let masked = if reveal { 0 } else { mask_secrets(&mut task) };
-            RevisionView {
-                detail: source.detail,
-                json: cli_json(&task),
-                masked,
-                cloudformation: cloudformation_yaml(&task),
-            }
-        }))
+    let Some(source) = find_revision(context, family, revision).await? else {
+        return Ok(None);
+    };
+    let owner = source.detail.team.as_deref();
+    let may_reveal = context.policy.may_reveal(actor, owner);
+    if reveal {
+        may_reveal.clone().map_err(ServiceError::forbidden)?;
+    }
+    let what = format!("Task definition family {family}");
+    let mut task = source.task;
+    let masked = if reveal { 0 } else { mask_secrets(&mut task) };
+    Ok(Some(RevisionView {
+        register: Permission::of(context.policy.may_change(actor, owner, &what)),
+        reveal: Permission::of(may_reveal),
+        detail: source.detail,
+        json: cli_json(&task),
+        masked,
+        cloudformation: cloudformation_yaml(&task),
+    }))
+}
+
+/// Refuses to reveal the masked values of `source` to a person who may not see them.
+fn check_reveal(
+    context: &ServiceContext,
+    actor: &Actor,
+    source: &SourceRevision,
+    reveal: bool,
+) -> Result<(), ServiceError> {
+    if reveal {
+        context
+            .policy
+            .may_reveal(actor, source.detail.team.as_deref())
+            .map_err(ServiceError::forbidden)?;
+    }
+    Ok(())
 }
 
 /// Two revisions of `family` compared: GPU settings first, then every difference of the JSON;
 /// `None` when either does not exist.
 pub async fn compare(
     context: &ServiceContext,
+    actor: &Actor,
     family: &str,
     from: u32,
     to: u32,
@@ -168,6 +195,8 @@ pub async fn compare(
     ) else {
         return Ok(None);
     };
+    check_reveal(context, actor, &old, reveal)?;
+    check_reveal(context, actor, &new, reveal)?;
     let (mut before, mut after) = (old.task.clone(), new.task.clone());
     if !reveal {
         mask_pair(&mut before, &mut after);
@@ -266,6 +295,7 @@ fn apply(
 /// values masked unless `reveal`).
 pub async fn check(
     context: &ServiceContext,
+    actor: &Actor,
     family: &str,
     revision: u32,
     spec: EditSpec,
@@ -273,6 +303,7 @@ pub async fn check(
     reveal: bool,
 ) -> Result<EditCheck, ServiceError> {
     let source = source_revision(context, family, revision).await?;
+    check_reveal(context, actor, &source, reveal)?;
     let (task, request) = match apply(context, &source, &spec) {
         Ok(checked) => checked,
         Err(errors) => {
@@ -301,6 +332,17 @@ pub async fn check(
         }
         snapshot.map(|snapshot| place_one(&snapshot, cluster.as_deref(), &request))
     };
+    let what = format!("Task definition family {family}");
+    let register = Permission::of(
+        context
+            .policy
+            .may_change(actor, source.detail.team.as_deref(), &what)
+            .and_then(|()| {
+                context
+                    .policy
+                    .may_edit(actor, &diff(&source.task, &task), &context.team_tag)
+            }),
+    );
     let (mut before, mut after) = (source.task.clone(), task.clone());
     let mut exported = task.clone();
     let masked = if reveal {
@@ -310,6 +352,7 @@ pub async fn check(
         mask_secrets(&mut exported)
     };
     Ok(EditCheck {
+        register,
         errors: Vec::new(),
         changes: gpu_changes(&source, &task),
         diff: diff(&before, &after),
@@ -365,29 +408,41 @@ fn described_edit(
 /// code, in the answer.
 pub async fn register(
     context: &ServiceContext,
+    actor: &Actor,
     family: &str,
     revision: u32,
     spec: EditSpec,
     description: &str,
 ) -> Result<EditResult, ServiceError> {
     let source = source_revision(context, family, revision).await?;
+    let intent = AuditIntent {
+        from_revision: Some(format!("{family}:{revision}")),
+        description: Some(description.trim().to_string()).filter(|d| !d.is_empty()),
+        ..AuditIntent::by(actor, AuditAction::Register, family)
+    };
+    let owner = source.detail.team.as_deref();
+    let what = format!("Task definition family {family}");
+    if let Err(reason) = context.policy.may_change(actor, owner, &what) {
+        return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
+    }
     let task = match apply(context, &source, &spec)
         .and_then(|(task, _)| described_edit(&source, task, description))
     {
         Ok(task) => task,
         Err(errors) => return Ok(refused(errors)),
     };
+    if let Err(reason) =
+        context
+            .policy
+            .may_edit(actor, &diff(&source.task, &task), &context.team_tag)
+    {
+        return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
+    }
     let (mut masked_before, mut masked_after) = (source.task.clone(), task.clone());
     mask_pair(&mut masked_before, &mut masked_after);
     let intent = AuditIntent {
-        actor: LOCAL_ACTOR.into(),
-        action: AuditAction::Register,
-        resource: family.to_string(),
-        from_revision: Some(format!("{family}:{revision}")),
-        to_revision: None,
         diff: serde_json::to_string(&diff(&masked_before, &masked_after)).unwrap_or_default(),
-        pre_check: None,
-        description: Some(description.trim().to_string()).filter(|d| !d.is_empty()),
+        ..intent
     };
     let audit_id = context
         .audit
@@ -454,9 +509,16 @@ mod tests {
     #[tokio::test]
     async fn a_registration_is_audited_around_the_ecs_call() {
         let fake = Fake::new();
-        let answer = register(&fake.context(), "embed", 2, mps("6144"), "more memory")
-            .await
-            .expect("answered");
+        let answer = register(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            mps("6144"),
+            "more memory",
+        )
+        .await
+        .expect("answered");
         assert_eq!(answer.registered.map(|r| r.revision), Some(3));
         let calls = fake.calls();
         assert_eq!(
@@ -473,11 +535,11 @@ mod tests {
     async fn an_edit_that_breaks_a_rule_or_changes_nothing_sends_nothing() {
         let fake = Fake::new();
         let context = fake.context();
-        let broken = register(&context, "embed", 2, mps("lots"), "")
+        let broken = register(&context, &Fake::deployer(), "embed", 2, mps("lots"), "")
             .await
             .expect("answered");
         assert_eq!(broken.errors[0].field, "memory_mib");
-        let same = register(&context, "embed", 2, mps("4096"), "")
+        let same = register(&context, &Fake::deployer(), "embed", 2, mps("4096"), "")
             .await
             .expect("answered");
         assert!(
@@ -486,14 +548,14 @@ mod tests {
         );
         assert!(fake.calls().is_empty(), "{:?}", fake.calls());
         assert_eq!(
-            register(&context, "embed", 9, mps("1"), "")
+            register(&context, &Fake::deployer(), "embed", 9, mps("1"), "")
                 .await
                 .expect_err("no such revision")
                 .status(),
             404
         );
         assert_eq!(
-            register(&context, "bad name", 1, mps("1"), "")
+            register(&context, &Fake::deployer(), "bad name", 1, mps("1"), "")
                 .await
                 .expect_err("no such family")
                 .status(),
@@ -505,9 +567,16 @@ mod tests {
     async fn a_registration_the_audit_log_cannot_record_is_an_error() {
         let fake = Fake::new();
         fake.fail_begin.store(true, Ordering::SeqCst);
-        let error = register(&fake.context(), "embed", 2, mps("6144"), "")
-            .await
-            .expect_err("no intent");
+        let error = register(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            mps("6144"),
+            "",
+        )
+        .await
+        .expect_err("no intent");
         assert!(
             error.message().ends_with("nothing was registered"),
             "{error}"
@@ -516,9 +585,16 @@ mod tests {
 
         let fake = Fake::new();
         fake.fail_finish.store(true, Ordering::SeqCst);
-        let error = register(&fake.context(), "embed", 2, mps("6144"), "")
-            .await
-            .expect_err("no outcome");
+        let error = register(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            mps("6144"),
+            "",
+        )
+        .await
+        .expect_err("no outcome");
         assert!(
             error.message().contains("the revision was registered"),
             "says what happened: {error}"
@@ -529,12 +605,106 @@ mod tests {
     async fn ecs_refusing_a_registration_is_answered_and_audited() {
         let fake = Fake::new();
         fake.refuse_writes.store(true, Ordering::SeqCst);
-        let answer = register(&fake.context(), "embed", 2, mps("6144"), "")
-            .await
-            .expect("answered");
+        let answer = register(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            mps("6144"),
+            "",
+        )
+        .await
+        .expect("answered");
         assert!(answer
             .ecs_error
             .is_some_and(|e| e.starts_with("ECS refused RegisterTaskDefinition")));
         assert_eq!(fake.records()[0].outcome, Outcome::Refused);
+    }
+
+    #[tokio::test]
+    async fn another_teams_deployer_is_refused_and_the_attempt_audited() {
+        let fake = Fake::new();
+        let error = register(
+            &fake.context(),
+            &Fake::outsider(),
+            "embed",
+            2,
+            mps("6144"),
+            "",
+        )
+        .await
+        .expect_err("another team's family");
+        assert_eq!(error.status(), 403);
+        assert!(
+            error.message().contains("belongs to team search"),
+            "{error}"
+        );
+        assert!(!fake.calls().iter().any(|c| c == "ecs.register"));
+        let record = &fake.records()[0];
+        assert_eq!(record.outcome, Outcome::Refused);
+        assert_eq!(record.actor, "bo");
+        assert_eq!(
+            record.actor_role,
+            Some(crate::model::identity::Role::Deployer)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deployer_may_not_widen_what_the_task_may_do() {
+        let fake = Fake::new();
+        let mut task = fake.revision_json(2);
+        task["taskRoleArn"] = serde_json::json!("arn:aws:iam::1:role/everything");
+        let error = register(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            EditSpec::Json(task.to_string()),
+            "",
+        )
+        .await
+        .expect_err("a role is an admin's");
+        assert_eq!(error.status(), 403);
+        assert!(error.message().contains("taskRoleArn"), "{error}");
+        assert!(!fake.calls().iter().any(|c| c == "ecs.register"));
+        let checked = check(
+            &fake.context(),
+            &Fake::deployer(),
+            "embed",
+            2,
+            EditSpec::Json(task.to_string()),
+            None,
+            false,
+        )
+        .await
+        .expect("checked");
+        assert!(
+            !checked.register.allowed,
+            "the check says so before registering"
+        );
+    }
+
+    #[tokio::test]
+    async fn revealing_needs_the_owning_team() {
+        let fake = Fake::new();
+        let context = fake.context();
+        let shown = revision(&context, &Fake::deployer(), "embed", 2, true)
+            .await
+            .expect("revealed")
+            .expect("exists");
+        assert!(shown.reveal.allowed && shown.register.allowed);
+        let error = revision(&context, &Fake::outsider(), "embed", 2, true)
+            .await
+            .expect_err("not their team");
+        assert_eq!(error.status(), 403);
+        let masked = revision(&context, &Fake::outsider(), "embed", 2, false)
+            .await
+            .expect("masked is fine")
+            .expect("exists");
+        assert!(!masked.reveal.allowed && !masked.register.allowed);
+        assert!(masked
+            .register
+            .reason
+            .is_some_and(|r| r.contains("team search")));
     }
 }

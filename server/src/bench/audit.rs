@@ -12,14 +12,16 @@ pub async fn audit(args: crate::config::BenchAuditArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("gpushare-bench-audit-{}", std::process::id()));
     let log = crate::audit::SqlAuditLog::open(args.database_url.as_deref(), &dir).await?;
     let intent = AuditIntent {
-        actor: "local".into(),
-        action: AuditAction::Deploy,
-        resource: "inference-prod/embed-api".into(),
         from_revision: Some("embed-api:1".into()),
         to_revision: Some("embed-api:2".into()),
         diff: r#"[{"path":"containerDefinitions[embed-api].resourceRequirements[0].sharingStrategy.nvidiaMps.maxComputePercent","change":"changed","before":"50","after":"40","gpu":true}]"#.into(),
         pre_check: Some("completes".into()),
         description: Some("bench".into()),
+        ..AuditIntent::by(
+            &app::model::identity::Actor::local(),
+            AuditAction::Deploy,
+            "inference-prod/embed-api",
+        )
     };
     let started = Instant::now();
     let mut ids = Vec::with_capacity(args.records as usize);

@@ -6,12 +6,14 @@ mod emulator;
 mod fit;
 mod fleet;
 mod precheck;
+mod validate;
 
 pub use audit::audit;
 pub use emulator::emulator;
 pub use fit::fit;
 pub use fleet::fleet;
 pub use precheck::precheck;
+pub use validate::validate;
 
 use anyhow::Context;
 

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod fleet;
 pub mod health;
 pub mod metrics;
+pub mod origin;
 pub mod security;
 pub mod services;
 pub mod state;
@@ -28,7 +29,8 @@ use state::AppState;
 
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
 /// bottom-up: metrics, tracing, security headers, clear errors for oversized and slow requests,
-/// compression, the timeout, and the body limit.
+/// the refusal of requests from elsewhere (host, origin, content type), sign-in, compression,
+/// the timeout, and the body limit.
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router
         .layer(RequestBodyLimitLayer::new(state.body_limit))
@@ -37,6 +39,11 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
             state.request_timeout,
         ))
         .layer(CompressionLayer::new().gzip(true).br(true))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::identify,
+        ))
+        .layer(middleware::from_fn_with_state(state.clone(), origin::guard))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             explain_edge_errors,

@@ -4,7 +4,7 @@
 
 use axum::{
     body::Bytes,
-    extract::{rejection::QueryRejection, Path, Query, State},
+    extract::{rejection::QueryRejection, Extension, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
@@ -15,6 +15,7 @@ use app::{
     model::{
         arn::RevisionRef,
         deployment::{DeployRequest, PreCheck, ServiceRow, WatchState},
+        identity::Actor,
     },
     service::deployments,
 };
@@ -50,6 +51,7 @@ pub struct PreCheckQuery {
 /// the service's deployment configuration, and the diff against what runs now.
 pub async fn pre_check(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, service)): Path<(String, String)>,
     query: Result<Query<PreCheckQuery>, QueryRejection>,
 ) -> Result<Json<PreCheck>, AppError> {
@@ -58,7 +60,8 @@ pub async fn pre_check(
         .revision
         .map(|text| RevisionRef::parse(&text).map_err(AppError::BadRequest))
         .transpose()?;
-    let check = deployments::pre_check(&state.services, &cluster, &service, revision).await?;
+    let check =
+        deployments::pre_check(&state.services, &actor, &cluster, &service, revision).await?;
     Ok(Json(check))
 }
 
@@ -76,11 +79,12 @@ fn deploy_body(body: &Bytes) -> Result<DeployRequest, AppError> {
 /// the pre-check fails (with it; `force` sends anyway); 502 when ECS refuses.
 pub async fn deploy(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, service)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
     let request = deploy_body(&body)?;
-    let answer = deployments::deploy(&state.services, &cluster, &service, request).await?;
+    let answer = deployments::deploy(&state.services, &actor, &cluster, &service, request).await?;
     Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 
@@ -88,11 +92,13 @@ pub async fn deploy(
 /// family — any earlier one — with the same checks.
 pub async fn rollback(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((cluster, service)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
     let request = deploy_body(&body)?;
-    let answer = deployments::rollback(&state.services, &cluster, &service, request).await?;
+    let answer =
+        deployments::rollback(&state.services, &actor, &cluster, &service, request).await?;
     Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 

@@ -7,12 +7,13 @@ use axum::extract::FromRef;
 use leptos::prelude::*;
 
 use app::{
-    model::FleetSource,
+    model::{policy::Policy, FleetSource},
     service::{ports::AuditStore, ServiceContext},
 };
 
-use super::{fleet::FleetJsonCache, metrics::HttpMetrics};
+use super::{fleet::FleetJsonCache, metrics::HttpMetrics, origin::OriginGuard};
 use crate::{
+    auth::{self, Authenticator},
     aws::Clients,
     config::ServeArgs,
     fleet::{
@@ -41,17 +42,40 @@ pub struct AppState {
     pub body_limit: usize,
     /// How long a request may take.
     pub request_timeout: std::time::Duration,
+    /// Who is asking, worked out for every request.
+    pub authenticator: Arc<Authenticator>,
+    /// The console's own origin and hosts.
+    pub origin: Arc<OriginGuard>,
 }
 
 impl AppState {
-    /// State for a server started with `args`, showing the fleet of `source` through `clients`.
-    /// Starts the background refresh of the fleet snapshot, so it must run inside Tokio.
+    /// State for a server started with `args`, showing the fleet of `source` through `clients`,
+    /// or why the server must not start with them (no sign-in on a network address, a policy
+    /// file that does not read). Starts the background refresh of the fleet snapshot, so it must
+    /// run inside Tokio.
     pub fn new(
         args: &ServeArgs,
         source: FleetSource,
         clients: Clients,
         audit: Arc<dyn AuditStore>,
-    ) -> AppState {
+    ) -> anyhow::Result<AppState> {
+        let access = &args.access;
+        let authenticator = auth::from_flags(
+            access.auth.mode(),
+            args.listen,
+            access.insecure_no_auth,
+            &access.trusted_proxies,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let policy = match &access.policy {
+            Some(path) => auth::policy::load(path).map_err(anyhow::Error::msg)?,
+            None => Policy::default(),
+        };
+        let origin = OriginGuard::new(
+            args.listen,
+            access.public_url.as_deref(),
+            &access.allowed_hosts,
+        );
         let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(
             args.fleet.refresh_interval,
         )));
@@ -65,7 +89,8 @@ impl AppState {
             ),
         );
         spawn_refresher(&fleet, reader);
-        let services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
+        let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
+        services.policy = Arc::new(policy);
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -73,7 +98,9 @@ impl AppState {
             .site_addr(args.listen)
             .env(leptos::config::Env::PROD)
             .build();
-        AppState {
+        Ok(AppState {
+            authenticator: Arc::new(authenticator),
+            origin: Arc::new(origin),
             readiness: Readiness::for_site(&args.site_root)
                 .with(EcsReachable::new(clients.ecs.clone()))
                 .with(CloudWatchReachable::new(clients.cloudwatch.clone())),
@@ -83,7 +110,7 @@ impl AppState {
             metrics: Arc::new(HttpMetrics::default()),
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),
-        }
+        })
     }
 
     /// Provides the use cases' context to a page render or server function call.

@@ -4,7 +4,7 @@
 
 use axum::{
     body::Bytes,
-    extract::{rejection::QueryRejection, Path, Query, State},
+    extract::{rejection::QueryRejection, Extension, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
@@ -12,6 +12,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use app::{
+    model::identity::Actor,
     model::task_definition::{
         Comparison, EditCheck, EditResult, FamilyDetail, FamilySummary, FieldError, FitAnswer,
         GpuSetting, RevisionDetail, Validation,
@@ -128,12 +129,13 @@ pub struct RevisionAnswer {
 /// CloudFormation requirements.
 pub async fn get_revision(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((family, revision)): Path<(String, String)>,
     reveal: Result<Query<RevealQuery>, QueryRejection>,
 ) -> Result<Json<RevisionAnswer>, AppError> {
     let reveal = api::parameters(reveal, "reveal")?.reveal;
     let revision = revision_number(&revision)?;
-    use_case::revision(&state.services, &family, revision, reveal)
+    use_case::revision(&state.services, &actor, &family, revision, reveal)
         .await?
         .map(|view| {
             Json(RevisionAnswer {
@@ -164,12 +166,14 @@ pub struct CompareQuery {
 /// GPU settings and every difference of their JSON, GPU requirements first.
 pub async fn compare(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path(family): Path<String>,
     parameters: Result<Query<CompareQuery>, QueryRejection>,
 ) -> Result<Json<Comparison>, AppError> {
     let parameters = api::parameters(parameters, "from and to (revision numbers), and reveal")?;
     use_case::compare(
         &state.services,
+        &actor,
         &family,
         parameters.from,
         parameters.to,
@@ -267,6 +271,7 @@ fn without_places(errors: &mut [FieldError]) {
 /// registering. 422 with the errors when a rule is broken.
 pub async fn check_edit(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((family, revision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
@@ -274,6 +279,7 @@ pub async fn check_edit(
     let (spec, body) = edit_body(&body)?;
     let mut answer: EditCheck = use_case::check(
         &state.services,
+        &actor,
         &family,
         revision,
         spec,
@@ -295,13 +301,21 @@ pub async fn check_edit(
 /// ECS's code and message when ECS refuses.
 pub async fn register_edit(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path((family, revision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, AppError> {
     let revision = revision_number(&revision)?;
     let (spec, body) = edit_body(&body)?;
-    let mut answer: EditResult =
-        use_case::register(&state.services, &family, revision, spec, &body.description).await?;
+    let mut answer: EditResult = use_case::register(
+        &state.services,
+        &actor,
+        &family,
+        revision,
+        spec,
+        &body.description,
+    )
+    .await?;
     without_places(&mut answer.errors);
     let status = match (&answer.registered, &answer.ecs_error) {
         (Some(_), _) => StatusCode::CREATED,

@@ -4,7 +4,10 @@
 use std::path::Path;
 
 use crate::support::{temp_dir, Postgres};
-use app::model::audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, Outcome};
+use app::model::{
+    audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, Outcome},
+    identity::{AuthMode, Role},
+};
 use gpushare::audit::SqlAuditLog;
 
 fn intent(resource: &str) -> AuditIntent {
@@ -17,6 +20,10 @@ fn intent(resource: &str) -> AuditIntent {
         diff: "[]".into(),
         pre_check: Some("completes".into()),
         description: Some("it's \"quoted\"; DROP TABLE audit_log; --".into()),
+        actor_email: Some("ana@example.com".into()),
+        actor_role: Some(Role::Deployer),
+        auth_mode: Some(AuthMode::Proxy),
+        source: Some("10.0.0.7".into()),
     }
 }
 
@@ -28,6 +35,10 @@ async fn check_store(log: &SqlAuditLog) {
     assert_eq!(pending.outcome, Outcome::Pending);
     assert_eq!(pending.action, AuditAction::Deploy);
     assert_eq!(pending.description, intent("x").description, "text is data");
+    assert_eq!(pending.actor_email.as_deref(), Some("ana@example.com"));
+    assert_eq!(pending.actor_role, Some(Role::Deployer));
+    assert_eq!(pending.auth_mode, Some(AuthMode::Proxy));
+    assert_eq!(pending.source.as_deref(), Some("10.0.0.7"));
     log.update(
         &first,
         &AuditOutcome {

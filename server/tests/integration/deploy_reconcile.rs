@@ -22,6 +22,7 @@ fn intent(resource: &str, from: &str, to: &str) -> AuditIntent {
         diff: "[]".into(),
         pre_check: Some("completes".into()),
         description: None,
+        ..AuditIntent::default()
     }
 }
 

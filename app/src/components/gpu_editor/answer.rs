@@ -48,7 +48,7 @@ pub fn EditErrors(errors: Memo<Vec<FieldError>>, json_mode: RwSignal<bool>) -> i
 /// A check that passed ECS's rules: the GPU settings that change, the JSON diff, the fit on
 /// the fleet and the exports of the new revision.
 #[component]
-pub fn CheckAnswer(check: EditCheck) -> impl IntoView {
+pub fn CheckAnswer(check: EditCheck, may_reveal: bool) -> impl IntoView {
     view! {
         <div data-testid="edit-changes">
             <h3>"GPU settings"</h3>
@@ -77,7 +77,7 @@ pub fn CheckAnswer(check: EditCheck) -> impl IntoView {
             </div>
         }.into_any())}
         <h3>"Export the new revision"</h3>
-        <Exports json=check.export_json cloudformation=check.cloudformation masked=check.masked reveal_href=Some("?reveal=true".to_string()) />
+        <Exports json=check.export_json cloudformation=check.cloudformation masked=check.masked reveal_href=may_reveal.then(|| "?reveal=true".to_string()) />
     }
 }
 

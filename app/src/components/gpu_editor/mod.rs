@@ -13,7 +13,10 @@ use answer::{CheckAnswer, EditErrors, RegisterRefusal};
 use settings_form::{Row, SettingsForm};
 
 use crate::{
-    model::task_definition::{EditCheck, EditResult, FieldError, RevisionDetail, MASK},
+    model::{
+        policy::Permission,
+        task_definition::{EditCheck, EditResult, FieldError, RevisionDetail, MASK},
+    },
     server_fns::task_definitions::{
         check_gpu_edit, check_task_definition_json, register_gpu_edit,
         register_task_definition_json,
@@ -36,7 +39,8 @@ enum Last {
 
 /// The editor for `revision`, whose RegisterTaskDefinition JSON is `json` (masked unless
 /// `reveal`); the fit check starts on `cluster` and offers `clusters`; `registered` gets the new
-/// revision once it is registered.
+/// revision once it is registered. Without `permission` to register, the edit can be checked
+/// but not registered, and the editor says why; `may_reveal` offers the unmasked exports.
 #[component]
 pub fn GpuEditor(
     revision: RevisionDetail,
@@ -45,6 +49,8 @@ pub fn GpuEditor(
     clusters: Vec<String>,
     cluster: String,
     registered: Callback<RevisionDetail>,
+    permission: Permission,
+    may_reveal: bool,
 ) -> impl IntoView {
     let family = revision.family.clone();
     let number = revision.revision;
@@ -143,6 +149,13 @@ pub fn GpuEditor(
         register.dispatch_local((edit(), description.get_untracked()));
     };
     let busy = move || check.pending().get() || register.pending().get();
+    // The last check can say more than the family's ownership: a field only an admin changes.
+    let refused = Memo::new(move |_| match checked.get() {
+        Some(Ok(check)) if check.errors.is_empty() && !check.register.allowed => {
+            check.register.reason
+        }
+        _ => (!permission.allowed).then(|| permission.reason.clone().unwrap_or_default()),
+    });
     let cluster_options = clusters
         .into_iter()
         .map(|name| {
@@ -188,13 +201,16 @@ pub fn GpuEditor(
             </label>
             <div class="edit-actions">
                 <button type="button" data-testid="edit-check" on:click=on_check disabled=busy>"Check"</button>
-                <button type="button" data-testid="edit-register" on:click=on_register disabled=busy>
+                <button type="button" data-testid="edit-register" on:click=on_register
+                    disabled=move || busy() || refused.with(Option::is_some)
+                    title=move || refused.get().unwrap_or_default()>
                     {format!("Register revision {}", number + 1)}
                 </button>
             </div>
+            {move || refused.get().map(|reason| view! { <p class="not-allowed" role="note" data-testid="edit-not-allowed">{reason}</p> })}
             <EditErrors errors json_mode />
             {move || checked.get().map(|answer| match answer {
-                Ok(check) if check.errors.is_empty() => view! { <CheckAnswer check /> }.into_any(),
+                Ok(check) if check.errors.is_empty() => view! { <CheckAnswer check may_reveal /> }.into_any(),
                 Ok(_) => ().into_any(),
                 Err(error) => view! { <p class="banner error" role="alert">{format!("The check failed: {error}")}</p> }.into_any(),
             })}

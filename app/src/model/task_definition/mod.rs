@@ -24,7 +24,7 @@ pub use secrets::{looks_secret, mask_pair, mask_secrets, unmask_secrets, MASK};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::fit::FitReport;
+use crate::model::{fit::FitReport, policy::Permission};
 
 /// How one container uses GPUs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,6 +157,9 @@ pub struct EditCheck {
     pub cloudformation: String,
     /// Values masked in the exports (reveal them to copy a registrable JSON).
     pub masked: usize,
+    /// Whether the person asking may register this edit, and why not.
+    #[serde(default)]
+    pub register: Permission,
 }
 
 /// The answer of registering an edit: the new revision, or what is wrong (the form keeps its
@@ -178,6 +181,12 @@ pub struct RevisionView {
     /// How many secret-looking values `json` masks.
     pub masked: usize,
     pub cloudformation: String,
+    /// Whether the person asking may edit and register the family, and why not.
+    #[serde(default)]
+    pub register: Permission,
+    /// Whether the person asking may see the masked values, and why not.
+    #[serde(default)]
+    pub reveal: Permission,
 }
 
 /// Two revisions of a family compared.

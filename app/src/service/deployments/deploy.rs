@@ -7,10 +7,11 @@ use crate::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
+        identity::Actor,
         rollout::Verdict,
         ServiceError,
     },
-    service::{clock, context::ServiceContext, lookup, ports::RolloutToWatch, LOCAL_ACTOR},
+    service::{audit, clock, context::ServiceContext, lookup, ports::RolloutToWatch},
 };
 
 /// The pre-check's verdict in words.
@@ -38,12 +39,13 @@ pub(super) fn refusal(detail: String) -> AuditOutcome {
 /// A revision earlier than the running one is a rollback.
 pub async fn deploy(
     context: &ServiceContext,
+    actor: &Actor,
     cluster: &str,
     service: &str,
     request: DeployRequest,
 ) -> Result<DeployAnswer, ServiceError> {
     let snapshot = lookup::snapshot(context)?;
-    let (_, runs) = running(&snapshot, cluster, service)?;
+    let (found, runs) = running(&snapshot, cluster, service)?;
     let family = runs.family;
     let revision = revision_number(&request.revision, &family)?;
     let expected = revision_number(&request.expected_revision, &family)?;
@@ -52,14 +54,33 @@ pub async fn deploy(
             "revision and expected_revision are revision numbers from 1",
         ));
     }
+    let resource = format!("{cluster}/{service}");
+    let action = if revision < expected {
+        AuditAction::Rollback
+    } else {
+        AuditAction::Deploy
+    };
+    let what = format!("Service {resource}");
+    if let Err(reason) = context
+        .policy
+        .may_change(actor, found.team.as_deref(), &what)
+    {
+        let intent = AuditIntent {
+            from_revision: Some(format!("{family}:{expected}")),
+            to_revision: Some(format!("{family}:{revision}")),
+            description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+            ..AuditIntent::by(actor, action, resource)
+        };
+        return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
+    }
     let check = pre_check(
         context,
+        actor,
         cluster,
         service,
         Some(RevisionRef::number(revision)),
     )
     .await?;
-    let resource = format!("{cluster}/{service}");
     // What runs now, from ECS itself rather than the snapshot.
     let before = context
         .ecs
@@ -86,11 +107,6 @@ pub async fn deploy(
             check: Box::new(check.rollout),
         });
     }
-    let action = if revision < now_running {
-        AuditAction::Rollback
-    } else {
-        AuditAction::Deploy
-    };
     let sending = Sending {
         cluster,
         service,
@@ -99,9 +115,6 @@ pub async fn deploy(
         action,
     };
     let intent = AuditIntent {
-        actor: LOCAL_ACTOR.into(),
-        action,
-        resource: resource.clone(),
         from_revision: Some(sending.from.to_string()),
         to_revision: Some(sending.target.to_string()),
         diff: check
@@ -115,6 +128,7 @@ pub async fn deploy(
             verdict
         }),
         description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+        ..AuditIntent::by(actor, action, resource.clone())
     };
     // The intent first: a crash after it leaves a record the next start reconciles.
     let id = context
@@ -165,6 +179,7 @@ pub async fn deploy(
 /// same checks.
 pub async fn rollback(
     context: &ServiceContext,
+    actor: &Actor,
     cluster: &str,
     service: &str,
     request: DeployRequest,
@@ -175,7 +190,7 @@ pub async fn rollback(
             request.expected_revision.number, request.revision.number
         )));
     }
-    deploy(context, cluster, service, request).await
+    deploy(context, actor, cluster, service, request).await
 }
 
 /// A deploy being sent: where, what, from what, and its kind.
@@ -286,9 +301,15 @@ mod tests {
     #[tokio::test]
     async fn a_deploy_writes_its_intent_before_update_service_then_watches_the_rollout() {
         let fake = Fake::new();
-        let answer = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect("sent");
+        let answer = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect("sent");
         assert_eq!(answer.action, AuditAction::Deploy);
         assert_eq!(answer.deployment_id.as_deref(), Some("ecs-svc/2"));
         let calls = fake.calls();
@@ -315,9 +336,15 @@ mod tests {
     async fn nothing_is_sent_when_the_intent_cannot_be_written() {
         let fake = Fake::new();
         fake.fail_begin.store(true, Ordering::SeqCst);
-        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect_err("refused");
+        let error = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("refused");
         assert_eq!(error.status(), 503);
         assert!(error.message().ends_with("; nothing was sent"), "{error}");
         assert!(
@@ -334,9 +361,15 @@ mod tests {
     async fn a_deploy_that_finds_the_service_locked_is_refused_and_audited() {
         let fake = Fake::new();
         fake.lock_taken.store(true, Ordering::SeqCst);
-        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect_err("refused");
+        let error = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("refused");
         assert_eq!(error.status(), 409);
         assert!(!fake
             .calls()
@@ -354,9 +387,15 @@ mod tests {
     async fn an_outcome_the_audit_log_cannot_record_is_an_error_not_dropped() {
         let fake = Fake::new();
         fake.fail_finish.store(true, Ordering::SeqCst);
-        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect_err("the log lags");
+        let error = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("the log lags");
         assert_eq!(error.status(), 503);
         assert!(
             error.message().contains("UpdateService was sent"),
@@ -372,9 +411,15 @@ mod tests {
     async fn a_refusal_by_ecs_is_audited_and_answered_with_its_kind() {
         let fake = Fake::new();
         fake.refuse_writes.store(true, Ordering::SeqCst);
-        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect_err("refused");
+        let error = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("refused");
         assert_eq!(error.status(), 502);
         assert_eq!(fake.records()[0].outcome, Outcome::Refused);
         assert!(
@@ -387,9 +432,15 @@ mod tests {
     async fn the_revision_the_user_saw_must_still_run() {
         let fake = Fake::new();
         *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
-        let error = deploy(&fake.context(), "prod", "embed", request(2, 1))
-            .await
-            .expect_err("changed");
+        let error = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("changed");
         assert_eq!(error.status(), 409);
         assert!(error.message().contains("now runs embed:2"), "{error}");
         assert!(fake.records().is_empty(), "no intent for a stale request");
@@ -401,7 +452,7 @@ mod tests {
         *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
         let context = fake.context();
         assert_eq!(
-            rollback(&context, "prod", "embed", request(2, 2))
+            rollback(&context, &Fake::deployer(), "prod", "embed", request(2, 2))
                 .await
                 .expect_err("not earlier")
                 .status(),
@@ -411,14 +462,44 @@ mod tests {
             revision: RevisionRef::parse("other:1").expect("a reference"),
             ..request(1, 2)
         };
-        assert!(deploy(&context, "prod", "embed", other)
+        assert!(deploy(&context, &Fake::deployer(), "prod", "embed", other)
             .await
             .expect_err("another family")
             .message()
             .contains("a revision of other"));
-        let answer = rollback(&context, "prod", "embed", request(1, 2))
+        let answer = rollback(&context, &Fake::deployer(), "prod", "embed", request(1, 2))
             .await
             .expect("sent");
         assert_eq!(answer.action, AuditAction::Rollback);
+    }
+
+    #[tokio::test]
+    async fn another_teams_deployer_is_refused_before_anything_is_sent() {
+        let fake = Fake::new();
+        let error = deploy(
+            &fake.context(),
+            &Fake::outsider(),
+            "prod",
+            "embed",
+            request(2, 1),
+        )
+        .await
+        .expect_err("another team's service");
+        assert_eq!(error.status(), 403);
+        assert!(
+            error
+                .message()
+                .contains("Service prod/embed belongs to team search"),
+            "{error}"
+        );
+        assert!(
+            !fake.calls().iter().any(|c| c.starts_with("ecs.")),
+            "{:?}",
+            fake.calls()
+        );
+        let record = &fake.records()[0];
+        assert_eq!(record.outcome, Outcome::Refused);
+        assert_eq!(record.action, AuditAction::Deploy);
+        assert_eq!(record.source.as_deref(), Some("10.0.0.7"));
     }
 }

@@ -17,6 +17,8 @@ use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         deployment::{PreCheck, ServiceRow},
+        identity::Actor,
+        policy::Permission,
         rollout::{pre_check as simulate, Cluster, RolloutPlan},
         task_definition::gpu_settings,
         FleetSnapshot, ServiceError, ServiceRef,
@@ -122,6 +124,7 @@ fn request_of(task: &Map<String, Value>) -> Result<placement::GpuRequest, Servic
 /// fleet snapshot with the service's deployment configuration.
 pub async fn pre_check(
     context: &ServiceContext,
+    actor: &Actor,
     cluster: &str,
     service: &str,
     revision: Option<RevisionRef>,
@@ -176,9 +179,15 @@ pub async fn pre_check(
     let comparison = if target_number == runs.revision {
         None
     } else {
-        compare(context, &family, runs.revision, target_number, false).await?
+        compare(context, actor, &family, runs.revision, target_number, false).await?
     };
+    let deploy = Permission::of(context.policy.may_change(
+        actor,
+        found.team.as_deref(),
+        &format!("Service {cluster}/{service}"),
+    ));
     Ok(PreCheck {
+        deploy,
         service: ServiceRow {
             cluster: cluster.to_string(),
             service: found,

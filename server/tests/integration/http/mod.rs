@@ -1,5 +1,6 @@
 //! The whole HTTP surface through the router, by area.
 
+mod access;
 mod activity;
 mod deployments;
 mod edge;

@@ -35,6 +35,26 @@ pub async fn test_app_on(
     faults: Vec<String>,
     database_url: Option<String>,
 ) -> (Router, PathBuf) {
+    test_app_configured(with_assets, faults, database_url, |_| {}).await
+}
+
+/// A router whose serve flags `configure` changes, behind a socket that says requests come from
+/// `peer` (the sign-in trusts a proxy by its address).
+pub async fn test_app_behind(
+    peer: std::net::SocketAddr,
+    configure: impl FnOnce(&mut ServeArgs),
+) -> Router {
+    let (app, _) = test_app_configured(false, Vec::new(), None, configure).await;
+    app.layer(axum::extract::connect_info::MockConnectInfo(peer))
+}
+
+/// [`test_app_on`] with serve flags that `configure` changes.
+pub async fn test_app_configured(
+    with_assets: bool,
+    faults: Vec<String>,
+    database_url: Option<String>,
+    configure: impl FnOnce(&mut ServeArgs),
+) -> (Router, PathBuf) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
@@ -53,6 +73,7 @@ pub async fn test_app_on(
         ..ServeArgs::default()
     };
     args.fleet.emulator.faults = faults;
+    configure(&mut args);
     let (source, clients) = connect_fleet(&args.fleet)
         .await
         .expect("the embedded emulator starts");
@@ -61,12 +82,10 @@ pub async fn test_app_on(
             .await
             .expect("the audit log opens");
     (
-        router(AppState::new(
-            &args,
-            source,
-            clients,
-            std::sync::Arc::new(audit),
-        )),
+        router(
+            AppState::new(&args, source, clients, std::sync::Arc::new(audit))
+                .expect("flags a console starts with"),
+        ),
         site_root,
     )
 }

@@ -1,0 +1,524 @@
+//! Who may do what, and from where: sign-in through a trusted proxy, the authorization matrix
+//! of every state-changing route (built from the router's own list of endpoints and server
+//! functions) × {anonymous, viewer, deployer of the owning team, deployer of another team,
+//! admin}, reveals, refusals in the audit log, and requests from another site.
+
+use std::net::SocketAddr;
+
+use axum::{
+    body::Body,
+    http::{header, Method, Request, StatusCode},
+    Router,
+};
+
+use super::support::*;
+
+/// The policy the tests sign in under.
+const POLICY: &str = r#"
+default_role = "viewer"
+
+[[roles]]
+group = "platform"
+role = "admin"
+
+[[roles]]
+group = "ml"
+role = "deployer"
+
+[[teams]]
+group = "search-eng"
+team = "search"
+
+[[teams]]
+group = "vision-eng"
+team = "vision"
+"#;
+
+/// The proxy's address, and one the console does not trust.
+const PROXY: ([u8; 4], u16) = ([127, 0, 0, 1], 41_000);
+const STRANGER: ([u8; 4], u16) = ([192, 0, 2, 9], 41_000);
+
+/// A console behind the sign-in proxy at [`PROXY`], reached from `peer`.
+async fn behind_proxy(peer: ([u8; 4], u16)) -> Router {
+    let policy = std::env::temp_dir().join(format!(
+        "gpushare-policy-{}-{}.toml",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::write(&policy, POLICY).expect("a policy file");
+    test_app_behind(SocketAddr::from(peer), move |args| {
+        args.access.auth = gpushare::config::AuthFlag::Proxy;
+        args.access.trusted_proxies = vec!["127.0.0.1/32".into()];
+        args.access.policy = Some(policy);
+    })
+    .await
+}
+
+/// The people of the matrix: who they are to the proxy, and what they may do to the `search`
+/// team's service `inference-prod/embed-api` and family `embed-api`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Who {
+    Anonymous,
+    Viewer,
+    OwningDeployer,
+    OtherDeployer,
+    Admin,
+}
+
+impl Who {
+    const ALL: [Who; 5] = [
+        Who::Anonymous,
+        Who::Viewer,
+        Who::OwningDeployer,
+        Who::OtherDeployer,
+        Who::Admin,
+    ];
+
+    /// `(user, groups)` as the proxy passes them.
+    fn identity(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Who::Anonymous => None,
+            Who::Viewer => Some(("vic", "search-eng")),
+            Who::OwningDeployer => Some(("ana", "ml,search-eng")),
+            Who::OtherDeployer => Some(("bo", "ml,vision-eng")),
+            Who::Admin => Some(("root", "platform")),
+        }
+    }
+
+    fn may_change(self) -> bool {
+        matches!(self, Who::OwningDeployer | Who::Admin)
+    }
+}
+
+/// A request as the proxy forwards it for `who`.
+fn signed(who: Who, mut request: Request<Body>) -> Request<Body> {
+    if let Some((user, groups)) = who.identity() {
+        let headers = request.headers_mut();
+        headers.insert("x-forwarded-user", user.parse().expect("a value"));
+        headers.insert(
+            "x-forwarded-email",
+            format!("{user}@example.com").parse().expect("a value"),
+        );
+        headers.insert("x-forwarded-groups", groups.parse().expect("a value"));
+    }
+    request
+}
+
+fn form(path: &str, body: &str) -> Request<Body> {
+    Request::post(path)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::ACCEPT, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+/// What a route is, for the matrix: a change of the `search` team's resources with a body that
+/// passes the sign-in and reaches the use case, or a read any signed-in person may make.
+enum Rule {
+    /// A change; its request for the `search` team's service or family.
+    Change(fn() -> Request<Body>),
+    /// A read (or a check) through POST.
+    Read(fn() -> Request<Body>),
+}
+
+/// Every POST route of the console and its rule. A POST route missing here fails the matrix.
+fn rules() -> Vec<(&'static str, Rule)> {
+    vec![
+        (
+            "/api/v1/task-definitions/{family}/{revision}/register",
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/task-definitions/embed-api/1/register",
+                    r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 50}}]}"#,
+                )
+            }),
+        ),
+        (
+            "/api/v1/services/{cluster}/{service}/deploy",
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/services/inference-prod/embed-api/deploy",
+                    r#"{"revision": 1, "expected_revision": 1}"#,
+                )
+            }),
+        ),
+        (
+            "/api/v1/services/{cluster}/{service}/rollback",
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/services/inference-prod/embed-api/rollback",
+                    r#"{"revision": 1, "expected_revision": 2}"#,
+                )
+            }),
+        ),
+        (
+            "/api/deploy_service",
+            Rule::Change(|| {
+                form(
+                    "/api/deploy_service",
+                    "cluster=inference-prod&service=embed-api&request[revision]=1&request[expected_revision]=1",
+                )
+            }),
+        ),
+        (
+            "/api/register_gpu_edit",
+            Rule::Change(|| {
+                form(
+                    "/api/register_gpu_edit",
+                    "family=embed-api&revision=1&edits[0][container]=embed-api&edits[0][kind]=mps&edits[0][memory_mib]=4096&edits[0][compute_percent]=50&description=",
+                )
+            }),
+        ),
+        (
+            "/api/register_task_definition_json",
+            Rule::Change(|| {
+                form(
+                    "/api/register_task_definition_json",
+                    "family=embed-api&revision=1&text=%7B%7D&description=",
+                )
+            }),
+        ),
+        (
+            "/api/v1/task-definitions/{family}/{revision}/check",
+            Rule::Read(|| {
+                post_json(
+                    "/api/v1/task-definitions/embed-api/1/check",
+                    r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "none"}}]}"#,
+                )
+            }),
+        ),
+        (
+            "/api/v1/task-definitions/validate",
+            Rule::Read(|| post_json("/api/v1/task-definitions/validate", "{}")),
+        ),
+        (
+            "/api/v1/task-definitions/fit-check",
+            Rule::Read(|| post_json("/api/v1/task-definitions/fit-check", "{}")),
+        ),
+        (
+            "/api/console_status",
+            Rule::Read(|| form("/api/console_status", "")),
+        ),
+        (
+            "/api/list_clusters",
+            Rule::Read(|| form("/api/list_clusters", "")),
+        ),
+        (
+            "/api/fleet_overview",
+            Rule::Read(|| form("/api/fleet_overview", "query[colour]=memory")),
+        ),
+        (
+            "/api/fleet_heatmap",
+            Rule::Read(|| form("/api/fleet_heatmap", "query[colour]=memory")),
+        ),
+        (
+            "/api/gpu_detail",
+            Rule::Read(|| form("/api/gpu_detail", "key=nope")),
+        ),
+        (
+            "/api/task_definition_families",
+            Rule::Read(|| form("/api/task_definition_families", "")),
+        ),
+        (
+            "/api/task_definition_family",
+            Rule::Read(|| form("/api/task_definition_family", "family=embed-api")),
+        ),
+        (
+            "/api/task_definition_revision",
+            Rule::Read(|| {
+                form(
+                    "/api/task_definition_revision",
+                    "family=embed-api&revision=1&reveal=false",
+                )
+            }),
+        ),
+        (
+            "/api/compare_task_definitions",
+            Rule::Read(|| {
+                form(
+                    "/api/compare_task_definitions",
+                    "family=embed-api&from=1&to=1&reveal=false",
+                )
+            }),
+        ),
+        (
+            "/api/check_gpu_edit",
+            Rule::Read(|| {
+                form(
+                    "/api/check_gpu_edit",
+                    "family=embed-api&revision=1&edits[0][container]=embed-api&edits[0][kind]=none&reveal=false",
+                )
+            }),
+        ),
+        (
+            "/api/check_task_definition_json",
+            Rule::Read(|| {
+                form(
+                    "/api/check_task_definition_json",
+                    "family=embed-api&revision=1&text=%7B%7D&reveal=false",
+                )
+            }),
+        ),
+        (
+            "/api/list_services",
+            Rule::Read(|| form("/api/list_services", "")),
+        ),
+        (
+            "/api/pre_check_rollout",
+            Rule::Read(|| {
+                form(
+                    "/api/pre_check_rollout",
+                    "cluster=inference-prod&service=embed-api",
+                )
+            }),
+        ),
+        (
+            "/api/deployment_state",
+            Rule::Read(|| form("/api/deployment_state", "id=nope")),
+        ),
+        (
+            "/api/cluster_events",
+            Rule::Read(|| form("/api/cluster_events", "cluster=inference-prod")),
+        ),
+        (
+            "/api/cluster_stopped_tasks",
+            Rule::Read(|| form("/api/cluster_stopped_tasks", "cluster=inference-prod")),
+        ),
+        (
+            "/api/list_audit",
+            Rule::Read(|| form("/api/list_audit", "")),
+        ),
+    ]
+}
+
+/// Every route that answers POST: the JSON API's and the server functions'.
+fn post_routes() -> Vec<String> {
+    let mut routes: Vec<String> = gpushare::api_routes()
+        .into_iter()
+        .filter(|r| r.method != Method::GET)
+        .map(|r| r.path.to_string())
+        .collect();
+    routes.extend(
+        leptos::server_fn::axum::server_fn_paths()
+            .filter(|(_, method)| *method == Method::POST)
+            .map(|(path, _)| path.to_string()),
+    );
+    routes.sort();
+    routes
+}
+
+/// Whether an answer is a refusal of who is asking: 401 or 403, or a server function's
+/// `forbidden` error.
+async fn refused(response: axum::response::Response) -> (bool, StatusCode, String) {
+    let status = response.status();
+    let body = text(response).await;
+    let forbidden = status == StatusCode::UNAUTHORIZED
+        || status == StatusCode::FORBIDDEN
+        || body.contains(r#""kind":"forbidden""#);
+    (forbidden, status, body)
+}
+
+#[tokio::test]
+async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
+    let app = behind_proxy(PROXY).await;
+    fleet_json_signed(&app).await;
+    let rules = rules();
+    let ruled: Vec<&str> = rules.iter().map(|(path, _)| *path).collect();
+    let unruled: Vec<String> = post_routes()
+        .into_iter()
+        .filter(|path| !ruled.contains(&path.as_str()))
+        .collect();
+    assert!(
+        unruled.is_empty(),
+        "POST routes without a rule in the access matrix: {unruled:?}"
+    );
+    let mut cells = 0;
+    for (path, rule) in &rules {
+        for who in Who::ALL {
+            let (request, may) = match rule {
+                Rule::Change(request) => (request(), who.may_change()),
+                Rule::Read(request) => (request(), who != Who::Anonymous),
+            };
+            let (was_refused, status, body) = refused(send(&app, signed(who, request)).await).await;
+            assert_eq!(
+                was_refused, !may,
+                "{path} as {who:?}: answered {status} {body}"
+            );
+            if who == Who::Anonymous {
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
+            }
+            cells += 1;
+        }
+    }
+    assert_eq!(cells, rules.len() * Who::ALL.len());
+    // Refusals that reached a use case are in the audit log, with who and from where.
+    let log = json(
+        send(
+            &app,
+            signed(Who::Admin, get("/api/v1/audit?outcome=refused")),
+        )
+        .await,
+    )
+    .await;
+    let records = log.as_array().expect("records");
+    let bo = records
+        .iter()
+        .find(|r| r["actor"] == "bo" && r["resource"] == "inference-prod/embed-api")
+        .unwrap_or_else(|| panic!("the other team's deploy is audited: {log}"));
+    assert_eq!(bo["actor_role"], "deployer");
+    assert_eq!(bo["auth_mode"], "proxy");
+    assert_eq!(bo["source"], "127.0.0.1");
+    assert!(bo["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("belongs to team search")));
+}
+
+/// Waits for the first snapshot, signed in as an admin.
+async fn fleet_json_signed(app: &Router) {
+    let mut last = String::new();
+    for _ in 0..100 {
+        let response = send(app, signed(Who::Admin, get("/api/v1/fleet"))).await;
+        if response.status() == StatusCode::OK {
+            return;
+        }
+        last = format!("{} {}", response.status(), text(response).await);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no fleet snapshot after 5 s: {last}");
+}
+
+#[tokio::test]
+async fn pages_and_reads_need_a_sign_in_and_reveals_the_owning_team() {
+    let app = behind_proxy(PROXY).await;
+    fleet_json_signed(&app).await;
+    let page = send(
+        &app,
+        Request::get("/")
+            .header(header::ACCEPT, "text/html")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(page.status(), StatusCode::UNAUTHORIZED);
+    assert!(text(page).await.contains("sign-in proxy"));
+    let api = send(&app, get("/api/v1/fleet")).await;
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(json(api).await["error"]["code"], "unauthenticated");
+    assert_eq!(send(&app, get("/healthz")).await.status(), StatusCode::OK);
+    let page = send(&app, signed(Who::Viewer, get("/deployments"))).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let status = json(
+        send(
+            &app,
+            signed(Who::OwningDeployer, form("/api/console_status", "")),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status["actor"]["subject"], "ana");
+    assert_eq!(status["actor"]["role"], "deployer");
+    assert_eq!(status["actor"]["teams"][0], "search");
+    let reveal = "/api/v1/task-definitions/embed-api/1?reveal=true";
+    assert_eq!(
+        send(&app, signed(Who::Viewer, get(reveal))).await.status(),
+        StatusCode::OK,
+        "the owning team sees"
+    );
+    let other = send(&app, signed(Who::OtherDeployer, get(reveal))).await;
+    assert_eq!(other.status(), StatusCode::FORBIDDEN);
+    assert!(text(other).await.contains("needs team search"));
+    let masked = json(
+        send(
+            &app,
+            signed(
+                Who::OtherDeployer,
+                get("/api/v1/task-definitions/embed-api/1"),
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert!(masked["masked_values"].as_u64().is_some(), "{masked}");
+    let check = json(
+        send(
+            &app,
+            signed(
+                Who::OtherDeployer,
+                get("/api/v1/services/inference-prod/embed-api/pre-check"),
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        check["deploy"]["allowed"], false,
+        "the page knows before trying"
+    );
+    assert!(check["deploy"]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("team search")));
+}
+
+#[tokio::test]
+async fn identity_headers_from_anywhere_but_the_proxy_are_refused() {
+    let app = behind_proxy(STRANGER).await;
+    let forged = send(&app, signed(Who::Admin, get("/api/v1/services"))).await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(text(forged).await.contains("not a trusted sign-in proxy"));
+    let plain = send(&app, get("/api/v1/services")).await;
+    assert_eq!(plain.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn changes_from_another_site_are_refused() {
+    let (app, _) = test_app(false).await;
+    for (_, rule) in rules() {
+        let Rule::Change(request) = rule else {
+            continue;
+        };
+        let mut forged = request();
+        let path = forged.uri().path().to_string();
+        forged
+            .headers_mut()
+            .insert(header::HOST, "127.0.0.1:3000".parse().expect("a host"));
+        forged.headers_mut().insert(
+            header::ORIGIN,
+            "https://evil.example".parse().expect("an origin"),
+        );
+        let response = send(&app, forged).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
+        let mut cross_site = request();
+        cross_site
+            .headers_mut()
+            .insert("sec-fetch-site", "cross-site".parse().expect("a value"));
+        assert_eq!(
+            send(&app, cross_site).await.status(),
+            StatusCode::FORBIDDEN,
+            "{path}"
+        );
+        if path.starts_with("/api/v1/") {
+            let mut plain = request();
+            plain
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, "text/plain".parse().expect("a type"));
+            assert_eq!(
+                send(&app, plain).await.status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{path}"
+            );
+        }
+    }
+    let rebound = send(
+        &app,
+        Request::get("/")
+            .header(header::HOST, "attacker.example:3000")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(
+        rebound.status(),
+        StatusCode::FORBIDDEN,
+        "a rebound host name"
+    );
+}
