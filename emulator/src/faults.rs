@@ -19,6 +19,9 @@ pub struct Fault {
     pub error_rate: f64,
     /// Share of requests whose connection is dropped before the answer, 0 to 1.
     pub drop_rate: f64,
+    /// Share of requests that are carried out and whose answer is then lost (the connection is
+    /// dropped), 0 to 1: the caller cannot tell whether the change was made.
+    pub lost_answer_rate: f64,
 }
 
 /// What a request meets.
@@ -28,6 +31,8 @@ pub enum Outcome {
     Throttle,
     ServerError,
     Drop,
+    /// Carried out, then the connection dropped.
+    LoseAnswer,
 }
 
 impl Fault {
@@ -37,13 +42,17 @@ impl Fault {
             ("throttle_rate", self.throttle_rate),
             ("error_rate", self.error_rate),
             ("drop_rate", self.drop_rate),
+            ("lost_answer_rate", self.lost_answer_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(format!("{name} must be between 0 and 1, not {rate}"));
             }
         }
-        if self.throttle_rate + self.error_rate + self.drop_rate > 1.0 {
-            return Err("throttle_rate + error_rate + drop_rate must not exceed 1".into());
+        if self.throttle_rate + self.error_rate + self.drop_rate + self.lost_answer_rate > 1.0 {
+            return Err(
+                "throttle_rate + error_rate + drop_rate + lost_answer_rate must not exceed 1"
+                    .into(),
+            );
         }
         if self.latency_ms > 60_000 || self.jitter_ms > 60_000 {
             return Err("latency_ms and jitter_ms must be at most 60000".into());
@@ -70,6 +79,10 @@ impl Fault {
             Outcome::ServerError
         } else if roll < self.throttle_rate + self.error_rate + self.drop_rate {
             Outcome::Drop
+        } else if roll
+            < self.throttle_rate + self.error_rate + self.drop_rate + self.lost_answer_rate
+        {
+            Outcome::LoseAnswer
         } else {
             Outcome::Answer
         }
@@ -100,7 +113,8 @@ impl Faults {
     }
 
     /// Adds one `--fault` flag: `OPERATION:key=value,…` where OPERATION is an operation name or
-    /// `*` for all, and keys are `latency`, `jitter` (ms), `throttle`, `error`, `drop` (0 to 1).
+    /// `*` for all, and keys are `latency`, `jitter` (ms), `throttle`, `error`, `drop`, `lost`
+    /// (0 to 1).
     pub fn add_spec(&mut self, spec: &str) -> Result<(), String> {
         let (operation, settings) = spec.split_once(':').ok_or_else(|| {
             format!("fault {spec:?} must look like OPERATION:latency=40,throttle=0.1")
@@ -121,9 +135,10 @@ impl Faults {
                 "throttle" => fault.throttle_rate = number(value)?,
                 "error" => fault.error_rate = number(value)?,
                 "drop" => fault.drop_rate = number(value)?,
+                "lost" => fault.lost_answer_rate = number(value)?,
                 other => {
                     return Err(format!(
-                    "unknown fault setting {other:?}; use latency, jitter, throttle, error or drop"
+                    "unknown fault setting {other:?}; use latency, jitter, throttle, error, drop or lost"
                 ))
                 }
             }

@@ -280,7 +280,8 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         set_json_headers(&emulator, response.headers_mut());
         return response;
     }
-    match injected(&emulator, &operation).await {
+    let outcome = injected(&emulator, &operation).await;
+    match outcome {
         Outcome::Throttle => return ecs_error(&emulator, &EcsError::Throttling),
         Outcome::ServerError => {
             return ecs_error(
@@ -289,7 +290,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             )
         }
         Outcome::Drop => return dropped(),
-        Outcome::Answer => {}
+        Outcome::Answer | Outcome::LoseAnswer => {}
     }
     let input: Value = if body.is_empty() {
         Value::Object(Default::default())
@@ -307,7 +308,11 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             }
         }
     };
-    match emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input)) {
+    let answer = emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input));
+    if outcome == Outcome::LoseAnswer {
+        return dropped();
+    }
+    match answer {
         Ok(output) => {
             let mut response = (StatusCode::OK, output).into_response();
             set_json_headers(&emulator, response.headers_mut());
@@ -390,7 +395,8 @@ async fn cloudwatch(
                 &CloudWatchError::InternalService("Injected server error.".into()),
             )
         }
-        Outcome::Drop => return dropped(),
+        // CloudWatch reads change nothing: a lost answer is a dropped connection.
+        Outcome::Drop | Outcome::LoseAnswer => return dropped(),
         Outcome::Answer => {}
     }
     let gzip = headers
@@ -466,7 +472,7 @@ async fn cloudwatch_json(emulator: Emulator, operation: String, body: Bytes) -> 
                 "Injected server error.".into(),
             ))
         }
-        Outcome::Drop => return dropped(),
+        Outcome::Drop | Outcome::LoseAnswer => return dropped(),
         Outcome::Answer => {}
     }
     let input: Value = if body.is_empty() {

@@ -119,14 +119,15 @@ describe('task definitions', () => {
     assert.match(await page.getByTestId('json-diff').locator('tbody tr').first().textContent(), /maxComputePercent.*50.*25/s);
     assert.match(await page.getByTestId('export-json').textContent(), /"maxComputePercent": 25/);
 
-    // ECS refuses: its code and message show, and the edit is still there.
-    await setFaults({ RegisterTaskDefinition: { error_rate: 1 } });
+    // ECS refuses (a client error: nothing was registered): its code and message show, and the
+    // edit is still there.
+    await setFaults({ RegisterTaskDefinition: { throttle_rate: 1 } });
     try {
       await page.getByTestId('edit-description').fill('Cap compute at 25 %');
       await page.getByTestId('edit-register').click();
       const refusal = page.getByTestId('edit-ecs-error');
       await refusal.waitFor();
-      assert.match(await refusal.textContent(), /ECS refused RegisterTaskDefinition: ServerException/);
+      assert.match(await refusal.textContent(), /ECS refused RegisterTaskDefinition: ThrottlingException/);
       assert.equal(await area.inputValue(), edited);
     } finally {
       await setFaults({});

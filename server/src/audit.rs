@@ -2,6 +2,11 @@
 //! through `DATABASE_URL` for several replicas — one code path through sqlx's `Any` driver, the
 //! migrations applied at start. Deploy locks live in the same database, so that of two deploys
 //! of one service at the same moment exactly one is sent, whichever replica takes them.
+//!
+//! Each server process is a replica with its own id: the records it writes and the locks it
+//! takes carry it, and it says it is alive every few seconds. A replica settles only its own
+//! records and those of replicas that stopped saying so; it never touches another live
+//! replica's records in flight or its locks.
 
 use std::{borrow::Cow, path::Path};
 
@@ -24,7 +29,7 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 2] = [
+const MIGRATIONS: [(i64, &str, &str); 4] = [
     (
         1,
         "audit log and deploy locks",
@@ -61,9 +66,47 @@ const MIGRATIONS: [(i64, &str, &str); 2] = [
     ALTER TABLE audit_log ADD COLUMN auth_mode TEXT;
     ALTER TABLE audit_log ADD COLUMN source TEXT;",
     ),
+    (
+        3,
+        "replicas: the owner of records and locks, and who is alive",
+        "ALTER TABLE audit_log ADD COLUMN owner TEXT;
+    ALTER TABLE deploy_locks ADD COLUMN owner TEXT;
+    CREATE TABLE IF NOT EXISTS replicas (
+        id TEXT PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        seen_at TEXT NOT NULL
+    );",
+    ),
+    (
+        4,
+        "sessions and sign-ins under way",
+        "CREATE TABLE IF NOT EXISTS sessions (
+        id_hash TEXT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        email TEXT,
+        groups TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS sessions_expires_at ON sessions (expires_at);
+    CREATE TABLE IF NOT EXISTS sign_ins (
+        state TEXT PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        next TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );",
+    ),
 ];
 
-/// A deploy lock older than this is left by a crash, and is taken over.
+/// A replica that has not said it is alive for this long is gone: its records are settled and
+/// its locks taken over by the others. Replicas say so every [`HEARTBEAT_SECONDS`].
+pub const GONE_SECONDS: i64 = 90;
+
+/// How often a replica says it is alive.
+pub const HEARTBEAT_SECONDS: u64 = 20;
+
+/// A deploy lock older than this whose replica is gone is taken over.
 const LOCK_SECONDS: i64 = 300;
 
 const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source";
@@ -74,6 +117,8 @@ pub struct SqlAuditLog {
     pool: AnyPool,
     /// `sqlite` or `postgres`, for messages.
     pub backend: &'static str,
+    /// This process's id among the replicas sharing the database.
+    pub replica: String,
 }
 
 impl SqlAuditLog {
@@ -119,9 +164,21 @@ impl SqlAuditLog {
             .await
             .context("cannot set up the audit database (SQLite)")?;
         }
-        let log = SqlAuditLog { pool, backend };
+        let log = SqlAuditLog {
+            pool,
+            backend,
+            replica: new_replica_id(),
+        };
         log.migrate().await?;
+        log.beat()
+            .await
+            .context("cannot write to the audit database's replicas")?;
         Ok(log)
+    }
+
+    /// The database, for the session store beside the log.
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
     }
 
     async fn migrate(&self) -> anyhow::Result<()> {
@@ -152,7 +209,7 @@ impl SqlAuditLog {
         let id = new_id();
         let now = now();
         sqlx::query(&format!(
-            "INSERT INTO audit_log ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+            "INSERT INTO audit_log ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
         ))
         .bind(&id)
         .bind(&now)
@@ -173,6 +230,7 @@ impl SqlAuditLog {
         .bind(intent.actor_role.map(|r| r.as_str().to_string()))
         .bind(intent.auth_mode.map(|m| m.as_str().to_string()))
         .bind(intent.source.clone())
+        .bind(&self.replica)
         .execute(&self.pool)
         .await?;
         Ok(id)
@@ -235,35 +293,86 @@ impl SqlAuditLog {
         row.as_ref().map(record).transpose()
     }
 
-    /// Takes the deploy lock of `resource`: `false` when another record holds it.
+    /// The time `seconds` ago, as the database holds times.
+    fn ago(seconds: i64) -> String {
+        clock::rfc3339_micros(chrono::Utc::now() - chrono::Duration::seconds(seconds))
+    }
+
+    /// Takes the deploy lock of `resource` for record `id`: `false` when another record holds
+    /// it. A lock is taken over only when it is old and its replica is gone.
     pub async fn take_lock(&self, resource: &str, id: &str) -> Result<bool, sqlx::Error> {
-        let stale =
-            clock::rfc3339_micros(chrono::Utc::now() - chrono::Duration::seconds(LOCK_SECONDS));
-        sqlx::query("DELETE FROM deploy_locks WHERE resource = $1 AND at < $2")
-            .bind(resource)
-            .bind(stale)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "DELETE FROM deploy_locks WHERE resource = $1 AND at < $2
+               AND (owner IS NULL OR owner NOT IN (SELECT id FROM replicas WHERE seen_at >= $3))",
+        )
+        .bind(resource)
+        .bind(Self::ago(LOCK_SECONDS))
+        .bind(Self::ago(GONE_SECONDS))
+        .execute(&self.pool)
+        .await?;
         // ON CONFLICT DO NOTHING is the same in SQLite and PostgreSQL: the insert either takes
         // the lock or changes nothing.
         let done = sqlx::query(
-            "INSERT INTO deploy_locks (resource, audit_id, at) VALUES ($1, $2, $3) ON CONFLICT (resource) DO NOTHING",
+            "INSERT INTO deploy_locks (resource, audit_id, at, owner) VALUES ($1, $2, $3, $4) ON CONFLICT (resource) DO NOTHING",
         )
         .bind(resource)
         .bind(id)
         .bind(now())
+        .bind(&self.replica)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
-    /// Gives the deploy lock of `resource` back.
-    pub async fn release_lock(&self, resource: &str) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM deploy_locks WHERE resource = $1")
+    /// Gives back the deploy lock of `resource` that record `id` holds.
+    pub async fn release_lock(&self, resource: &str, id: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM deploy_locks WHERE resource = $1 AND audit_id = $2")
             .bind(resource)
+            .bind(id)
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Says this replica is alive.
+    pub async fn beat(&self) -> Result<(), sqlx::Error> {
+        let now = now();
+        sqlx::query(
+            "INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, $2)
+             ON CONFLICT (id) DO UPDATE SET seen_at = $2",
+        )
+        .bind(&self.replica)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Says this replica has stopped, so that the others settle what it left at once.
+    pub async fn leave(&self) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM replicas WHERE id = $1")
+            .bind(&self.replica)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The records not settled that this replica may settle: its own, those with no owner
+    /// (written before replicas had ids) and those of replicas gone. Oldest first.
+    pub async fn select_unsettled(&self) -> Result<Vec<AuditRecord>, sqlx::Error> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM audit_log
+             WHERE outcome IN ('pending', 'unknown', 'in_progress')
+               AND (owner IS NULL OR owner = $1
+                    OR owner NOT IN (SELECT id FROM replicas WHERE seen_at >= $2))
+             ORDER BY at, id
+             LIMIT 10000"
+        ))
+        .bind(&self.replica)
+        .bind(Self::ago(GONE_SECONDS))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(record).collect()
     }
 }
 
@@ -312,6 +421,20 @@ fn now() -> String {
     clock::rfc3339_micros(chrono::Utc::now())
 }
 
+/// A replica id: the host, the process and randomness, so that a restart is a new replica.
+fn new_replica_id() -> String {
+    use rand::Rng;
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!(
+        "{host}-{}-{:06x}",
+        std::process::id(),
+        rand::rng().random::<u32>() & 0xff_ffff
+    )
+}
+
 /// A record id: the time and randomness, sortable and unique across replicas.
 fn new_id() -> String {
     use rand::Rng;
@@ -348,7 +471,15 @@ impl AuditStore for SqlAuditLog {
         Box::pin(async move { self.take_lock(&resource, &id).await.map_err(failed) })
     }
 
-    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), ServiceError>> {
-        Box::pin(async move { self.release_lock(&resource).await.map_err(failed) })
+    fn unlock(&self, resource: String, id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move { self.release_lock(&resource, &id).await.map_err(failed) })
+    }
+
+    fn heartbeat(&self) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move { self.beat().await.map_err(failed) })
+    }
+
+    fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
+        Box::pin(async move { self.select_unsettled().await.map_err(failed) })
     }
 }

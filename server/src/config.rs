@@ -172,8 +172,9 @@ pub struct EmulatorArgs {
     #[arg(long, env = "GPUSHARE_CLOCK_SPEED", default_value_t = 10.0, value_parser = parse_clock_speed)]
     pub clock_speed: f64,
 
-    /// Inject faults: `OPERATION:latency=40,jitter=10,throttle=0.1,error=0.05,drop=0.01`, with
-    /// `*` for every operation; repeat for several. Also settable at runtime with
+    /// Inject faults: `OPERATION:latency=40,jitter=10,throttle=0.1,error=0.05,drop=0.01,lost=0.01`,
+    /// with `*` for every operation; repeat for several. `drop` drops the connection before the
+    /// operation, `lost` carries it out and then drops the answer. Also settable at runtime with
     /// `PUT /_emulator/faults` on the emulator.
     #[arg(
         long = "fault",
@@ -259,6 +260,20 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_BODY_LIMIT", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
     pub body_limit: u64,
 
+    /// Live-update streams (the fleet's and a rollout's) one person, or one address without
+    /// sign-in, may hold open; more get 429.
+    #[arg(long, env = "GPUSHARE_MAX_STREAMS_PER_CLIENT", default_value_t = crate::http::streams::PER_CLIENT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub max_streams_per_client: usize,
+
+    /// Live-update streams the server holds open in all; more get 429.
+    #[arg(long, env = "GPUSHARE_MAX_STREAMS", default_value_t = crate::http::streams::TOTAL, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_streams: usize,
+
+    /// Seconds between reconciles of the audit log with ECS: records left `pending` or
+    /// `unknown` (a crash, a lost answer, a stopped replica) are settled by asking ECS.
+    #[arg(long, env = "GPUSHARE_RECONCILE_INTERVAL", default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=86_400))]
+    pub reconcile_interval: u64,
+
     /// Folder for the audit log's SQLite database (`gpushare.db`), made if missing.
     #[arg(long, env = "GPUSHARE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
@@ -280,7 +295,8 @@ pub struct ServeArgs {
 pub struct AccessArgs {
     /// How people sign in: `none` (everyone is the local admin; loopback only unless
     /// --insecure-no-auth), `proxy` (a sign-in proxy such as oauth2-proxy in front, at
-    /// --trusted-proxy) or `alb`.
+    /// --trusted-proxy), `alb` (an Application Load Balancer with OIDC in front, --alb-arn) or
+    /// `oidc` (sign-in with an OpenID Connect provider, --oidc-issuer, --public-url).
     #[arg(long = "auth", env = "GPUSHARE_AUTH", value_enum, default_value_t = AuthFlag::None)]
     pub auth: AuthFlag,
 
@@ -316,6 +332,67 @@ pub struct AccessArgs {
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
+
+    /// The Application Load Balancer whose signed sign-in tokens are believed (--auth alb):
+    /// `arn:aws:elasticloadbalancing:REGION:ACCOUNT:loadbalancer/app/NAME/ID`. Its region picks
+    /// the key endpoint.
+    #[arg(long, env = "GPUSHARE_ALB_ARN", value_name = "ARN")]
+    pub alb_arn: Option<String>,
+
+    /// Where the load balancer's public keys are fetched, `<URL>/<kid>`; by default
+    /// `https://public-keys.auth.elb.<region of --alb-arn>.amazonaws.com`.
+    #[arg(long, env = "GPUSHARE_ALB_KEY_URL", value_name = "URL")]
+    pub alb_key_url: Option<String>,
+
+    /// The identity provider's issuer that tokens must name (--auth alb), when set.
+    #[arg(long, env = "GPUSHARE_ALB_ISSUER", value_name = "URL")]
+    pub alb_issuer: Option<String>,
+
+    /// The OIDC client id that tokens must name (--auth alb), when set.
+    #[arg(long, env = "GPUSHARE_ALB_CLIENT_ID", value_name = "ID")]
+    pub alb_client_id: Option<String>,
+
+    /// The claim of the sign-in that lists the person's groups (`cognito:groups` for Cognito).
+    #[arg(
+        long,
+        env = "GPUSHARE_GROUPS_CLAIM",
+        default_value = "groups",
+        value_name = "CLAIM"
+    )]
+    pub groups_claim: String,
+
+    /// The OpenID Connect provider's issuer URL (--auth oidc), exactly as its discovery
+    /// document names it.
+    #[arg(long, env = "GPUSHARE_OIDC_ISSUER", value_name = "URL")]
+    pub oidc_issuer: Option<String>,
+
+    /// The console's client id at the provider (--auth oidc). Register
+    /// `<--public-url>/auth/callback` as its redirect URI.
+    #[arg(long, env = "GPUSHARE_OIDC_CLIENT_ID", value_name = "ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client's secret (sent with client_secret_basic); leave it out for a public client,
+    /// which PKCE protects. Prefer the environment variable to the flag.
+    #[arg(
+        long,
+        env = "GPUSHARE_OIDC_CLIENT_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub oidc_client_secret: Option<String>,
+
+    /// The scopes asked for at sign-in.
+    #[arg(
+        long,
+        env = "GPUSHARE_OIDC_SCOPES",
+        default_value = "openid email profile",
+        value_name = "SCOPES"
+    )]
+    pub oidc_scopes: String,
+
+    /// Seconds a sign-in lasts before the person signs in again (--auth oidc).
+    #[arg(long, env = "GPUSHARE_SESSION_TTL", default_value_t = 8 * 3600, value_parser = clap::value_parser!(u64).range(1..=30 * 24 * 3600), value_name = "SECS")]
+    pub session_ttl: u64,
 }
 
 impl Default for AccessArgs {
@@ -327,6 +404,16 @@ impl Default for AccessArgs {
             policy: None,
             public_url: None,
             allowed_hosts: Vec::new(),
+            alb_arn: None,
+            alb_key_url: None,
+            alb_issuer: None,
+            alb_client_id: None,
+            groups_claim: "groups".into(),
+            oidc_issuer: None,
+            oidc_client_id: None,
+            oidc_client_secret: None,
+            oidc_scopes: "openid email profile".into(),
+            session_ttl: 8 * 3600,
         }
     }
 }
@@ -340,6 +427,8 @@ pub enum AuthFlag {
     Proxy,
     /// An AWS Application Load Balancer with OIDC in front.
     Alb,
+    /// Direct sign-in with an OpenID Connect provider.
+    Oidc,
 }
 
 impl AuthFlag {
@@ -349,6 +438,7 @@ impl AuthFlag {
             AuthFlag::None => AuthMode::None,
             AuthFlag::Proxy => AuthMode::Proxy,
             AuthFlag::Alb => AuthMode::Alb,
+            AuthFlag::Oidc => AuthMode::Oidc,
         }
     }
 }
@@ -360,6 +450,9 @@ impl Default for ServeArgs {
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,
+            max_streams_per_client: crate::http::streams::PER_CLIENT,
+            max_streams: crate::http::streams::TOTAL,
+            reconcile_interval: 60,
             data_dir: PathBuf::from("data"),
             database_url: None,
             access: AccessArgs::default(),

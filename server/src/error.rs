@@ -38,6 +38,9 @@ pub enum AppError {
     /// A dependency is not usable right now.
     #[error("{0}")]
     Unavailable(String),
+    /// The client, or everyone together, holds as much as the server gives; try later.
+    #[error("{0}")]
+    TooManyRequests(String),
     /// A use case could not do what it was asked; its kind gives the status.
     #[error("{0}")]
     Service(ServiceError),
@@ -87,6 +90,7 @@ impl AppError {
             }
             AppError::Timeout { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
             AppError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            AppError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
             AppError::Service(error) => (
                 StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                 error.code(),
@@ -117,14 +121,21 @@ impl IntoResponse for AppError {
             }
             _ => None,
         };
-        (
+        let mut response = (
             status,
             Json(ErrorBody {
                 error: ErrorDetail { code, message },
                 pre_check,
             }),
         )
-            .into_response()
+            .into_response();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("30"),
+            );
+        }
+        response
     }
 }
 

@@ -9,6 +9,7 @@ pub mod ecs;
 pub mod error;
 pub mod fleet;
 pub mod http;
+pub mod outbound;
 pub mod ports;
 pub mod readiness;
 pub mod rollouts;
@@ -128,6 +129,7 @@ pub fn router(state: AppState) -> Router {
         router = router.route(route.path, route.handler);
     }
     let router = router
+        .merge(auth::routes::routes())
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),
@@ -229,16 +231,20 @@ pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
 pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let (source, clients) = connect_fleet(&args.fleet).await?;
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
-    tracing::info!(backend = audit.backend, "audit log open");
-    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit))?;
-    let services = state.services.clone();
-    tokio::spawn(async move {
-        match app::service::deployments::reconcile(&services).await {
-            Ok(0) => {}
-            Ok(settled) => tracing::info!(settled, "audit records reconciled with ECS"),
-            Err(error) => tracing::warn!(%error, "the audit log could not be reconciled"),
-        }
-    });
+    tracing::info!(backend = audit.backend, replica = %audit.replica, "audit log open");
+    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit.clone()))?;
+    // What earlier runs left unsettled is listed before any request can start a change.
+    let backlog = app::service::deployments::unsettled(&state.services, std::time::Duration::ZERO)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "the audit log could not be read for records to reconcile");
+            Vec::new()
+        });
+    spawn_reconciler(
+        state.services.clone(),
+        backlog,
+        std::time::Duration::from_secs(args.reconcile_interval),
+    );
     let listener = bind(args.listen).await?;
     let auth = state.authenticator.mode();
     tracing::info!(
@@ -260,7 +266,41 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("the HTTP server stopped with an error")?;
+    // The other replicas may settle at once whatever this one leaves.
+    if let Err(error) = audit.leave().await {
+        tracing::warn!(%error, "could not tell the audit database that this replica stopped");
+    }
     Ok(())
+}
+
+/// Settles `backlog` (what earlier runs left), then says every few seconds that this replica is
+/// alive and reconciles the audit log with ECS every `interval`.
+pub fn spawn_reconciler(
+    services: app::service::ServiceContext,
+    backlog: Vec<app::model::audit::AuditRecord>,
+    interval: std::time::Duration,
+) {
+    use app::service::deployments::{reconcile, settle_all, GRACE};
+    let report = |result: Result<u32, app::model::ServiceError>| match result {
+        Ok(0) => {}
+        Ok(settled) => tracing::info!(settled, "audit records reconciled with ECS"),
+        Err(error) => tracing::warn!(%error, "the audit log could not be reconciled"),
+    };
+    tokio::spawn(async move {
+        report(settle_all(&services, backlog).await);
+        let beat = std::time::Duration::from_secs(audit::HEARTBEAT_SECONDS);
+        let mut last = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(beat.min(interval)).await;
+            if let Err(error) = services.audit.heartbeat().await {
+                tracing::warn!(%error, "could not tell the audit database this replica is alive");
+            }
+            if last.elapsed() >= interval {
+                last = tokio::time::Instant::now();
+                report(reconcile(&services, GRACE).await);
+            }
+        }
+    });
 }
 
 /// Binds a listening socket, with an error that says what to check.

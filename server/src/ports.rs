@@ -34,10 +34,11 @@ pub fn service_context(
         fleet,
         ecs: ecs.clone(),
         ecs_writes: ecs.clone(),
-        schema: Arc::new(SdkSchema),
+        schema: Arc::new(SdkSchema::default()),
         watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
         audit,
         policy: Arc::new(Policy::default()),
         team_tag: team_tag.to_string(),
+        in_flight: Arc::default(),
     }
 }

@@ -1,6 +1,7 @@
 //! The rollouts this server follows: one task per rollout runs the service layer's
 //! [`follow`](app::service::rollouts::follow) until the rollout ends, and publishes each state on
-//! a channel that the watch page's event stream and the JSON API read.
+//! a channel that the watch page's event stream and the JSON API read. A finished rollout's
+//! channel is kept a while for late readers, then dropped: its audit record tells the rest.
 
 use std::{
     collections::HashMap,
@@ -17,12 +18,18 @@ use app::{
 };
 use tokio::sync::watch;
 
+/// How long a finished rollout's channel is kept for pages still open on it.
+pub const KEEP_FINISHED: Duration = Duration::from_secs(10 * 60);
+
+type Channels = Arc<Mutex<HashMap<String, watch::Sender<WatchState>>>>;
+
 /// Follows rollouts with the server's own ECS reads and audit store.
 pub struct RolloutWatcher {
     ecs: Arc<dyn EcsReads>,
     audit: Arc<dyn AuditStore>,
     poll: Duration,
-    watches: Mutex<HashMap<String, watch::Sender<WatchState>>>,
+    keep_finished: Duration,
+    watches: Channels,
 }
 
 impl RolloutWatcher {
@@ -32,8 +39,20 @@ impl RolloutWatcher {
             ecs,
             audit,
             poll,
-            watches: Mutex::new(HashMap::new()),
+            keep_finished: KEEP_FINISHED,
+            watches: Arc::default(),
         }
+    }
+
+    /// The same watcher keeping finished rollouts' channels for `keep` instead.
+    pub fn keeping_finished(mut self, keep: Duration) -> Self {
+        self.keep_finished = keep;
+        self
+    }
+
+    /// Rollouts whose channel is held: followed now, or finished within the keep time.
+    pub fn channels(&self) -> usize {
+        self.watches.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     fn sender(&self, id: &str) -> Option<watch::Sender<WatchState>> {
@@ -56,10 +75,19 @@ impl RolloutWatches for RolloutWatcher {
         self.watches
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id, sender.clone());
+            .insert(id.clone(), sender.clone());
         let (ecs, audit, poll) = (self.ecs.clone(), self.audit.clone(), self.poll);
+        let (watches, keep) = (self.watches.clone(), self.keep_finished);
         tokio::spawn(async move {
             follow(ecs.as_ref(), audit.as_ref(), rollout, &sender, poll).await;
+            tokio::time::sleep(keep).await;
+            let mut watches = watches.lock().unwrap_or_else(|p| p.into_inner());
+            if watches
+                .get(&id)
+                .is_some_and(|held| held.same_channel(&sender))
+            {
+                watches.remove(&id);
+            }
         });
         initial
     }

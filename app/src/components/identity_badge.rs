@@ -14,14 +14,22 @@ pub fn IdentityBadge() -> impl IntoView {
             {move || Suspend::new(async move {
                 status.await.ok().and_then(|status| status.actor).map(|actor| {
                     let title = if actor.insecure {
-                        "This console serves a network address without sign-in: everyone who reaches it is an admin. Start it with --auth proxy or --auth alb."
+                        "This console serves a network address without sign-in: everyone who reaches it is an admin. Start it with --auth proxy, --auth alb or --auth oidc."
                     } else {
                         "Who the console's sign-in says you are, your role and your teams."
                     };
+                    let signs_out = actor.auth == crate::model::identity::AuthMode::Oidc;
                     view! {
                         <span class="identity-badge" class:insecure=actor.insecure data-testid="identity" data-role=actor.role.as_str() title=title>
                             {if actor.insecure { format!("{} · not signed in, open to the network", actor.label()) } else { actor.label() }}
                         </span>
+                        {signs_out.then(|| view! {
+                            // A plain form: signing out works without JavaScript, and the origin
+                            // guard knows the post comes from the console's own page.
+                            <form class="sign-out" method="post" action="/auth/logout">
+                                <button type="submit" data-testid="sign-out">"Sign out"</button>
+                            </form>
+                        })}
                     }
                 })
             })}

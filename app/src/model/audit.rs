@@ -37,8 +37,9 @@ impl AuditAction {
     }
 }
 
-/// How it went. `pending`: the intent is written, the AWS call not answered (yet); a record
-/// left pending by a crash is reconciled with ECS at the next start.
+/// How it went. `pending`: the intent is written, the AWS call not answered (yet); `unknown`:
+/// the call went out and no answer came back (a timeout, a lost connection), so whether it took
+/// effect is not known. Both are settled by asking ECS: at start, and every reconcile interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -54,10 +55,12 @@ pub enum Outcome {
     Failed,
     /// The circuit breaker put the previous revision back: a failure.
     RolledBack,
+    /// Sent, and no answer came back: ECS is asked what happened, and the record settled.
+    Unknown,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Pending,
         Outcome::Refused,
         Outcome::Registered,
@@ -65,6 +68,7 @@ impl Outcome {
         Outcome::Succeeded,
         Outcome::Failed,
         Outcome::RolledBack,
+        Outcome::Unknown,
     ];
 
     /// The name in the API, the CSV and the database.
@@ -77,6 +81,7 @@ impl Outcome {
             Outcome::Succeeded => "succeeded",
             Outcome::Failed => "failed",
             Outcome::RolledBack => "rolled_back",
+            Outcome::Unknown => "unknown",
         }
     }
 
@@ -86,7 +91,10 @@ impl Outcome {
 
     /// Whether nothing more will happen to the record.
     pub fn is_final(self) -> bool {
-        !matches!(self, Outcome::Pending | Outcome::InProgress)
+        !matches!(
+            self,
+            Outcome::Pending | Outcome::InProgress | Outcome::Unknown
+        )
     }
 }
 

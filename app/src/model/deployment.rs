@@ -199,7 +199,7 @@ impl RolloutResult {
             Outcome::Failed => Some(RolloutResult::Failed),
             Outcome::RolledBack => Some(RolloutResult::RolledBack),
             Outcome::Refused => Some(RolloutResult::Refused),
-            Outcome::Pending | Outcome::InProgress | Outcome::Registered => None,
+            Outcome::Pending | Outcome::InProgress | Outcome::Registered | Outcome::Unknown => None,
         }
     }
 }

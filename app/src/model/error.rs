@@ -34,6 +34,9 @@ pub enum ServiceError {
     },
     /// AWS answered and refused the call, with its code.
     RefusedByAws { message: String },
+    /// The call went to AWS and no answer came back (a timeout, a lost connection, an answer
+    /// that could not be read): whether it took effect is not known until ECS is asked.
+    NoAnswer { message: String },
     /// AWS, the fleet snapshot or the audit database cannot be used right now.
     Unavailable { message: String },
     /// A failure of the console itself, such as a server function that could not be called.
@@ -71,6 +74,12 @@ impl ServiceError {
         }
     }
 
+    pub fn no_answer(message: impl Into<String>) -> ServiceError {
+        ServiceError::NoAnswer {
+            message: message.into(),
+        }
+    }
+
     pub fn unavailable(message: impl Into<String>) -> ServiceError {
         ServiceError::Unavailable {
             message: message.into(),
@@ -86,6 +95,7 @@ impl ServiceError {
             | ServiceError::Conflict { message }
             | ServiceError::PreCheck { message, .. }
             | ServiceError::RefusedByAws { message }
+            | ServiceError::NoAnswer { message }
             | ServiceError::Unavailable { message }
             | ServiceError::Internal { message } => message,
         }
@@ -114,6 +124,9 @@ impl ServiceError {
             ServiceError::RefusedByAws { message } => ServiceError::RefusedByAws {
                 message: extend(message),
             },
+            ServiceError::NoAnswer { message } => ServiceError::NoAnswer {
+                message: extend(message),
+            },
             ServiceError::Unavailable { message } => ServiceError::Unavailable {
                 message: extend(message),
             },
@@ -131,6 +144,7 @@ impl ServiceError {
             ServiceError::Forbidden { .. } => 403,
             ServiceError::Conflict { .. } | ServiceError::PreCheck { .. } => 409,
             ServiceError::RefusedByAws { .. } => 502,
+            ServiceError::NoAnswer { .. } => 504,
             ServiceError::Unavailable { .. } => 503,
             ServiceError::Internal { .. } => 500,
         }
@@ -145,6 +159,7 @@ impl ServiceError {
             ServiceError::Conflict { .. } => "conflict",
             ServiceError::PreCheck { .. } => "pre_check",
             ServiceError::RefusedByAws { .. } => "ecs",
+            ServiceError::NoAnswer { .. } => "no_answer",
             ServiceError::Unavailable { .. } => "unavailable",
             ServiceError::Internal { .. } => "internal",
         }

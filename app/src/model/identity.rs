@@ -53,16 +53,24 @@ pub enum AuthMode {
     Proxy,
     /// An AWS Application Load Balancer with OIDC in front, its signed token verified.
     Alb,
+    /// Direct sign-in with an OpenID Connect provider; a session in the console's database.
+    Oidc,
 }
 
 impl AuthMode {
-    pub const ALL: [AuthMode; 3] = [AuthMode::None, AuthMode::Proxy, AuthMode::Alb];
+    pub const ALL: [AuthMode; 4] = [
+        AuthMode::None,
+        AuthMode::Proxy,
+        AuthMode::Alb,
+        AuthMode::Oidc,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             AuthMode::None => "none",
             AuthMode::Proxy => "proxy",
             AuthMode::Alb => "alb",
+            AuthMode::Oidc => "oidc",
         }
     }
 

@@ -34,3 +34,17 @@ fn actor() -> Result<crate::model::identity::Actor, crate::model::ServiceError> 
             message: "the server did not say who is asking; sign in again".into(),
         })
 }
+
+/// An answer that shows revealed values must not be kept by the browser or any cache on the way.
+#[cfg(feature = "ssr")]
+fn no_store_if(revealed: bool) {
+    if !revealed {
+        return;
+    }
+    if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+        response.insert_header(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+    }
+}

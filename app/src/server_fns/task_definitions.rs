@@ -34,6 +34,7 @@ pub async fn task_definition_revision(
     revision: u32,
     reveal: bool,
 ) -> Result<Option<RevisionView>, ServiceError> {
+    super::no_store_if(reveal);
     use_case::revision(
         &super::context()?,
         &super::actor()?,
@@ -53,6 +54,7 @@ pub async fn compare_revisions(
     to: u32,
     reveal: bool,
 ) -> Result<Option<Comparison>, ServiceError> {
+    super::no_store_if(reveal);
     use_case::compare(
         &super::context()?,
         &super::actor()?,
@@ -77,6 +79,7 @@ pub async fn check_gpu_edit(
 ) -> Result<EditCheck, ServiceError> {
     let spec = EditSpec::Form(edits);
     let (context, actor) = (super::context()?, super::actor()?);
+    super::no_store_if(reveal);
     use_case::check(&context, &actor, &family, revision, spec, cluster, reveal).await
 }
 
@@ -91,6 +94,7 @@ pub async fn check_task_definition_json(
 ) -> Result<EditCheck, ServiceError> {
     let spec = EditSpec::Json(text);
     let (context, actor) = (super::context()?, super::actor()?);
+    super::no_store_if(reveal);
     use_case::check(&context, &actor, &family, revision, spec, cluster, reveal).await
 }
 

@@ -4,8 +4,9 @@ use std::{sync::Arc, time::Instant};
 
 use crate::{
     model::{policy::Policy, FleetSource},
-    service::ports::{
-        AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema,
+    service::{
+        detached::InFlight,
+        ports::{AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema},
     },
 };
 
@@ -35,4 +36,6 @@ pub struct ServiceContext {
     pub policy: Arc<Policy>,
     /// The tag key that names the team a service or task definition belongs to.
     pub team_tag: String,
+    /// The audit records whose change runs in this process now.
+    pub in_flight: Arc<InFlight>,
 }

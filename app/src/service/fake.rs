@@ -93,6 +93,7 @@ impl Fake {
                 ..Policy::default()
             }),
             team_tag: "team".into(),
+            in_flight: Arc::default(),
         }
     }
 
@@ -182,6 +183,7 @@ fn revision(revision: u32) -> SourceRevision {
             }],
             team: Some("search".into()),
             change: None,
+            audit_id: None,
         },
         task: task(memory),
     }
@@ -388,7 +390,13 @@ impl EcsWrites for Fake {
 }
 
 impl TaskDefinitionSchema for Fake {
-    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+    fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>> {
+        Box::pin(async move { self.check(&text) })
+    }
+}
+
+impl Fake {
+    fn check(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
         let task: Map<String, Value> = serde_json::from_str(text).map_err(|e| {
             vec![FieldError {
                 message: e.to_string(),
@@ -501,11 +509,27 @@ impl AuditStore for Fake {
         })
     }
 
-    fn unlock(&self, _resource: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+    fn unlock(&self, _resource: String, _id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move {
             self.call("audit.unlock");
             self.lock_taken.store(false, Ordering::SeqCst);
             Ok(())
+        })
+    }
+
+    fn heartbeat(&self) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move { Ok(()) })
+    }
+
+    fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
+        Box::pin(async move {
+            let mut records: Vec<AuditRecord> = self
+                .records()
+                .into_iter()
+                .filter(|r| !r.outcome.is_final())
+                .collect();
+            records.sort_by(|a, b| a.at.cmp(&b.at));
+            Ok(records)
         })
     }
 }

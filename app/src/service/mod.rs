@@ -10,6 +10,7 @@ pub mod audit;
 pub mod clock;
 pub mod context;
 pub mod deployments;
+pub mod detached;
 #[cfg(test)]
 mod fake;
 pub mod fleet;

@@ -124,8 +124,11 @@ pub trait EcsWrites: Send + Sync {
 /// Reads a RegisterTaskDefinition request's JSON the way the AWS SDK does.
 pub trait TaskDefinitionSchema: Send + Sync {
     /// Every check made before a registration, on the request's JSON text: the request as
-    /// JSON and its GPU request, or each error with its field and place.
-    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>>;
+    /// JSON and its GPU request, or each error with its field and place (at most
+    /// [`MAX_ERRORS`](crate::model::task_definition::limits::MAX_ERRORS) of them and a count of
+    /// the rest). A text past ECS's limits is refused before any other check; the checks may
+    /// wait for a turn, so that a few large texts cannot take every worker.
+    fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>>;
 }
 
 /// A RegisterTaskDefinition request that passed every check.
@@ -164,7 +167,14 @@ pub trait AuditStore: Send + Sync {
     /// One record.
     fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, ServiceError>>;
     /// Takes the deploy lock of `resource` for the record `id`: `false` when another holds it.
+    /// A lock carries its record and the replica that took it.
     fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, ServiceError>>;
-    /// Gives the deploy lock of `resource` back.
-    fn unlock(&self, resource: String) -> BoxFuture<'_, Result<(), ServiceError>>;
+    /// Gives back the deploy lock of `resource` that the record `id` holds; a lock another record
+    /// holds stays.
+    fn unlock(&self, resource: String, id: String) -> BoxFuture<'_, Result<(), ServiceError>>;
+    /// Says this replica is alive, so that others leave its records and locks alone.
+    fn heartbeat(&self) -> BoxFuture<'_, Result<(), ServiceError>>;
+    /// The records not settled yet (`pending`, `unknown`, `in_progress`) that this replica may
+    /// settle: its own, and those of replicas no longer alive. Oldest first.
+    fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
 }

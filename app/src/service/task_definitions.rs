@@ -13,14 +13,15 @@ use crate::{
         identity::Actor,
         policy::Permission,
         task_definition::{
-            check_edit, cli_json, cloudformation_yaml, diff, gpu_changes, invalid_family, locate,
-            mask_pair, mask_secrets, parse_inputs, set_change_tag, unmask_secrets, valid_family,
-            Comparison, EditCheck, EditInput, EditResult, FamilyDetail, FamilySummary, FieldError,
-            FitAnswer, GpuSetting, RevisionDetail, RevisionView, SourceRevision, Validation,
+            check_description, check_edit, cli_json, cloudformation_yaml, diff, gpu_changes,
+            invalid_family, locate, mask_pair, mask_secrets, parse_inputs, set_audit_tag,
+            set_change_tag, unmask_secrets, valid_family, Comparison, EditCheck, EditInput,
+            EditResult, FamilyDetail, FamilySummary, FieldError, FitAnswer, GpuSetting,
+            RevisionDetail, RevisionView, SourceRevision, Validation,
         },
         FleetSnapshot, ServiceError,
     },
-    service::{audit, context::ServiceContext, lookup, ports::ValidRequest},
+    service::{audit, context::ServiceContext, detached, lookup, ports::ValidRequest},
 };
 
 /// Revisions of one family shown at most.
@@ -210,8 +211,8 @@ pub async fn compare(
 }
 
 /// Every check the console makes before registering, on a task definition's JSON text.
-pub fn validate(context: &ServiceContext, text: &str) -> Validation {
-    match context.schema.validate(text) {
+pub async fn validate(context: &ServiceContext, text: &str) -> Validation {
+    match context.schema.validate(text.to_string()).await {
         Ok((_, request)) => Validation::valid(&request),
         Err(errors) => Validation::invalid(errors),
     }
@@ -219,12 +220,12 @@ pub fn validate(context: &ServiceContext, text: &str) -> Validation {
 
 /// Where one task of the task definition `text` could go in the fleet now (in `cluster`, or
 /// anywhere), or why the task definition is invalid.
-pub fn fit_check(
+pub async fn fit_check(
     context: &ServiceContext,
     text: &str,
     cluster: Option<&str>,
 ) -> Result<FitAnswer, ServiceError> {
-    let request = match context.schema.validate(text) {
+    let request = match context.schema.validate(text.to_string()).await {
         Ok((_, request)) => request,
         Err(errors) => return Ok(FitAnswer::Invalid(Validation::invalid(errors))),
     };
@@ -240,7 +241,7 @@ pub fn fit_check(
 
 /// An edit applied to its source and checked: the new request's JSON and GPU request, or what
 /// to fix. Masked values of a JSON edit are put back from the source, and its family must stay.
-fn apply(
+async fn apply(
     context: &ServiceContext,
     source: &SourceRevision,
     spec: &EditSpec,
@@ -255,7 +256,7 @@ fn apply(
         }
         EditSpec::Json(text) => text,
     };
-    let (mut task, request) = context.schema.validate(text)?;
+    let (mut task, request) = context.schema.validate(text.clone()).await?;
     let family = &source.detail.family;
     let named = task
         .get("family")
@@ -304,7 +305,7 @@ pub async fn check(
 ) -> Result<EditCheck, ServiceError> {
     let source = source_revision(context, family, revision).await?;
     check_reveal(context, actor, &source, reveal)?;
-    let (task, request) = match apply(context, &source, &spec) {
+    let (task, request) = match apply(context, &source, &spec).await {
         Ok(checked) => checked,
         Err(errors) => {
             return Ok(EditCheck {
@@ -414,6 +415,13 @@ pub async fn register(
     spec: EditSpec,
     description: &str,
 ) -> Result<EditResult, ServiceError> {
+    if let Err(message) = check_description(description) {
+        return Ok(refused(vec![FieldError {
+            field: "description".into(),
+            message,
+            ..FieldError::default()
+        }]));
+    }
     let source = source_revision(context, family, revision).await?;
     let intent = AuditIntent {
         from_revision: Some(format!("{family}:{revision}")),
@@ -426,6 +434,7 @@ pub async fn register(
         return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
     }
     let task = match apply(context, &source, &spec)
+        .await
         .and_then(|(task, _)| described_edit(&source, task, description))
     {
         Ok(task) => task,
@@ -449,6 +458,25 @@ pub async fn register(
         .begin(intent)
         .await
         .map_err(|error| error.with_suffix("; nothing was registered"))?;
+    // The revision names its audit record, so that a registration whose answer was lost can be
+    // found in ECS. From here it runs to its end, and to its outcome, whatever the request does.
+    let mut task = task;
+    set_audit_tag(&mut task, &audit_id);
+    let owned = context.clone();
+    let id = audit_id.clone();
+    detached::run_to_end(context, &audit_id, async move {
+        register_after_intent(&owned, task, id).await
+    })
+    .await
+}
+
+/// What follows a registration's intent: RegisterTaskDefinition and the outcome. A call that got
+/// no answer is recorded `unknown` until a reconcile finds the revision by its audit tag.
+async fn register_after_intent(
+    context: &ServiceContext,
+    task: Map<String, Value>,
+    audit_id: String,
+) -> Result<EditResult, ServiceError> {
     let (result, outcome) = match context.ecs_writes.register(task).await {
         Ok(registered) => (
             EditResult {
@@ -465,6 +493,18 @@ pub async fn register(
                 ..AuditOutcome::default()
             },
         ),
+        Err(ServiceError::NoAnswer { message }) => {
+            let unknown = AuditOutcome {
+                outcome: Outcome::Unknown,
+                detail: Some(message.clone()),
+                ..AuditOutcome::default()
+            };
+            let recorded = context.audit.finish(audit_id, unknown).await;
+            return Err(match recorded {
+                Ok(()) => ServiceError::no_answer(message),
+                Err(error) => error.with_suffix(&format!("; and {message}")),
+            });
+        }
         Err(error) => (
             EditResult {
                 ecs_error: Some(error.message().to_string()),

@@ -1,12 +1,18 @@
 //! Who is asking, worked out once per request at the edge: without sign-in the local
 //! administrator; behind a sign-in proxy the person its headers name, trusted only from the
-//! proxy's addresses. The person's role and teams come from the policy file. The answer goes
+//! proxy's addresses; behind an Application Load Balancer the person its signed token names;
+//! with an OpenID Connect provider the person of the session the provider's sign-in opened.
+//! The person's role and teams come from the policy file. The answer goes
 //! into the request as an [`Actor`] for the pages, the server functions and the JSON API; a
 //! request whose identity cannot be established is answered 401 or 403 with what to do.
 
+pub mod alb;
 pub mod network;
+pub mod oidc;
 pub mod policy;
 pub mod proxy;
+pub mod routes;
+pub mod sessions;
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -32,6 +38,10 @@ pub enum Authenticator {
     None { insecure: bool },
     /// A sign-in proxy at one of `trusted` addresses passes the person in its headers.
     Proxy { trusted: Vec<Network> },
+    /// An Application Load Balancer signs the person's claims into every request.
+    Alb(Arc<alb::AlbVerifier>),
+    /// The console signs people in with an OpenID Connect provider and keeps their session.
+    Oidc(Arc<oidc::OidcSignIn>),
 }
 
 /// Why a request's identity could not be established.
@@ -48,53 +58,60 @@ impl Authenticator {
         match self {
             Authenticator::None { .. } => AuthMode::None,
             Authenticator::Proxy { .. } => AuthMode::Proxy,
+            Authenticator::Alb(_) => AuthMode::Alb,
+            Authenticator::Oidc(_) => AuthMode::Oidc,
         }
     }
 
     /// The person behind a request from `peer` with `headers`, their role and teams from
     /// `policy`.
-    pub fn identify(
+    pub async fn identify(
         &self,
         peer: Option<SocketAddr>,
         headers: &http::HeaderMap,
         policy: &Policy,
     ) -> Result<Actor, Unidentified> {
         let source = peer.map(|p| p.ip().to_string());
-        match self {
-            Authenticator::None { insecure } => Ok(Actor {
-                source,
-                insecure: *insecure,
-                ..Actor::local()
-            }),
-            Authenticator::Proxy { trusted } => {
-                let signed_in = proxy::signed_in(trusted, peer, headers)?;
-                let role = policy.role_for(&signed_in.groups).ok_or_else(|| {
-                    Unidentified::Refused(format!(
-                        "{} is signed in, but none of their groups ({}) has a role in the console's policy and it gives no default role; ask an admin to add one of the groups to the policy file.",
-                        signed_in.subject,
-                        if signed_in.groups.is_empty() { "none".to_string() } else { signed_in.groups.join(", ") }
-                    ))
-                })?;
-                Ok(Actor {
-                    teams: policy.teams_for(&signed_in.groups),
-                    subject: signed_in.subject,
-                    email: signed_in.email,
-                    groups: signed_in.groups,
-                    role,
-                    auth: AuthMode::Proxy,
+        let signed_in = match self {
+            Authenticator::None { insecure } => {
+                return Ok(Actor {
                     source,
-                    insecure: false,
+                    insecure: *insecure,
+                    ..Actor::local()
                 })
             }
-        }
+            Authenticator::Proxy { trusted } => proxy::signed_in(trusted, peer, headers)?,
+            Authenticator::Alb(verifier) => verifier.verify(headers).await?,
+            Authenticator::Oidc(sign_in) => sign_in.session(headers).await?,
+        };
+        let role = policy.role_for(&signed_in.groups).ok_or_else(|| {
+            Unidentified::Refused(format!(
+                "{} is signed in, but none of their groups ({}) has a role in the console's policy and it gives no default role; ask an admin to add one of the groups to the policy file.",
+                signed_in.email.as_deref().unwrap_or(&signed_in.subject),
+                if signed_in.groups.is_empty() { "none".to_string() } else { signed_in.groups.join(", ") }
+            ))
+        })?;
+        Ok(Actor {
+            teams: policy.teams_for(&signed_in.groups),
+            subject: signed_in.subject,
+            email: signed_in.email,
+            groups: signed_in.groups,
+            role,
+            auth: self.mode(),
+            source,
+            insecure: false,
+        })
     }
 }
 
-/// Paths anyone may fetch without an identity: health and readiness probes, metrics, and the
-/// site's static files.
+/// Paths anyone may fetch without an identity: health and readiness probes, metrics, the
+/// site's static files, and signing in and out.
 fn open_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/favicon.svg")
-        || path.starts_with("/pkg/")
+    matches!(
+        path,
+        "/healthz" | "/readyz" | "/metrics" | "/favicon.svg" | "/signed-out"
+    ) || path.starts_with("/pkg/")
+        || path.starts_with("/auth/")
 }
 
 /// Middleware: puts the [`Actor`] of each request in its extensions, or answers 401/403.
@@ -112,6 +129,7 @@ pub async fn identify(State(state): State<AppState>, request: Request, next: Nex
     match state
         .authenticator
         .identify(peer, request.headers(), &state.services.policy)
+        .await
     {
         Ok(actor) => {
             request.extensions_mut().insert(actor);
@@ -122,21 +140,35 @@ pub async fn identify(State(state): State<AppState>, request: Request, next: Nex
                 Unidentified::Missing(message) => (StatusCode::UNAUTHORIZED, message),
                 Unidentified::Refused(message) => (StatusCode::FORBIDDEN, message),
             };
+            // A page opened without a session goes to the provider's sign-in and comes back.
+            if status == StatusCode::UNAUTHORIZED
+                && matches!(*state.authenticator, Authenticator::Oidc(_))
+                && request.method() == http::Method::GET
+                && wants_html(&request)
+            {
+                let next = request.uri().path_and_query().map_or("/", |p| p.as_str());
+                let location = format!("/auth/login?next={}", crate::outbound::form_encode(next));
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response();
+            }
             tracing::info!(%status, path = %request.uri().path(), peer = ?peer, reason = %message, "request refused at sign-in");
             refusal(&request, status, message)
         }
     }
 }
 
-/// A refusal as JSON for the API and server functions, as a short page for a browser.
-fn refusal(request: &Request, status: StatusCode, message: String) -> Response {
-    let wants_html = !request.uri().path().starts_with("/api/")
+/// Whether the request is a browser's for a page rather than the API's.
+fn wants_html(request: &Request) -> bool {
+    !request.uri().path().starts_with("/api/")
         && request
             .headers()
             .get(header::ACCEPT)
             .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"));
-    if !wants_html {
+            .is_some_and(|a| a.contains("text/html"))
+}
+
+/// A refusal as JSON for the API and server functions, as a short page for a browser.
+fn refusal(request: &Request, status: StatusCode, message: String) -> Response {
+    if !wants_html(request) {
         let error = if status == StatusCode::UNAUTHORIZED {
             AppError::Unauthenticated(message)
         } else {
@@ -165,39 +197,86 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The authenticator the flags describe, or why the server must not start with them.
+/// The authenticator the flags describe, or why the server must not start with them. `store`
+/// keeps the sessions of `--auth oidc`.
 pub fn from_flags(
-    mode: AuthMode,
+    access: &crate::config::AccessArgs,
     listen: SocketAddr,
-    insecure_no_auth: bool,
-    trusted: &[String],
+    store: &Arc<crate::audit::SqlAuditLog>,
 ) -> Result<Authenticator, String> {
-    match mode {
+    match access.auth.mode() {
         AuthMode::None => {
             let insecure = !listen.ip().is_loopback();
-            if insecure && !insecure_no_auth {
+            if insecure && !access.insecure_no_auth {
                 return Err(format!(
                     "refusing to serve {listen} without sign-in: anyone who reaches it could register and deploy anything. \
-                     Put a sign-in in front (--auth proxy with --trusted-proxy, or --auth alb), listen on 127.0.0.1, \
+                     Put a sign-in in front (--auth proxy with --trusted-proxy, or --auth alb with --alb-arn), listen on 127.0.0.1, \
                      or pass --insecure-no-auth if this network is yours alone"
                 ));
             }
             Ok(Authenticator::None { insecure })
         }
         AuthMode::Proxy => {
-            if trusted.is_empty() {
+            if access.trusted_proxies.is_empty() {
                 return Err("--auth proxy needs --trusted-proxy: the addresses (or CIDR ranges) of the sign-in proxy, whose identity headers are believed".into());
             }
-            let trusted = trusted
+            let trusted = access
+                .trusted_proxies
                 .iter()
                 .map(|t| Network::parse(t).map_err(|e| format!("--trusted-proxy {t:?}: {e}")))
                 .collect::<Result<_, _>>()?;
             Ok(Authenticator::Proxy { trusted })
         }
-        AuthMode::Alb => Err(
-            "--auth alb is not available in this version; use --auth proxy behind oauth2-proxy"
-                .into(),
-        ),
+        AuthMode::Alb => {
+            let arn = access.alb_arn.as_deref().ok_or(
+                "--auth alb needs --alb-arn: the ARN of the load balancer whose sign-in tokens are believed (tokens signed by any other are refused)",
+            )?;
+            let settings = alb::AlbSettings::new(
+                arn,
+                access.alb_key_url.as_deref(),
+                access.alb_issuer.clone(),
+                access.alb_client_id.clone(),
+                &access.groups_claim,
+            )?;
+            let outbound = crate::outbound::Outbound::new()?;
+            Ok(Authenticator::Alb(Arc::new(alb::AlbVerifier::new(
+                settings, outbound,
+            ))))
+        }
+        AuthMode::Oidc => {
+            let needs = |what: &str| format!("--auth oidc needs {what}");
+            let issuer = access.oidc_issuer.clone().ok_or_else(|| {
+                needs(
+                    "--oidc-issuer: the provider's issuer URL, as its discovery document names it",
+                )
+            })?;
+            crate::outbound::allowed_url(&issuer).map_err(|e| format!("--oidc-issuer: {e}"))?;
+            let client_id = access
+                .oidc_client_id
+                .clone()
+                .ok_or_else(|| needs("--oidc-client-id: the console's client at the provider"))?;
+            let public_url = access.public_url.clone().ok_or_else(|| {
+                needs("--public-url: the console's own URL, where the provider sends people back (<URL>/auth/callback)")
+            })?;
+            if !access.oidc_scopes.split_whitespace().any(|s| s == "openid") {
+                return Err("--oidc-scopes must include openid".into());
+            }
+            let settings = oidc::OidcSettings {
+                issuer,
+                client_id,
+                client_secret: access.oidc_client_secret.clone(),
+                scopes: access.oidc_scopes.clone(),
+                groups_claim: access.groups_claim.clone(),
+                public_url,
+                session_ttl: std::time::Duration::from_secs(access.session_ttl),
+            };
+            let outbound = crate::outbound::Outbound::new()?;
+            Ok(Authenticator::Oidc(Arc::new(oidc::OidcSignIn::new(
+                settings,
+                outbound,
+                store.clone(),
+            ))))
+        }
     }
 }
 
@@ -208,25 +287,67 @@ pub type SharedAuthenticator = Arc<Authenticator>;
 mod tests {
     use super::*;
 
-    #[test]
-    fn no_sign_in_is_for_loopback_unless_the_operator_insists() {
+    #[tokio::test]
+    async fn no_sign_in_is_for_loopback_unless_the_operator_insists() {
+        use crate::config::{AccessArgs, AuthFlag};
+        let dir = std::env::temp_dir().join(format!("gpushare-flags-{}", std::process::id()));
+        let store = Arc::new(
+            crate::audit::SqlAuditLog::open(None, &dir)
+                .await
+                .expect("a database"),
+        );
+        let from_flags = |access: &AccessArgs, listen| from_flags(access, listen, &store);
         let local = SocketAddr::from(([127, 0, 0, 1], 3000));
         let open = SocketAddr::from(([0, 0, 0, 0], 3000));
+        let flags = |auth: AuthFlag, insecure: bool, trusted: &[&str]| AccessArgs {
+            auth,
+            insecure_no_auth: insecure,
+            trusted_proxies: trusted.iter().map(|t| t.to_string()).collect(),
+            ..AccessArgs::default()
+        };
         assert!(matches!(
-            from_flags(AuthMode::None, local, false, &[]),
+            from_flags(&flags(AuthFlag::None, false, &[]), local),
             Ok(Authenticator::None { insecure: false })
         ));
-        let refused = from_flags(AuthMode::None, open, false, &[]).expect_err("refused");
+        let refused = from_flags(&flags(AuthFlag::None, false, &[]), open).expect_err("refused");
         assert!(refused.contains("--insecure-no-auth"), "{refused}");
         assert!(matches!(
-            from_flags(AuthMode::None, open, true, &[]),
+            from_flags(&flags(AuthFlag::None, true, &[]), open),
             Ok(Authenticator::None { insecure: true })
         ));
-        assert!(from_flags(AuthMode::Proxy, open, false, &[])
+        assert!(from_flags(&flags(AuthFlag::Proxy, false, &[]), open)
             .expect_err("no proxy named")
             .contains("--trusted-proxy"));
-        assert!(from_flags(AuthMode::Proxy, open, false, &["10.0.0.0/8".into()]).is_ok());
-        assert!(from_flags(AuthMode::Proxy, open, false, &["10.0.0.0/99".into()]).is_err());
+        assert!(from_flags(&flags(AuthFlag::Proxy, false, &["10.0.0.0/8"]), open).is_ok());
+        assert!(from_flags(&flags(AuthFlag::Proxy, false, &["10.0.0.0/99"]), open).is_err());
+        assert!(from_flags(&flags(AuthFlag::Alb, false, &[]), open)
+            .expect_err("no load balancer named")
+            .contains("--alb-arn"));
+        let oidc = AccessArgs {
+            auth: AuthFlag::Oidc,
+            oidc_issuer: Some("https://idp.example.com".into()),
+            oidc_client_id: Some("gpushare".into()),
+            ..AccessArgs::default()
+        };
+        assert!(from_flags(&oidc, open)
+            .expect_err("no public URL")
+            .contains("--public-url"));
+        let oidc = AccessArgs {
+            public_url: Some("https://gpushare.example.com".into()),
+            ..oidc
+        };
+        assert!(matches!(
+            from_flags(&oidc, open),
+            Ok(Authenticator::Oidc(_))
+        ));
+        let plain = AccessArgs {
+            oidc_issuer: Some("http://idp.example.com".into()),
+            ..oidc.clone()
+        };
+        assert!(from_flags(&plain, open)
+            .expect_err("plain HTTP to a provider elsewhere")
+            .contains("--oidc-issuer"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

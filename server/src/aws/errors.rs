@@ -31,6 +31,57 @@ where
     failure("ECS", operation, error)
 }
 
+/// Codes with which ECS says it failed on its side: the call may or may not have taken effect.
+const SERVER_SIDE: [&str; 4] = [
+    "ServerException",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "InternalServerError",
+];
+
+/// The failure of an ECS call that changes something, as the use cases must treat it: refused
+/// (ECS answered with a client error, or the request was never sent — nothing changed), or no
+/// answer (a timeout, a lost connection, an unreadable answer or a server-side error — it may
+/// have taken effect, and ECS must be asked).
+pub fn ecs_write<E, R>(operation: &str, error: &SdkError<E, R>) -> app::model::ServiceError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    use app::model::ServiceError;
+    let unknown = |why: String| {
+        ServiceError::no_answer(format!(
+            "{operation} was sent and {why}, so whether ECS made the change is not known; the console asks ECS and settles the audit record within a minute"
+        ))
+    };
+    match error {
+        SdkError::ConstructionFailure(_) => ServiceError::unavailable(format!(
+            "{operation} could not be built ({}); nothing was sent",
+            DisplayErrorContext(error)
+        )),
+        SdkError::TimeoutError(_) => unknown("no answer came back in time".into()),
+        SdkError::DispatchFailure(_) => unknown(format!(
+            "the connection failed ({})",
+            DisplayErrorContext(error)
+        )),
+        SdkError::ResponseError(_) => unknown(format!(
+            "its answer could not be read ({})",
+            DisplayErrorContext(error)
+        )),
+        _ => match error.code() {
+            Some(code) if SERVER_SIDE.contains(&code) => unknown(format!(
+                "ECS answered {code}: {}",
+                error.message().unwrap_or("no message")
+            )),
+            Some(_) => ServiceError::refused_by_aws(ecs(operation, error)),
+            None => unknown(format!(
+                "the answer had no error code ({})",
+                DisplayErrorContext(error)
+            )),
+        },
+    }
+}
+
 /// [`failure`] of a CloudWatch call.
 pub fn cloudwatch<E, R>(operation: &str, error: &SdkError<E, R>) -> String
 where
@@ -73,5 +124,50 @@ mod tests {
         let text = ecs("ListTasks", &unreachable);
         assert!(text.starts_with("ListTasks failed ("), "{text}");
         assert!(text.ends_with("check the AWS credentials, region and permissions"));
+    }
+
+    #[test]
+    fn a_write_with_no_answer_is_unknown_and_a_client_error_is_refused() {
+        use app::model::ServiceError;
+        use aws_sdk_ecs::types::error::ServerException;
+        let coded = |code: &str| -> SdkError<ListTasksError, ()> {
+            let meta = ErrorMetadata::builder().code(code).message("m").build();
+            let error = if code == "ServerException" {
+                ListTasksError::ServerException(
+                    ServerException::builder().message("m").meta(meta).build(),
+                )
+            } else {
+                ListTasksError::ClusterNotFoundException(
+                    ClusterNotFoundException::builder()
+                        .message("m")
+                        .meta(meta)
+                        .build(),
+                )
+            };
+            SdkError::service_error(error, ())
+        };
+        assert!(matches!(
+            ecs_write("UpdateService", &coded("ClusterNotFoundException")),
+            ServiceError::RefusedByAws { .. }
+        ));
+        let server = ecs_write("UpdateService", &coded("ServerException"));
+        assert!(
+            matches!(server, ServiceError::NoAnswer { .. }),
+            "{server:?}"
+        );
+        assert!(server.message().contains("ServerException"), "{server}");
+        let timeout: SdkError<ListTasksError, ()> = SdkError::timeout_error("timed out");
+        let timeout = ecs_write("UpdateService", &timeout);
+        assert!(matches!(timeout, ServiceError::NoAnswer { .. }));
+        assert!(timeout.message().contains("not known"), "{timeout}");
+        let unreadable: SdkError<ListTasksError, ()> = SdkError::response_error("bad XML", ());
+        assert!(matches!(
+            ecs_write("UpdateService", &unreadable),
+            ServiceError::NoAnswer { .. }
+        ));
+        let unbuilt: SdkError<ListTasksError, ()> = SdkError::construction_failure("no region");
+        let unbuilt = ecs_write("UpdateService", &unbuilt);
+        assert!(matches!(unbuilt, ServiceError::Unavailable { .. }));
+        assert!(unbuilt.message().contains("nothing was sent"), "{unbuilt}");
     }
 }

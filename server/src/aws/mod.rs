@@ -34,6 +34,24 @@ pub enum Target {
     },
 }
 
+/// How long the SDK waits to connect to AWS.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long one attempt of a call may take before the SDK gives up on it (and may retry).
+pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a call may take with its retries: less than the request timeout, so that a slow AWS
+/// is reported as such rather than as a slow console.
+pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
+
+/// The SDK's timeouts: every call ends, answered or not, and a write that got no answer is
+/// recorded as such.
+fn timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
+}
+
 /// The SDK clients the console uses.
 #[derive(Clone, Debug)]
 pub struct Clients {
@@ -46,7 +64,7 @@ pub struct Clients {
 impl Clients {
     /// Builds both clients for `target`.
     pub async fn new(target: &Target) -> Clients {
-        let loader = aws_config::defaults(BehaviorVersion::latest());
+        let loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts());
         let loader = match target {
             Target::Emulator { endpoint } => loader
                 .region(Region::new("us-east-1"))

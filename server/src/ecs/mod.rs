@@ -1,6 +1,6 @@
 //! ECS through aws-sdk-ecs, for the use cases: the [`EcsReads`] and [`EcsWrites`] ports over
-//! one SDK client. Reads fail as "unavailable"; a write that ECS (or the way to it) refuses
-//! fails as "refused by AWS", with ECS's code.
+//! one SDK client. Reads fail as "unavailable"; a write that ECS refuses fails as "refused by
+//! AWS", with ECS's code, and a write that got no answer as "no answer" — it may have been made.
 
 pub mod activity;
 pub mod services;
@@ -114,11 +114,7 @@ impl EcsWrites for Ecs {
         &self,
         task: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Registered, ServiceError>> {
-        Box::pin(async move {
-            self.register_task(task)
-                .await
-                .map_err(ServiceError::refused_by_aws)
-        })
+        Box::pin(async move { self.register_task(task).await })
     }
 
     fn update_service(
@@ -127,10 +123,6 @@ impl EcsWrites for Ecs {
         service: String,
         task_definition: String,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
-        Box::pin(async move {
-            self.update(&cluster, &service, &task_definition)
-                .await
-                .map_err(ServiceError::refused_by_aws)
-        })
+        Box::pin(async move { self.update(&cluster, &service, &task_definition).await })
     }
 }

@@ -67,7 +67,7 @@ impl Ecs {
         cluster: &str,
         service: &str,
         task_definition: &str,
-    ) -> Result<ServiceUpdated, String> {
+    ) -> Result<ServiceUpdated, app::model::ServiceError> {
         let out = self
             .client
             .update_service()
@@ -76,7 +76,7 @@ impl Ecs {
             .task_definition(task_definition)
             .send()
             .await
-            .map_err(|e| errors::ecs("UpdateService", &e))?;
+            .map_err(|e| errors::ecs_write("UpdateService", &e))?;
         Ok(ServiceUpdated {
             request_id: out.request_id().map(str::to_string),
             deployment_id: out

@@ -9,22 +9,29 @@ use app::{
     model::{
         arn::{family_of, TaskDefinitionId},
         task_definition::{
-            locate, valid_family, ContainerSummary, FieldError, GpuSetting, RevisionDetail,
-            SourceRevision, CHANGE_TAG,
+            limits, locate_all, valid_family, ContainerSummary, FieldError, GpuSetting,
+            RevisionDetail, SourceRevision, AUDIT_TAG, CHANGE_TAG,
         },
+        ServiceError,
     },
     service::{
-        ports::{Registered, TaskDefinitionSchema, ValidRequest},
+        ports::{BoxFuture, Registered, TaskDefinitionSchema, ValidRequest},
         task_definitions::REVISIONS_SHOWN,
     },
 };
 use aws_sdk_ecs::{
     error::ProvideErrorMetadata,
     operation::RequestId,
-    types::{ContainerDefinition, SortOrder, TaskDefinitionFamilyStatus, TaskDefinitionStatus},
+    types::{
+        ContainerDefinition, SortOrder, Tag, TaskDefinition, TaskDefinitionFamilyStatus,
+        TaskDefinitionStatus,
+    },
 };
+use std::sync::Arc;
+
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
 
 use super::Ecs;
 use crate::aws::errors;
@@ -67,14 +74,21 @@ impl Ecs {
         let td = out
             .task_definition()
             .ok_or("DescribeTaskDefinition answered without a task definition")?;
+        Ok(Some(SourceRevision {
+            detail: self.detail_of(td, out.tags()),
+            task: json::register_json(td, out.tags()),
+        }))
+    }
+
+    /// A revision as the console shows it, from ECS's description and its tags.
+    fn detail_of(&self, td: &TaskDefinition, tags: &[Tag]) -> RevisionDetail {
         let tag = |key: &str| {
-            out.tags()
-                .iter()
+            tags.iter()
                 .find(|t| t.key() == Some(key))
                 .and_then(|t| t.value())
                 .map(str::to_string)
         };
-        let detail = RevisionDetail {
+        RevisionDetail {
             family: td.family().unwrap_or_default().to_string(),
             revision: td.revision().max(0) as u32,
             arn: td.task_definition_arn().unwrap_or_default().to_string(),
@@ -101,11 +115,8 @@ impl Ecs {
                 .collect(),
             team: tag(&self.team_tag),
             change: tag(CHANGE_TAG),
-        };
-        Ok(Some(SourceRevision {
-            detail,
-            task: json::register_json(td, out.tags()),
-        }))
+            audit_id: tag(AUDIT_TAG),
+        }
     }
 
     async fn detail(&self, reference: &str) -> Result<RevisionDetail, String> {
@@ -195,63 +206,123 @@ impl Ecs {
 
     /// Registers the RegisterTaskDefinition request `task`, after every check: the new
     /// revision, or ECS's error with its code.
-    pub async fn register_task(&self, task: Map<String, Value>) -> Result<Registered, String> {
+    pub async fn register_task(
+        &self,
+        task: Map<String, Value>,
+    ) -> Result<Registered, ServiceError> {
         let text = Value::Object(task).to_string();
-        SdkSchema.validate(&text).map_err(|errors| {
-            errors
-                .iter()
-                .map(|e| format!("{}: {}", e.field, e.message))
-                .collect::<Vec<_>>()
-                .join("; ")
+        let unsent = |errors: Vec<String>| {
+            ServiceError::invalid(format!("{}; nothing was sent to ECS", errors.join("; ")))
+        };
+        SdkSchema::check(&text).map_err(|errors| {
+            unsent(
+                errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.message))
+                    .collect(),
+            )
         })?;
-        let input = json::parse_register(&text).map_err(|errors| {
-            errors
-                .into_iter()
-                .map(|e| e.message)
-                .collect::<Vec<_>>()
-                .join("; ")
-        })?;
+        let input = json::parse_register(&text)
+            .map_err(|errors| unsent(errors.into_iter().map(|e| e.message).collect()))?;
         let registered = json::register_call(&self.client, input)
             .send()
             .await
-            .map_err(|e| errors::ecs("RegisterTaskDefinition", &e))?;
-        let arn = registered
-            .task_definition()
-            .and_then(|td| td.task_definition_arn())
-            .ok_or("RegisterTaskDefinition answered without an ARN")?;
-        let request_id = registered.request_id().map(str::to_string);
+            .map_err(|e| errors::ecs_write("RegisterTaskDefinition", &e))?;
+        // ECS's answer describes the new revision: no second call that could fail after it.
+        let td = registered.task_definition().ok_or_else(|| {
+            ServiceError::no_answer(
+                "RegisterTaskDefinition answered without the revision it registered; the console asks ECS and settles the audit record within a minute",
+            )
+        })?;
         Ok(Registered {
-            revision: self.detail(arn).await?,
-            request_id,
+            revision: self.detail_of(td, registered.tags()),
+            request_id: registered.request_id().map(str::to_string),
         })
     }
 }
 
+/// Checks that run at once at most: each takes a blocking thread for up to tens of
+/// milliseconds, so a burst of large texts waits its turn instead of taking every core.
+pub const CHECKS_AT_ONCE: usize = 2;
+
 /// A RegisterTaskDefinition request read with aws-sdk-ecs's own shapes, and checked against
-/// the request's shape and ECS's GPU rules.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SdkSchema;
+/// ECS's limits, the request's shape and ECS's GPU rules — on the blocking pool, at most
+/// [`CHECKS_AT_ONCE`] at a time.
+#[derive(Clone, Debug)]
+pub struct SdkSchema {
+    turns: Arc<Semaphore>,
+}
+
+impl Default for SdkSchema {
+    fn default() -> Self {
+        SdkSchema::new(CHECKS_AT_ONCE)
+    }
+}
 
 impl TaskDefinitionSchema for SdkSchema {
-    /// Every check the console makes before a registration, on the request's JSON `text`: the
-    /// SDK's shapes (types, unknown fields), the request's shape (a family, containers with
-    /// names and images) and ECS's GPU rules. Each error names its field and, where the text
-    /// has it, its line and column.
-    fn validate(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+    fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>> {
+        let turns = self.turns.clone();
+        Box::pin(async move {
+            let failed = |message: &str| {
+                vec![FieldError {
+                    message: message.into(),
+                    ..FieldError::default()
+                }]
+            };
+            // Waiting for a turn ends with the request: a dropped request leaves the queue.
+            let Ok(turn) = turns.acquire_owned().await else {
+                return Err(failed("The server is stopping; check again in a moment."));
+            };
+            tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                SdkSchema::check(&text)
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(failed(
+                    "The checks stopped unexpectedly; check again, and report it if it happens again.",
+                ))
+            })
+        })
+    }
+}
+
+impl SdkSchema {
+    /// A schema that runs at most `at_once` checks at a time.
+    pub fn new(at_once: usize) -> SdkSchema {
+        SdkSchema {
+            turns: Arc::new(Semaphore::new(at_once.max(1))),
+        }
+    }
+
+    /// Every check the console makes before a registration, on the request's JSON `text`, on
+    /// the calling thread: ECS's limits first (more containers or tags than ECS takes, or
+    /// nesting no request has, ends the checks there), then the SDK's shapes (types, unknown
+    /// fields), the request's shape (a family, containers with names and images) and ECS's GPU
+    /// rules. Each error names its field and, where the text has it, its line and column, all
+    /// found in one pass; at most [`limits::MAX_ERRORS`] are listed, the rest counted.
+    pub fn check(text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+        let over = limits::over_limits(text);
+        if !over.is_empty() {
+            return Err(over);
+        }
         let located = |errors: Vec<placement::rules::RuleError>| -> Vec<FieldError> {
+            let errors = limits::capped(errors, |left_out| placement::rules::RuleError {
+                container: None,
+                path: String::new(),
+                message: limits::more_errors(left_out).message,
+            });
+            let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+            let places = locate_all(text, &paths);
             errors
                 .into_iter()
-                .map(|e| {
-                    let at = (!e.path.is_empty())
-                        .then(|| locate(text, &e.path))
-                        .flatten();
-                    FieldError {
-                        container: e.container,
-                        line: at.map(|(line, _)| line),
-                        column: at.map(|(_, column)| column),
-                        field: e.path,
-                        message: e.message,
-                    }
+                .zip(places)
+                .map(|(e, at)| FieldError {
+                    container: e.container,
+                    line: at.map(|(line, _)| line),
+                    column: at.map(|(_, column)| column),
+                    field: e.path,
+                    message: e.message,
                 })
                 .collect()
         };
@@ -337,17 +408,16 @@ mod tests {
 
     #[test]
     fn a_request_without_family_or_images_lists_every_error() {
-        let errors = SdkSchema
-            .validate(r#"{"family": "bad name", "containerDefinitions": [{"name": "a"}]}"#)
-            .expect_err("invalid");
+        let errors =
+            SdkSchema::check(r#"{"family": "bad name", "containerDefinitions": [{"name": "a"}]}"#)
+                .expect_err("invalid");
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert!(fields.contains(&"family"), "{fields:?}");
         assert!(fields.contains(&"containerDefinitions[0]"), "{fields:?}");
-        let valid = SdkSchema
-            .validate(
-                r#"{"family": "embed", "containerDefinitions": [{"name": "a", "image": "x"}]}"#,
-            )
-            .expect("valid");
+        let valid = SdkSchema::check(
+            r#"{"family": "embed", "containerDefinitions": [{"name": "a", "image": "x"}]}"#,
+        )
+        .expect("valid");
         assert_eq!(valid.1, placement::GpuRequest::None);
     }
 }

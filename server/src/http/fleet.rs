@@ -4,7 +4,7 @@ use std::{collections::HashMap, sync::Mutex};
 
 use axum::{
     body::{Body, Bytes},
-    extract::{rejection::QueryRejection, Query, State},
+    extract::{rejection::QueryRejection, Extension, Query, State},
     http::header,
     response::{
         sse::{Event, KeepAlive, Sse},
@@ -14,9 +14,15 @@ use axum::{
 use futures::StreamExt;
 use serde::Serialize;
 
-use app::service::fleet::{latest, narrow, FleetFilter, FILTER_PARAMETERS};
+use app::{
+    model::identity::Actor,
+    service::fleet::{latest, narrow, FleetFilter, FILTER_PARAMETERS},
+};
 
-use crate::{error::AppError, http::state::AppState};
+use crate::{
+    error::AppError,
+    http::{state::AppState, streams::client_of},
+};
 
 /// The answer's head: how fresh the snapshot is. The snapshot itself follows as `snapshot`.
 #[derive(Debug, Serialize)]
@@ -131,17 +137,25 @@ fn news(state: &AppState) -> Event {
 }
 
 /// `GET /api/v1/fleet/events`: server-sent events, one now and one each time the snapshot is
-/// replaced or a refresh fails, so pages refetch only when there is something new.
+/// replaced or a refresh fails, so pages refetch only when there is something new. 429 when the
+/// client (or the server) holds as many streams as it may.
 pub async fn fleet_events(
     State(state): State<AppState>,
-) -> Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    Extension(actor): Extension<Actor>,
+) -> Result<Sse<impl futures::Stream<Item = Result<Event, std::convert::Infallible>>>, AppError> {
+    let ticket = state.streams.admit(&client_of(&actor))?;
     let first = news(&state);
     let changes = state.services.fleet.subscribe();
-    let updates = futures::stream::unfold((changes, state), |(mut changes, state)| async move {
-        changes.changed().await.ok()?;
-        let event = news(&state);
-        Some((Ok(event), (changes, state)))
-    });
-    Sse::new(futures::stream::once(async move { Ok(first) }).chain(updates))
-        .keep_alive(KeepAlive::default())
+    let updates = futures::stream::unfold(
+        (changes, state, ticket),
+        |(mut changes, state, ticket)| async move {
+            changes.changed().await.ok()?;
+            let event = news(&state);
+            Some((Ok(event), (changes, state, ticket)))
+        },
+    );
+    Ok(
+        Sse::new(futures::stream::once(async move { Ok(first) }).chain(updates))
+            .keep_alive(KeepAlive::default()),
+    )
 }

@@ -159,10 +159,35 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The method label of requests whose method HTTP does not define, so that made-up methods
+/// cannot blow up the number of series either.
+const OTHER_METHOD: &str = "other";
+
+/// The method as a label: one of HTTP's own, or [`OTHER_METHOD`].
+fn method_label(method: &axum::http::Method) -> &str {
+    use axum::http::Method;
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    if KNOWN.contains(method) {
+        method.as_str()
+    } else {
+        OTHER_METHOD
+    }
+}
+
 /// Middleware: times every request and records it under its matched route.
 pub async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method()).to_owned();
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -223,6 +248,17 @@ mod tests {
             "gpushare_http_request_duration_seconds_count{method=\"GET\",route=\"/healthz\"} 3"
         ));
         assert!(text.contains("gpushare_build_info{version=\"1.2.3\"} 1"));
+    }
+
+    #[test]
+    fn made_up_methods_share_one_label() {
+        use axum::http::Method;
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::TRACE), "TRACE");
+        for made_up in ["BREW", "PROPFIND", "X-12345"] {
+            let method = Method::from_bytes(made_up.as_bytes()).expect("a token");
+            assert_eq!(method_label(&method), OTHER_METHOD, "{made_up}");
+        }
     }
 
     #[test]

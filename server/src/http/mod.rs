@@ -10,6 +10,7 @@ pub mod origin;
 pub mod security;
 pub mod services;
 pub mod state;
+pub mod streams;
 pub mod task_definitions;
 
 use axum::{

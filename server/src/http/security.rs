@@ -10,12 +10,33 @@ use axum::{
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use rand::RngCore as _;
 
-/// Middleware: hands the page a nonce for its scripts and sets the CSP and related headers.
+/// Put in a response's extensions by a handler whose answer shows revealed values.
+#[derive(Clone, Copy, Debug)]
+pub struct Revealed;
+
+/// Whether a query string asks to reveal masked values (`reveal=true`, as the pages and the API
+/// spell it, or `1`/`on`).
+pub fn reveals(query: Option<&str>) -> bool {
+    query.is_some_and(|query| {
+        query.split('&').any(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            key == "reveal" && matches!(value, "true" | "1" | "on")
+        })
+    })
+}
+
+/// Middleware: hands the page a nonce for its scripts and sets the CSP and related headers;
+/// an answer that shows revealed values gets `Cache-Control: no-store`.
 pub async fn headers(mut request: Request, next: Next) -> Response {
     let nonce = new_nonce();
     request.extensions_mut().insert(CspNonce(nonce.clone()));
+    let revealed = reveals(request.uri().query());
     let mut response = next.run(request).await;
+    let revealed = revealed || response.extensions().get::<Revealed>().is_some();
     let headers = response.headers_mut();
+    if revealed {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&nonce)) {
         headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     }
@@ -62,6 +83,15 @@ mod tests {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
             "{a}"
         );
+    }
+
+    #[test]
+    fn reveal_is_read_from_the_query() {
+        assert!(reveals(Some("reveal=true")));
+        assert!(reveals(Some("from=1&to=2&reveal=1")));
+        assert!(!reveals(Some("reveal=false")));
+        assert!(!reveals(Some("unreveal=true")));
+        assert!(!reveals(None));
     }
 
     #[test]

@@ -125,14 +125,18 @@ pub async fn deployment(
 /// per change of the deployment, until its result is known.
 pub async fn deployment_events(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
 ) -> Result<Response, AppError> {
     use axum::response::sse::{Event, KeepAlive, Sse};
+    let ticket = state
+        .streams
+        .admit(&crate::http::streams::client_of(&actor))?;
     let first = state_of(&state, &id).await?;
     let receiver = state.services.watches.subscribe(&id);
     let stream = futures::stream::unfold(
-        (Some(first), receiver, false),
-        |(first, mut receiver, ended)| async move {
+        (Some(first), receiver, false, ticket),
+        |(first, mut receiver, ended, ticket)| async move {
             if ended {
                 return None;
             }
@@ -151,7 +155,7 @@ pub async fn deployment_events(
                 .unwrap_or_else(|_| Event::default().data("{}"));
             Some((
                 Ok::<_, std::convert::Infallible>(event),
-                (None, receiver, done),
+                (None, receiver, done, ticket),
             ))
         },
     );

@@ -8,11 +8,14 @@ use leptos::prelude::*;
 
 use app::{
     model::{policy::Policy, FleetSource},
-    service::{ports::AuditStore, ServiceContext},
+    service::ServiceContext,
 };
 
-use super::{fleet::FleetJsonCache, metrics::HttpMetrics, origin::OriginGuard};
+use super::{
+    fleet::FleetJsonCache, metrics::HttpMetrics, origin::OriginGuard, streams::StreamLimits,
+};
 use crate::{
+    audit::SqlAuditLog,
     auth::{self, Authenticator},
     aws::Clients,
     config::ServeArgs,
@@ -46,6 +49,8 @@ pub struct AppState {
     pub authenticator: Arc<Authenticator>,
     /// The console's own origin and hosts.
     pub origin: Arc<OriginGuard>,
+    /// The live-update streams open, by client.
+    pub streams: Arc<StreamLimits>,
 }
 
 impl AppState {
@@ -57,16 +62,11 @@ impl AppState {
         args: &ServeArgs,
         source: FleetSource,
         clients: Clients,
-        audit: Arc<dyn AuditStore>,
+        audit: Arc<SqlAuditLog>,
     ) -> anyhow::Result<AppState> {
         let access = &args.access;
-        let authenticator = auth::from_flags(
-            access.auth.mode(),
-            args.listen,
-            access.insecure_no_auth,
-            &access.trusted_proxies,
-        )
-        .map_err(anyhow::Error::msg)?;
+        let authenticator =
+            auth::from_flags(access, args.listen, &audit).map_err(anyhow::Error::msg)?;
         let policy = match &access.policy {
             Some(path) => auth::policy::load(path).map_err(anyhow::Error::msg)?,
             None => Policy::default(),
@@ -101,6 +101,10 @@ impl AppState {
         Ok(AppState {
             authenticator: Arc::new(authenticator),
             origin: Arc::new(origin),
+            streams: Arc::new(StreamLimits::new(
+                args.max_streams_per_client,
+                args.max_streams,
+            )),
             readiness: Readiness::for_site(&args.site_root)
                 .with(EcsReachable::new(clients.ecs.clone()))
                 .with(CloudWatchReachable::new(clients.cloudwatch.clone())),

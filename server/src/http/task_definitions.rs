@@ -43,7 +43,9 @@ pub async fn validate(
     State(state): State<AppState>,
     body: Bytes,
 ) -> Result<Json<Validation>, AppError> {
-    Ok(Json(use_case::validate(&state.services, text(&body)?)))
+    Ok(Json(
+        use_case::validate(&state.services, text(&body)?).await,
+    ))
 }
 
 /// `GET /api/v1/task-definitions`: every active family, described by its latest revision.
@@ -84,7 +86,8 @@ pub async fn fit_check(
     body: Bytes,
 ) -> Result<Response, AppError> {
     let query = api::parameters(query, "cluster")?;
-    let answer = use_case::fit_check(&state.services, text(&body)?, query.cluster.as_deref())?;
+    let answer =
+        use_case::fit_check(&state.services, text(&body)?, query.cluster.as_deref()).await?;
     let status = match answer {
         FitAnswer::Fits(_) => StatusCode::OK,
         FitAnswer::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -277,6 +280,7 @@ pub async fn check_edit(
 ) -> Result<Response, AppError> {
     let revision = revision_number(&revision)?;
     let (spec, body) = edit_body(&body)?;
+    let revealed = body.reveal;
     let mut answer: EditCheck = use_case::check(
         &state.services,
         &actor,
@@ -293,7 +297,13 @@ pub async fn check_edit(
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    Ok((status, Json(answer)).into_response())
+    let mut response = (status, Json(answer)).into_response();
+    if revealed {
+        response
+            .extensions_mut()
+            .insert(crate::http::security::Revealed);
+    }
+    Ok(response)
 }
 
 /// `POST /api/v1/task-definitions/{family}/{revision}/register`: the edit registered as a new

@@ -101,7 +101,16 @@ async fn check_store(log: &SqlAuditLog) {
         log.take_lock("prod/other", &second).await.expect("lock"),
         "per service"
     );
-    log.release_lock("prod/embed").await.expect("unlock");
+    log.release_lock("prod/embed", &second)
+        .await
+        .expect("unlock by another record");
+    assert!(
+        !log.take_lock("prod/embed", &second).await.expect("lock"),
+        "a lock is given back only by the record that holds it"
+    );
+    log.release_lock("prod/embed", &first)
+        .await
+        .expect("unlock");
     assert!(
         log.take_lock("prod/embed", &second).await.expect("lock"),
         "free again"

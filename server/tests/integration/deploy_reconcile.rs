@@ -112,7 +112,23 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
             region: clients.region.clone(),
         },
     );
-    assert_eq!(reconcile(&services).await.expect("reconciled"), 2);
+    // Finished rollouts' channels are dropped soon here, to see it happen.
+    let watcher = Arc::new(
+        gpushare::rollouts::RolloutWatcher::new(
+            services.ecs.clone(),
+            audit.clone(),
+            std::time::Duration::from_millis(200),
+        )
+        .keeping_finished(std::time::Duration::from_millis(300)),
+    );
+    let mut services = services;
+    services.watches = watcher.clone();
+    assert_eq!(
+        reconcile(&services, std::time::Duration::ZERO)
+            .await
+            .expect("reconciled"),
+        2
+    );
     let lost_record = audit.get(lost.clone()).await.expect("get").expect("found");
     assert_eq!(lost_record.outcome, Outcome::Refused);
     assert!(lost_record
@@ -134,6 +150,7 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
             assert!(record.deployment_id.is_some());
             break;
         }
+        assert_eq!(watcher.channels(), 1, "the rollout being watched");
         assert!(
             started.elapsed().as_secs() < 90,
             "still {}: {record:?}",
@@ -141,6 +158,21 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         );
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
+    // The finished rollout's channel goes; its state still comes from the audit record.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(
+        watcher.channels(),
+        0,
+        "the finished rollout's channel was dropped"
+    );
+    let state = app::service::deployments::deployment_state(&services, &sent)
+        .await
+        .expect("read")
+        .expect("the deployment");
+    assert_eq!(
+        state.result,
+        Some(app::model::deployment::RolloutResult::Succeeded)
+    );
     let pending = audit
         .list(AuditFilter {
             outcome: Some("pending".into()),
@@ -149,4 +181,76 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         .await
         .expect("list");
     assert!(pending.is_empty());
+}
+
+#[tokio::test]
+async fn another_live_replicas_records_and_locks_are_left_alone_on_sqlite() {
+    let dir = temp_dir("replicas");
+    let a = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let b = SqlAuditLog::open(None, &dir).await.expect("opens again");
+    replicas_leave_each_other_alone(a, b).await;
+}
+
+#[tokio::test]
+async fn another_live_replicas_records_and_locks_are_left_alone_on_postgresql() {
+    let server = Postgres::start();
+    let nowhere = std::path::Path::new("/nonexistent");
+    let a = SqlAuditLog::open(Some(&server.url()), nowhere)
+        .await
+        .expect("opens");
+    let b = SqlAuditLog::open(Some(&server.url()), nowhere)
+        .await
+        .expect("opens again");
+    replicas_leave_each_other_alone(a, b).await;
+}
+
+/// Replica `a` has a deploy in flight: `b` neither settles its record nor takes or frees its
+/// lock. Once `a` is gone, `b` settles what it left and the lock comes free.
+async fn replicas_leave_each_other_alone(a: SqlAuditLog, b: SqlAuditLog) {
+    assert_ne!(a.replica, b.replica);
+    let resource = "ml-dev/speech-align";
+    let in_flight = a
+        .insert(&intent(resource, "speech-align:1", "speech-align:2"))
+        .await
+        .expect("intent");
+    assert!(a.take_lock(resource, &in_flight).await.expect("lock"));
+    let mine = b
+        .insert(&intent("ml-dev/other", "other:1", "other:2"))
+        .await
+        .expect("intent");
+
+    let seen: Vec<String> = b
+        .select_unsettled()
+        .await
+        .expect("unsettled")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert!(seen.contains(&mine), "its own record: {seen:?}");
+    assert!(
+        !seen.contains(&in_flight),
+        "another live replica's record: {seen:?}"
+    );
+    assert!(!b.take_lock(resource, "b-record").await.expect("lock"));
+    b.release_lock(resource, "b-record").await.expect("unlock");
+    assert!(
+        !b.take_lock(resource, "b-record").await.expect("lock"),
+        "a's lock stays a's"
+    );
+
+    // `a` stops: what it left is `b`'s to settle, and `b` gives its lock back when it does.
+    a.leave().await.expect("left");
+    let seen: Vec<String> = b
+        .select_unsettled()
+        .await
+        .expect("unsettled")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert!(
+        seen.contains(&in_flight),
+        "a gone replica's record: {seen:?}"
+    );
+    b.release_lock(resource, &in_flight).await.expect("unlock");
+    assert!(b.take_lock(resource, "b-record").await.expect("lock"));
 }

@@ -353,6 +353,7 @@ mod tests {
             ],
             team: None,
             change: None,
+            audit_id: None,
         };
         let task = serde_json::json!({
             "family": "asr",

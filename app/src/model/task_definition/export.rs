@@ -23,16 +23,45 @@ pub const CHANGE_TAG: &str = "gpushare:change";
 /// ECS tag values are at most 256 characters.
 pub const TAG_VALUE_LIMIT: usize = 256;
 
-/// Puts `description` (trimmed) in the change tag of `task`, in place of an earlier one; an
-/// empty description removes it. Too long a description is refused with what to do.
-pub fn set_change_tag(task: &mut Map<String, Value>, description: &str) -> Result<(), String> {
-    let description = description.trim();
-    let length = description.chars().count();
+/// The tag that names the audit record of the registration that made a revision, so that a
+/// registration whose answer was lost can be found in ECS afterwards.
+pub const AUDIT_TAG: &str = "gpushare:audit-id";
+
+/// Puts the audit record `id` in the audit tag of `task`, in place of an earlier one (a revision
+/// made from another keeps its source's); `false` when the task has the 50 tags ECS allows
+/// without one (an earlier audit tag is dropped even then: it names another record).
+pub fn set_audit_tag(task: &mut Map<String, Value>, id: &str) -> bool {
+    let tags = task
+        .entry("tags")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Some(tags) = tags.as_array_mut() else {
+        return false;
+    };
+    tags.retain(|t| t.get("key").and_then(Value::as_str) != Some(AUDIT_TAG));
+    if tags.len() >= super::limits::MAX_TAGS {
+        return false;
+    }
+    tags.push(json!({"key": AUDIT_TAG, "value": id}));
+    true
+}
+
+/// Whether a change `description` (trimmed) fits the change tag: ECS keeps at most
+/// [`TAG_VALUE_LIMIT`] characters in a tag value, and a deploy's description is held to the same.
+pub fn check_description(description: &str) -> Result<(), String> {
+    let length = description.trim().chars().count();
     if length > TAG_VALUE_LIMIT {
         return Err(format!(
             "The description has {length} characters; ECS keeps at most {TAG_VALUE_LIMIT} in a tag. Shorten it."
         ));
     }
+    Ok(())
+}
+
+/// Puts `description` (trimmed) in the change tag of `task`, in place of an earlier one; an
+/// empty description removes it. Too long a description is refused with what to do.
+pub fn set_change_tag(task: &mut Map<String, Value>, description: &str) -> Result<(), String> {
+    check_description(description)?;
+    let description = description.trim();
     let mut tags: Vec<Value> = task
         .get("tags")
         .and_then(Value::as_array)

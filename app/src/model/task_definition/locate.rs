@@ -170,6 +170,183 @@ impl Scanner<'_> {
     }
 }
 
+/// Where each of `paths` starts in `text`, as [`locate`] finds one, in a single pass over the
+/// text however many paths are asked for: a path's value (an element) or key (a member), as a
+/// line and column; `None` for a path the text does not have.
+pub fn locate_all(text: &str, paths: &[&str]) -> Vec<Option<(usize, usize)>> {
+    let mut wanted: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (index, path) in paths.iter().enumerate() {
+        if !path.is_empty() {
+            wanted.entry(path).or_default().push(index);
+        }
+    }
+    let mut offsets: Vec<(usize, usize)> = Vec::new();
+    if !wanted.is_empty() {
+        Walker {
+            bytes: text.as_bytes(),
+            at: 0,
+            path: String::new(),
+            wanted: &wanted,
+            found: &mut offsets,
+        }
+        .walk();
+    }
+    let mut places = vec![None; paths.len()];
+    offsets.sort_unstable();
+    // Lines and columns counted forward once, from one offset to the next.
+    let (mut at, mut line, mut column) = (0usize, 1usize, 1usize);
+    let bytes = text.as_bytes();
+    for (offset, index) in offsets {
+        while at < offset.min(bytes.len()) {
+            match bytes[at] {
+                b'\n' => {
+                    line += 1;
+                    column = 1;
+                }
+                // A UTF-8 continuation byte is part of the character before it.
+                byte if byte & 0xC0 == 0x80 => {}
+                _ => column += 1,
+            }
+            at += 1;
+        }
+        places[index] = Some((line, column));
+    }
+    places
+}
+
+/// A JSON reader that notes where wanted paths start, walking the text once. Nesting is
+/// followed with an explicit stack, so a deep text cannot exhaust the thread's stack.
+struct Walker<'a, 'w> {
+    bytes: &'a [u8],
+    at: usize,
+    /// The path of the value being read, as the checks spell it.
+    path: String,
+    wanted: &'w std::collections::HashMap<&'w str, Vec<usize>>,
+    found: &'w mut Vec<(usize, usize)>,
+}
+
+/// A container being read: its kind, where its path ended before it, the next element's index.
+struct Open {
+    object: bool,
+    path_len: usize,
+    next_index: usize,
+}
+
+impl Walker<'_, '_> {
+    fn blank(&mut self) {
+        while self.at < self.bytes.len() && self.bytes[self.at].is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+
+    fn note(&mut self, offset: usize) {
+        if let Some(indexes) = self.wanted.get(self.path.as_str()) {
+            self.found
+                .extend(indexes.iter().map(|index| (offset, *index)));
+        }
+    }
+
+    /// Reads a string; its text when `keep`.
+    fn string(&mut self, keep: bool) -> Option<Option<String>> {
+        let start = self.at;
+        self.at += 1;
+        loop {
+            match self.bytes.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    break;
+                }
+                _ => self.at += 1,
+            }
+        }
+        Some(if keep {
+            serde_json::from_slice(&self.bytes[start..self.at.min(self.bytes.len())]).ok()
+        } else {
+            None
+        })
+    }
+
+    fn walk(&mut self) -> Option<()> {
+        let mut stack: Vec<Open> = Vec::new();
+        // Whether the next thing is a value (after a key, an element's start, or the root).
+        self.blank();
+        loop {
+            // One value starts here, at `self.path`.
+            self.blank();
+            match self.bytes.get(self.at)? {
+                b'{' | b'[' => {
+                    let object = self.bytes[self.at] == b'{';
+                    self.at += 1;
+                    stack.push(Open {
+                        object,
+                        path_len: self.path.len(),
+                        next_index: 0,
+                    });
+                }
+                b'"' => {
+                    self.string(false)?;
+                }
+                _ => {
+                    while let Some(byte) = self.bytes.get(self.at) {
+                        if matches!(byte, b',' | b'}' | b']') || byte.is_ascii_whitespace() {
+                            break;
+                        }
+                        self.at += 1;
+                    }
+                }
+            }
+            // Find where the next value starts, closing what ends on the way.
+            loop {
+                let open = stack.last_mut()?;
+                self.path.truncate(open.path_len);
+                self.blank();
+                match self.bytes.get(self.at)? {
+                    b',' => {
+                        self.at += 1;
+                        self.blank();
+                    }
+                    b'}' | b']' => {
+                        self.at += 1;
+                        stack.pop();
+                        if stack.is_empty() {
+                            return Some(());
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+                let open = stack.last_mut()?;
+                if open.object {
+                    if self.bytes.get(self.at)? == &b'}' {
+                        continue;
+                    }
+                    let key_at = self.at;
+                    let key = self.string(true)??;
+                    if !self.path.is_empty() {
+                        self.path.push('.');
+                    }
+                    self.path.push_str(&key);
+                    self.note(key_at);
+                    self.blank();
+                    self.at += 1; // ':'
+                } else {
+                    if self.bytes.get(self.at)? == &b']' {
+                        continue;
+                    }
+                    let index = open.next_index;
+                    open.next_index += 1;
+                    use std::fmt::Write as _;
+                    let _ = write!(self.path, "[{index}]");
+                    self.blank();
+                    self.note(self.at);
+                }
+                break;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

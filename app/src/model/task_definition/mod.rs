@@ -7,6 +7,7 @@
 mod diff;
 mod edit;
 mod export;
+pub mod limits;
 mod locate;
 mod secrets;
 
@@ -16,10 +17,10 @@ pub use edit::{
     CheckedEdit, EditInput, FieldError, SettingChange,
 };
 pub use export::{
-    cli_json, cloudformation_yaml, set_change_tag, CHANGE_TAG, DESCRIBE_ONLY_FIELDS,
-    TAG_VALUE_LIMIT,
+    check_description, cli_json, cloudformation_yaml, set_audit_tag, set_change_tag, AUDIT_TAG,
+    CHANGE_TAG, DESCRIBE_ONLY_FIELDS, TAG_VALUE_LIMIT,
 };
-pub use locate::{line_column, locate};
+pub use locate::{line_column, locate, locate_all};
 pub use secrets::{looks_secret, mask_pair, mask_secrets, unmask_secrets, MASK};
 
 use serde::{Deserialize, Serialize};
@@ -106,6 +107,9 @@ pub struct RevisionDetail {
     pub team: Option<String>,
     /// The change description kept with the revision (tag `gpushare:change`).
     pub change: Option<String>,
+    /// The audit record of the registration that made the revision (tag `gpushare:audit-id`).
+    #[serde(default)]
+    pub audit_id: Option<String>,
 }
 
 /// A revision with its JSON: the RegisterTaskDefinition request that would register it again,

@@ -9,9 +9,10 @@ use crate::{
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::Verdict,
+        task_definition::check_description,
         ServiceError,
     },
-    service::{audit, clock, context::ServiceContext, lookup, ports::RolloutToWatch},
+    service::{audit, clock, context::ServiceContext, detached, lookup, ports::RolloutToWatch},
 };
 
 /// The pre-check's verdict in words.
@@ -44,6 +45,7 @@ pub async fn deploy(
     service: &str,
     request: DeployRequest,
 ) -> Result<DeployAnswer, ServiceError> {
+    check_description(&request.description).map_err(ServiceError::invalid)?;
     let snapshot = lookup::snapshot(context)?;
     let (found, runs) = running(&snapshot, cluster, service)?;
     let family = runs.family;
@@ -108,8 +110,9 @@ pub async fn deploy(
         });
     }
     let sending = Sending {
-        cluster,
-        service,
+        cluster: cluster.to_string(),
+        service: service.to_string(),
+        resource: resource.clone(),
         target: TaskDefinitionId::new(family.clone(), revision),
         from: TaskDefinitionId::new(family, now_running),
         action,
@@ -130,12 +133,30 @@ pub async fn deploy(
         description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
         ..AuditIntent::by(actor, action, resource.clone())
     };
-    // The intent first: a crash after it leaves a record the next start reconciles.
+    // The intent first: a crash after it leaves a record that a reconcile settles.
     let id = context
         .audit
         .begin(intent)
         .await
         .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    // From here the deploy runs to its end, and to its audit outcome, whatever the request does.
+    let owned = context.clone();
+    let record = id.clone();
+    detached::run_to_end(context, &id, async move {
+        send_after_intent(&owned, sending, record, before).await
+    })
+    .await
+}
+
+/// What follows a deploy's intent: the deploy lock, UpdateService and the outcome. A call that
+/// got no answer is recorded `unknown` and keeps the lock until a reconcile asks ECS.
+async fn send_after_intent(
+    context: &ServiceContext,
+    sending: Sending,
+    id: String,
+    before: LiveService,
+) -> Result<DeployAnswer, ServiceError> {
+    let resource = sending.resource.clone();
     let locked = context
         .audit
         .lock(resource.clone(), id.clone())
@@ -153,7 +174,22 @@ pub async fn deploy(
         return Err(ServiceError::conflict(message));
     }
     let sent = send_update(context, &sending, &id, &before).await;
-    let unlocked = context.audit.unlock(resource.clone()).await;
+    if let Err(ServiceError::NoAnswer { message }) = &sent {
+        let unknown = AuditOutcome {
+            outcome: Outcome::Unknown,
+            detail: Some(message.clone()),
+            ..AuditOutcome::default()
+        };
+        let recorded = context.audit.finish(id.clone(), unknown).await;
+        let message = format!(
+            "{message}. Until then {resource} takes no other deploy; the record is /audit?resource={resource}"
+        );
+        return Err(match recorded {
+            Ok(()) => ServiceError::no_answer(message),
+            Err(error) => error.with_suffix(&format!("; and {message}")),
+        });
+    }
+    let unlocked = context.audit.unlock(resource.clone(), id.clone()).await;
     match sent {
         Ok(answer) => match unlocked {
             Ok(()) => Ok(answer),
@@ -194,9 +230,11 @@ pub async fn rollback(
 }
 
 /// A deploy being sent: where, what, from what, and its kind.
-struct Sending<'a> {
-    cluster: &'a str,
-    service: &'a str,
+struct Sending {
+    cluster: String,
+    service: String,
+    /// `cluster/service`, the deploy lock's and the audit record's resource.
+    resource: String,
     target: TaskDefinitionId,
     from: TaskDefinitionId,
     action: AuditAction,
@@ -206,7 +244,7 @@ struct Sending<'a> {
 /// UpdateService, records the deployment, and starts its watch.
 async fn send_update(
     context: &ServiceContext,
-    sending: &Sending<'_>,
+    sending: &Sending,
     id: &str,
     before: &LiveService,
 ) -> Result<DeployAnswer, ServiceError> {
@@ -216,6 +254,7 @@ async fn send_update(
         target,
         from,
         action,
+        ..
     } = sending;
     let now_running = context
         .ecs

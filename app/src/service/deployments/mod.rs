@@ -7,7 +7,7 @@ mod deploy;
 mod state;
 
 pub use deploy::{deploy, rollback};
-pub use state::{deployment_state, reconcile};
+pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};
 
 use std::collections::HashMap;
 

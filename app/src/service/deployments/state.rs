@@ -1,11 +1,12 @@
-//! The state of a deployment, from its watch or from its audit record and ECS; and at start,
-//! the records a crash left `pending` or `in_progress` settled by asking ECS.
+//! The state of a deployment, from its watch or from its audit record and ECS; and the records
+//! left `pending`, `unknown` or `in_progress` (by a crash, a lost answer, a gone replica) settled
+//! by asking ECS, at start and then periodically.
 
 use super::deploy::refusal;
 use crate::{
     model::{
         arn::TaskDefinitionId,
-        audit::{AuditAction, AuditFilter, AuditOutcome, AuditRecord, Outcome},
+        audit::{AuditAction, AuditOutcome, AuditRecord, Outcome},
         deployment::{RolloutResult, WatchState},
         ServiceError,
     },
@@ -66,6 +67,17 @@ async fn state_of_record(context: &ServiceContext, record: AuditRecord) -> Watch
         };
         return state;
     }
+    if matches!(record.outcome, Outcome::Unknown | Outcome::Pending) {
+        // Nobody knows yet whether ECS took it: say so rather than show a rollout that may not be.
+        state.detail = record.detail.clone();
+        state.watch_error = Some(format!(
+            "whether ECS took this {} is not known yet{}; the console asks ECS and settles it within {} s",
+            record.action.as_str(),
+            record.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(),
+            GRACE.as_secs() * 2
+        ));
+        return state;
+    }
     if record.outcome == Outcome::InProgress {
         let from = TaskDefinitionId::parse(&state.from).map_or(state.from.clone(), |id| {
             id.arn_like(&state.live.task_definition)
@@ -79,32 +91,45 @@ async fn state_of_record(context: &ServiceContext, record: AuditRecord) -> Watch
     state
 }
 
-/// At start: every record left `pending` by a crash between its intent and its AWS call is
-/// settled by asking ECS what the service runs; every rollout `in_progress` is watched again.
-/// The number of records settled; an error when some could not be.
-pub async fn reconcile(context: &ServiceContext) -> Result<u32, ServiceError> {
+/// How long a record must go unchanged before a periodic reconcile touches it: a change that
+/// runs in this process is skipped by name, and this covers the instant between its intent and
+/// its start.
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The records a reconcile may settle now: not settled, this replica's or a gone replica's (the
+/// store decides), not running in this process, and unchanged for `grace`.
+pub async fn unsettled(
+    context: &ServiceContext,
+    grace: std::time::Duration,
+) -> Result<Vec<AuditRecord>, ServiceError> {
+    let cutoff = clock::rfc3339_micros(
+        chrono::Utc::now() - chrono::Duration::from_std(grace).unwrap_or_default(),
+    );
+    Ok(context
+        .audit
+        .unsettled()
+        .await?
+        .into_iter()
+        .filter(|r| !context.in_flight.contains(&r.id) && r.updated_at <= cutoff)
+        .collect())
+}
+
+/// Settles `records` by asking ECS: a deploy left `pending` (the server stopped around the call)
+/// or `unknown` (no answer came) is in progress when ECS runs its revision, else it did not
+/// happen; a registration is registered when a revision of the family carries its audit tag;
+/// a rollout `in_progress` is watched again. The number settled; an error when some could not be
+/// (they are tried again next time).
+pub async fn settle_all(
+    context: &ServiceContext,
+    records: Vec<AuditRecord>,
+) -> Result<u32, ServiceError> {
     let mut settled = 0;
     let mut failures: Vec<ServiceError> = Vec::new();
-    // Both lists first: a pending record settled as sent is in progress next.
-    let mut lists = Vec::new();
-    for outcome in [Outcome::Pending, Outcome::InProgress] {
-        let records = context
-            .audit
-            .list(AuditFilter {
-                outcome: Some(outcome.as_str().into()),
-                limit: Some(10_000),
-                ..AuditFilter::default()
-            })
-            .await?;
-        lists.push((outcome, records));
-    }
-    for (outcome, records) in lists {
-        for record in records {
-            match settle(context, outcome, record).await {
-                Ok(true) => settled += 1,
-                Ok(false) => {}
-                Err(error) => failures.push(error),
-            }
+    for record in records {
+        match settle(context, record).await {
+            Ok(true) => settled += 1,
+            Ok(false) => {}
+            Err(error) => failures.push(error),
         }
     }
     match failures.first() {
@@ -116,37 +141,81 @@ pub async fn reconcile(context: &ServiceContext) -> Result<u32, ServiceError> {
     }
 }
 
-/// Settles one record left `pending` or `in_progress`; whether it was settled.
-async fn settle(
+/// [`unsettled`] then [`settle_all`]: at start with no grace, then every reconcile interval.
+pub async fn reconcile(
     context: &ServiceContext,
-    outcome: Outcome,
+    grace: std::time::Duration,
+) -> Result<u32, ServiceError> {
+    let records = unsettled(context, grace).await?;
+    settle_all(context, records).await
+}
+
+/// Settles one record; whether it was settled.
+async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, ServiceError> {
+    match (record.action, record.outcome) {
+        (_, Outcome::InProgress) if record.action != AuditAction::Register => {
+            state_of_record(context, record).await;
+            Ok(true)
+        }
+        (AuditAction::Register, Outcome::Pending | Outcome::Unknown) => {
+            settle_registration(context, record).await
+        }
+        (_, Outcome::Pending | Outcome::Unknown) => settle_deploy(context, record).await,
+        _ => Ok(false),
+    }
+}
+
+/// A registration's record settled by its audit tag: the revision of the family that carries
+/// it, or none.
+async fn settle_registration(
+    context: &ServiceContext,
     record: AuditRecord,
 ) -> Result<bool, ServiceError> {
-    if record.action == AuditAction::Register {
-        if outcome != Outcome::Pending {
-            return Ok(false);
-        }
-        let lost = AuditOutcome {
-            outcome: Outcome::Failed,
-            detail: Some("the server stopped before ECS answered; see the family's revisions for whether it was registered".into()),
+    let Ok(revisions) = context.ecs.revisions(record.resource.clone()).await else {
+        // ECS cannot say now; the next reconcile asks again.
+        return Ok(false);
+    };
+    let found = revisions
+        .iter()
+        .find(|r| r.audit_id.as_deref() == Some(record.id.as_str()));
+    let outcome = match found {
+        Some(revision) => AuditOutcome {
+            outcome: Outcome::Registered,
+            to_revision: Some(format!("{}:{}", revision.family, revision.revision)),
+            detail: Some(format!(
+                "reconciled: ECS has {}:{}, tagged with this record",
+                revision.family, revision.revision
+            )),
             ..AuditOutcome::default()
-        };
-        context.audit.finish(record.id, lost).await?;
-        return Ok(true);
-    }
+        },
+        None => AuditOutcome {
+            outcome: Outcome::Failed,
+            detail: Some(format!(
+                "reconciled: no revision of {} carries this record's tag, so nothing was registered",
+                record.resource
+            )),
+            ..AuditOutcome::default()
+        },
+    };
+    context.audit.finish(record.id, outcome).await?;
+    Ok(true)
+}
+
+/// A deploy's record settled by what ECS runs: its revision is the primary deployment (in
+/// progress, watched), or it is not (the deploy did not happen); its lock is given back.
+async fn settle_deploy(
+    context: &ServiceContext,
+    record: AuditRecord,
+) -> Result<bool, ServiceError> {
     let Some((cluster, service)) = record.resource.split_once('/') else {
         return Ok(false);
     };
-    if outcome == Outcome::InProgress {
-        state_of_record(context, record).await;
-        return Ok(true);
-    }
     let Ok(live) = context
         .ecs
         .service(cluster.to_string(), service.to_string())
         .await
     else {
-        // ECS cannot say now; the next start tries again.
+        // ECS cannot say now; the next reconcile asks again.
         return Ok(false);
     };
     let target = record.to_revision.clone().unwrap_or_default();
@@ -158,18 +227,30 @@ async fn settle(
     let sent = primary.as_ref().is_some_and(|d| {
         TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string()) == Some(target.clone())
     });
-    let settled = if sent {
-        AuditOutcome {
+    let settled = match (sent, record.outcome) {
+        (true, _) => AuditOutcome {
             outcome: Outcome::InProgress,
             deployment_id: primary.map(|d| d.id),
-            detail: Some("reconciled at start: ECS runs the deployment".into()),
+            detail: Some("reconciled: ECS runs the deployment".into()),
             ..AuditOutcome::default()
+        },
+        (false, Outcome::Unknown) => AuditOutcome {
+            outcome: Outcome::Failed,
+            detail: Some(format!(
+                "reconciled: ECS does not run {target} on {}, so UpdateService did not take effect",
+                record.resource
+            )),
+            ..AuditOutcome::default()
+        },
+        (false, _) => {
+            refusal("reconciled: the server stopped before UpdateService was sent".into())
         }
-    } else {
-        refusal("reconciled at start: the server stopped before UpdateService was sent".into())
     };
     context.audit.finish(record.id.clone(), settled).await?;
-    context.audit.unlock(record.resource.clone()).await?;
+    context
+        .audit
+        .unlock(record.resource.clone(), record.id.clone())
+        .await?;
     if sent {
         if let Some(record) = context.audit.get(record.id).await? {
             state_of_record(context, record).await;

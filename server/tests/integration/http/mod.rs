@@ -2,8 +2,11 @@
 
 mod access;
 mod activity;
+mod alb;
 mod deployments;
 mod edge;
 mod fleet;
+mod oidc;
 mod support;
 mod task_definitions;
+mod writes;

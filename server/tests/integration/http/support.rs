@@ -55,6 +55,17 @@ pub async fn test_app_configured(
     database_url: Option<String>,
     configure: impl FnOnce(&mut ServeArgs),
 ) -> (Router, PathBuf) {
+    let (state, site_root) = test_state(with_assets, faults, database_url, configure).await;
+    (router(state), site_root)
+}
+
+/// The state behind [`test_app_configured`]'s router, for tests that reach the use cases.
+pub async fn test_state(
+    with_assets: bool,
+    faults: Vec<String>,
+    database_url: Option<String>,
+    configure: impl FnOnce(&mut ServeArgs),
+) -> (AppState, PathBuf) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
@@ -82,12 +93,32 @@ pub async fn test_app_configured(
             .await
             .expect("the audit log opens");
     (
-        router(
-            AppState::new(&args, source, clients, std::sync::Arc::new(audit))
-                .expect("flags a console starts with"),
-        ),
+        AppState::new(&args, source, clients, std::sync::Arc::new(audit))
+            .expect("flags a console starts with"),
         site_root,
     )
+}
+
+/// Serves `app` on a loopback port, as `gpushare serve` does; its address.
+pub async fn serve_on_loopback(app: Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("bound");
+    tokio::spawn(async move {
+        let service = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let _ = axum::serve(listener, service).await;
+    });
+    address
+}
+
+/// The audit records of `action`, newest first.
+pub async fn audit_records(app: &Router, action: &str) -> Vec<serde_json::Value> {
+    json(send(app, get(&format!("/api/v1/audit?action={action}"))).await)
+        .await
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 pub fn rand_suffix() -> u64 {

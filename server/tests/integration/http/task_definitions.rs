@@ -543,7 +543,10 @@ async fn an_edit_is_checked_then_registered_through_the_api() {
 
 #[tokio::test]
 async fn an_ecs_error_on_register_comes_back_with_its_code() {
-    let (app, _) = test_app_with_faults(false, vec!["RegisterTaskDefinition:error=1".into()]).await;
+    // ECS refuses (a client error, here throttling): nothing was registered, and the answer says
+    // so with ECS's code. A server error is another matter: see `writes`.
+    let (app, _) =
+        test_app_with_faults(false, vec!["RegisterTaskDefinition:throttle=1".into()]).await;
     let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "whole", "count": 1}}]}"#;
     let response = send(
         &app,
@@ -554,7 +557,7 @@ async fn an_ecs_error_on_register_comes_back_with_its_code() {
     let answer = json(response).await;
     let error = answer["ecs_error"].as_str().unwrap_or_default();
     assert!(
-        error.contains("ECS refused RegisterTaskDefinition: ServerException"),
+        error.contains("ECS refused RegisterTaskDefinition: ThrottlingException"),
         "{answer}"
     );
     assert!(answer["registered"].is_null());

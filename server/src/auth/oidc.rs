@@ -1,0 +1,597 @@
+//! Direct sign-in with an OpenID Connect provider: the authorization code flow with PKCE, the ID
+//! token verified against the provider's published keys, and a session in the console's
+//! database named by an `HttpOnly`, `SameSite=Lax` cookie (`Secure` when the public URL is
+//! https).
+//!
+//! - `/auth/login?next=/path` makes a state, a nonce and a PKCE verifier, keeps them in the
+//!   database for ten minutes, binds the state to the browser with a short-lived cookie, and
+//!   sends the browser to the provider.
+//! - `/auth/callback` takes the state back (once), checks the cookie, exchanges the code with
+//!   the verifier, and verifies the ID token: RS256 or ES256 with a key of the provider's JWKS,
+//!   `iss`, `aud` (and `azp`), `exp`, and the nonce. The person's session lasts `--session-ttl`.
+//! - `POST /auth/logout` ends the session.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::{proxy::SignedIn, Unidentified};
+use crate::{audit::SqlAuditLog, outbound::Outbound};
+
+/// The cookie that names a session.
+pub const SESSION_COOKIE: &str = "gpushare_session";
+/// The cookie that binds a sign-in under way to the browser that started it.
+pub const LOGIN_COOKIE: &str = "gpushare_login";
+/// How long a sign-in may take at the provider.
+pub const LOGIN_SECONDS: i64 = 600;
+/// Seconds of clock difference allowed on the ID token's times.
+const LEEWAY_SECONDS: i64 = 60;
+/// How often the provider's keys may be fetched again for a kid they did not have.
+const JWKS_REFETCH: Duration = Duration::from_secs(30);
+
+/// How the console signs people in with its provider.
+#[derive(Clone, Debug)]
+pub struct OidcSettings {
+    /// The provider's issuer URL, exactly as its discovery document names it.
+    pub issuer: String,
+    pub client_id: String,
+    /// Sent with client_secret_basic when given; a public client relies on PKCE alone.
+    pub client_secret: Option<String>,
+    /// The scopes asked for, `openid` among them.
+    pub scopes: String,
+    /// The claim that lists the person's groups.
+    pub groups_claim: String,
+    /// The console's own origin (`--public-url`), where the provider sends people back.
+    pub public_url: String,
+    /// How long a session lasts.
+    pub session_ttl: Duration,
+}
+
+impl OidcSettings {
+    /// Where the provider sends people back.
+    pub fn redirect_uri(&self) -> String {
+        format!("{}/auth/callback", self.public_url.trim_end_matches('/'))
+    }
+
+    /// Whether the cookies are `Secure`: when the console is reached over https.
+    pub fn secure(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+
+    /// A `Set-Cookie` value for `name` = `value` lasting `seconds` (0 clears it).
+    pub fn cookie(&self, name: &str, value: &str, seconds: i64) -> String {
+        format!(
+            "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={seconds}{}",
+            if self.secure() { "; Secure" } else { "" }
+        )
+    }
+}
+
+/// The provider's endpoints, from its discovery document.
+#[derive(Clone, Debug)]
+struct Endpoints {
+    authorization: String,
+    token: String,
+    jwks: String,
+}
+
+/// One key of the provider's JWKS, ready to verify with.
+#[derive(Clone, Debug)]
+enum Key {
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+    P256 { point: Vec<u8> },
+}
+
+/// Sign-in with the provider, and the sessions it makes.
+pub struct OidcSignIn {
+    settings: OidcSettings,
+    outbound: Outbound,
+    store: Arc<SqlAuditLog>,
+    endpoints: tokio::sync::Mutex<Option<Endpoints>>,
+    keys: Mutex<(HashMap<String, Key>, Option<Instant>)>,
+}
+
+impl std::fmt::Debug for OidcSignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcSignIn")
+            .field("issuer", &self.settings.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn unb64url(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .ok()
+}
+
+/// `bytes` random bytes, base64url.
+fn random(bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    // The system's random source does not fail on the platforms the console runs on; if it
+    // did, the all-zero value would only fail the sign-in's checks, never pass them.
+    let _ = aws_lc_rs::rand::fill(&mut buffer);
+    b64url(&buffer)
+}
+
+/// SHA-256 of `text`, base64url: the PKCE challenge of a verifier.
+pub fn s256(text: &str) -> String {
+    b64url(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, text.as_bytes()).as_ref())
+}
+
+/// SHA-256 of a session id, hex: what the database keeps instead of the id.
+pub fn session_hash(id: &str) -> String {
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The value of cookie `name` in a request's `Cookie` headers.
+pub fn cookie_value<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// Where to go after signing in: a path of this console, never another site.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path.starts_with("/\\")
+                && !path.starts_with("/auth/")
+                && path.len() <= 2048
+                && !path.chars().any(char::is_control) =>
+        {
+            path.to_string()
+        }
+        _ => "/".to_string(),
+    }
+}
+
+impl OidcSignIn {
+    pub fn new(settings: OidcSettings, outbound: Outbound, store: Arc<SqlAuditLog>) -> OidcSignIn {
+        OidcSignIn {
+            settings,
+            outbound,
+            store,
+            endpoints: tokio::sync::Mutex::new(None),
+            keys: Mutex::new((HashMap::new(), None)),
+        }
+    }
+
+    pub fn settings(&self) -> &OidcSettings {
+        &self.settings
+    }
+
+    /// The provider's endpoints, read from its discovery document the first time.
+    async fn endpoints(&self) -> Result<Endpoints, String> {
+        let mut known = self.endpoints.lock().await;
+        if let Some(endpoints) = known.as_ref() {
+            return Ok(endpoints.clone());
+        }
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            self.settings.issuer.trim_end_matches('/')
+        );
+        let (status, body) = self.outbound.get(&url).await?;
+        if !status.is_success() {
+            return Err(format!("{url} answered {status}"));
+        }
+        let document: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("{url} is not a discovery document: {e}"))?;
+        let text = |name: &str| {
+            document
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| format!("{url} has no {name}"))
+        };
+        let issuer = text("issuer")?;
+        if issuer != self.settings.issuer {
+            return Err(format!(
+                "the provider calls itself {issuer:?}, not {:?} as --oidc-issuer says; give its issuer exactly",
+                self.settings.issuer
+            ));
+        }
+        let endpoints = Endpoints {
+            authorization: text("authorization_endpoint")?,
+            token: text("token_endpoint")?,
+            jwks: text("jwks_uri")?,
+        };
+        for url in [&endpoints.authorization, &endpoints.token, &endpoints.jwks] {
+            crate::outbound::allowed_url(url)?;
+        }
+        *known = Some(endpoints.clone());
+        Ok(endpoints)
+    }
+
+    /// The provider's key `kid`, fetching the JWKS when it is not known (at most every 30 s).
+    async fn key(&self, jwks_url: &str, kid: &str) -> Result<Key, String> {
+        {
+            let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(key) = keys.0.get(kid) {
+                return Ok(key.clone());
+            }
+            if keys.1.is_some_and(|at| at.elapsed() < JWKS_REFETCH) {
+                return Err(format!("the provider has no key {kid:?}"));
+            }
+        }
+        let (status, body) = self.outbound.get(jwks_url).await?;
+        if !status.is_success() {
+            return Err(format!("{jwks_url} answered {status}"));
+        }
+        let jwks: Value =
+            serde_json::from_slice(&body).map_err(|e| format!("{jwks_url} is not a JWKS: {e}"))?;
+        let mut fetched = HashMap::new();
+        for jwk in jwks
+            .get("keys")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let field = |name: &str| jwk.get(name).and_then(Value::as_str);
+            let bytes = |name: &str| field(name).and_then(unb64url);
+            if field("use").is_some_and(|u| u != "sig") {
+                continue;
+            }
+            let key = match (field("kty"), field("crv")) {
+                (Some("RSA"), _) => bytes("n").zip(bytes("e")).map(|(n, e)| Key::Rsa { n, e }),
+                (Some("EC"), Some("P-256")) => bytes("x").zip(bytes("y")).and_then(|(x, y)| {
+                    (x.len() == 32 && y.len() == 32).then(|| Key::P256 {
+                        point: [&[0x04][..], &x, &y].concat(),
+                    })
+                }),
+                _ => None,
+            };
+            if let (Some(id), Some(key)) = (field("kid"), key) {
+                fetched.insert(id.to_string(), key);
+            }
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        *keys = (fetched, Some(Instant::now()));
+        keys.0
+            .get(kid)
+            .cloned()
+            .ok_or_else(|| format!("the provider has no key {kid:?}"))
+    }
+
+    /// Starts a sign-in that returns to `next`: the provider URL to send the browser to, and
+    /// the cookie that binds the sign-in to it.
+    pub async fn begin(&self, next: Option<&str>) -> Result<(String, String), String> {
+        let endpoints = self.endpoints().await?;
+        let (state, nonce, verifier) = (random(24), random(24), random(48));
+        self.store
+            .save_sign_in(&state, &verifier, &nonce, &safe_next(next))
+            .await
+            .map_err(|e| format!("the console's database failed: {e}"))?;
+        let form = crate::outbound::form_encode;
+        let separator = if endpoints.authorization.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let url = format!(
+            "{}{separator}response_type=code&client_id={}&redirect_uri={}&scope={}&state={state}&nonce={nonce}&code_challenge={}&code_challenge_method=S256",
+            endpoints.authorization,
+            form(&self.settings.client_id),
+            form(&self.settings.redirect_uri()),
+            form(&self.settings.scopes),
+            s256(&verifier),
+        );
+        Ok((
+            url,
+            self.settings.cookie(LOGIN_COOKIE, &state, LOGIN_SECONDS),
+        ))
+    }
+
+    /// Ends a sign-in at the callback: the path to go to and the session's cookie, or why the
+    /// sign-in failed.
+    pub async fn finish(
+        &self,
+        code: &str,
+        state: &str,
+        headers: &http::HeaderMap,
+    ) -> Result<(String, String), String> {
+        if cookie_value(headers, LOGIN_COOKIE) != Some(state) {
+            return Err(
+                "this sign-in was not started in this browser (or took longer than ten minutes)"
+                    .into(),
+            );
+        }
+        let pending = self
+            .store
+            .take_sign_in(state, LOGIN_SECONDS)
+            .await
+            .map_err(|e| format!("the console's database failed: {e}"))?
+            .ok_or("this sign-in is unknown, was already used, or took longer than ten minutes")?;
+        let endpoints = self.endpoints().await?;
+        let redirect = self.settings.redirect_uri();
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect.as_str()),
+            ("code_verifier", pending.verifier.as_str()),
+        ];
+        if self.settings.client_secret.is_none() {
+            form.push(("client_id", self.settings.client_id.as_str()));
+        }
+        let basic = self
+            .settings
+            .client_secret
+            .as_deref()
+            .map(|secret| (self.settings.client_id.as_str(), secret));
+        let (status, body) = self
+            .outbound
+            .post_form(&endpoints.token, &form, basic)
+            .await?;
+        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if !status.is_success() {
+            return Err(format!(
+                "the provider refused the code ({status}: {})",
+                answer
+                    .get("error_description")
+                    .or_else(|| answer.get("error"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+            ));
+        }
+        let id_token = answer
+            .get("id_token")
+            .and_then(Value::as_str)
+            .ok_or("the provider answered without an ID token; ask for the openid scope")?;
+        let claims = self
+            .verify_id_token(&endpoints.jwks, id_token, &pending.nonce)
+            .await?;
+        let person = super::alb::signed_in(&claims, &self.settings.groups_claim).map_err(
+            |why| match why {
+                Unidentified::Missing(m) | Unidentified::Refused(m) => m,
+            },
+        )?;
+        let id = random(32);
+        self.store
+            .create_session(&session_hash(&id), &person, self.settings.session_ttl)
+            .await
+            .map_err(|e| format!("the console's database failed: {e}"))?;
+        tracing::info!(subject = %person.subject, "signed in");
+        let seconds = i64::try_from(self.settings.session_ttl.as_secs()).unwrap_or(i64::MAX);
+        Ok((
+            pending.next,
+            self.settings.cookie(SESSION_COOKIE, &id, seconds),
+        ))
+    }
+
+    /// The claims of an ID token, after every check; or why it cannot be believed.
+    pub async fn verify_id_token(
+        &self,
+        jwks_url: &str,
+        token: &str,
+        nonce: &str,
+    ) -> Result<Value, String> {
+        let parts: Vec<&str> = token.split('.').collect();
+        let [header, payload, signature] = parts.as_slice() else {
+            return Err("the ID token does not have three parts".into());
+        };
+        let decode = |part: &str| {
+            unb64url(part)
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .filter(Value::is_object)
+                .ok_or_else(|| "the ID token is not base64url JSON".to_string())
+        };
+        let head = decode(header)?;
+        let claims = decode(payload)?;
+        let signature = unb64url(signature).ok_or("the ID token's signature is not base64url")?;
+        let alg = head.get("alg").and_then(Value::as_str).unwrap_or_default();
+        let kid = head.get("kid").and_then(Value::as_str).unwrap_or_default();
+        let key = self.key(jwks_url, kid).await?;
+        let signed = &token.as_bytes()[..header.len() + 1 + payload.len()];
+        let verified = match (alg, &key) {
+            ("RS256", Key::Rsa { n, e }) => aws_lc_rs::signature::RsaPublicKeyComponents { n, e }
+                .verify(
+                    &aws_lc_rs::signature::RSA_PKCS1_2048_8192_SHA256,
+                    signed,
+                    &signature,
+                )
+                .is_ok(),
+            ("ES256", Key::P256 { point }) => aws_lc_rs::signature::UnparsedPublicKey::new(
+                &aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED,
+                point,
+            )
+            .verify(signed, &signature)
+            .is_ok(),
+            _ => {
+                return Err(format!(
+                    "the ID token is signed with {alg:?} and a key of another kind; the console takes RS256 and ES256"
+                ))
+            }
+        };
+        if !verified {
+            return Err("the ID token's signature does not verify".into());
+        }
+        check_claims(
+            &claims,
+            &self.settings,
+            nonce,
+            chrono::Utc::now().timestamp(),
+        )?;
+        Ok(claims)
+    }
+
+    /// The person of the request's session, or why there is none.
+    pub async fn session(&self, headers: &http::HeaderMap) -> Result<SignedIn, Unidentified> {
+        let Some(id) = cookie_value(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) else {
+            return Err(Unidentified::Missing(
+                "sign in first: open /auth/login".into(),
+            ));
+        };
+        match self.store.session(&session_hash(id)).await {
+            Ok(Some(person)) => Ok(person),
+            Ok(None) => Err(Unidentified::Missing(
+                "your session has ended or expired; sign in again at /auth/login".into(),
+            )),
+            Err(error) => Err(Unidentified::Refused(format!(
+                "the console's database cannot say who you are right now ({error}); try again in a moment"
+            ))),
+        }
+    }
+
+    /// Ends the request's session; the cookie that clears it.
+    pub async fn end(&self, headers: &http::HeaderMap) -> String {
+        if let Some(id) = cookie_value(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) {
+            if let Err(error) = self.store.end_session(&session_hash(id)).await {
+                tracing::warn!(%error, "a session could not be ended in the database");
+            }
+        }
+        self.settings.cookie(SESSION_COOKIE, "", 0)
+    }
+}
+
+/// The ID token's claims checked: issuer, audience (and authorized party), expiry, issue time,
+/// and the nonce of this sign-in.
+pub fn check_claims(
+    claims: &Value,
+    settings: &OidcSettings,
+    nonce: &str,
+    now: i64,
+) -> Result<(), String> {
+    let text = |name: &str| claims.get(name).and_then(Value::as_str);
+    if text("iss") != Some(settings.issuer.as_str()) {
+        return Err(format!(
+            "the ID token was issued by {:?}, not {:?}",
+            text("iss").unwrap_or("nobody"),
+            settings.issuer
+        ));
+    }
+    let audiences: Vec<&str> = match claims.get("aud") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !audiences.contains(&settings.client_id.as_str()) {
+        return Err("the ID token is not for this console (aud)".into());
+    }
+    if audiences.len() > 1 && text("azp") != Some(settings.client_id.as_str()) {
+        return Err("the ID token was given to another party (azp)".into());
+    }
+    match claims.get("exp").and_then(Value::as_i64) {
+        Some(exp) if exp + LEEWAY_SECONDS >= now => {}
+        Some(_) => return Err("the ID token has expired; sign in again".into()),
+        None => return Err("the ID token has no expiry (exp)".into()),
+    }
+    if claims
+        .get("iat")
+        .and_then(Value::as_i64)
+        .is_none_or(|iat| iat > now + LEEWAY_SECONDS)
+    {
+        return Err("the ID token has no issue time, or one in the future (iat)".into());
+    }
+    if text("nonce") != Some(nonce) {
+        return Err("the ID token is not from this sign-in (nonce)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> OidcSettings {
+        OidcSettings {
+            issuer: "https://idp.example.com".into(),
+            client_id: "gpushare".into(),
+            client_secret: None,
+            scopes: "openid email".into(),
+            groups_claim: "groups".into(),
+            public_url: "https://gpushare.example.com".into(),
+            session_ttl: Duration::from_secs(3600),
+        }
+    }
+
+    #[test]
+    fn id_token_claims_are_checked_one_by_one() {
+        let now = 1_800_000_000;
+        let good = serde_json::json!({"iss": "https://idp.example.com", "aud": "gpushare",
+            "exp": now + 300, "iat": now, "nonce": "n1", "sub": "ana"});
+        assert_eq!(check_claims(&good, &settings(), "n1", now), Ok(()));
+        let with = |field: &str, value: Value| {
+            let mut claims = good.clone();
+            claims[field] = value;
+            check_claims(&claims, &settings(), "n1", now).expect_err(field)
+        };
+        assert!(with("iss", "https://evil.example.com".into()).contains("issued by"));
+        assert!(with("aud", "someone-else".into()).contains("aud"));
+        assert!(with("aud", serde_json::json!(["gpushare", "other"])).contains("azp"));
+        assert!(with("exp", (now - 3600).into()).contains("expired"));
+        assert!(with("iat", (now + 3600).into()).contains("iat"));
+        assert!(with("nonce", "replayed".into()).contains("nonce"));
+    }
+
+    #[test]
+    fn cookies_are_http_only_lax_and_secure_over_https() {
+        let cookie = settings().cookie(SESSION_COOKIE, "abc", 60);
+        assert_eq!(
+            cookie,
+            "gpushare_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"
+        );
+        let plain = OidcSettings {
+            public_url: "http://127.0.0.1:3000".into(),
+            ..settings()
+        };
+        assert!(!plain.cookie(SESSION_COOKIE, "abc", 60).contains("Secure"));
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::COOKIE,
+            "theme=dark; gpushare_session=xyz"
+                .parse()
+                .expect("a header"),
+        );
+        assert_eq!(cookie_value(&headers, SESSION_COOKIE), Some("xyz"));
+        assert_eq!(cookie_value(&headers, LOGIN_COOKIE), None);
+    }
+
+    #[test]
+    fn after_sign_in_the_browser_goes_only_to_the_consoles_own_paths() {
+        assert_eq!(
+            safe_next(Some("/deployments?cluster=a")),
+            "/deployments?cluster=a"
+        );
+        for elsewhere in [
+            "https://evil.example.com",
+            "//evil.example.com",
+            "/\\evil",
+            "/auth/login",
+            "x",
+        ] {
+            assert_eq!(safe_next(Some(elsewhere)), "/", "{elsewhere}");
+        }
+        assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn the_pkce_challenge_is_rfc_7636s() {
+        // RFC 7636, appendix B.
+        assert_eq!(
+            s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+        assert_ne!(random(32), random(32));
+        assert_eq!(session_hash("a").len(), 64);
+    }
+}

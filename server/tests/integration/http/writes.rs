@@ -1,0 +1,237 @@
+//! Changes that survive the request: a deploy whose client goes away right after its intent is
+//! written still runs to its end and is audited; a deploy or registration whose answer from ECS
+//! is lost is recorded `unknown`, holds its lock, and is settled by asking ECS.
+
+use std::time::{Duration, Instant};
+
+use axum::{http::StatusCode, Router};
+use tokio::io::AsyncWriteExt;
+
+use super::support::*;
+
+const EDIT: &str = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 4096, "max_compute_percent": 40}}], "description": "cap at 40 %"}"#;
+const DEPLOY: &str = "/api/v1/services/inference-prod/embed-api/deploy";
+
+/// Registers embed-api:2, the revision the tests deploy.
+async fn register_revision_2(app: &Router) {
+    fleet_json(app, "").await;
+    let response = send(
+        app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", EDIT),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+}
+
+/// Polls the audit log until `found` picks a record, at most `seconds`.
+async fn wait_for_record(
+    app: &Router,
+    action: &str,
+    seconds: u64,
+    found: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let records = audit_records(app, action).await;
+        if let Some(record) = records.iter().find(|r| found(r)) {
+            return record.clone();
+        }
+        assert!(
+            started.elapsed().as_secs() < seconds,
+            "no such {action} record after {seconds} s: {records:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deploy_runs_to_its_end_when_the_client_goes_away_after_its_intent() {
+    // UpdateService takes 1.5 s: the client is long gone when ECS answers.
+    let (app, _) = test_app_with_faults(false, vec!["UpdateService:latency=1500".into()]).await;
+    register_revision_2(&app).await;
+    let address = serve_on_loopback(app.clone()).await;
+    let body = r#"{"revision": 2, "expected_revision": 1, "description": "left early"}"#;
+    let mut client = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connects");
+    let request = format!(
+        "POST {DEPLOY} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(request.as_bytes()).await.expect("sent");
+    // The intent is written; the client closes its connection before any answer.
+    let pending = wait_for_record(&app, "deploy", 10, |r| r["outcome"] == "pending").await;
+    client.shutdown().await.expect("closed");
+    drop(client);
+    let id = pending["id"].as_str().expect("an id").to_string();
+
+    let sent = wait_for_record(&app, "deploy", 20, |r| {
+        r["id"] == id.as_str() && r["outcome"] != "pending"
+    })
+    .await;
+    assert!(
+        ["in_progress", "succeeded"].contains(&sent["outcome"].as_str().unwrap_or_default()),
+        "{sent}"
+    );
+    assert!(sent["deployment_id"].as_str().is_some(), "{sent}");
+    assert_eq!(sent["description"], "left early");
+    let state = deployment_result(&app, &id, 90).await;
+    assert_eq!(state["result"], "succeeded", "{state}");
+    assert_eq!(state["target"], "embed-api:2");
+}
+
+#[tokio::test]
+async fn a_deploy_runs_to_its_end_when_the_request_times_out() {
+    // The request may take 1 s; UpdateService takes 1.5 s.
+    let (app, _) = test_app_configured(
+        false,
+        vec!["UpdateService:latency=1500".into()],
+        None,
+        |args| args.request_timeout = 1,
+    )
+    .await;
+    register_revision_2(&app).await;
+    let response = send(
+        &app,
+        post_json(DEPLOY, r#"{"revision": 2, "expected_revision": 1}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+    let record = wait_for_record(&app, "deploy", 20, |r| {
+        r["outcome"] != "pending" && r["to_revision"] == "embed-api:2"
+    })
+    .await;
+    assert!(
+        ["in_progress", "succeeded"].contains(&record["outcome"].as_str().unwrap_or_default()),
+        "{record}"
+    );
+    assert!(record["deployment_id"].as_str().is_some(), "{record}");
+}
+
+#[tokio::test]
+async fn a_deploy_whose_answer_is_lost_is_unknown_until_ecs_is_asked() {
+    // ECS carries UpdateService out and the answer never arrives.
+    let (state, _) = test_state(false, vec!["UpdateService:lost=1".into()], None, |_| {}).await;
+    let services = state.services.clone();
+    let app = gpushare::router(state);
+    register_revision_2(&app).await;
+    let response = send(
+        &app,
+        post_json(DEPLOY, r#"{"revision": 2, "expected_revision": 1}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let body = json(response).await;
+    assert_eq!(body["error"]["code"], "no_answer", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not known"), "{message}");
+    let record = wait_for_record(&app, "deploy", 5, |r| r["outcome"] == "unknown").await;
+    let id = record["id"].as_str().expect("an id").to_string();
+
+    // Until it is settled, the service takes no other deploy.
+    let again = send(
+        &app,
+        post_json(DEPLOY, r#"{"revision": 1, "expected_revision": 2}"#),
+    )
+    .await;
+    assert_eq!(
+        again.status(),
+        StatusCode::CONFLICT,
+        "{}",
+        text(again).await
+    );
+
+    // A reconcile asks ECS: it runs embed-api:2, so the deploy is in progress and watched.
+    let settled = app::service::deployments::reconcile(&services, Duration::ZERO)
+        .await
+        .expect("reconciled");
+    assert!(settled >= 1, "{settled}");
+    let record = wait_for_record(&app, "deploy", 5, |r| r["id"] == id.as_str()).await;
+    assert!(
+        ["in_progress", "succeeded"].contains(&record["outcome"].as_str().unwrap_or_default()),
+        "{record}"
+    );
+    assert!(record["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("ECS runs the deployment")));
+    let state = deployment_result(&app, &id, 90).await;
+    assert_eq!(state["result"], "succeeded", "{state}");
+}
+
+#[tokio::test]
+async fn a_registration_whose_answer_is_lost_is_found_by_its_audit_tag() {
+    let (state, _) = test_state(
+        false,
+        vec!["RegisterTaskDefinition:lost=1".into()],
+        None,
+        |_| {},
+    )
+    .await;
+    let services = state.services.clone();
+    let app = gpushare::router(state);
+    fleet_json(&app, "").await;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", EDIT),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let record = wait_for_record(&app, "register", 5, |r| r["outcome"] == "unknown").await;
+    let id = record["id"].as_str().expect("an id").to_string();
+
+    app::service::deployments::reconcile(&services, Duration::ZERO)
+        .await
+        .expect("reconciled");
+    let record = wait_for_record(&app, "register", 5, |r| r["id"] == id.as_str()).await;
+    assert_eq!(record["outcome"], "registered", "{record}");
+    let revision = record["to_revision"].as_str().expect("the revision found");
+    assert!(revision.starts_with("embed-api:"), "{revision}");
+    let number = revision.trim_start_matches("embed-api:");
+    let answer = json(
+        send(
+            &app,
+            get(&format!("/api/v1/task-definitions/embed-api/{number}")),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(answer["revision"]["audit_id"], id.as_str(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_server_error_on_register_is_unknown_until_ecs_shows_nothing_was_registered() {
+    // ECS answers ServerException: the registration may or may not have happened.
+    let (state, _) = test_state(
+        false,
+        vec!["RegisterTaskDefinition:error=1".into()],
+        None,
+        |_| {},
+    )
+    .await;
+    let services = state.services.clone();
+    let app = gpushare::router(state);
+    fleet_json(&app, "").await;
+    let response = send(
+        &app,
+        post_json("/api/v1/task-definitions/embed-api/1/register", EDIT),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let body = json(response).await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ServerException")),
+        "{body}"
+    );
+    let record = wait_for_record(&app, "register", 5, |r| r["outcome"] == "unknown").await;
+    let id = record["id"].as_str().expect("an id").to_string();
+    app::service::deployments::reconcile(&services, Duration::ZERO)
+        .await
+        .expect("reconciled");
+    let record = wait_for_record(&app, "register", 5, |r| r["id"] == id.as_str()).await;
+    assert_eq!(record["outcome"], "failed", "{record}");
+    assert!(record["detail"]
+        .as_str()
+        .is_some_and(|d| d.contains("nothing was registered")));
+}
