@@ -11,11 +11,16 @@ cd "$GPUSHARE_ROOT"
 logs="$(mktemp -d)"
 server_pid=""
 proxied_pid=""
+provider_pid=""
+oidc_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
   if [ -n "$proxied_pid" ]; then kill "$proxied_pid" 2>/dev/null || true; fi
+  if [ -n "$provider_pid" ]; then kill "$provider_pid" 2>/dev/null || true; fi
+  if [ -n "$oidc_pid" ]; then kill "$oidc_pid" 2>/dev/null || true; fi
   if [ -n "${data_dir:-}" ]; then rm -rf "$data_dir"; fi
   if [ -n "${proxied_data:-}" ]; then rm -rf "$proxied_data"; fi
+  if [ -n "${oidc_data:-}" ]; then rm -rf "$oidc_data"; fi
   rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -71,13 +76,38 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 curl -fsS "http://127.0.0.1:$proxied_port/readyz" >/dev/null || { cat "$logs/proxied.log"; exit 1; }
+# A third console that signs people in with an OpenID Connect provider: a real one, from the
+# `oidc-provider` package, on its own port. Sessions last 20 s, so that a test sees one end.
+provider_port="$(free_port)"
+oidc_port="$(free_port)"
+(cd end2end && exec node tools/oidc-provider.js "$provider_port" "http://127.0.0.1:$oidc_port") \
+  >"$logs/provider.log" 2>&1 &
+provider_pid=$!
+oidc_data="$(mktemp -d)"
+GPUSHARE_LISTEN="127.0.0.1:$oidc_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
+  GPUSHARE_DATA_DIR="$oidc_data" GPUSHARE_AUTH=oidc GPUSHARE_PUBLIC_URL="http://127.0.0.1:$oidc_port" \
+  GPUSHARE_OIDC_ISSUER="http://127.0.0.1:$provider_port" GPUSHARE_OIDC_CLIENT_ID=gpushare \
+  GPUSHARE_OIDC_CLIENT_SECRET=gpushare-test-secret GPUSHARE_OIDC_SCOPES="openid email groups" \
+  GPUSHARE_SESSION_TTL=20 GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" \
+  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/oidc.log" 2>&1 &
+oidc_pid=$!
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$oidc_port/readyz" >/dev/null 2>&1 \
+    && curl -fsS "http://127.0.0.1:$provider_port/.well-known/openid-configuration" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fsS "http://127.0.0.1:$oidc_port/readyz" >/dev/null || { cat "$logs/oidc.log"; exit 1; }
+curl -fsS "http://127.0.0.1:$provider_port/.well-known/openid-configuration" >/dev/null \
+  || { cat "$logs/provider.log"; exit 1; }
 # The fleet page needs the first snapshot.
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$port/api/v1/fleet?mode=DEDICATED" >/dev/null 2>&1 && break
   sleep 0.2
 done
 (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
-  GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" node --test --test-concurrency=1 \
+  GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
+  GPUSHARE_OIDC_URL="http://127.0.0.1:$oidc_port" GPUSHARE_OIDC_PROVIDER_URL="http://127.0.0.1:$provider_port" \
+  GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 
 # One closing line for both runners.

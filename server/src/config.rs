@@ -61,6 +61,23 @@ pub enum BenchCommand {
     /// The task definition checks on the worst bodies the body limit lets through: time and
     /// memory of a validation request.
     Validate(BenchValidateArgs),
+    /// What sign-in costs a request: the same console under each sign-in mode (none, proxy,
+    /// alb, oidc), the time to work out who is asking and the fleet page's requests per second.
+    Auth(BenchAuthArgs),
+}
+
+/// Options of `gpushare bench auth`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchAuthArgs {
+    /// The scenario to serve.
+    #[arg(long, default_value = "demo", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Seconds of each mode's `wrk` run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: u64,
+    /// How many times each mode works out who is asking, in process.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub rounds: u32,
 }
 
 /// Options of `gpushare bench validate`.

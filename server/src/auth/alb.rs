@@ -117,6 +117,8 @@ pub struct AlbVerifier {
     outbound: Outbound,
     keys: Mutex<HashMap<String, Vec<u8>>>,
     misses: Mutex<HashMap<String, Instant>>,
+    /// Tokens already verified, by their digest, until they expire.
+    verified: super::remembered::Remembered,
 }
 
 /// A token's segments as sent, decoded.
@@ -195,6 +197,7 @@ impl AlbVerifier {
             outbound,
             keys: Mutex::default(),
             misses: Mutex::default(),
+            verified: super::remembered::Remembered::default(),
         }
     }
 
@@ -267,6 +270,12 @@ impl AlbVerifier {
                         .into(),
                 )
             })?;
+        // The same bytes verified before are good until they expire: the load balancer sends
+        // one token with every request of a sign-in.
+        let digest = super::remembered::digest(token);
+        if let Some(person) = self.verified.get(&digest) {
+            return Ok(person);
+        }
         let token = parse(token)?;
         let field = |name: &str| token.header.get(name).and_then(Value::as_str);
         match field("alg") {
@@ -300,15 +309,17 @@ impl AlbVerifier {
             .iter()
             .filter_map(|part| part.get("exp").and_then(Value::as_i64))
             .min();
-        match expires {
-            Some(exp) if exp + LEEWAY_SECONDS >= now => {}
+        let good_for = match expires {
+            Some(exp) if exp + LEEWAY_SECONDS >= now => {
+                Duration::from_secs(u64::try_from(exp + LEEWAY_SECONDS - now).unwrap_or(0))
+            }
             Some(_) => {
                 return Err(Unidentified::Missing(
                     "your sign-in has expired; reload the page to sign in again".into(),
                 ))
             }
             None => return Err(refused("the sign-in token has no expiry (exp)")),
-        }
+        };
         for (name, wanted, flag) in [
             ("iss", &self.settings.issuer, "--alb-issuer"),
             ("client", &self.settings.client_id, "--alb-client-id"),
@@ -322,7 +333,9 @@ impl AlbVerifier {
                 }
             }
         }
-        signed_in(&token.claims, &self.settings.groups_claim)
+        let person = signed_in(&token.claims, &self.settings.groups_claim)?;
+        self.verified.put(digest, &person, good_for);
+        Ok(person)
     }
 }
 

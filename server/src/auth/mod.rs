@@ -7,10 +7,12 @@
 //! request whose identity cannot be established is answered 401 or 403 with what to do.
 
 pub mod alb;
+pub mod alb_tokens;
 pub mod network;
 pub mod oidc;
 pub mod policy;
 pub mod proxy;
+pub mod remembered;
 pub mod routes;
 pub mod sessions;
 
@@ -51,6 +53,14 @@ pub enum Unidentified {
     Missing(String),
     /// Who signed in cannot be believed, or may not use the console (403).
     Refused(String),
+}
+
+impl std::fmt::Display for Unidentified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unidentified::Missing(why) | Unidentified::Refused(why) => f.write_str(why),
+        }
+    }
 }
 
 impl Authenticator {

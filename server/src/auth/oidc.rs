@@ -31,6 +31,9 @@ pub const LOGIN_COOKIE: &str = "gpushare_login";
 pub const LOGIN_SECONDS: i64 = 600;
 /// Seconds of clock difference allowed on the ID token's times.
 const LEEWAY_SECONDS: i64 = 60;
+/// How long a session read from the database is believed without reading it again. A sign-out
+/// on this replica counts at once; one on another replica sharing the database within this.
+pub const SESSION_RECHECK: Duration = Duration::from_secs(5);
 /// How often the provider's keys may be fetched again for a kid they did not have.
 const JWKS_REFETCH: Duration = Duration::from_secs(30);
 
@@ -94,6 +97,8 @@ pub struct OidcSignIn {
     store: Arc<SqlAuditLog>,
     endpoints: tokio::sync::Mutex<Option<Endpoints>>,
     keys: Mutex<(HashMap<String, Key>, Option<Instant>)>,
+    /// Sessions read from the database lately, by their hash.
+    sessions: super::remembered::Remembered,
 }
 
 impl std::fmt::Debug for OidcSignIn {
@@ -174,6 +179,7 @@ impl OidcSignIn {
             store,
             endpoints: tokio::sync::Mutex::new(None),
             keys: Mutex::new((HashMap::new(), None)),
+            sessions: super::remembered::Remembered::default(),
         }
     }
 
@@ -441,8 +447,19 @@ impl OidcSignIn {
                 "sign in first: open /auth/login".into(),
             ));
         };
-        match self.store.session(&session_hash(id)).await {
-            Ok(Some(person)) => Ok(person),
+        let hash = session_hash(id);
+        if let Some(person) = self.sessions.get(hash.as_bytes()) {
+            return Ok(person);
+        }
+        match self.store.session(&hash).await {
+            Ok(Some((person, expires_at))) => {
+                let left = (expires_at - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO);
+                self.sessions
+                    .put(hash.into_bytes(), &person, left.min(SESSION_RECHECK));
+                Ok(person)
+            }
             Ok(None) => Err(Unidentified::Missing(
                 "your session has ended or expired; sign in again at /auth/login".into(),
             )),
@@ -455,6 +472,7 @@ impl OidcSignIn {
     /// Ends the request's session; the cookie that clears it.
     pub async fn end(&self, headers: &http::HeaderMap) -> String {
         if let Some(id) = cookie_value(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) {
+            self.sessions.forget(session_hash(id).as_bytes());
             if let Err(error) = self.store.end_session(&session_hash(id)).await {
                 tracing::warn!(%error, "a session could not be ended in the database");
             }

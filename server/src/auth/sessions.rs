@@ -103,9 +103,12 @@ impl SqlAuditLog {
     }
 
     /// The person of the session kept by `hash`, if it has not expired.
-    pub async fn session(&self, hash: &str) -> Result<Option<SignedIn>, sqlx::Error> {
+    pub async fn session(
+        &self,
+        hash: &str,
+    ) -> Result<Option<(SignedIn, chrono::DateTime<chrono::Utc>)>, sqlx::Error> {
         let row = sqlx::query(
-            "SELECT subject, email, groups FROM sessions WHERE id_hash = $1 AND expires_at > $2",
+            "SELECT subject, email, groups, expires_at FROM sessions WHERE id_hash = $1 AND expires_at > $2",
         )
         .bind(hash)
         .bind(at(now()))
@@ -113,11 +116,16 @@ impl SqlAuditLog {
         .await?;
         row.map(|row| {
             let groups: String = row.try_get("groups")?;
-            Ok(SignedIn {
+            let expires_at: String = row.try_get("expires_at")?;
+            let expires_at = chrono::DateTime::parse_from_rfc3339(&expires_at)
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?
+                .with_timezone(&chrono::Utc);
+            let person = SignedIn {
                 subject: row.try_get("subject")?,
                 email: row.try_get("email")?,
                 groups: serde_json::from_str(&groups).unwrap_or_default(),
-            })
+            };
+            Ok((person, expires_at))
         })
         .transpose()
     }

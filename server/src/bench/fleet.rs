@@ -178,16 +178,37 @@ async fn http_get(
     path: &str,
     gzip: bool,
 ) -> anyhow::Result<(u16, Vec<u8>, Duration)> {
+    let encoding = if gzip {
+        vec![("accept-encoding", "gzip".to_string())]
+    } else {
+        Vec::new()
+    };
+    http_get_headers(address, path, &encoding).await
+}
+
+/// The status of a GET of `path` with `headers`.
+pub(crate) async fn http_get_with(
+    address: &str,
+    path: &str,
+    headers: &[(&str, String)],
+) -> anyhow::Result<u16> {
+    Ok(http_get_headers(address, path, headers).await?.0)
+}
+
+async fn http_get_headers(
+    address: &str,
+    path: &str,
+    headers: &[(&str, String)],
+) -> anyhow::Result<(u16, Vec<u8>, Duration)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let started = Instant::now();
     let mut stream = tokio::net::TcpStream::connect(address).await?;
-    let encoding = if gzip {
-        "Accept-Encoding: gzip\r\n"
-    } else {
-        ""
-    };
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n{encoding}\r\n").as_bytes())
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n{extra}\r\n").as_bytes())
         .await?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await?;
@@ -331,11 +352,21 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
 
 /// `wrk` against `url` for `seconds`: its requests per second.
 async fn wrk(url: &str, seconds: u64) -> anyhow::Result<String> {
-    let out = tokio::process::Command::new("wrk")
-        .args(["-t2", "-c32", &format!("-d{seconds}s"), url])
-        .output()
-        .await
-        .context("cannot run wrk")?;
+    wrk_with(url, seconds, &[]).await
+}
+
+/// `wrk` against `url` for `seconds`, each request with `headers`: its requests per second.
+pub(crate) async fn wrk_with(
+    url: &str,
+    seconds: u64,
+    headers: &[(&str, String)],
+) -> anyhow::Result<String> {
+    let mut command = tokio::process::Command::new("wrk");
+    command.args(["-t2", "-c32", &format!("-d{seconds}s")]);
+    for (name, value) in headers {
+        command.arg("-H").arg(format!("{name}: {value}"));
+    }
+    let out = command.arg(url).output().await.context("cannot run wrk")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let rate = text
         .lines()

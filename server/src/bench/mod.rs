@@ -2,6 +2,7 @@
 //! is on the path of a request.
 
 mod audit;
+mod auth;
 mod emulator;
 mod fit;
 mod fleet;
@@ -9,6 +10,7 @@ mod precheck;
 mod validate;
 
 pub use audit::audit;
+pub use auth::auth;
 pub use emulator::emulator;
 pub use fit::fit;
 pub use fleet::fleet;

@@ -90,13 +90,18 @@ impl OriginGuard {
             return None;
         }
         let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-        if let Some(origin) = text(header::ORIGIN) {
+        let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+        // A browser sends `Origin: null` for a form posted from a page that asked for no
+        // referrer (as the console's pages do), and also from sandboxed frames and data URLs. Only
+        // `Sec-Fetch-Site`, which the browser sets and pages cannot, tells the two apart.
+        let null_from_own_page = site == Some("same-origin");
+        if let Some(origin) = text(header::ORIGIN).filter(|o| *o != "null" || !null_from_own_page) {
             if origin == "null" || !self.own_origin(origin, host) {
                 return Some(AppError::Forbidden(format!(
                     "a change must come from the console's own pages, not from {origin}; open the console and do it there"
                 )));
             }
-        } else if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        } else if let Some(site) = site {
             if !matches!(site, "same-origin" | "none") {
                 return Some(AppError::Forbidden(format!(
                     "a change must come from the console's own pages, and this one came from a {site} page; open the console and do it there"
@@ -210,6 +215,24 @@ mod tests {
         ])
         .is_some());
         assert!(post(&[("host", "127.0.0.1:3000"), ("origin", "null")]).is_some());
+        assert!(
+            post(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "null"),
+                ("sec-fetch-site", "cross-site")
+            ])
+            .is_some(),
+            "a sandboxed frame on another site"
+        );
+        assert!(
+            post(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "null"),
+                ("sec-fetch-site", "same-origin")
+            ])
+            .is_none(),
+            "a form on the console's own page, which asks for no referrer"
+        );
         assert!(post(&[("host", "127.0.0.1:3000"), ("sec-fetch-site", "cross-site")]).is_some());
         assert!(post(&[
             ("host", "127.0.0.1:3000"),

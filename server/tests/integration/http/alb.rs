@@ -2,71 +2,19 @@
 //! public key a local key server hands out by kid, as the region's key endpoint does. Valid,
 //! expired, wrongly signed, tampered, unpadded and unknown-key tokens, through the router.
 
-use aws_lc_rs::{
-    rand::SystemRandom,
-    signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING},
-};
 use axum::{
     body::Body,
     http::{Request, StatusCode},
     Router,
 };
 use base64::Engine as _;
+use gpushare::auth::alb_tokens::{key_server, TokenSigner};
 
 use super::support::*;
 
 const ARN: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/gpushare/50dc6c495c0c9188";
 const KID: &str = "6d5b2c1a-8f3e-4a7b-9c0d-1e2f3a4b5c6d";
-
-/// A signing key and the PEM of its public key, as the key endpoint serves it.
-struct Signer {
-    pair: EcdsaKeyPair,
-}
-
-impl Signer {
-    fn new() -> Signer {
-        let rng = SystemRandom::new();
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("a key");
-        Signer {
-            pair: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
-                .expect("the key reads back"),
-        }
-    }
-
-    fn public_pem(&self) -> String {
-        let mut der = vec![
-            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06,
-            0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-        ];
-        der.extend_from_slice(self.pair.public_key().as_ref());
-        let body = base64::engine::general_purpose::STANDARD.encode(der);
-        format!("-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n")
-    }
-
-    /// A token as the load balancer makes it: padded base64url, signed over the padded text.
-    /// The claims get a filler, if need be, so that the signed text itself has padding.
-    fn token(&self, header: serde_json::Value, mut claims: serde_json::Value) -> String {
-        let encode = |value: &serde_json::Value| {
-            base64::engine::general_purpose::URL_SAFE.encode(value.to_string())
-        };
-        let mut filler = String::new();
-        while !encode(&claims).ends_with('=') {
-            filler.push('x');
-            claims["filler"] = filler.clone().into();
-        }
-        let signed = format!("{}.{}", encode(&header), encode(&claims));
-        let signature = self
-            .pair
-            .sign(&SystemRandom::new(), signed.as_bytes())
-            .expect("signed");
-        format!(
-            "{signed}.{}",
-            base64::engine::general_purpose::URL_SAFE.encode(signature.as_ref())
-        )
-    }
-}
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -85,34 +33,6 @@ fn claims(exp: i64) -> serde_json::Value {
         "sub": "8c2f-ana", "email": "ana@example.com", "groups": ["ml-engineers", "search-eng"], "exp": exp,
         "iss": "https://idp.example.com",
     })
-}
-
-/// A key server on a loopback port that knows `signer`'s key under [`KID`]; its URL.
-async fn key_server(signer: &Signer) -> String {
-    let pem = signer.public_pem();
-    let keys = Router::new().route(
-        "/{kid}",
-        axum::routing::get(
-            move |axum::extract::Path(kid): axum::extract::Path<String>| {
-                let pem = pem.clone();
-                async move {
-                    if kid == KID {
-                        (StatusCode::OK, pem)
-                    } else {
-                        (StatusCode::NOT_FOUND, "no such key".to_string())
-                    }
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let address = listener.local_addr().expect("bound");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, keys).await;
-    });
-    format!("http://{address}")
 }
 
 /// A console behind the load balancer, with the example policy.
@@ -142,11 +62,11 @@ async fn status_with(app: &Router, token: Option<&str>) -> (StatusCode, serde_js
 
 #[tokio::test]
 async fn load_balancer_tokens_are_verified_over_their_padded_text() {
-    let signer = Signer::new();
-    let app = console(key_server(&signer).await).await;
+    let signer = TokenSigner::new().expect("a key");
+    let app = console(key_server(&signer, KID).await.expect("a key server")).await;
     let later = now() + 600;
 
-    let valid = signer.token(header(KID, ARN, later), claims(later));
+    let valid = signer.token(&header(KID, ARN, later), &claims(later));
     let signed_text = valid.rsplit_once('.').map_or("", |(signed, _)| signed);
     assert!(
         signed_text.contains('='),
@@ -166,15 +86,15 @@ async fn load_balancer_tokens_are_verified_over_their_padded_text() {
         ("no token", None, StatusCode::UNAUTHORIZED, "sign in"),
         (
             "expired",
-            Some(signer.token(header(KID, ARN, now() - 120), claims(now() - 120))),
+            Some(signer.token(&header(KID, ARN, now() - 120), &claims(now() - 120))),
             StatusCode::UNAUTHORIZED,
             "expired",
         ),
         (
             "signed by another load balancer",
             Some(signer.token(
-                header(KID, &ARN.replace("123456789012", "999999999999"), later),
-                claims(later),
+                &header(KID, &ARN.replace("123456789012", "999999999999"), later),
+                &claims(later),
             )),
             StatusCode::FORBIDDEN,
             "not by this console's load balancer",
@@ -201,8 +121,8 @@ async fn load_balancer_tokens_are_verified_over_their_padded_text() {
         (
             "unknown kid",
             Some(signer.token(
-                header("00000000-0000-0000-0000-000000000000", ARN, later),
-                claims(later),
+                &header("00000000-0000-0000-0000-000000000000", ARN, later),
+                &claims(later),
             )),
             StatusCode::FORBIDDEN,
             "key endpoint does not have",
@@ -212,7 +132,7 @@ async fn load_balancer_tokens_are_verified_over_their_padded_text() {
             Some({
                 let mut other = header(KID, ARN, later);
                 other["alg"] = "HS256".into();
-                signer.token(other, claims(later))
+                signer.token(&other, &claims(later))
             }),
             StatusCode::FORBIDDEN,
             "only ES256",
@@ -222,14 +142,18 @@ async fn load_balancer_tokens_are_verified_over_their_padded_text() {
             Some({
                 let mut other = header(KID, ARN, later);
                 other["client"] = "someone-else".into();
-                signer.token(other, claims(later))
+                signer.token(&other, &claims(later))
             }),
             StatusCode::FORBIDDEN,
             "--alb-client-id",
         ),
         (
             "signed with another key",
-            Some(Signer::new().token(header(KID, ARN, later), claims(later))),
+            Some(
+                TokenSigner::new()
+                    .expect("a key")
+                    .token(&header(KID, ARN, later), &claims(later)),
+            ),
             StatusCode::FORBIDDEN,
             "does not verify",
         ),
