@@ -114,6 +114,11 @@ pub fn api_routes() -> Vec<ApiRoute> {
             "/api/v1/deployments/{id}/events",
             get(http::services::deployment_events),
         ),
+        // Signing in and out (`--auth oidc`; the other modes say how they sign people in).
+        read("/auth/login", get(auth::routes::login)),
+        read("/auth/callback", get(auth::routes::callback)),
+        write("/auth/logout", post(auth::routes::logout)),
+        read("/signed-out", get(auth::routes::signed_out)),
     ]
 }
 
@@ -129,7 +134,6 @@ pub fn router(state: AppState) -> Router {
         router = router.route(route.path, route.handler);
     }
     let router = router
-        .merge(auth::routes::routes())
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),

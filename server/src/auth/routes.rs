@@ -6,22 +6,11 @@ use axum::{
     extract::{rejection::QueryRejection, Query, State},
     http::{header, HeaderMap, StatusCode},
     response::{Html, IntoResponse, Response},
-    routing::{get, post},
-    Router,
 };
 use serde::Deserialize;
 
 use super::{oidc::LOGIN_COOKIE, Authenticator};
 use crate::http::state::AppState;
-
-/// The sign-in and sign-out routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/auth/login", get(login))
-        .route("/auth/callback", get(callback))
-        .route("/auth/logout", post(logout))
-        .route("/signed-out", get(signed_out))
-}
 
 /// A small page of the console: a title, a message and a link.
 fn page(status: StatusCode, title: &str, message: &str, link: (&str, &str)) -> Response {
@@ -59,7 +48,7 @@ pub struct LoginQuery {
 }
 
 /// `GET /auth/login?next=/path`: to the provider's sign-in, and back to `next`.
-async fn login(
+pub async fn login(
     State(state): State<AppState>,
     query: Result<Query<LoginQuery>, QueryRejection>,
 ) -> Response {
@@ -96,7 +85,7 @@ pub struct CallbackQuery {
 }
 
 /// `GET /auth/callback`: the provider's answer, checked, opens a session.
-async fn callback(
+pub async fn callback(
     State(state): State<AppState>,
     headers: HeaderMap,
     query: Result<Query<CallbackQuery>, QueryRejection>,
@@ -156,7 +145,7 @@ async fn callback(
 }
 
 /// `POST /auth/logout`: ends the session.
-async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let Authenticator::Oidc(sign_in) = &*state.authenticator else {
         return not_here(&state);
     };
@@ -172,7 +161,7 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
 }
 
 /// `GET /signed-out`.
-async fn signed_out() -> Response {
+pub async fn signed_out() -> Response {
     page(
         StatusCode::OK,
         "Signed out",

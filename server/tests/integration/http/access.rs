@@ -119,11 +119,14 @@ enum Rule {
     Change(fn() -> Request<Body>),
     /// A read (or a check) through POST.
     Read(fn() -> Request<Body>),
+    /// Open to anyone: it can only end the caller's own session.
+    Anyone(fn() -> Request<Body>),
 }
 
 /// Every POST route of the console and its rule. A POST route missing here fails the matrix.
 fn rules() -> Vec<(&'static str, Rule)> {
     vec![
+        ("/auth/logout", Rule::Anyone(|| form("/auth/logout", ""))),
         (
             "/api/v1/task-definitions/{family}/{revision}/register",
             Rule::Change(|| {
@@ -338,13 +341,14 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
             let (request, may) = match rule {
                 Rule::Change(request) => (request(), who.may_change()),
                 Rule::Read(request) => (request(), who != Who::Anonymous),
+                Rule::Anyone(request) => (request(), true),
             };
             let (was_refused, status, body) = refused(send(&app, signed(who, request)).await).await;
             assert_eq!(
                 was_refused, !may,
                 "{path} as {who:?}: answered {status} {body}"
             );
-            if who == Who::Anonymous {
+            if who == Who::Anonymous && !matches!(rule, Rule::Anyone(_)) {
                 assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
             }
             cells += 1;
@@ -473,7 +477,7 @@ async fn identity_headers_from_anywhere_but_the_proxy_are_refused() {
 async fn changes_from_another_site_are_refused() {
     let (app, _) = test_app(false).await;
     for (_, rule) in rules() {
-        let Rule::Change(request) = rule else {
+        let (Rule::Change(request) | Rule::Anyone(request)) = rule else {
             continue;
         };
         let mut forged = request();
@@ -487,6 +491,16 @@ async fn changes_from_another_site_are_refused() {
         );
         let response = send(&app, forged).await;
         assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
+        // A sandboxed frame's post carries `Origin: null`.
+        let mut sandboxed = request();
+        sandboxed
+            .headers_mut()
+            .insert(header::ORIGIN, "null".parse().expect("an origin"));
+        assert_eq!(
+            send(&app, sandboxed).await.status(),
+            StatusCode::FORBIDDEN,
+            "{path}"
+        );
         let mut cross_site = request();
         cross_site
             .headers_mut()
