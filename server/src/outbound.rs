@@ -153,19 +153,9 @@ impl Outbound {
     }
 }
 
-/// `text` percent-encoded for a form body or a query string.
-pub fn form_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(byte as char)
-            }
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
-}
+/// `text` percent-encoded for a form body or a query string (RFC 3986's unreserved characters
+/// stay as they are).
+pub use app::model::fleet_view::encode as form_encode;
 
 #[cfg(test)]
 mod tests {

@@ -81,41 +81,35 @@ pub fn over_limits(text: &str) -> Vec<FieldError> {
         // Malformed JSON is reported by the checks that read it, at its line and column.
         return Vec::new();
     };
-    let count = |field: &str| {
-        task.get(field)
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len)
-    };
-    let mut errors = Vec::new();
-    let containers = count("containerDefinitions");
-    if containers > MAX_CONTAINERS {
-        errors.push(too_many(
+    let limits = [
+        (
             "containerDefinitions",
-            containers,
             MAX_CONTAINERS,
             "containers",
             "Split the containers into more than one task definition.",
-        ));
-    }
-    let tags = count("tags");
-    if tags > MAX_TAGS {
-        errors.push(too_many(
+        ),
+        (
             "tags",
-            tags,
             MAX_TAGS,
             "tags",
             "Keep the tags that matter for cost and ownership.",
-        ));
-    }
-    let constraints = count("placementConstraints");
-    if constraints > MAX_PLACEMENT_CONSTRAINTS {
-        errors.push(too_many(
+        ),
+        (
             "placementConstraints",
-            constraints,
             MAX_PLACEMENT_CONSTRAINTS,
             "constraints",
             "Combine the expressions.",
-        ));
+        ),
+    ];
+    let mut errors = Vec::new();
+    for (field, most, noun, advice) in limits {
+        let count = task
+            .get(field)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if count > most {
+            errors.push(too_many(field, count, most, noun, advice));
+        }
     }
     errors
 }

@@ -158,15 +158,11 @@ async fn a_deploy_whose_answer_is_lost_is_unknown_until_ecs_is_asked() {
     assert_eq!(state["result"], "succeeded", "{state}");
 }
 
-#[tokio::test]
-async fn a_registration_whose_answer_is_lost_is_found_by_its_audit_tag() {
-    let (state, _) = test_state(
-        false,
-        vec!["RegisterTaskDefinition:lost=1".into()],
-        None,
-        |_| {},
-    )
-    .await;
+/// A registration of embed-api sent while `fault` holds, which gets no answer it can believe:
+/// reconciled with ECS; the router, the audit record's id (`unknown` until then) and the 504's
+/// body.
+async fn unanswered_registration(fault: &str) -> (Router, String, serde_json::Value) {
+    let (state, _) = test_state(false, vec![fault.to_string()], None, |_| {}).await;
     let services = state.services.clone();
     let app = gpushare::router(state);
     fleet_json(&app, "").await;
@@ -176,12 +172,18 @@ async fn a_registration_whose_answer_is_lost_is_found_by_its_audit_tag() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let body = json(response).await;
     let record = wait_for_record(&app, "register", 5, |r| r["outcome"] == "unknown").await;
     let id = record["id"].as_str().expect("an id").to_string();
-
     app::service::deployments::reconcile(&services, Duration::ZERO)
         .await
         .expect("reconciled");
+    (app, id, body)
+}
+
+#[tokio::test]
+async fn a_registration_whose_answer_is_lost_is_found_by_its_audit_tag() {
+    let (app, id, _) = unanswered_registration("RegisterTaskDefinition:lost=1").await;
     let record = wait_for_record(&app, "register", 5, |r| r["id"] == id.as_str()).await;
     assert_eq!(record["outcome"], "registered", "{record}");
     let revision = record["to_revision"].as_str().expect("the revision found");
@@ -201,34 +203,13 @@ async fn a_registration_whose_answer_is_lost_is_found_by_its_audit_tag() {
 #[tokio::test]
 async fn a_server_error_on_register_is_unknown_until_ecs_shows_nothing_was_registered() {
     // ECS answers ServerException: the registration may or may not have happened.
-    let (state, _) = test_state(
-        false,
-        vec!["RegisterTaskDefinition:error=1".into()],
-        None,
-        |_| {},
-    )
-    .await;
-    let services = state.services.clone();
-    let app = gpushare::router(state);
-    fleet_json(&app, "").await;
-    let response = send(
-        &app,
-        post_json("/api/v1/task-definitions/embed-api/1/register", EDIT),
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
-    let body = json(response).await;
+    let (app, id, body) = unanswered_registration("RegisterTaskDefinition:error=1").await;
     assert!(
         body["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("ServerException")),
         "{body}"
     );
-    let record = wait_for_record(&app, "register", 5, |r| r["outcome"] == "unknown").await;
-    let id = record["id"].as_str().expect("an id").to_string();
-    app::service::deployments::reconcile(&services, Duration::ZERO)
-        .await
-        .expect("reconciled");
     let record = wait_for_record(&app, "register", 5, |r| r["id"] == id.as_str()).await;
     assert_eq!(record["outcome"], "failed", "{record}");
     assert!(record["detail"]
