@@ -240,10 +240,18 @@ mod tests {
         json!({"name": name, "image": "img", "resourceRequirements": [requirement]})
     }
 
+    /// ECS's model: a requirement has a value or a sharing strategy, not both. Whether ECS
+    /// lets an empty value through is not documented; the cautious reading refuses it, so that
+    /// the console never depends on it.
     #[test]
-    fn mps_with_an_empty_value_is_shared() {
-        let td = register(json!({"family": "a", "containerDefinitions": [gpu_container("c", json!({
+    fn mps_with_an_empty_value_is_refused() {
+        let refused = register(json!({"family": "a", "containerDefinitions": [gpu_container("c", json!({
             "type": "GPU", "value": "", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}
+        }))]}))
+        .expect_err("value and strategy");
+        assert!(refused.to_string().contains("not both"), "{refused}");
+        let td = register(json!({"family": "a", "containerDefinitions": [gpu_container("c", json!({
+            "type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}
         }))]}))
         .expect("valid");
         assert_eq!(td.gpu, GpuRequest::Mps(vec![8192]));

@@ -8,9 +8,10 @@ use aws_sdk_ecs::{
     config::{BehaviorVersion, Credentials, Region},
     error::ProvideErrorMetadata,
     types::{
-        ContainerDefinition, DeploymentCircuitBreaker, DeploymentConfiguration, GpuSharingMode,
-        InstanceHealthCheckState, InstanceHealthCheckType, KeyValuePair, NvidiaMpsAllocation,
-        ResourceRequirement, ResourceType, SharingStrategy, Tag, TaskDefinitionField,
+        ContainerDefinition, ContainerInstanceField, DeploymentCircuitBreaker,
+        DeploymentConfiguration, GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType,
+        KeyValuePair, NvidiaMpsAllocation, ResourceRequirement, ResourceType, SharingStrategy, Tag,
+        TaskDefinitionField,
     },
 };
 use aws_smithy_types::DateTime as SmithyTime;
@@ -105,11 +106,28 @@ async fn clusters_and_container_instances_with_gpu_devices() {
         all_instance_arns(&h.ecs, "inference-prod", 100).await
     );
 
+    // As ECS: health only when the request asks for it.
+    let plain = h
+        .ecs
+        .describe_container_instances()
+        .cluster("inference-prod")
+        .set_container_instances(Some(paged.clone()))
+        .send()
+        .await
+        .expect("describe instances");
+    assert!(
+        plain
+            .container_instances()
+            .iter()
+            .all(|i| i.health_status().is_none()),
+        "no healthStatus without include CONTAINER_INSTANCE_HEALTH"
+    );
     let out = h
         .ecs
         .describe_container_instances()
         .cluster("inference-prod")
         .set_container_instances(Some(paged))
+        .include(ContainerInstanceField::ContainerInstanceHealth)
         .send()
         .await
         .expect("describe instances");
@@ -308,13 +326,34 @@ async fn errors_come_back_typed() {
     assert_eq!(error.code(), Some("InvalidParameterException"));
 }
 
+/// The SDK models `value` as required and writes `"value":""` beside a sharing strategy; ECS's
+/// model takes one or the other, so the request goes out without it, as the console sends it.
+fn without_empty_value(request: &mut aws_smithy_runtime_api::client::orchestrator::HttpRequest) {
+    let Some(text) = request
+        .body()
+        .bytes()
+        .and_then(|b| std::str::from_utf8(b).ok())
+    else {
+        return;
+    };
+    let body = text
+        .replace(r#""value":"","#, "")
+        .replace(r#","value":"""#, "");
+    if body.len() != text.len() {
+        request
+            .headers_mut()
+            .insert("content-length", body.len().to_string());
+        *request.body_mut() = aws_smithy_types::body::SdkBody::from(body);
+    }
+}
+
 fn mps_requirement(memory: i32, compute: Option<i32>) -> ResourceRequirement {
     let mps = NvidiaMpsAllocation::builder()
         .memory(memory)
         .set_max_compute_percent(compute)
         .build()
         .expect("mps");
-    // The SDK models `value` as required, so it goes out as "" beside the sharing strategy.
+    // The SDK models `value` as required: it goes out as "" unless `without_empty_value`.
     ResourceRequirement::builder()
         .r#type(ResourceType::Gpu)
         .value("")
@@ -339,6 +378,8 @@ async fn task_definitions_register_describe_list_and_deregister() {
         .family("embedder")
         .container_definitions(container.clone())
         .tags(Tag::builder().key("team").value("search").build())
+        .customize()
+        .mutate_request(without_empty_value)
         .send()
         .await
         .expect("register");
@@ -349,6 +390,8 @@ async fn task_definitions_register_describe_list_and_deregister() {
         .register_task_definition()
         .family("embedder")
         .container_definitions(container)
+        .customize()
+        .mutate_request(without_empty_value)
         .send()
         .await
         .expect("register 2");
@@ -441,6 +484,28 @@ async fn task_definitions_register_describe_list_and_deregister() {
         error.message().unwrap_or_default().contains("not both"),
         "{error:?}"
     );
+    // The SDK's own request, with its `"value":""` beside the strategy, is refused the same way.
+    let error = h
+        .ecs
+        .register_task_definition()
+        .family("bad")
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name("c")
+                .image("i")
+                .resource_requirements(mps_requirement(1024, None))
+                .build(),
+        )
+        .send()
+        .await
+        .expect_err("an empty value beside the strategy");
+    assert!(
+        error
+            .message()
+            .unwrap_or_default()
+            .contains("even an empty one"),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -481,6 +546,8 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .register_task_definition()
         .family("tts")
         .container_definitions(container.clone())
+        .customize()
+        .mutate_request(without_empty_value)
         .send()
         .await
         .expect("register");
@@ -551,6 +618,8 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .register_task_definition()
         .family("tts")
         .container_definitions(container)
+        .customize()
+        .mutate_request(without_empty_value)
         .send()
         .await
         .expect("register");
@@ -635,6 +704,8 @@ async fn a_service_that_cannot_be_placed_reports_it() {
         .register_task_definition()
         .family("huge")
         .container_definitions(huge)
+        .customize()
+        .mutate_request(without_empty_value)
         .send()
         .await
         .expect("register");

@@ -89,9 +89,10 @@ pub fn container_gpu(
                 format!("Container '{name}' has more than one GPU resource requirement."),
             ));
         }
+        // `None` when the requirement leaves `value` out; an empty text is still a value.
         let value = match requirement.get("value") {
-            None | Some(Value::Null) => "",
-            Some(Value::String(value)) => value.as_str(),
+            None | Some(Value::Null) => None,
+            Some(Value::String(value)) => Some(value.as_str()),
             Some(_) => {
                 return Err(error(
                     format!("{path}.value"),
@@ -100,26 +101,31 @@ pub fn container_gpu(
             }
         };
         let strategy = requirement.get("sharingStrategy").filter(|v| !v.is_null());
-        found = match (value.is_empty(), strategy) {
-            (false, Some(_)) => {
+        found = match (value, strategy) {
+            (Some(value), Some(_)) => {
+                let hint = if value.is_empty() {
+                    " Leave value out, even an empty one."
+                } else {
+                    ""
+                };
                 return Err(error(
                     format!("{path}.sharingStrategy"),
-                    format!("Container '{name}': a GPU resource requirement takes either a value or a sharingStrategy, not both."),
+                    format!("Container '{name}': a GPU resource requirement takes either a value or a sharingStrategy, not both.{hint}"),
                 ))
             }
-            (true, None) => {
+            (None | Some(""), None) => {
                 return Err(error(
                     format!("{path}.value"),
                     format!("Container '{name}': a GPU resource requirement needs a value (a number of GPUs) or a sharingStrategy."),
                 ))
             }
-            (false, None) => ContainerGpu::Whole(parse_gpu_count(value).ok_or_else(|| {
+            (Some(value), None) => ContainerGpu::Whole(parse_gpu_count(value).ok_or_else(|| {
                 error(
                     format!("{path}.value"),
                     format!("Container '{name}': the GPU value '{value}' is not valid; give a whole number of GPUs of at least 1, or ALL."),
                 )
             })?),
-            (true, Some(strategy)) => parse_sharing_strategy(strategy)
+            (None, Some(strategy)) => parse_sharing_strategy(strategy)
                 .map_err(|(field, message)| {
                     error(
                         format!("{path}.sharingStrategy{field}"),
@@ -355,6 +361,12 @@ mod tests {
                 ".sharingStrategy".to_string(),
             ),
             (
+                "an empty value beside a strategy (ECS: one or the other)",
+                json!({"type": "GPU", "value": "", "sharingStrategy": {"nvidiaMps": {"memory": 8192}}}),
+                "even an empty one",
+                ".sharingStrategy".to_string(),
+            ),
+            (
                 "neither",
                 json!({"type": "GPU", "value": ""}),
                 "needs a value",
@@ -469,10 +481,6 @@ mod tests {
             (
                 json!({"type": "GPU", "value": "ALL"}),
                 GpuRequest::Whole(vec![ALL_GPUS]),
-            ),
-            (
-                json!({"type": "GPU", "value": "", "sharingStrategy": {"nvidiaMps": {"memory": 8192}}}),
-                GpuRequest::Mps(vec![8192]),
             ),
             (
                 json!({"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1, "maxComputePercent": 100}}}),

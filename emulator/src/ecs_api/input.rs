@@ -48,6 +48,14 @@ impl Include {
     pub fn tags(&self) -> bool {
         self.0.iter().any(|field| field == "TAGS")
     }
+
+    /// DescribeContainerInstances' `CONTAINER_INSTANCE_HEALTH`: without it ECS leaves
+    /// `healthStatus` out.
+    pub fn health(&self) -> bool {
+        self.0
+            .iter()
+            .any(|field| field == "CONTAINER_INSTANCE_HEALTH")
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -55,7 +55,7 @@ pub fn describe(
     if wanted.len() > DESCRIBE_LIMIT {
         return Err(invalid("containerInstances can have at most 100 items."));
     }
-    let tags = input.include.tags();
+    let (tags, health) = (input.include.tags(), input.include.health());
     let mut found = Vec::with_capacity(wanted.len());
     let mut failures = Vec::new();
     for reference in wanted {
@@ -71,7 +71,7 @@ pub fn describe(
         match cluster.instance(&arn) {
             Some(instance) => {
                 let tags = tags.then(|| tags_of(fleet, &instance.arn));
-                found.push(InstanceOut::new(instance, tags));
+                found.push(InstanceOut::new(instance, tags, health));
             }
             None => failures.push(missing(reference)),
         }
@@ -106,7 +106,9 @@ pub struct InstanceOut<'a> {
     registered_resources: [Resource<'a>; 4],
     remaining_resources: [Resource<'a>; 4],
     gpu_devices: Vec<GpuDevice<'a>>,
-    health_status: Health<'a>,
+    /// Only when the request's `include` asks for `CONTAINER_INSTANCE_HEALTH`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_status: Option<Health<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tags: Option<Value>,
 }
@@ -181,7 +183,11 @@ fn integer(name: &'static str, value: u32) -> Resource<'static> {
 }
 
 impl<'a> InstanceOut<'a> {
-    pub fn new(instance: &'a ContainerInstance, tags: Option<Value>) -> InstanceOut<'a> {
+    pub fn new(
+        instance: &'a ContainerInstance,
+        tags: Option<Value>,
+        health: bool,
+    ) -> InstanceOut<'a> {
         let registered_at = epoch_seconds(instance.registered_at);
         let mut attributes = vec![
             Attribute {
@@ -290,14 +296,14 @@ impl<'a> InstanceOut<'a> {
                     container_count: slot.container_count,
                 })
                 .collect(),
-            health_status: Health {
+            health_status: health.then(|| Health {
                 overall_status: if instance.mps_impaired.is_some() {
                     "IMPAIRED"
                 } else {
                     "OK"
                 },
                 details,
-            },
+            }),
             tags,
         }
     }

@@ -224,8 +224,7 @@ impl Ecs {
         })?;
         let input = json::parse_register(&text)
             .map_err(|errors| unsent(errors.into_iter().map(|e| e.message).collect()))?;
-        let registered = json::register_call(&self.client, input)
-            .send()
+        let registered = json::register(&self.client, input)
             .await
             .map_err(|e| errors::ecs_write("RegisterTaskDefinition", &e))?;
         // ECS's answer describes the new revision: no second call that could fail after it.

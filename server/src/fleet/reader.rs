@@ -14,8 +14,8 @@ use app::model::{
     arn::arn_tail, gpu_model_of, ClusterView, FleetSnapshot, InstanceView, ServiceRef, SharingMode,
 };
 use aws_sdk_ecs::types::{
-    GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, ServiceField,
-    SharingStrategy, TaskDefinitionField,
+    ContainerInstanceField, GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType,
+    ServiceField, SharingStrategy, TaskDefinitionField,
 };
 use futures::{future::try_join_all, stream, Stream, StreamExt, TryStreamExt};
 
@@ -222,6 +222,8 @@ impl FleetReader {
                     .describe_container_instances()
                     .cluster(cluster)
                     .set_container_instances(Some(batch))
+                    // Without it ECS leaves out healthStatus, and an impaired MPS daemon.
+                    .include(ContainerInstanceField::ContainerInstanceHealth)
                     .send()
                     .await
                     .map_err(failed("DescribeContainerInstances"))?;

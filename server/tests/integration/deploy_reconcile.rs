@@ -61,16 +61,13 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         .await
         .expect("described");
     let td = described.task_definition().expect("a task definition");
-    let mut again = clients
-        .ecs
-        .register_task_definition()
-        .family("embed-api")
-        .set_container_definitions(Some(td.container_definitions().to_vec()))
-        .set_requires_compatibilities(Some(td.requires_compatibilities().to_vec()));
-    if let Some(mode) = td.network_mode() {
-        again = again.network_mode(mode.clone());
-    }
-    again.send().await.expect("revision 2");
+    // Registered again as the console registers: through the SDK, as ECS takes it.
+    use gpushare::ecs::task_definitions::json;
+    let again = serde_json::Value::Object(json::register_json(td, &[])).to_string();
+    let again = json::parse_register(&again).expect("the described revision reads back");
+    json::register(&clients.ecs, again)
+        .await
+        .expect("revision 2");
     let sent = audit
         .begin(intent(
             "inference-prod/embed-api",
@@ -191,6 +188,17 @@ async fn another_live_replicas_records_and_locks_are_left_alone_on_sqlite() {
     replicas_leave_each_other_alone(a, b).await;
 }
 
+/// The ids of the records `replica` would settle.
+async fn unsettled_ids(replica: &SqlAuditLog) -> Vec<String> {
+    replica
+        .select_unsettled()
+        .await
+        .expect("unsettled")
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
 #[tokio::test]
 async fn another_live_replicas_records_and_locks_are_left_alone_on_postgresql() {
     let server = Postgres::start();
@@ -219,13 +227,7 @@ async fn replicas_leave_each_other_alone(a: SqlAuditLog, b: SqlAuditLog) {
         .await
         .expect("intent");
 
-    let seen: Vec<String> = b
-        .select_unsettled()
-        .await
-        .expect("unsettled")
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let seen = unsettled_ids(&b).await;
     assert!(seen.contains(&mine), "its own record: {seen:?}");
     assert!(
         !seen.contains(&in_flight),
@@ -240,13 +242,7 @@ async fn replicas_leave_each_other_alone(a: SqlAuditLog, b: SqlAuditLog) {
 
     // `a` stops: what it left is `b`'s to settle, and `b` gives its lock back when it does.
     a.leave().await.expect("left");
-    let seen: Vec<String> = b
-        .select_unsettled()
-        .await
-        .expect("unsettled")
-        .into_iter()
-        .map(|r| r.id)
-        .collect();
+    let seen = unsettled_ids(&b).await;
     assert!(
         seen.contains(&in_flight),
         "a gone replica's record: {seen:?}"

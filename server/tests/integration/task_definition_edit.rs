@@ -55,8 +55,7 @@ async fn empty() -> Clients {
 /// RegisterTaskDefinition JSON that registers it again.
 async fn register_and_describe(clients: &Clients, text: &str) -> (Map<String, Value>, i32) {
     let input = json::parse_register(text).unwrap_or_else(|e| panic!("{e:?}"));
-    let registered = json::register_call(&clients.ecs, input)
-        .send()
+    let registered = json::register(&clients.ecs, input)
         .await
         .expect("registered");
     let arn = registered
@@ -388,4 +387,82 @@ fn the_corpus_uses_every_field_the_sdk_models() {
     );
     assert_eq!(count("RegisterTaskDefinition"), 18);
     assert!(count("ContainerDefinition") >= 42);
+}
+
+/// A server in ECS's place that keeps every request body and answers RegisterTaskDefinition
+/// with a revision; its SDK clients and the bodies.
+async fn capturing_ecs() -> (Clients, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    let ecs = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: String| {
+            kept.lock().expect("bodies").push(body);
+            async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/x-amz-json-1.1")],
+                    r#"{"taskDefinition": {"family": "embed", "revision": 1, "taskDefinitionArn": "arn:aws:ecs:us-east-1:123456789012:task-definition/embed:1"}}"#,
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let address = listener.local_addr().expect("bound");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, ecs).await;
+    });
+    let clients = Clients::new(&Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await;
+    (clients, bodies)
+}
+
+/// What goes over the wire: the SDK writes `"value": ""` beside a sharing strategy (it models
+/// `value` as required), ECS's model says one or the other, and the console's request leaves it
+/// out while a whole-GPU requirement keeps its value.
+#[tokio::test]
+async fn an_mps_registration_goes_out_without_an_empty_value() {
+    let (clients, bodies) = capturing_ecs().await;
+    let text = serde_json::json!({
+        "family": "embed",
+        "containerDefinitions": [
+            {"name": "model", "image": "embed:1", "memory": 2048, "resourceRequirements": [
+                {"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 8192, "maxComputePercent": 50}}}]},
+            {"name": "trainer", "image": "train:1", "memory": 2048, "resourceRequirements": [
+                {"type": "GPU", "value": "2"}]},
+        ],
+    })
+    .to_string();
+    let requirements = |body: &str| {
+        let sent: Value = serde_json::from_str(body).expect("a JSON body");
+        (
+            sent["containerDefinitions"][0]["resourceRequirements"][0].clone(),
+            sent["containerDefinitions"][1]["resourceRequirements"][0].clone(),
+        )
+    };
+
+    json::register_call(&clients.ecs, json::parse_register(&text).expect("valid"))
+        .send()
+        .await
+        .expect("answered");
+    let (mps, _) = requirements(&bodies.lock().expect("bodies")[0]);
+    assert_eq!(
+        mps["value"], "",
+        "the SDK alone writes an empty value: {mps}"
+    );
+
+    json::register(&clients.ecs, json::parse_register(&text).expect("valid"))
+        .await
+        .expect("answered");
+    let (mps, whole) = requirements(&bodies.lock().expect("bodies")[1]);
+    assert!(
+        mps.get("value").is_none(),
+        "no value beside the strategy: {mps}"
+    );
+    assert_eq!(mps["sharingStrategy"]["nvidiaMps"]["memory"], 8192);
+    assert_eq!(mps["sharingStrategy"]["nvidiaMps"]["maxComputePercent"], 50);
+    assert_eq!(whole["value"], "2", "{whole}");
 }

@@ -4,8 +4,10 @@
 //! field it does not model is refused by its path, as ECS refuses it.
 
 use aws_sdk_ecs::{
+    error::SdkError,
     operation::register_task_definition::{
-        builders::RegisterTaskDefinitionFluentBuilder, RegisterTaskDefinitionInput,
+        builders::RegisterTaskDefinitionFluentBuilder, RegisterTaskDefinitionError,
+        RegisterTaskDefinitionInput, RegisterTaskDefinitionOutput,
     },
     types::{Tag, TaskDefinition},
 };
@@ -15,6 +17,7 @@ use aws_smithy_schema::{
     serde::{SerializableStruct, ShapeSerializer},
     Schema,
 };
+use aws_smithy_types::body::SdkBody;
 use placement::rules::RuleError;
 use serde_json::{Map, Value};
 
@@ -39,13 +42,15 @@ fn to_json(schema: &Schema<'_>, value: &dyn SerializableStruct) -> Value {
 }
 
 /// The SDK models a resource requirement's `value` as always present, so it writes `""` beside
-/// a sharing strategy; ECS's documents leave it out, and so does the console.
-fn tidy(task: &mut Value) {
+/// a sharing strategy; ECS's model says a requirement has one or the other, not both, so the
+/// console leaves it out: of the JSON it shows, and of the request it sends.
+fn tidy(task: &mut Value) -> bool {
+    let mut changed = false;
     let Some(containers) = task
         .get_mut("containerDefinitions")
         .and_then(Value::as_array_mut)
     else {
-        return;
+        return false;
     };
     for container in containers {
         let Some(requirements) = container
@@ -59,9 +64,38 @@ fn tidy(task: &mut Value) {
                 && requirement.get("value").and_then(Value::as_str) == Some("")
             {
                 requirement.remove("value");
+                changed = true;
             }
         }
     }
+    changed
+}
+
+/// A RegisterTaskDefinition request body without the `"value": ""` the SDK writes beside a
+/// sharing strategy; `None` when there is nothing to leave out.
+pub fn as_ecs_takes_it(body: &[u8]) -> Option<String> {
+    let mut request: Value = serde_json::from_slice(body).ok()?;
+    tidy(&mut request).then(|| request.to_string())
+}
+
+/// Registers `input`: the call of [`register_call`], its body rewritten just before it is signed
+/// so that no `"value": ""` goes out beside a sharing strategy.
+pub async fn register(
+    ecs: &aws_sdk_ecs::Client,
+    input: RegisterTaskDefinitionInput,
+) -> Result<RegisterTaskDefinitionOutput, SdkError<RegisterTaskDefinitionError>> {
+    register_call(ecs, input)
+        .customize()
+        .mutate_request(|request| {
+            if let Some(body) = request.body().bytes().and_then(as_ecs_takes_it) {
+                request
+                    .headers_mut()
+                    .insert("content-length", body.len().to_string());
+                *request.body_mut() = SdkBody::from(body);
+            }
+        })
+        .send()
+        .await
 }
 
 /// A described revision as DescribeTaskDefinition's JSON names it.
