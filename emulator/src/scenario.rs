@@ -274,6 +274,15 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     add_instances(&mut fleet, "inference-prod", &G6E_12XLARGE, 2, start);
     add_instances(&mut fleet, "inference-prod", &G5_XLARGE, 3, start);
     add_instances(&mut fleet, "batch-sim", &P4D_24XLARGE, 1, start);
+    // The p4d runs an agent without GPU sharing: ECS reports its GPUs only as GPU resources, with
+    // no gpuDevices, and places only whole-GPU tasks on it.
+    if let Some(p4d) = fleet
+        .clusters
+        .get_mut("batch-sim")
+        .and_then(|c| c.instances.last_mut())
+    {
+        p4d.mps_capable = false;
+    }
     add_instances(&mut fleet, "batch-sim", &P5_48XLARGE, 1, start);
     add_instances(&mut fleet, "batch-sim", &G6E_12XLARGE, 2, start);
     add_instances(&mut fleet, "batch-sim", &G5_12XLARGE, 1, start);
@@ -558,6 +567,15 @@ mod tests {
                 .count(),
             1,
             "one impaired daemon"
+        );
+        let unshared: Vec<_> = instances.iter().filter(|i| !i.mps_capable).collect();
+        assert_eq!(unshared.len(), 1, "one instance without GPU sharing");
+        assert!(
+            unshared[0]
+                .gpus
+                .iter()
+                .all(|g| g.mode != crate::placement::SharingMode::NvidiaMps),
+            "no MPS task on an instance without GPU sharing"
         );
         let services: Vec<_> = fleet
             .clusters

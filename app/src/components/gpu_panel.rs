@@ -95,7 +95,12 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
             </dl>
             {detail.instance.impaired.clone().map(|reason| view! {
                 <p class="banner warn" role="status">
-                    {format!("The instance's MPS daemon is impaired: {reason}. ECS places no MPS tasks here until it recovers.")}
+                    {format!("The instance's MPS daemon is impaired: {reason}. Its running tasks keep running; a new MPS task placed here fails at start. Whether ECS avoids the instance is not documented, so the console counts no MPS room here.")}
+                </p>
+            })}
+            {(!detail.instance.mps_capable).then(|| view! {
+                <p class="banner" role="status" data-testid="no-sharing">
+                    "This instance does not share GPUs: its agent reports no GPU devices, so ECS places only whole-GPU tasks here. The memory shown is the instance type's nominal GPU memory."
                 </p>
             })}
             <h3>"Memory"</h3>

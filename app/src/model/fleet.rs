@@ -193,9 +193,32 @@ pub fn gpu_model_of(instance_type: &str) -> Option<&'static str> {
     })
 }
 
+/// The nominal memory of one GPU of an instance type, in MiB (AWS instance pages: 24 GiB for an
+/// A10G, …), for an instance that reports no `gpuDevices` and so no measured memory.
+pub fn nominal_gpu_memory_mib(instance_type: &str) -> Option<u32> {
+    let family = instance_type.split('.').next()?;
+    let gib = match family {
+        "g4dn" => 16,
+        "g5" | "g6" => 24,
+        "g6e" => 48,
+        "p4d" => 40,
+        "p4de" | "p5" => 80,
+        "p5e" | "p5en" => 141,
+        _ => return None,
+    };
+    Some(gib * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nominal_memory_comes_from_the_family() {
+        assert_eq!(nominal_gpu_memory_mib("p4d.24xlarge"), Some(40 * 1024));
+        assert_eq!(nominal_gpu_memory_mib("g6e.12xlarge"), Some(48 * 1024));
+        assert_eq!(nominal_gpu_memory_mib("m7i.large"), None);
+    }
 
     #[test]
     fn instance_types_name_their_gpus() {

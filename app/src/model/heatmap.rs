@@ -76,7 +76,7 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
             let impaired = instance.impaired.is_some();
             let _ = write!(
                 svg,
-                r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}</text>"#,
+                r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}{}</text>"#,
                 escape(&instance.ec2_instance_id),
                 if impaired { r#" class="imp""# } else { "" },
                 escape(&instance.ec2_instance_id),
@@ -85,6 +85,12 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
                     r#" <tspan class="w">⚠ impaired</tspan>"#
                 } else {
                     ""
+                },
+                // Its agent reports no gpuDevices: whole GPUs only.
+                if instance.mps_capable || instance.gpus.is_empty() {
+                    ""
+                } else {
+                    r#" <tspan class="t" data-no-sharing="">· no sharing</tspan>"#
                 },
             );
             for gpu in &instance.gpus {
@@ -179,6 +185,16 @@ mod tests {
             4,
             "no data, never zero"
         );
+    }
+
+    #[test]
+    fn an_instance_without_gpu_sharing_says_so() {
+        let mut snapshot = fleet(&["a", "b"], 2);
+        assert!(!render(&snapshot, ColourMode::Memory, None).contains("no sharing"));
+        snapshot.clusters[1].instances[0].mps_capable = false;
+        let svg = render(&snapshot, ColourMode::Memory, None);
+        assert_eq!(svg.matches("· no sharing").count(), 1, "{svg}");
+        assert_eq!(svg.matches("<rect").count(), 4, "its GPUs are still cells");
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod theme;
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
 pub use error::ServiceError;
 pub use fleet::{
-    gpu_model_of, ClusterView, FleetSnapshot, GpuContainer, GpuUsage, GpuView, InstanceView,
-    Reading, ServiceRef, SharingMode,
+    gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, GpuContainer, GpuUsage,
+    GpuView, InstanceView, Reading, ServiceRef, SharingMode,
 };
 pub use theme::{Theme, THEME_COOKIE};

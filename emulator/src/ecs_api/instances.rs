@@ -105,7 +105,10 @@ pub struct InstanceOut<'a> {
     attributes: Vec<Attribute<'a>>,
     registered_resources: [Resource<'a>; 4],
     remaining_resources: [Resource<'a>; 4],
-    gpu_devices: Vec<GpuDevice<'a>>,
+    /// Only on instances that support GPU sharing, as ECS answers: an instance on an older agent
+    /// or AMI, or without MPS, has its GPUs only in the GPU resources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_devices: Option<Vec<GpuDevice<'a>>>,
     /// Only when the request's `include` asks for `CONTAINER_INSTANCE_HEALTH`.
     #[serde(skip_serializing_if = "Option::is_none")]
     health_status: Option<Health<'a>>,
@@ -284,18 +287,20 @@ impl<'a> InstanceOut<'a> {
                 set("PORTS", PORTS.to_vec()),
                 set("GPU", free_gpus),
             ],
-            gpu_devices: instance
-                .gpu_ids
-                .iter()
-                .zip(&instance.gpus)
-                .map(|(id, slot)| GpuDevice {
-                    gpu_id: id,
-                    sharing_mode: slot.mode.as_str(),
-                    total_memory_in_mib: slot.total_memory_mib,
-                    remaining_memory_in_mib: slot.remaining_memory_mib,
-                    container_count: slot.container_count,
-                })
-                .collect(),
+            gpu_devices: instance.mps_capable.then(|| {
+                instance
+                    .gpu_ids
+                    .iter()
+                    .zip(&instance.gpus)
+                    .map(|(id, slot)| GpuDevice {
+                        gpu_id: id,
+                        sharing_mode: slot.mode.as_str(),
+                        total_memory_in_mib: slot.total_memory_mib,
+                        remaining_memory_in_mib: slot.remaining_memory_mib,
+                        container_count: slot.container_count,
+                    })
+                    .collect()
+            }),
             health_status: health.then(|| Health {
                 overall_status: if instance.mps_impaired.is_some() {
                     "IMPAIRED"

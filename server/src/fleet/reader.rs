@@ -11,7 +11,8 @@ use std::{
 };
 
 use app::model::{
-    arn::arn_tail, gpu_model_of, ClusterView, FleetSnapshot, InstanceView, ServiceRef, SharingMode,
+    arn::arn_tail, gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, InstanceView,
+    ServiceRef, SharingMode,
 };
 use aws_sdk_ecs::types::{
     ContainerInstanceField, GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType,
@@ -507,7 +508,33 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
             })
             .map(|d| d.status_reason().unwrap_or("impaired").to_string())
     });
-    let gpus = instance
+    let instance_type = attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into());
+    let gpus = if instance.gpu_devices().is_empty() {
+        gpus_from_resources(instance, &instance_type)
+    } else {
+        devices(instance)
+    };
+    let view = InstanceView {
+        arn: instance
+            .container_instance_arn()
+            .unwrap_or_default()
+            .to_string(),
+        ec2_instance_id: instance.ec2_instance_id().unwrap_or_default().to_string(),
+        instance_type,
+        impaired,
+        mps_capable: instance
+            .attributes()
+            .iter()
+            .any(|a| a.name() == "ecs.capability.gpu-sharing-mps"),
+        gpu_model: None,
+        gpus: Vec::new(),
+    };
+    (view, gpus)
+}
+
+/// The GPUs an instance reports with `gpuDevices` (instances that support GPU sharing).
+fn devices(instance: &aws_sdk_ecs::types::ContainerInstance) -> Vec<RawGpu> {
+    instance
         .gpu_devices()
         .iter()
         .map(|g| RawGpu {
@@ -520,23 +547,41 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
             total_memory_mib: g.total_memory_in_mib().unwrap_or(0).max(0) as u32,
             remaining_memory_mib: g.remaining_memory_in_mib().unwrap_or(0).max(0) as u32,
         })
-        .collect();
-    let view = InstanceView {
-        arn: instance
-            .container_instance_arn()
-            .unwrap_or_default()
-            .to_string(),
-        ec2_instance_id: instance.ec2_instance_id().unwrap_or_default().to_string(),
-        instance_type: attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into()),
-        impaired,
-        mps_capable: instance
-            .attributes()
+        .collect()
+}
+
+/// The GPUs of an instance that reports no `gpuDevices` (an agent or AMI without GPU sharing):
+/// the GPU IDs of its registered `GPU` resource, allocated unless in the remaining one, each a
+/// whole GPU with the instance type's nominal memory (0 when the type is unknown).
+fn gpus_from_resources(
+    instance: &aws_sdk_ecs::types::ContainerInstance,
+    instance_type: &str,
+) -> Vec<RawGpu> {
+    let ids = |resources: &[aws_sdk_ecs::types::Resource]| -> Vec<String> {
+        resources
             .iter()
-            .any(|a| a.name() == "ecs.capability.gpu-sharing-mps"),
-        gpu_model: None,
-        gpus: Vec::new(),
+            .find(|r| r.name() == Some("GPU"))
+            .map(|r| r.string_set_value().to_vec())
+            .unwrap_or_default()
     };
-    (view, gpus)
+    let free = ids(instance.remaining_resources());
+    let total = nominal_gpu_memory_mib(instance_type).unwrap_or(0);
+    ids(instance.registered_resources())
+        .into_iter()
+        .map(|uuid| {
+            let idle = free.contains(&uuid);
+            RawGpu {
+                uuid,
+                mode: if idle {
+                    SharingMode::Idle
+                } else {
+                    SharingMode::Dedicated
+                },
+                total_memory_mib: total,
+                remaining_memory_mib: if idle { total } else { 0 },
+            }
+        })
+        .collect()
 }
 
 /// Shared handle, for the background refresher.

@@ -58,6 +58,27 @@ async fn the_snapshot_matches_the_emulators_state() {
         .flat_map(|i| i.gpus.iter())
         .collect();
     assert_eq!(views.len(), truth.len(), "one view per GPU");
+    // An instance without GPU sharing reports no gpuDevices: its GPUs come from its GPU
+    // resources and its tasks' GPU IDs, whole, with the instance type's nominal memory.
+    let unshared: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .filter(|i| !i.mps_capable)
+        .collect();
+    assert_eq!(unshared.len(), 1, "the demo's p4d without GPU sharing");
+    assert_eq!(unshared[0].instance_type, "p4d.24xlarge");
+    assert_eq!(unshared[0].gpus.len(), 8);
+    for gpu in &unshared[0].gpus {
+        assert_eq!(gpu.total_memory_mib, 40 * 1024, "{}", gpu.uuid);
+        assert_ne!(gpu.mode, SharingMode::NvidiaMps, "{}", gpu.uuid);
+        assert!(
+            gpu.containers.iter().all(|c| c.whole_gpu),
+            "{}: {:?}",
+            gpu.uuid,
+            gpu.containers
+        );
+    }
     for view in &views {
         let (mode, remaining, count) = truth[&view.uuid];
         assert_eq!(view.mode, mode, "{}", view.uuid);

@@ -62,8 +62,9 @@ impl FleetSummary {
                     });
                     summary.oversubscribed += u32::from(gpu.compute_allocated_percent > 100);
                     summary.without_usage += u32::from(gpu.usage.is_none());
-                    // An impaired MPS daemon takes no MPS containers.
-                    if instance.impaired.is_none() {
+                    // An impaired MPS daemon, or an instance without GPU sharing, takes no MPS
+                    // containers.
+                    if instance.impaired.is_none() && instance.mps_capable {
                         let slot = slot(gpu);
                         let largest = slot.largest_mps_request();
                         fit.free_mib += u64::from(largest);
@@ -115,5 +116,15 @@ mod tests {
         assert_eq!(prod.largest_mps_request_mib, 20_000);
         assert_eq!(prod.free_mib, 8_000 + 15_000 + 20_000);
         assert_eq!(summary.clusters[1].largest_mps_request_mib, 1_000);
+
+        // An instance without GPU sharing takes no MPS containers either.
+        let mut unshared = snapshot();
+        for instance in &mut unshared.clusters[0].instances {
+            instance.mps_capable = false;
+        }
+        let summary = FleetSummary::of(&unshared);
+        assert_eq!(summary.clusters[0].largest_mps_request_mib, 0);
+        assert_eq!(summary.clusters[0].free_mib, 0);
+        assert_eq!(summary.gpus, 6, "its GPUs still count");
     }
 }
