@@ -192,6 +192,9 @@ fn split_arn(arn: &str) -> (String, usize) {
     (family.to_string(), revision.parse().unwrap_or(0))
 }
 
+/// The most tags ECS keeps on one resource.
+pub const MAX_TAGS: usize = 50;
+
 /// Parses a `tags` list of `{key, value}`.
 pub fn parse_tags(tags: Option<Value>) -> Result<Vec<Tag>, EcsError> {
     let Some(tags) = tags else {
@@ -200,6 +203,12 @@ pub fn parse_tags(tags: Option<Value>) -> Result<Vec<Tag>, EcsError> {
     let list = tags
         .as_array()
         .ok_or_else(|| invalid("tags must be a list of {key, value}."))?;
+    if list.len() > MAX_TAGS {
+        return Err(invalid(format!(
+            "tags can have at most {MAX_TAGS} items; this request has {}.",
+            list.len()
+        )));
+    }
     list.iter()
         .map(|tag| {
             let key = tag

@@ -9,9 +9,9 @@ use aws_sdk_ecs::{
     error::ProvideErrorMetadata,
     types::{
         ContainerDefinition, ContainerInstanceField, DeploymentCircuitBreaker,
-        DeploymentConfiguration, GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType,
-        KeyValuePair, NvidiaMpsAllocation, ResourceRequirement, ResourceType, SharingStrategy, Tag,
-        TaskDefinitionField,
+        DeploymentConfiguration, DesiredStatus, GpuSharingMode, InstanceHealthCheckState,
+        InstanceHealthCheckType, KeyValuePair, NvidiaMpsAllocation, ResourceRequirement,
+        ResourceType, SharingStrategy, Tag, TaskDefinitionFamilyStatus, TaskDefinitionField,
     },
 };
 use aws_smithy_types::DateTime as SmithyTime;
@@ -1211,4 +1211,132 @@ async fn cloudwatch_also_answers_botocores_json_protocol() {
     .await;
     assert_eq!(status, 400);
     assert!(body.contains("__type"), "{body}");
+}
+
+/// Smaller points where ECS's documents and the emulator once disagreed: the families' list
+/// has inactive families by default, no running task is listed as PENDING, startedBy is the
+/// only filter, failures name full ARNs, at most 50 tags, and NeuronDevice is a requirement
+/// type.
+#[tokio::test]
+async fn listing_filtering_and_failures_as_ecs_documents_them() {
+    let h = start(Scenario::Demo, 1.0).await;
+    let ecs = &h.ecs;
+
+    // A family whose only revision is deregistered is INACTIVE, and listed by default.
+    let gone = ecs
+        .register_task_definition()
+        .family("gone")
+        .container_definitions(ContainerDefinition::builder().name("c").image("i").build())
+        .send()
+        .await
+        .expect("registered");
+    let arn = gone
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .expect("an ARN")
+        .to_string();
+    ecs.deregister_task_definition()
+        .task_definition(&arn)
+        .send()
+        .await
+        .expect("deregistered");
+    let listed = |status: Option<TaskDefinitionFamilyStatus>| async move {
+        ecs.list_task_definition_families()
+            .family_prefix("gone")
+            .set_status(status)
+            .send()
+            .await
+            .expect("families")
+            .families()
+            .to_vec()
+    };
+    assert_eq!(listed(None).await, vec!["gone".to_string()]);
+    assert!(listed(Some(TaskDefinitionFamilyStatus::Active))
+        .await
+        .is_empty());
+
+    // Every demo task wants to run: none is listed as PENDING.
+    let pending = ecs
+        .list_tasks()
+        .cluster("inference-prod")
+        .desired_status(DesiredStatus::Pending)
+        .send()
+        .await
+        .expect("tasks");
+    assert!(pending.task_arns().is_empty(), "{:?}", pending.task_arns());
+    let refused = ecs
+        .list_tasks()
+        .cluster("inference-prod")
+        .started_by("ecs-svc/1")
+        .family("embed-api")
+        .send()
+        .await
+        .expect_err("startedBy with another filter");
+    assert!(
+        refused
+            .message()
+            .unwrap_or_default()
+            .contains("only filter"),
+        "{refused:?}"
+    );
+
+    // Failures name the full ARN of what was asked for by name or ID.
+    let services = ecs
+        .describe_services()
+        .cluster("inference-prod")
+        .services("no-such-service")
+        .send()
+        .await
+        .expect("described");
+    assert_eq!(
+        services.failures()[0].arn(),
+        Some("arn:aws:ecs:us-east-1:123456789012:service/inference-prod/no-such-service")
+    );
+    let tasks = ecs
+        .describe_tasks()
+        .cluster("inference-prod")
+        .tasks("0123456789abcdef")
+        .send()
+        .await
+        .expect("described");
+    let failed = tasks.failures()[0].arn().unwrap_or_default();
+    assert!(
+        failed.starts_with("arn:aws:ecs:") && failed.ends_with("/inference-prod/0123456789abcdef"),
+        "{failed}"
+    );
+
+    // At most 50 tags; NeuronDevice is a resource requirement type.
+    let too_many: Vec<Tag> = (0..51)
+        .map(|n| Tag::builder().key(format!("k{n}")).value("v").build())
+        .collect();
+    let refused = ecs
+        .register_task_definition()
+        .family("tagged")
+        .container_definitions(ContainerDefinition::builder().name("c").image("i").build())
+        .set_tags(Some(too_many))
+        .send()
+        .await
+        .expect_err("51 tags");
+    assert!(
+        refused.message().unwrap_or_default().contains("at most 50"),
+        "{refused:?}"
+    );
+    ecs.register_task_definition()
+        .family("neuron")
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name("c")
+                .image("i")
+                .resource_requirements(
+                    ResourceRequirement::builder()
+                        .r#type(ResourceType::NeuronDevice)
+                        .value("1")
+                        .build()
+                        .expect("requirement"),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("a NeuronDevice requirement is valid");
 }

@@ -75,10 +75,10 @@ pub fn container_gpu(
             .and_then(Value::as_str)
             .unwrap_or_default();
         if kind != "GPU" {
-            if kind != "InferenceAccelerator" {
+            if !matches!(kind, "InferenceAccelerator" | "NeuronDevice") {
                 return Err(error(
                     format!("{path}.type"),
-                    format!("Container '{name}': resource requirement type '{kind}' is not valid; use GPU or InferenceAccelerator."),
+                    format!("Container '{name}': resource requirement type '{kind}' is not valid; use GPU, InferenceAccelerator or NeuronDevice."),
                 ));
             }
             continue;

@@ -61,7 +61,12 @@ pub fn describe(fleet: &Fleet, input: input::DescribeClusters) -> Result<Value, 
     for name in names {
         match fleet.cluster_key(&name) {
             Some(key) => clusters.push(cluster_json(&fleet.clusters[&key])),
-            None => failures.push(missing(&name)),
+            // ECS names the failure by the full ARN, whatever the request said.
+            None => failures.push(missing(&if name.starts_with("arn:") {
+                name.clone()
+            } else {
+                fleet.arn(&format!("cluster/{name}"))
+            })),
         }
     }
     Ok(json!({"clusters": clusters, "failures": failures}))

@@ -73,7 +73,7 @@ pub fn describe(
                 let tags = tags.then(|| tags_of(fleet, &instance.arn));
                 found.push(InstanceOut::new(instance, tags, health));
             }
-            None => failures.push(missing(reference)),
+            None => failures.push(missing(&arn)),
         }
     }
     serde_json::to_string(&Described {

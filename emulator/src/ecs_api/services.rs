@@ -42,7 +42,11 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeServices) -> Result<Value,
                 }
                 services.push(body);
             }
-            None => failures.push(missing(reference)),
+            None => failures.push(missing(&if reference.starts_with("arn:") {
+                reference.clone()
+            } else {
+                fleet.arn(&format!("service/{}/{name}", cluster.name))
+            })),
         }
     }
     Ok(json!({"services": services, "failures": failures}))

@@ -31,7 +31,8 @@ pub fn list_families(
     input: &input::ListTaskDefinitionFamilies,
 ) -> Result<Value, EcsError> {
     let prefix = input.family_prefix.as_deref().unwrap_or_default();
-    let status = status_filter(input.status.as_deref())?;
+    // Unlike ListTaskDefinitions, the families' list has ACTIVE and INACTIVE ones by default.
+    let status = status_filter(Some(input.status.as_deref().unwrap_or("ALL")))?;
     let families: Vec<String> = fleet
         .task_definitions
         .iter()

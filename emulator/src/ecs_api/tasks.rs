@@ -27,9 +27,21 @@ pub fn list(fleet: &Fleet, input: &input::ListTasks) -> Result<Value, EcsError> 
     let instance = input.container_instance.as_deref();
     let family = input.family.as_deref();
     let started_by = input.started_by.as_deref();
-    let stopped = match input.desired_status.as_deref() {
-        None | Some("RUNNING") | Some("PENDING") => false,
-        Some("STOPPED") => true,
+    if started_by.is_some()
+        && (service.is_some()
+            || instance.is_some()
+            || family.is_some()
+            || input.desired_status.is_some())
+    {
+        return Err(invalid(
+            "startedBy must be the only filter of ListTasks; leave out serviceName, containerInstance, family and desiredStatus.",
+        ));
+    }
+    // A task's desired status: RUNNING (the default), PENDING (none stay there) or STOPPED.
+    let wanted = match input.desired_status.as_deref() {
+        None | Some("RUNNING") => TaskStatus::Running,
+        Some("PENDING") => TaskStatus::Pending,
+        Some("STOPPED") => TaskStatus::Stopped,
         Some(other) => {
             return Err(invalid(format!(
                 "desiredStatus '{other}' is not valid; use RUNNING, PENDING or STOPPED."
@@ -41,7 +53,7 @@ pub fn list(fleet: &Fleet, input: &input::ListTasks) -> Result<Value, EcsError> 
     let arns: Vec<&String> = cluster
         .tasks
         .values()
-        .filter(|t| (t.desired_status == TaskStatus::Stopped) == stopped)
+        .filter(|t| t.desired_status == wanted)
         .filter(|t| service.as_ref().is_none_or(|g| &t.group == g))
         .filter(|t| {
             instance.is_none_or(|i| {
@@ -97,7 +109,7 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, Ec
                 }
                 tasks.push(body);
             }
-            None => failures.push(missing(reference)),
+            None => failures.push(missing(&arn)),
         }
     }
     Ok(json!({"tasks": tasks, "failures": failures}))
