@@ -48,9 +48,10 @@ impl Fleet {
                     task.stopping_at = Some(now);
                     task.stop_code = Some("EssentialContainerExited");
                     task.stopped_reason = Some("Essential container in task exited".to_string());
+                    // A plain exit: the exit code, and no container reason (ECS gives one only
+                    // when the agent or the runtime stopped the container).
                     for container in &mut task.containers {
                         container.exit_code = Some(code);
-                        container.reason = Some("Essential container exited".to_string());
                     }
                     if let Some(service) = task.group.strip_prefix("service:") {
                         failed.push((

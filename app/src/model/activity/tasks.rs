@@ -67,19 +67,22 @@ pub enum StopCode {
     ServiceSchedulerInitiated,
     SpotInterruption,
     TerminationNotice,
+    /// The instance or the task failed a health check of ECS's infrastructure.
+    InfrastructureHealth,
     /// A code this console does not know, as ECS spelled it.
     Other(String),
 }
 
 impl StopCode {
     /// The codes ECS documents, to filter by.
-    pub const KNOWN: [StopCode; 6] = [
+    pub const KNOWN: [StopCode; 7] = [
         StopCode::TaskFailedToStart,
         StopCode::EssentialContainerExited,
         StopCode::UserInitiated,
         StopCode::ServiceSchedulerInitiated,
         StopCode::SpotInterruption,
         StopCode::TerminationNotice,
+        StopCode::InfrastructureHealth,
     ];
 
     /// ECS's spelling.
@@ -91,6 +94,7 @@ impl StopCode {
             StopCode::ServiceSchedulerInitiated => "ServiceSchedulerInitiated",
             StopCode::SpotInterruption => "SpotInterruption",
             StopCode::TerminationNotice => "TerminationNotice",
+            StopCode::InfrastructureHealth => "InfrastructureHealth",
             StopCode::Other(code) => code,
         }
     }
@@ -202,6 +206,27 @@ pub struct StoppedTasks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_documented_stop_code_is_known_and_others_are_kept() {
+        for code in [
+            "TaskFailedToStart",
+            "EssentialContainerExited",
+            "UserInitiated",
+            "ServiceSchedulerInitiated",
+            "SpotInterruption",
+            "TerminationNotice",
+            "InfrastructureHealth",
+        ] {
+            let parsed = StopCode::from(code);
+            assert!(!matches!(parsed, StopCode::Other(_)), "{code}");
+            assert_eq!(parsed.as_str(), code);
+        }
+        assert_eq!(
+            StopCode::from("SomethingNew"),
+            StopCode::Other("SomethingNew".into())
+        );
+    }
 
     #[test]
     fn a_wrong_stopped_task_filter_says_what_to_write() {
