@@ -183,7 +183,11 @@ pub struct Deployment {
     pub desired_count: u32,
     pub running_count: u32,
     pub pending_count: u32,
+    /// Consecutive failures (tasks that did not start, or could not be placed) until the
+    /// deployment first runs a task; then 0 and no longer counted.
     pub failed_tasks: u32,
+    /// Whether a task of this deployment has run: the breaker no longer evaluates it.
+    pub has_run_a_task: bool,
     /// Placement attempts that found no instance, counted at most once per interval.
     pub failed_placements: u32,
     pub last_placement_failure: Option<DateTime<Utc>>,

@@ -1,5 +1,10 @@
 //! The deployment circuit breaker: when a deployment in progress has failed often enough, it
 //! is marked FAILED (and, with rollback on, the last completed revision is deployed again).
+//!
+//! As ECS documents `failedTasks`: the count is of consecutive failures — a task the scheduler
+//! cannot launch (no instance fits) or that does not reach RUNNING — and once the deployment has
+//! a running task it resets to zero and is no longer evaluated (`resetOnHealthyTask`, true by
+//! default). ECS's reason is always "tasks failed to start", whatever the failures were.
 
 use crate::model::DeploymentConfig;
 
@@ -9,22 +14,11 @@ pub fn threshold(desired: u32) -> u32 {
     desired.div_ceil(2).clamp(3, 200)
 }
 
-/// Why the breaker trips for a deployment in progress with these failures, or `None` when it
-/// does not (or is off).
-pub fn trips(
-    config: &DeploymentConfig,
-    desired: u32,
-    failed_tasks: u32,
-    failed_placements: u32,
-) -> Option<&'static str> {
-    if !config.circuit_breaker_enable || failed_tasks + failed_placements < threshold(desired) {
-        return None;
-    }
-    Some(if failed_tasks > 0 {
-        "tasks failed to start"
-    } else {
-        "tasks could not be placed"
-    })
+/// Why the breaker trips for a deployment in progress with `failed` consecutive failures, or
+/// `None` when it does not (or is off).
+pub fn trips(config: &DeploymentConfig, desired: u32, failed: u32) -> Option<&'static str> {
+    (config.circuit_breaker_enable && failed >= threshold(desired))
+        .then_some("tasks failed to start")
 }
 
 #[cfg(test)]
@@ -47,20 +41,9 @@ mod tests {
     }
 
     #[test]
-    fn it_trips_at_the_threshold_and_says_why() {
-        assert_eq!(trips(&breaker(true), 4, 2, 0), None);
-        assert_eq!(
-            trips(&breaker(true), 4, 3, 0),
-            Some("tasks failed to start")
-        );
-        assert_eq!(
-            trips(&breaker(true), 4, 1, 5),
-            Some("tasks failed to start")
-        );
-        assert_eq!(
-            trips(&breaker(true), 4, 0, 3),
-            Some("tasks could not be placed")
-        );
-        assert_eq!(trips(&breaker(false), 4, 9, 9), None, "off");
+    fn it_trips_at_the_threshold_and_says_what_ecs_says() {
+        assert_eq!(trips(&breaker(true), 4, 2), None);
+        assert_eq!(trips(&breaker(true), 4, 3), Some("tasks failed to start"));
+        assert_eq!(trips(&breaker(false), 4, 9), None, "off");
     }
 }

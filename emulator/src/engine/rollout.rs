@@ -99,6 +99,11 @@ impl Fleet {
         let svc = cluster.services.get_mut(name)?;
         for (deployment, (running, pending)) in svc.deployments.iter_mut().zip(counts) {
             deployment.running_count = running;
+            // Once the deployment runs a task, its failure count resets and stops counting.
+            if running > 0 && !deployment.has_run_a_task {
+                deployment.has_run_a_task = true;
+                deployment.failed_tasks = 0;
+            }
             deployment.pending_count = pending;
         }
         let primary = svc.deployments.first()?;
@@ -254,6 +259,10 @@ impl Fleet {
             };
             let primary = &mut svc.deployments[0];
             primary.failed_placements += 1;
+            // A task the scheduler cannot launch is a failure, until the deployment runs a task.
+            if !primary.has_run_a_task {
+                primary.failed_tasks += 1;
+            }
             primary.last_placement_failure = Some(now);
             primary.updated_at = now;
             let due = svc
@@ -294,12 +303,7 @@ impl Fleet {
             .iter()
             .map(|d| d.running_count + d.pending_count)
             .sum();
-        let tripped = circuit_breaker::trips(
-            &svc.config,
-            svc.desired_count,
-            primary.failed_tasks,
-            primary.failed_placements,
-        );
+        let tripped = circuit_breaker::trips(&svc.config, svc.desired_count, primary.failed_tasks);
         let rollback = svc.config.circuit_breaker_rollback;
         let in_progress = primary.rollout_state == RolloutState::InProgress;
         let done = primary.running_count == svc.desired_count
@@ -534,5 +538,41 @@ mod tests {
             "no breaker"
         );
         assert!(primary.failed_placements >= 2);
+    }
+
+    #[test]
+    fn once_a_deployment_runs_a_task_its_failures_stop_counting() {
+        // One GPU takes two of the four tasks; the other two fit nowhere, for ever.
+        let mut fleet = fixture::fleet(1, 1);
+        let half = fixture::mps_family(&mut fleet, "embed", 10_000, None);
+        service(&mut fleet, &half, 4, true);
+        fixture::run(&mut fleet, 600);
+        let primary = &fleet.clusters["prod"].services["embed"].deployments[0];
+        assert_eq!(primary.running_count, 2);
+        assert!(primary.failed_placements >= 3, "it keeps trying");
+        assert_eq!(primary.failed_tasks, 0, "reset by the running tasks");
+        assert_eq!(
+            primary.rollout_state,
+            RolloutState::InProgress,
+            "a stall, not a breaker trip"
+        );
+    }
+
+    #[test]
+    fn a_deployment_that_can_place_nothing_fails_to_start_as_ecs_says() {
+        let mut fleet = fixture::fleet(1, 1);
+        let huge = fixture::mps_family(&mut fleet, "embed", 100_000, None);
+        service(&mut fleet, &huge, 2, true);
+        fixture::run(&mut fleet, 600);
+        let said = events(&fleet);
+        assert!(
+            said.iter()
+                .any(|e| e.contains("deployment failed: tasks failed to start")),
+            "{said:?}"
+        );
+        assert!(
+            !said.iter().any(|e| e.contains("could not be placed")),
+            "a reason ECS never gives: {said:?}"
+        );
     }
 }

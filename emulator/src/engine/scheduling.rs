@@ -81,7 +81,7 @@ impl Fleet {
                 svc.tasks.remove(&arn);
                 svc.steady = false;
                 if let Some(d) = svc.deployments.iter_mut().find(|d| d.id == deployment) {
-                    d.failed_tasks += 1;
+                    d.failed_tasks += u32::from(!d.has_run_a_task);
                     d.updated_at = now;
                 }
             }

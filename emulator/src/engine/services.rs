@@ -167,6 +167,7 @@ fn new_deployment(id: String, td: String, desired_count: u32, now: DateTime<Utc>
         running_count: 0,
         pending_count: 0,
         failed_tasks: 0,
+        has_run_a_task: false,
         failed_placements: 0,
         last_placement_failure: None,
         rollout_state: RolloutState::InProgress,
