@@ -546,19 +546,29 @@ mod tests {
         }])
     }
 
-    #[tokio::test]
-    async fn a_registration_is_audited_around_the_ecs_call() {
-        let fake = Fake::new();
-        let answer = register(
+    /// `edits` of revision 2 of family `embed`, registered by a deployer of its team.
+    async fn register_embed(
+        fake: &std::sync::Arc<Fake>,
+        edits: EditSpec,
+        description: &str,
+    ) -> Result<EditResult, ServiceError> {
+        register(
             &fake.context(),
             &Fake::deployer(),
             "embed",
             2,
-            mps("6144"),
-            "more memory",
+            edits,
+            description,
         )
         .await
-        .expect("answered");
+    }
+
+    #[tokio::test]
+    async fn a_registration_is_audited_around_the_ecs_call() {
+        let fake = Fake::new();
+        let answer = register_embed(&fake, mps("6144"), "more memory")
+            .await
+            .expect("answered");
         assert_eq!(answer.registered.map(|r| r.revision), Some(3));
         let calls = fake.calls();
         assert_eq!(
@@ -607,16 +617,9 @@ mod tests {
     async fn a_registration_the_audit_log_cannot_record_is_an_error() {
         let fake = Fake::new();
         fake.fail_begin.store(true, Ordering::SeqCst);
-        let error = register(
-            &fake.context(),
-            &Fake::deployer(),
-            "embed",
-            2,
-            mps("6144"),
-            "",
-        )
-        .await
-        .expect_err("no intent");
+        let error = register_embed(&fake, mps("6144"), "")
+            .await
+            .expect_err("no intent");
         assert!(
             error.message().ends_with("nothing was registered"),
             "{error}"
@@ -625,16 +628,9 @@ mod tests {
 
         let fake = Fake::new();
         fake.fail_finish.store(true, Ordering::SeqCst);
-        let error = register(
-            &fake.context(),
-            &Fake::deployer(),
-            "embed",
-            2,
-            mps("6144"),
-            "",
-        )
-        .await
-        .expect_err("no outcome");
+        let error = register_embed(&fake, mps("6144"), "")
+            .await
+            .expect_err("no outcome");
         assert!(
             error.message().contains("the revision was registered"),
             "says what happened: {error}"
@@ -645,16 +641,9 @@ mod tests {
     async fn ecs_refusing_a_registration_is_answered_and_audited() {
         let fake = Fake::new();
         fake.refuse_writes.store(true, Ordering::SeqCst);
-        let answer = register(
-            &fake.context(),
-            &Fake::deployer(),
-            "embed",
-            2,
-            mps("6144"),
-            "",
-        )
-        .await
-        .expect("answered");
+        let answer = register_embed(&fake, mps("6144"), "")
+            .await
+            .expect("answered");
         assert!(answer
             .ecs_error
             .is_some_and(|e| e.starts_with("ECS refused RegisterTaskDefinition")));
@@ -694,16 +683,9 @@ mod tests {
         let fake = Fake::new();
         let mut task = fake.revision_json(2);
         task["taskRoleArn"] = serde_json::json!("arn:aws:iam::1:role/everything");
-        let error = register(
-            &fake.context(),
-            &Fake::deployer(),
-            "embed",
-            2,
-            EditSpec::Json(task.to_string()),
-            "",
-        )
-        .await
-        .expect_err("a role is an admin's");
+        let error = register_embed(&fake, EditSpec::Json(task.to_string()), "")
+            .await
+            .expect_err("a role is an admin's");
         assert_eq!(error.status(), 403);
         assert!(error.message().contains("taskRoleArn"), "{error}");
         assert!(!fake.calls().iter().any(|c| c == "ecs.register"));

@@ -330,6 +330,14 @@ mod tests {
         }
     }
 
+    /// `request` for the `embed` service of cluster `prod`, by a deployer of its team.
+    async fn deploy_embed(
+        fake: &std::sync::Arc<Fake>,
+        request: DeployRequest,
+    ) -> Result<DeployAnswer, ServiceError> {
+        deploy(&fake.context(), &Fake::deployer(), "prod", "embed", request).await
+    }
+
     fn position(calls: &[String], prefix: &str) -> usize {
         calls
             .iter()
@@ -340,15 +348,7 @@ mod tests {
     #[tokio::test]
     async fn a_deploy_writes_its_intent_before_update_service_then_watches_the_rollout() {
         let fake = Fake::new();
-        let answer = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect("sent");
+        let answer = deploy_embed(&fake, request(2, 1)).await.expect("sent");
         assert_eq!(answer.action, AuditAction::Deploy);
         assert_eq!(answer.deployment_id.as_deref(), Some("ecs-svc/2"));
         let calls = fake.calls();
@@ -375,15 +375,9 @@ mod tests {
     async fn nothing_is_sent_when_the_intent_cannot_be_written() {
         let fake = Fake::new();
         fake.fail_begin.store(true, Ordering::SeqCst);
-        let error = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect_err("refused");
+        let error = deploy_embed(&fake, request(2, 1))
+            .await
+            .expect_err("refused");
         assert_eq!(error.status(), 503);
         assert!(error.message().ends_with("; nothing was sent"), "{error}");
         assert!(
@@ -400,15 +394,9 @@ mod tests {
     async fn a_deploy_that_finds_the_service_locked_is_refused_and_audited() {
         let fake = Fake::new();
         fake.lock_taken.store(true, Ordering::SeqCst);
-        let error = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect_err("refused");
+        let error = deploy_embed(&fake, request(2, 1))
+            .await
+            .expect_err("refused");
         assert_eq!(error.status(), 409);
         assert!(!fake
             .calls()
@@ -426,15 +414,9 @@ mod tests {
     async fn an_outcome_the_audit_log_cannot_record_is_an_error_not_dropped() {
         let fake = Fake::new();
         fake.fail_finish.store(true, Ordering::SeqCst);
-        let error = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect_err("the log lags");
+        let error = deploy_embed(&fake, request(2, 1))
+            .await
+            .expect_err("the log lags");
         assert_eq!(error.status(), 503);
         assert!(
             error.message().contains("UpdateService was sent"),
@@ -450,15 +432,9 @@ mod tests {
     async fn a_refusal_by_ecs_is_audited_and_answered_with_its_kind() {
         let fake = Fake::new();
         fake.refuse_writes.store(true, Ordering::SeqCst);
-        let error = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect_err("refused");
+        let error = deploy_embed(&fake, request(2, 1))
+            .await
+            .expect_err("refused");
         assert_eq!(error.status(), 502);
         assert_eq!(fake.records()[0].outcome, Outcome::Refused);
         assert!(
@@ -471,15 +447,9 @@ mod tests {
     async fn the_revision_the_user_saw_must_still_run() {
         let fake = Fake::new();
         *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
-        let error = deploy(
-            &fake.context(),
-            &Fake::deployer(),
-            "prod",
-            "embed",
-            request(2, 1),
-        )
-        .await
-        .expect_err("changed");
+        let error = deploy_embed(&fake, request(2, 1))
+            .await
+            .expect_err("changed");
         assert_eq!(error.status(), 409);
         assert!(error.message().contains("now runs embed:2"), "{error}");
         assert!(fake.records().is_empty(), "no intent for a stale request");
