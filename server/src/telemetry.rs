@@ -11,7 +11,10 @@ pub fn init(format: LogFormat, filter: &str) -> anyhow::Result<()> {
     })?;
     let registry = tracing_subscriber::registry().with(filter);
     match format {
-        LogFormat::Text => registry.with(fmt::layer()).try_init()?,
+        // Colours only on a terminal: a log file or a collector gets plain text.
+        LogFormat::Text => registry
+            .with(fmt::layer().with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())))
+            .try_init()?,
         LogFormat::Json => registry
             .with(fmt::layer().json().flatten_event(true))
             .try_init()?,
