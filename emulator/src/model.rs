@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::placement::{GpuAssignment, GpuRequest, GpuSlot};
+use crate::placement::{
+    resources::{Needs, Room},
+    GpuAssignment, GpuRequest, GpuSlot,
+};
 
 /// How many events a service keeps, newest first (ECS shows the latest 100).
 pub const EVENTS_KEPT: usize = 100;
@@ -24,15 +27,15 @@ pub struct ContainerInstance {
     pub gpus: Vec<GpuSlot>,
     /// The GPU model, e.g. `NVIDIA A10G`.
     pub gpu_model: String,
+    /// Registered CPU units and memory.
     pub cpu: u32,
     pub memory_mib: u32,
-    pub cpu_remaining: u32,
-    pub memory_remaining_mib: u32,
+    /// What is left besides GPUs: status, agent, CPU, memory, host ports, attributes.
+    pub room: Room,
     /// Carries `ecs.capability.gpu-sharing-mps`.
     pub mps_capable: bool,
-    pub agent_connected: bool,
-    /// The `ACCELERATED_COMPUTE` check's reason when the MPS daemon is impaired.
-    pub mps_impaired: Option<String>,
+    /// Since when the agent's `ACCELERATED_COMPUTE` check reports the MPS daemon `IMPAIRED`.
+    pub mps_impaired: Option<DateTime<Utc>>,
     /// Runs the CloudWatch agent with its `nvidia_gpu` plugin; without it, no GPU metrics.
     pub cloudwatch_agent: bool,
     pub registered_at: DateTime<Utc>,
@@ -46,9 +49,33 @@ impl ContainerInstance {
         self.arn.rsplit('/').next().unwrap_or(&self.arn)
     }
 
-    /// Whether the instance takes new tasks at all.
-    pub fn accepts_tasks(&self) -> bool {
-        self.agent_connected
+    /// The host ports the agent reserves on every instance.
+    pub const RESERVED_PORTS: [u16; 5] = [22, 2375, 2376, 51678, 51679];
+
+    /// A new instance's room: ACTIVE, connected, everything free but the reserved ports.
+    pub fn fresh_room(
+        instance_type: &str,
+        availability_zone: &str,
+        cpu: u32,
+        memory_mib: u32,
+    ) -> Room {
+        Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            cpu_remaining: cpu,
+            memory_remaining_mib: memory_mib,
+            tcp_ports_used: Self::RESERVED_PORTS.into_iter().collect(),
+            udp_ports_used: Default::default(),
+            attributes: [
+                ("ecs.instance-type".to_string(), instance_type.to_string()),
+                (
+                    "ecs.availability-zone".to_string(),
+                    availability_zone.to_string(),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        }
     }
 }
 
@@ -67,9 +94,8 @@ pub struct TaskDefinition {
     pub gpu_containers: Vec<String>,
     /// The names of all containers, in order.
     pub containers: Vec<String>,
-    /// CPU units and MiB one task reserves on its instance.
-    pub cpu: u32,
-    pub memory_mib: u32,
+    /// What one task needs of its instance besides GPUs: CPU, memory, host ports, constraints.
+    pub needs: Needs,
     /// Exit code a container is told to fail with (environment `EMULATOR_EXIT_CODE`), to
     /// simulate a broken revision.
     pub fails_with: Option<i32>,
@@ -125,8 +151,8 @@ pub struct Task {
     pub containers: Vec<TaskContainer>,
     pub gpu: GpuRequest,
     pub assignment: GpuAssignment,
-    pub cpu: u32,
-    pub memory_mib: u32,
+    /// What it holds on its instance besides GPUs.
+    pub needs: Needs,
     pub created_at: DateTime<Utc>,
     /// When it reaches `PENDING` and then `RUNNING`.
     pub pending_at: DateTime<Utc>,
@@ -247,6 +273,8 @@ pub struct Service {
     pub last_completed_task_definition: Option<String>,
     /// Live tasks of this service.
     pub tasks: BTreeSet<String>,
+    /// The service's `placementConstraints`, as given.
+    pub placement_constraints: Vec<Value>,
 }
 
 impl Service {

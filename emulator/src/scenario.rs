@@ -128,10 +128,13 @@ fn add_instances(
                 gpu_model: kind.gpu_model.to_string(),
                 cpu,
                 memory_mib: kind.memory_mib,
-                cpu_remaining: cpu,
-                memory_remaining_mib: kind.memory_mib,
+                room: ContainerInstance::fresh_room(
+                    kind.name,
+                    zones[n % zones.len()],
+                    cpu,
+                    kind.memory_mib,
+                ),
                 mps_capable: true,
-                agent_connected: true,
                 mps_impaired: None,
                 cloudwatch_agent: true,
                 registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
@@ -216,6 +219,11 @@ fn task_definition(
             env.push(json!({"name": key, "value": value}));
         }
     }
+    // vision-detect binds a static host port: one task per instance at most, whatever its GPUs.
+    if let Some(port) = static_host_port(spec.name) {
+        containers[0]["portMappings"] =
+            json!([{"containerPort": 8080, "hostPort": port, "protocol": "tcp"}]);
+    }
     json!({
         "family": spec.name,
         "networkMode": "bridge",
@@ -226,6 +234,20 @@ fn task_definition(
     .as_object()
     .cloned()
     .unwrap_or_default()
+}
+
+/// The demo services that bind a static host port.
+fn static_host_port(service: &str) -> Option<u16> {
+    (service == "vision-detect").then_some(8443)
+}
+
+/// The demo services' placement constraints: vision-detect spreads one task per instance.
+fn constraints(service: &str) -> Vec<Value> {
+    if service == "vision-detect" {
+        vec![json!({"type": "distinctInstance"})]
+    } else {
+        Vec::new()
+    }
 }
 
 fn add_service(fleet: &mut Fleet, spec: &ServiceSpec, config: DeploymentConfig) {
@@ -239,6 +261,7 @@ fn add_service(fleet: &mut Fleet, spec: &ServiceSpec, config: DeploymentConfig) 
         task_definition: td,
         desired_count: spec.desired,
         config,
+        placement_constraints: constraints(spec.name),
     };
     if let Ok(service) = fleet.create_service(spec.cluster, new) {
         let arn = service.arn.clone();
@@ -416,18 +439,15 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     }
     fleet.advance(start + Duration::seconds(60));
 
-    // One instance's MPS daemon stops answering; its MPS tasks stop and are replaced elsewhere.
+    // The MPS daemon of batch-sim's g5.12xlarge stops answering: the agent marks the instance
+    // IMPAIRED and stops nothing, so its simulation tasks keep running.
     if let Some(arn) = fleet
         .clusters
-        .get("inference-prod")
-        .and_then(|c| c.instances.get(4))
+        .get("batch-sim")
+        .and_then(|c| c.instances.last())
         .map(|i| i.arn.clone())
     {
-        fleet.impair_mps(
-            "inference-prod",
-            &arn,
-            "MPS control daemon is not responding (3 failed probes)",
-        );
+        fleet.impair_mps("batch-sim", &arn);
     }
     fleet.advance(start + Duration::seconds(120));
 
@@ -453,6 +473,14 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
         .and_then(|c| c.instances.last_mut())
     {
         instance.cloudwatch_agent = false;
+    }
+    // Two more dev boxes that take no tasks: one set to DRAINING, one whose agent lost its
+    // connection.
+    add_instances(&mut fleet, "ml-dev", &G5_XLARGE, 2, start);
+    if let Some(cluster) = fleet.clusters.get_mut("ml-dev") {
+        let count = cluster.instances.len();
+        cluster.instances[count - 2].room.status = "DRAINING".into();
+        cluster.instances[count - 1].room.agent_connected = false;
     }
     fleet.now = now;
     fleet
@@ -550,7 +578,22 @@ mod tests {
             .flat_map(|c| c.instances.iter())
             .collect();
         assert_eq!(fleet.clusters.len(), 3);
-        assert_eq!(instances.len(), 24);
+        assert_eq!(instances.len(), 26);
+        assert!(instances.iter().any(|i| i.room.status == "DRAINING"));
+        assert!(instances.iter().any(|i| !i.room.agent_connected));
+        let vision: Vec<_> = fleet.clusters["inference-prod"]
+            .tasks
+            .values()
+            .filter(|t| t.is_live() && t.group == "service:vision-detect")
+            .collect();
+        let hosts: std::collections::BTreeSet<_> = vision.iter().map(|t| &t.instance_arn).collect();
+        assert!(vision.len() > 1);
+        assert_eq!(
+            hosts.len(),
+            vision.len(),
+            "distinctInstance: one per instance"
+        );
+        assert!(vision.iter().all(|t| t.needs.tcp_ports == vec![8443]));
         let gpus = || instances.iter().flat_map(|i| i.gpus.iter());
         assert!(
             gpus().any(|g| g.mode == crate::placement::SharingMode::Idle),
@@ -560,13 +603,19 @@ mod tests {
             gpus().any(|g| g.mode == crate::placement::SharingMode::Dedicated),
             "a dedicated GPU"
         );
-        assert_eq!(
-            instances
-                .iter()
-                .filter(|i| i.mps_impaired.is_some())
-                .count(),
-            1,
-            "one impaired daemon"
+        let impaired: Vec<_> = instances
+            .iter()
+            .filter(|i| i.mps_impaired.is_some())
+            .collect();
+        assert_eq!(impaired.len(), 1, "one impaired daemon");
+        assert!(
+            fleet.clusters["batch-sim"]
+                .tasks
+                .values()
+                .any(|t| t.is_live()
+                    && t.instance_arn == impaired[0].arn
+                    && t.last_status == crate::model::TaskStatus::Running),
+            "tasks still running on the impaired instance"
         );
         let unshared: Vec<_> = instances.iter().filter(|i| !i.mps_capable).collect();
         assert_eq!(unshared.len(), 1, "one instance without GPU sharing");

@@ -21,30 +21,6 @@ pub fn task_gpu(
     crate::placement::rules::task_gpu(containers, compatibilities).map_err(|e| invalid(e.message))
 }
 
-/// CPU units and memory MiB one task reserves: the task-level values, or the containers' sum.
-fn reservation(body: &Map<String, Value>, containers: &[Map<String, Value>]) -> (u32, u32) {
-    let task_level = |key: &str| -> Option<u32> {
-        match body.get(key)? {
-            Value::String(s) => s.trim().parse().ok(),
-            Value::Number(n) => n.as_u64().map(|n| n as u32),
-            _ => None,
-        }
-    };
-    let sum = |keys: &[&str]| -> u32 {
-        containers
-            .iter()
-            .map(|c| {
-                keys.iter()
-                    .find_map(|k| c.get(*k).and_then(Value::as_u64))
-                    .unwrap_or(0) as u32
-            })
-            .sum()
-    };
-    let cpu = task_level("cpu").unwrap_or_else(|| sum(&["cpu"]));
-    let memory = task_level("memory").unwrap_or_else(|| sum(&["memory", "memoryReservation"]));
-    (cpu, memory)
-}
-
 fn fails_with(containers: &[Map<String, Value>]) -> Option<i32> {
     containers.iter().find_map(|container| {
         container
@@ -131,7 +107,7 @@ impl Fleet {
             .unwrap_or_default();
         let (gpu, gpu_containers) = task_gpu(&containers, &compatibilities)?;
         let tags = parse_tags(input.remove("tags"))?;
-        let (cpu, memory_mib) = reservation(&input, &containers);
+        let needs = crate::placement::resources::needs_of(&input, &[]).map_err(invalid)?;
 
         let revisions = self.task_definitions.entry(family.clone()).or_default();
         let revision = revisions.len() as u32 + 1;
@@ -149,8 +125,7 @@ impl Fleet {
             gpu,
             gpu_containers,
             containers: names,
-            cpu,
-            memory_mib,
+            needs,
             registered_at: now,
             deregistered_at: None,
         });
@@ -380,7 +355,7 @@ mod tests {
         let mut expected = body(input);
         expected.remove("tags");
         assert_eq!(first.body, expected);
-        assert_eq!((first.cpu, first.memory_mib), (1024, 4096));
+        assert_eq!((first.needs.cpu, first.needs.memory_mib), (1024, 4096));
         assert_eq!(
             fleet.tags[&first.arn],
             vec![Tag {

@@ -164,14 +164,39 @@ async fn clusters_and_container_instances_with_gpu_devices() {
         {
             if check.status() == Some(&InstanceHealthCheckState::Impaired) {
                 impaired += 1;
-                assert!(check
-                    .status_reason()
-                    .unwrap_or_default()
-                    .contains("MPS control daemon"));
             }
         }
     }
-    assert_eq!(impaired, 1);
+    assert_eq!(impaired, 0, "inference-prod's MPS daemons answer");
+    // batch-sim's g5.12xlarge has the impaired daemon: IMPAIRED with no reason text, as the
+    // agent reports it, and its tasks still running.
+    let arns = all_instance_arns(&h.ecs, "batch-sim", 100).await;
+    let out = h
+        .ecs
+        .describe_container_instances()
+        .cluster("batch-sim")
+        .set_container_instances(Some(arns))
+        .include(ContainerInstanceField::ContainerInstanceHealth)
+        .send()
+        .await
+        .expect("describe instances");
+    let impaired: Vec<_> = out
+        .container_instances()
+        .iter()
+        .filter_map(|i| {
+            let check = i.health_status()?.details().iter().find(|d| {
+                d.r#type() == Some(&InstanceHealthCheckType::AcceleratedCompute)
+                    && d.status() == Some(&InstanceHealthCheckState::Impaired)
+            })?;
+            Some((i, check))
+        })
+        .collect();
+    assert_eq!(impaired.len(), 1);
+    assert_eq!(impaired[0].1.status_reason(), None);
+    assert!(
+        impaired[0].0.running_tasks_count() > 0,
+        "its tasks keep running"
+    );
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod resources;
 pub mod rules;
 
 /// How a GPU is being shared right now.

@@ -142,6 +142,7 @@ pub struct CreateService {
     pub task_definition: Option<String>,
     pub desired_count: Option<i64>,
     pub deployment_configuration: Option<DeploymentConfiguration>,
+    pub placement_constraints: Option<Value>,
     pub tags: Option<Value>,
 }
 

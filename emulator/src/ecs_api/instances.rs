@@ -2,8 +2,10 @@
 //! text through typed structs, without a `serde_json::Value` tree (a hundred GPU instances are
 //! about 300 KB of JSON).
 
+use std::borrow::Cow;
+
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{
     clusters::cluster_of,
@@ -32,11 +34,14 @@ pub fn list(fleet: &Fleet, input: &input::ListContainerInstances) -> Result<Valu
         if !STATUSES.contains(&status) {
             return Err(invalid(format!("status '{status}' is not valid.")));
         }
-        if status != "ACTIVE" {
-            return Ok(json!({"containerInstanceArns": []}));
-        }
     }
-    let arns: Vec<String> = cluster.instances.iter().map(|i| i.arn.clone()).collect();
+    // Without a status, every instance that is not INACTIVE (the emulator keeps none).
+    let arns: Vec<String> = cluster
+        .instances
+        .iter()
+        .filter(|i| input.status.as_deref().is_none_or(|s| s == i.room.status))
+        .map(|i| i.arn.clone())
+        .collect();
     let (items, next) = page(&arns, &input.paging, 100)?;
     Ok(listed("containerInstanceArns", items, next))
 }
@@ -97,14 +102,14 @@ pub struct InstanceOut<'a> {
     ec2_instance_id: &'a str,
     version: u32,
     version_info: VersionInfo,
-    status: &'static str,
+    status: &'a str,
     agent_connected: bool,
     running_tasks_count: u32,
     pending_tasks_count: u32,
     registered_at: f64,
     attributes: Vec<Attribute<'a>>,
-    registered_resources: [Resource<'a>; 4],
-    remaining_resources: [Resource<'a>; 4],
+    registered_resources: [Resource<'a>; 5],
+    remaining_resources: [Resource<'a>; 5],
     /// Only on instances that support GPU sharing, as ECS answers: an instance on an older agent
     /// or AMI, or without MPS, has its GPUs only in the GPU resources.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,7 +145,7 @@ struct Resource<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     integer_value: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    string_set_value: Option<Vec<&'a str>>,
+    string_set_value: Option<Vec<Cow<'a, str>>>,
 }
 
 #[derive(Serialize)]
@@ -174,7 +179,12 @@ struct Check<'a> {
     last_status_change: f64,
 }
 
-const PORTS: [&str; 5] = ["22", "2375", "2376", "51678", "51679"];
+fn ports<'p>(ports: impl IntoIterator<Item = &'p u16>) -> Vec<Cow<'static, str>> {
+    ports
+        .into_iter()
+        .map(|p| Cow::Owned(p.to_string()))
+        .collect()
+}
 
 fn integer(name: &'static str, value: u32) -> Resource<'static> {
     Resource {
@@ -226,13 +236,26 @@ impl<'a> InstanceOut<'a> {
                 value: None,
             });
         }
-        let all_gpus: Vec<&str> = instance.gpu_ids.iter().map(String::as_str).collect();
-        let free_gpus: Vec<&str> = instance
+        // Custom attributes, as the agent's ECS_INSTANCE_ATTRIBUTES sets them.
+        for (name, value) in &instance.room.attributes {
+            if !name.starts_with("ecs.") {
+                attributes.push(Attribute {
+                    name,
+                    value: Some(value),
+                });
+            }
+        }
+        let all_gpus: Vec<Cow<str>> = instance
+            .gpu_ids
+            .iter()
+            .map(|id| Cow::Borrowed(id.as_str()))
+            .collect();
+        let free_gpus: Vec<Cow<str>> = instance
             .gpu_ids
             .iter()
             .zip(&instance.gpus)
             .filter(|(_, slot)| slot.mode == SharingMode::Idle)
-            .map(|(id, _)| id.as_str())
+            .map(|(id, _)| Cow::Borrowed(id.as_str()))
             .collect();
         let set = |name, values| Resource {
             name,
@@ -255,9 +278,12 @@ impl<'a> InstanceOut<'a> {
                 } else {
                     "OK"
                 },
-                status_reason: instance.mps_impaired.as_deref(),
+                // The agent's check gives no reason text.
+                status_reason: None,
                 last_updated: registered_at,
-                last_status_change: registered_at,
+                last_status_change: instance
+                    .mps_impaired
+                    .map_or(registered_at, |at| at.timestamp() as f64),
             });
         }
         InstanceOut {
@@ -269,8 +295,8 @@ impl<'a> InstanceOut<'a> {
                 agent_hash: "emulated",
                 docker_version: "DockerVersion: 25.0.8",
             },
-            status: "ACTIVE",
-            agent_connected: instance.agent_connected,
+            status: &instance.room.status,
+            agent_connected: instance.room.agent_connected,
             running_tasks_count: instance.running_tasks,
             pending_tasks_count: instance.pending_tasks,
             registered_at,
@@ -278,13 +304,17 @@ impl<'a> InstanceOut<'a> {
             registered_resources: [
                 integer("CPU", instance.cpu),
                 integer("MEMORY", instance.memory_mib),
-                set("PORTS", PORTS.to_vec()),
+                set("PORTS", ports(&ContainerInstance::RESERVED_PORTS)),
+                set("PORTS_UDP", Vec::new()),
                 set("GPU", all_gpus),
             ],
+            // As ECS reports them, the PORTS of the remaining resources are the host ports in
+            // use: the reserved ones and those tasks hold.
             remaining_resources: [
-                integer("CPU", instance.cpu_remaining),
-                integer("MEMORY", instance.memory_remaining_mib),
-                set("PORTS", PORTS.to_vec()),
+                integer("CPU", instance.room.cpu_remaining),
+                integer("MEMORY", instance.room.memory_remaining_mib),
+                set("PORTS", ports(&instance.room.tcp_ports_used)),
+                set("PORTS_UDP", ports(&instance.room.udp_ports_used)),
                 set("GPU", free_gpus),
             ],
             gpu_devices: instance.mps_capable.then(|| {

@@ -67,6 +67,7 @@ fn service_json(service: &Service) -> Value {
         "taskDefinition": service.task_definition_arn,
         "schedulingStrategy": "REPLICA",
         "deploymentController": {"type": "ECS"},
+        "placementConstraints": service.placement_constraints,
         "createdAt": epoch(service.created_at),
         "deploymentConfiguration": {
             "deploymentCircuitBreaker": {"enable": service.config.circuit_breaker_enable, "rollback": service.config.circuit_breaker_rollback},
@@ -89,6 +90,33 @@ fn service_json(service: &Service) -> Value {
         })).collect::<Vec<_>>(),
         "events": service.events.iter().map(|e| json!({"id": e.id, "createdAt": epoch(e.created_at), "message": e.message})).collect::<Vec<_>>(),
     })
+}
+
+/// A service's `placementConstraints`: at most 10, each `distinctInstance` or a `memberOf`
+/// with an expression the emulator can evaluate.
+fn placement_constraints(given: Option<&Value>) -> Result<Vec<Value>, EcsError> {
+    let Some(given) = given else {
+        return Ok(Vec::new());
+    };
+    let list = given
+        .as_array()
+        .ok_or_else(|| invalid("placementConstraints must be a list."))?;
+    if list.len() > 10 {
+        return Err(invalid("A service takes at most 10 placement constraints."));
+    }
+    for constraint in list {
+        match constraint.get("type").and_then(Value::as_str) {
+            Some("distinctInstance") | Some("memberOf") => {}
+            other => {
+                return Err(invalid(format!(
+                    "placement constraint type {} is not valid: use distinctInstance or memberOf.",
+                    other.unwrap_or("(none)")
+                )))
+            }
+        }
+    }
+    crate::placement::resources::needs_of(&Default::default(), list).map_err(invalid)?;
+    Ok(list.clone())
 }
 
 /// `base` with what `config` sets; a circuit breaker given is given whole.
@@ -131,6 +159,7 @@ pub fn create(fleet: &mut Fleet, input: input::CreateService) -> Result<Value, E
             input.deployment_configuration.as_ref(),
             DeploymentConfig::default(),
         )?,
+        placement_constraints: placement_constraints(input.placement_constraints.as_ref())?,
     };
     let tags = parse_tags(input.tags)?;
     let arn = fleet.create_service(&cluster, new)?.arn.clone();

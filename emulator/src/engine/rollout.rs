@@ -4,11 +4,8 @@
 
 use chrono::Duration;
 
-use super::{circuit_breaker, scheduling::reason_text, services::start_deployment, task_list};
-use crate::{
-    model::{DeploymentConfig, Fleet, RolloutState, TaskStatus},
-    placement::NoFit,
-};
+use super::{circuit_breaker, scheduling::Unplaced, services::start_deployment, task_list};
+use crate::model::{DeploymentConfig, Fleet, RolloutState, TaskStatus};
 
 /// Placement failures are counted at most once per this many simulated seconds.
 const PLACEMENT_RETRY_SECONDS: i64 = 10;
@@ -123,7 +120,7 @@ impl Fleet {
     fn start_primary_tasks(&mut self, key: &str, name: &str, pass: &Pass) {
         let now = self.now;
         let mut started = Vec::new();
-        let mut placement_failure: Option<(NoFit, Option<String>)> = None;
+        let mut placement_failure: Option<(Unplaced, Option<String>)> = None;
         loop {
             let svc = &self.clusters[key].services[name];
             let primary = &svc.deployments[0];
@@ -245,7 +242,7 @@ impl Fleet {
         &mut self,
         key: &str,
         name: &str,
-        why: &NoFit,
+        why: &Unplaced,
         closest: Option<&str>,
     ) {
         let now = self.now;
@@ -278,7 +275,7 @@ impl Fleet {
                 .map(|id| {
                     format!(
                         " The closest matching (container-instance {id}) {}.",
-                        reason_text(why)
+                        why.reason_text()
                     )
                 })
                 .unwrap_or_default();
@@ -408,6 +405,7 @@ mod tests {
                     task_definition: td.into(),
                     desired_count: desired,
                     config,
+                    placement_constraints: Vec::new(),
                 },
             )
             .expect("created");

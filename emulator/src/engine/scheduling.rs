@@ -2,13 +2,25 @@
 //! suffice for whole GPUs), the lifecycle from PROVISIONING to RUNNING or to a failed start, and
 //! stops that free the task's GPUs, CPU and memory.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Duration, Utc};
 
 use super::task_list;
+use std::collections::HashMap;
+
 use crate::{
-    model::{Cluster, Fleet, Task, TaskContainer, TaskStatus},
-    placement::{self, GpuRequest, NoFit},
+    model::{Cluster, ContainerInstance, Fleet, Task, TaskContainer, TaskStatus},
+    placement::{
+        self,
+        resources::{self, Blocked, Needs},
+        GpuRequest, NoFit,
+    },
 };
+
+/// What the agent says of an MPS task it cannot start because the instance's MPS control
+/// daemon does not answer.
+pub const MPS_NOT_RESPONDING: &str = "MPS control daemon is not responding on this instance";
 
 /// Simulated seconds from a task's creation to `PENDING`.
 const TO_PENDING_SECONDS: i64 = 2;
@@ -24,6 +36,12 @@ impl Fleet {
         };
         let moving: Vec<String> = cluster.moving.iter().cloned().collect();
         let mut failed: Vec<(String, String, String)> = Vec::new();
+        let impaired: BTreeSet<String> = cluster
+            .instances
+            .iter()
+            .filter(|i| i.mps_impaired.is_some())
+            .map(|i| i.arn.clone())
+            .collect();
         for arn in moving {
             let Some(task) = cluster.tasks.get_mut(&arn) else {
                 cluster.moving.remove(&arn);
@@ -40,6 +58,30 @@ impl Fleet {
             }
             if task.last_status == TaskStatus::Provisioning && now >= task.pending_at {
                 task.last_status = TaskStatus::Pending;
+            }
+            if task.last_status == TaskStatus::Pending
+                && now >= task.running_at
+                && matches!(task.gpu, GpuRequest::Mps(_))
+                && impaired.contains(&task.instance_arn)
+            {
+                // The agent's gate before an MPS task's containers are created: the task fails
+                // at start, its containers never run (no exit code).
+                task.failed_to_start = true;
+                task.desired_status = TaskStatus::Stopped;
+                task.stopping_at = Some(now);
+                task.stop_code = Some("TaskFailedToStart");
+                task.stopped_reason = Some(MPS_NOT_RESPONDING.to_string());
+                for container in &mut task.containers {
+                    container.reason = Some(MPS_NOT_RESPONDING.to_string());
+                }
+                if let Some(service) = task.group.strip_prefix("service:") {
+                    failed.push((
+                        service.to_string(),
+                        task.started_by.clone().unwrap_or_default(),
+                        arn.clone(),
+                    ));
+                }
+                continue;
             }
             if task.last_status == TaskStatus::Pending && now >= task.running_at {
                 if let Some(code) = task.fails_with {
@@ -111,18 +153,31 @@ impl Fleet {
         td_arn: &str,
         group: String,
         started_by: Option<String>,
-    ) -> Result<String, (NoFit, Option<String>)> {
-        let td = self
-            .task_definition(td_arn)
-            .cloned()
-            .ok_or((NoFit::NoGpus, None))?;
+    ) -> Result<String, (Unplaced, Option<String>)> {
+        let nothing = || (Unplaced::Gpu(NoFit::NoGpus), None);
+        let td = self.task_definition(td_arn).cloned().ok_or_else(nothing)?;
         let now = self.now;
-        let (instance_arn, assignment) = {
-            let cluster = self.clusters.get(key).ok_or((NoFit::NoGpus, None))?;
-            choose_instance(cluster, &td.gpu, td.cpu, td.memory_mib)?
+        let (instance_arn, assignment, needs) = {
+            let cluster = self.clusters.get(key).ok_or_else(nothing)?;
+            // The service's own constraints join the task definition's.
+            let mut needs = td.needs.clone();
+            if let Some(service) = group
+                .strip_prefix("service:")
+                .and_then(|name| cluster.services.get(name))
+            {
+                let extra = placement::resources::needs_of(
+                    &Default::default(),
+                    &service.placement_constraints,
+                )
+                .unwrap_or_default();
+                needs.distinct_instance |= extra.distinct_instance;
+                needs.member_of.extend(extra.member_of);
+            }
+            let (arn, assignment) = choose_instance(cluster, &td.gpu, &needs, &group)?;
+            (arn, assignment, needs)
         };
         let hex = self.new_hex_id();
-        let cluster = self.clusters.get_mut(key).ok_or((NoFit::NoGpus, None))?;
+        let cluster = self.clusters.get_mut(key).ok_or_else(nothing)?;
         let region_account = cluster
             .arn
             .split(":cluster/")
@@ -130,12 +185,9 @@ impl Fleet {
             .unwrap_or_default()
             .to_string();
         let task_arn = format!("{region_account}:task/{key}/{hex}");
-        let instance = cluster
-            .instance_mut(&instance_arn)
-            .ok_or((NoFit::NoGpus, None))?;
+        let instance = cluster.instance_mut(&instance_arn).ok_or_else(nothing)?;
         placement::allocate(&mut instance.gpus, &td.gpu, &assignment);
-        instance.cpu_remaining = instance.cpu_remaining.saturating_sub(td.cpu);
-        instance.memory_remaining_mib = instance.memory_remaining_mib.saturating_sub(td.memory_mib);
+        placement::resources::take(&mut instance.room, &needs);
         instance.pending_tasks += 1;
         let containers = td
             .containers
@@ -184,8 +236,7 @@ impl Fleet {
             containers,
             gpu: td.gpu.clone(),
             assignment,
-            cpu: td.cpu,
-            memory_mib: td.memory_mib,
+            needs,
             created_at: now,
             pending_at: now + Duration::seconds(TO_PENDING_SECONDS),
             running_at,
@@ -238,29 +289,17 @@ impl Fleet {
         true
     }
 
-    /// Marks an instance's MPS daemon as impaired: its MPS tasks stop, as the agent stops them.
-    pub fn impair_mps(&mut self, key: &str, instance_arn: &str, reason: &str) {
-        let Some(cluster) = self.clusters.get_mut(key) else {
-            return;
-        };
-        if let Some(instance) = cluster.instance_mut(instance_arn) {
-            instance.mps_impaired = Some(reason.to_string());
-        }
-        let victims: Vec<String> = cluster
-            .tasks
-            .values()
-            .filter(|t| {
-                t.instance_arn == instance_arn && t.is_live() && matches!(t.gpu, GpuRequest::Mps(_))
-            })
-            .map(|t| t.arn.clone())
-            .collect();
-        for arn in victims {
-            self.stop_task(
-                key,
-                &arn,
-                "MPS control daemon is not responding",
-                "TaskFailedToStart",
-            );
+    /// Marks an instance's MPS daemon as impaired, as the agent's health check does after
+    /// three failed probes. It stops nothing: running tasks keep running. An MPS task that
+    /// starts there later fails at start (see [`Fleet::move_tasks`]).
+    pub fn impair_mps(&mut self, key: &str, instance_arn: &str) {
+        let now = self.now;
+        if let Some(instance) = self
+            .clusters
+            .get_mut(key)
+            .and_then(|c| c.instance_mut(instance_arn))
+        {
+            instance.mps_impaired.get_or_insert(now);
         }
     }
 }
@@ -275,25 +314,25 @@ fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
     task.last_status = TaskStatus::Stopped;
     task.stopped_at = Some(now);
     // A container that never started has no exit code, as in ECS.
-    if was_running || task.failed_to_start {
+    if was_running || (task.failed_to_start && task.fails_with.is_some()) {
         for container in &mut task.containers {
             container
                 .exit_code
                 .get_or_insert(if task.failed_to_start { 1 } else { 0 });
         }
     }
-    let (gpu, assignment, cpu, memory, instance_arn) = (
+    let (gpu, assignment, needs, instance_arn) = (
         task.gpu.clone(),
         task.assignment.clone(),
-        task.cpu,
-        task.memory_mib,
+        task.needs.clone(),
         task.instance_arn.clone(),
     );
     if let Some(instance) = cluster.instance_mut(&instance_arn) {
         placement::release(&mut instance.gpus, &gpu, &assignment);
-        instance.cpu_remaining = (instance.cpu_remaining + cpu).min(instance.cpu);
-        instance.memory_remaining_mib =
-            (instance.memory_remaining_mib + memory).min(instance.memory_mib);
+        placement::resources::give_back(&mut instance.room, &needs);
+        instance.room.cpu_remaining = instance.room.cpu_remaining.min(instance.cpu);
+        instance.room.memory_remaining_mib =
+            instance.room.memory_remaining_mib.min(instance.memory_mib);
         if was_running {
             instance.running_tasks = instance.running_tasks.saturating_sub(1);
         } else {
@@ -302,25 +341,60 @@ fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
     }
 }
 
-/// Picks the instance for a task: best fit on GPU memory for MPS, fewest idle GPUs that still
-/// suffice for whole GPUs, first fit otherwise. On failure, the reason at the closest instance.
+/// Why no instance could take a task: its GPUs, or the rest of what it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unplaced {
+    Gpu(NoFit),
+    Room(Blocked),
+}
+
+impl Unplaced {
+    /// The closing words of ECS's event for the closest matching instance.
+    pub fn reason_text(&self) -> String {
+        match self {
+            Unplaced::Gpu(why) => reason_text(why).to_string(),
+            Unplaced::Room(why) => why.ecs_words(),
+        }
+    }
+}
+
+/// Picks the instance for a task: among the instances that pass ECS's checks (status, agent,
+/// constraints, CPU, memory, host ports), best fit on GPU memory for MPS, fewest idle GPUs
+/// that still suffice for whole GPUs, first fit otherwise. On failure, the reason at the
+/// closest instance: one short only of GPUs before one short of anything else.
 fn choose_instance(
     cluster: &Cluster,
     gpu: &GpuRequest,
-    cpu: u32,
-    memory_mib: u32,
-) -> Result<(String, placement::GpuAssignment), (NoFit, Option<String>)> {
+    needs: &Needs,
+    group: &str,
+) -> Result<(String, placement::GpuAssignment), (Unplaced, Option<String>)> {
     let mut best: Option<(u64, usize, placement::GpuAssignment)> = None;
-    let mut closest: Option<(u32, NoFit, String)> = None;
-    for (index, instance) in cluster.instances.iter().enumerate() {
-        if !instance.accepts_tasks()
-            || instance.cpu_remaining < cpu
-            || instance.memory_remaining_mib < memory_mib
+    let mut closest: Option<((u8, u32), Unplaced, String)> = None;
+    let mut group_tasks: HashMap<&str, u32> = HashMap::new();
+    if needs.distinct_instance {
+        for task in cluster
+            .tasks
+            .values()
+            .filter(|t| t.is_live() && t.group == group)
         {
+            *group_tasks.entry(task.instance_arn.as_str()).or_default() += 1;
+        }
+    }
+    let mut note = |nearness: (u8, u32), why: Unplaced, instance: &ContainerInstance| {
+        if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {
+            closest = Some((nearness, why, instance.short_id().to_string()));
+        }
+    };
+    for (index, instance) in cluster.instances.iter().enumerate() {
+        let here = group_tasks.get(instance.arn.as_str()).copied().unwrap_or(0);
+        if let Err(blocked) = resources::check(&instance.room, needs, here) {
+            note((0, 0), Unplaced::Room(blocked), instance);
             continue;
         }
-        let mps_ok = instance.mps_capable && instance.mps_impaired.is_none();
-        match placement::find_gpus(&instance.gpus, mps_ok, gpu) {
+        // Whether the scheduler avoids an instance whose MPS daemon is impaired is not
+        // documented; the emulator takes the cautious reading that it does not, and the task
+        // then fails at start on that instance.
+        match placement::find_gpus(&instance.gpus, instance.mps_capable, gpu) {
             Ok(assignment) => {
                 let score = match gpu {
                     GpuRequest::Mps(_) => assignment
@@ -351,9 +425,7 @@ fn choose_instance(
                     NoFit::NotEnoughIdleGpus { idle, .. } => *idle,
                     _ => 0,
                 };
-                if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {
-                    closest = Some((nearness, why, instance.short_id().to_string()));
-                }
+                note((1, nearness), Unplaced::Gpu(why), instance);
             }
         }
     }
@@ -361,7 +433,7 @@ fn choose_instance(
         Some((_, index, assignment)) => Ok((cluster.instances[index].arn.clone(), assignment)),
         None => Err(match closest {
             Some((_, why, id)) => (why, Some(id)),
-            None => (NoFit::NoGpus, None),
+            None => (Unplaced::Gpu(NoFit::NoGpus), None),
         }),
     }
 }
@@ -406,7 +478,7 @@ mod tests {
         );
         assert_ne!(instance_of(&third), instance_of(&first));
         match fleet.run_task("prod", &big, "family:test".into(), None) {
-            Err((NoFit::NotEnoughGpuMemory { .. }, Some(_))) => {}
+            Err((Unplaced::Gpu(NoFit::NotEnoughGpuMemory { .. }), Some(_))) => {}
             other => panic!("no room left: {other:?}"),
         }
     }
@@ -456,21 +528,152 @@ mod tests {
     }
 
     #[test]
-    fn an_impaired_mps_daemon_stops_its_mps_tasks_and_takes_no_more() {
+    fn an_impaired_mps_daemon_stops_nothing_and_new_mps_tasks_there_fail_at_start() {
         let mut fleet = fixture::fleet(1, 1);
         let td = fixture::mps_family(&mut fleet, "embed", 4_000, None);
-        let arn = place(&mut fleet, &td);
+        let running = place(&mut fleet, &td);
+        fixture::run(&mut fleet, 20);
         let instance = fleet.clusters["prod"].instances[0].arn.clone();
-        fleet.impair_mps("prod", &instance, "MPS control daemon is not responding");
-        let task = &fleet.clusters["prod"].tasks[&arn];
-        assert_eq!(task.desired_status, TaskStatus::Stopped);
+        fleet.impair_mps("prod", &instance);
+        fixture::run(&mut fleet, 20);
+        assert_eq!(
+            fleet.clusters["prod"].tasks[&running].last_status,
+            TaskStatus::Running,
+            "the agent stops nothing"
+        );
+        // The scheduler still places there (the emulator's cautious reading); the task fails
+        // at start and gives its GPU memory back.
+        let doomed = place(&mut fleet, &td);
+        fixture::run(&mut fleet, 20);
+        let cluster = &fleet.clusters["prod"];
+        let task = &cluster.tasks[&doomed];
+        assert_eq!(task.last_status, TaskStatus::Stopped);
         assert_eq!(task.stop_code, Some("TaskFailedToStart"));
-        assert!(fleet
-            .run_task("prod", &td, "family:test".into(), None)
-            .is_err());
+        assert_eq!(task.stopped_reason.as_deref(), Some(MPS_NOT_RESPONDING));
+        assert_eq!(task.containers[0].exit_code, None, "never ran");
+        assert!(task.started_at.is_none());
+        assert_eq!(
+            cluster.instances[0].gpus[0].remaining_memory_mib,
+            22_563 - 4_000
+        );
         assert_eq!(
             reason_text(&NoFit::NoMpsCapability),
             "is missing an attribute required by your task: ecs.capability.gpu-sharing-mps"
+        );
+    }
+
+    fn register(fleet: &mut Fleet, body: serde_json::Value) -> String {
+        let now = fleet.now;
+        fleet
+            .register_task_definition(body.as_object().cloned().unwrap_or_default(), now)
+            .expect("valid")
+            .arn
+            .clone()
+    }
+
+    fn blocked(fleet: &mut Fleet, td: &str, group: &str) -> Unplaced {
+        fleet
+            .run_task("prod", td, group.into(), None)
+            .expect_err("no room")
+            .0
+    }
+
+    #[test]
+    fn cpu_memory_host_ports_and_instance_status_limit_placement_as_in_ecs() {
+        let mut fleet = fixture::fleet(1, 4);
+        // A static host port: the second task finds it taken.
+        let web = register(
+            &mut fleet,
+            serde_json::json!({"family": "web", "containerDefinitions": [{"name": "w", "image": "w", "memory": 512,
+                "portMappings": [{"containerPort": 80, "hostPort": 8443}]}]}),
+        );
+        place(&mut fleet, &web);
+        let why = blocked(&mut fleet, &web, "family:web");
+        assert_eq!(
+            why,
+            Unplaced::Room(Blocked::Port {
+                port: 8443,
+                udp: false
+            })
+        );
+        assert_eq!(
+            why.reason_text(),
+            "is already using a port required by your task"
+        );
+        // CPU: the instance has 48 vCPUs.
+        let hungry = register(
+            &mut fleet,
+            serde_json::json!({"family": "hungry", "cpu": "40960", "memory": "1024", "containerDefinitions": [{"name": "h", "image": "h"}]}),
+        );
+        place(&mut fleet, &hungry);
+        assert_eq!(
+            blocked(&mut fleet, &hungry, "family:hungry").reason_text(),
+            "has insufficient CPU units available"
+        );
+        // Memory: memoryReservation counts when set.
+        let big = register(
+            &mut fleet,
+            serde_json::json!({"family": "big", "containerDefinitions": [{"name": "b", "image": "b", "memory": 500_000, "memoryReservation": 150_000}]}),
+        );
+        place(&mut fleet, &big);
+        assert_eq!(
+            blocked(&mut fleet, &big, "family:big").reason_text(),
+            "has insufficient memory available"
+        );
+        // A DRAINING instance and a disconnected agent take nothing.
+        let small = fixture::mps_family(&mut fleet, "small", 1_000, None);
+        fleet.clusters.get_mut("prod").expect("prod").instances[0]
+            .room
+            .status = "DRAINING".into();
+        assert!(matches!(
+            blocked(&mut fleet, &small, "family:small"),
+            Unplaced::Room(Blocked::NotActive { .. })
+        ));
+        let instance = &mut fleet.clusters.get_mut("prod").expect("prod").instances[0];
+        instance.room.status = "ACTIVE".into();
+        instance.room.agent_connected = false;
+        assert_eq!(
+            blocked(&mut fleet, &small, "family:small").reason_text(),
+            "encountered error \"AGENT\""
+        );
+    }
+
+    #[test]
+    fn distinct_instance_and_member_of_hold_for_a_service() {
+        let mut fleet = fixture::fleet(2, 4);
+        let td = fixture::mps_family(&mut fleet, "embed", 1_000, None);
+        let new = crate::engine::services::NewService {
+            name: "spread".into(),
+            task_definition: td.clone(),
+            desired_count: 0,
+            config: Default::default(),
+            placement_constraints: vec![serde_json::json!({"type": "distinctInstance"})],
+        };
+        fleet.create_service("prod", new).expect("created");
+        let first = fleet
+            .run_task("prod", &td, "service:spread".into(), None)
+            .expect("placed");
+        let second = fleet
+            .run_task("prod", &td, "service:spread".into(), None)
+            .expect("placed");
+        let cluster = &fleet.clusters["prod"];
+        assert_ne!(
+            cluster.tasks[&first].instance_arn,
+            cluster.tasks[&second].instance_arn
+        );
+        assert_eq!(
+            blocked(&mut fleet, &td, "service:spread"),
+            Unplaced::Room(Blocked::DistinctInstance)
+        );
+        // memberOf in the task definition: no instance is a p5.
+        let picky = register(
+            &mut fleet,
+            serde_json::json!({"family": "picky", "containerDefinitions": [{"name": "p", "image": "p", "memory": 512}],
+                "placementConstraints": [{"type": "memberOf", "expression": "attribute:ecs.instance-type == p5.*"}]}),
+        );
+        assert_eq!(
+            blocked(&mut fleet, &picky, "family:picky").reason_text(),
+            "is missing an attribute required by your task"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! configuration's bounds.
 
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 use crate::{
     error::{invalid, EcsError},
@@ -15,6 +16,8 @@ pub struct NewService {
     pub task_definition: String,
     pub desired_count: u32,
     pub config: DeploymentConfig,
+    /// `placementConstraints` as given (`distinctInstance`, `memberOf`).
+    pub placement_constraints: Vec<Value>,
 }
 
 /// What an UpdateService changes.
@@ -78,6 +81,7 @@ impl Fleet {
             steady: false,
             last_completed_task_definition: None,
             tasks: Default::default(),
+            placement_constraints: new.placement_constraints.clone(),
         };
         let cluster = self
             .clusters
@@ -200,6 +204,7 @@ mod tests {
             task_definition: td.into(),
             desired_count: desired,
             config: DeploymentConfig::default(),
+            placement_constraints: Vec::new(),
         }
     }
 

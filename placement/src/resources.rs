@@ -1,0 +1,586 @@
+//! Everything besides GPUs that ECS needs of an instance before it places a task there (ECS
+//! developer guide, "Amazon ECS task placement"): the instance is `ACTIVE` with its agent
+//! connected; it has the task's CPU units and memory left (`memoryReservation` of a container
+//! when set, else its `memory`, or the task-level values); no other task holds the task's
+//! static host ports (`bridge` and `host` network modes); and the task's placement constraints
+//! hold there (`distinctInstance`, `memberOf`).
+//!
+//! Not modelled, and said so by the checks that use this: ENI attachment points (`awsvpc`;
+//! the ECS API does not report how many an instance has left) and the placement strategy's
+//! choice among instances that all fit (spread across Availability Zones by default).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What is left on one container instance, besides its GPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Room {
+    /// `ACTIVE`, `DRAINING`, `REGISTERING`, …: ECS places tasks only on `ACTIVE` instances.
+    pub status: String,
+    pub agent_connected: bool,
+    pub cpu_remaining: u32,
+    pub memory_remaining_mib: u32,
+    /// Host ports no new task can bind: the agent's reserved ones and those tasks hold.
+    pub tcp_ports_used: BTreeSet<u16>,
+    pub udp_ports_used: BTreeSet<u16>,
+    /// Attributes for `memberOf`: `ecs.instance-type`, `ecs.availability-zone`, custom ones.
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// What one task needs of an instance, besides GPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Needs {
+    pub cpu: u32,
+    pub memory_mib: u32,
+    /// Static host ports (`bridge` or `host` mode); dynamic ports (0) are not listed.
+    pub tcp_ports: Vec<u16>,
+    pub udp_ports: Vec<u16>,
+    /// `awsvpc`: each task needs an ENI attachment point, which no API reports.
+    pub awsvpc: bool,
+    /// At most one task of the group (the service) per instance.
+    pub distinct_instance: bool,
+    /// `memberOf` expressions, all of which must hold.
+    pub member_of: Vec<Expression>,
+}
+
+/// Why an instance cannot take a task, besides GPUs; [`Blocked::ecs_words`] says it as ECS's
+/// service events do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Blocked {
+    NotActive { status: String },
+    AgentDisconnected,
+    Cpu { needed: u32, free: u32 },
+    Memory { needed: u32, free: u32 },
+    Port { port: u16, udp: bool },
+    DistinctInstance,
+    Attribute { expression: String },
+}
+
+impl Blocked {
+    /// The closing words of ECS's "unable to place a task" event for the closest instance.
+    pub fn ecs_words(&self) -> String {
+        match self {
+            Blocked::NotActive { status } => {
+                format!("is {status}, and tasks are placed only on ACTIVE instances")
+            }
+            Blocked::AgentDisconnected => "encountered error \"AGENT\"".into(),
+            Blocked::Cpu { .. } => "has insufficient CPU units available".into(),
+            Blocked::Memory { .. } => "has insufficient memory available".into(),
+            Blocked::Port { .. } => "is already using a port required by your task".into(),
+            Blocked::DistinctInstance => {
+                "already runs a task of this service (distinctInstance)".into()
+            }
+            Blocked::Attribute { .. } => "is missing an attribute required by your task".into(),
+        }
+    }
+
+    /// The resource in a person's words, for the pre-check.
+    pub fn resource(&self) -> String {
+        match self {
+            Blocked::NotActive { status } => format!("instances {status}"),
+            Blocked::AgentDisconnected => "agents disconnected".into(),
+            Blocked::Cpu { needed, .. } => format!("CPU ({needed} units per task)"),
+            Blocked::Memory { needed, .. } => format!("memory ({needed} MiB per task)"),
+            Blocked::Port { port, udp } => {
+                format!("host port {port}/{}", if *udp { "udp" } else { "tcp" })
+            }
+            Blocked::DistinctInstance => {
+                "instances (distinctInstance: one task per instance)".into()
+            }
+            Blocked::Attribute { expression } => {
+                format!("instances matching memberOf({expression})")
+            }
+        }
+    }
+}
+
+/// Whether `room` can take a task with `needs`, given how many tasks of the same group it
+/// already runs; the first thing missing, in the order ECS checks them.
+pub fn check(room: &Room, needs: &Needs, group_tasks_here: u32) -> Result<(), Blocked> {
+    if room.status != "ACTIVE" {
+        return Err(Blocked::NotActive {
+            status: room.status.clone(),
+        });
+    }
+    if !room.agent_connected {
+        return Err(Blocked::AgentDisconnected);
+    }
+    if let Some(expression) = needs.member_of.iter().find(|e| !e.holds(&room.attributes)) {
+        return Err(Blocked::Attribute {
+            expression: expression.text.clone(),
+        });
+    }
+    if needs.distinct_instance && group_tasks_here > 0 {
+        return Err(Blocked::DistinctInstance);
+    }
+    if room.cpu_remaining < needs.cpu {
+        return Err(Blocked::Cpu {
+            needed: needs.cpu,
+            free: room.cpu_remaining,
+        });
+    }
+    if room.memory_remaining_mib < needs.memory_mib {
+        return Err(Blocked::Memory {
+            needed: needs.memory_mib,
+            free: room.memory_remaining_mib,
+        });
+    }
+    if let Some(port) = needs
+        .tcp_ports
+        .iter()
+        .find(|p| room.tcp_ports_used.contains(p))
+    {
+        return Err(Blocked::Port {
+            port: *port,
+            udp: false,
+        });
+    }
+    if let Some(port) = needs
+        .udp_ports
+        .iter()
+        .find(|p| room.udp_ports_used.contains(p))
+    {
+        return Err(Blocked::Port {
+            port: *port,
+            udp: true,
+        });
+    }
+    Ok(())
+}
+
+/// Takes a task's CPU, memory and host ports.
+pub fn take(room: &mut Room, needs: &Needs) {
+    room.cpu_remaining = room.cpu_remaining.saturating_sub(needs.cpu);
+    room.memory_remaining_mib = room.memory_remaining_mib.saturating_sub(needs.memory_mib);
+    room.tcp_ports_used.extend(needs.tcp_ports.iter().copied());
+    room.udp_ports_used.extend(needs.udp_ports.iter().copied());
+}
+
+/// Gives a stopped task's CPU, memory and host ports back.
+pub fn give_back(room: &mut Room, needs: &Needs) {
+    room.cpu_remaining = room.cpu_remaining.saturating_add(needs.cpu);
+    room.memory_remaining_mib = room.memory_remaining_mib.saturating_add(needs.memory_mib);
+    for port in &needs.tcp_ports {
+        room.tcp_ports_used.remove(port);
+    }
+    for port in &needs.udp_ports {
+        room.udp_ports_used.remove(port);
+    }
+}
+
+/// A `memberOf` expression of the cluster query language, in the subset this evaluates:
+/// `attribute:NAME OP VALUE` terms joined by `and` / `or` (left to right, `and` first), with
+/// OP one of `==`, `!=`, `in [a, b]`, `not_in [a, b]`, `exists`, `!exists`, and `*` as a
+/// wildcard in values (`attribute:ecs.instance-type =~ g5.*` is written `== g5.*`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expression {
+    pub text: String,
+    /// Terms joined by `or`, each a list joined by `and`.
+    any_of: Vec<Vec<Term>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Term {
+    attribute: String,
+    op: Op,
+    values: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum Op {
+    Equals,
+    NotEquals,
+    In,
+    NotIn,
+    Exists,
+    NotExists,
+}
+
+impl Expression {
+    /// Parses `text`, or says what this evaluator does not understand.
+    pub fn parse(text: &str) -> Result<Expression, String> {
+        let mut any_of = Vec::new();
+        for alternative in split_words(text, "or") {
+            let mut all = Vec::new();
+            for term in split_words(&alternative, "and") {
+                all.push(parse_term(term.trim()).map_err(|why| {
+                    format!("memberOf({text}): {why}; the console understands attribute:NAME ==, !=, in [..], not_in [..], exists and !exists, joined by and / or")
+                })?);
+            }
+            any_of.push(all);
+        }
+        if any_of.is_empty() {
+            return Err("memberOf needs an expression".into());
+        }
+        Ok(Expression {
+            text: text.trim().to_string(),
+            any_of,
+        })
+    }
+
+    /// Whether an instance with `attributes` matches.
+    pub fn holds(&self, attributes: &BTreeMap<String, String>) -> bool {
+        self.any_of
+            .iter()
+            .any(|all| all.iter().all(|term| term.holds(attributes)))
+    }
+}
+
+impl Term {
+    fn holds(&self, attributes: &BTreeMap<String, String>) -> bool {
+        let value = attributes.get(&self.attribute);
+        let matches = |v: &str| self.values.iter().any(|pattern| wildcard(pattern, v));
+        match self.op {
+            Op::Exists => value.is_some(),
+            Op::NotExists => value.is_none(),
+            Op::Equals | Op::In => value.is_some_and(|v| matches(v)),
+            Op::NotEquals | Op::NotIn => !value.is_some_and(|v| matches(v)),
+        }
+    }
+}
+
+/// `pattern` with `*` standing for any run of characters.
+fn wildcard(pattern: &str, value: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == value,
+        Some((prefix, rest)) => {
+            let Some(tail) = value.strip_prefix(prefix) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| wildcard(rest, &tail[i..]))
+        }
+    }
+}
+
+/// Splits on a whole word (` and `, ` or `) outside brackets.
+fn split_words(text: &str, word: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut depth = 0_i32;
+    let mut current = String::new();
+    for token in text.split_whitespace() {
+        depth += token.matches('[').count() as i32 - token.matches(']').count() as i32;
+        if depth == 0 && token.eq_ignore_ascii_case(word) {
+            parts.push(std::mem::take(&mut current));
+            continue;
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(token);
+    }
+    if !current.trim().is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+fn parse_term(term: &str) -> Result<Term, String> {
+    let rest = term
+        .strip_prefix("attribute:")
+        .ok_or_else(|| format!("'{term}' does not start with attribute:"))?;
+    let (attribute, rest) = rest
+        .split_once(char::is_whitespace)
+        .ok_or_else(|| format!("'{term}' has no operator"))?;
+    let rest = rest.trim();
+    let (op, values) = if rest == "exists" {
+        (Op::Exists, "")
+    } else if rest == "!exists" {
+        (Op::NotExists, "")
+    } else if let Some(v) = rest.strip_prefix("==") {
+        (Op::Equals, v)
+    } else if let Some(v) = rest.strip_prefix("!=") {
+        (Op::NotEquals, v)
+    } else if let Some(v) = rest.strip_prefix("not_in") {
+        (Op::NotIn, v)
+    } else if let Some(v) = rest.strip_prefix("in") {
+        (Op::In, v)
+    } else {
+        return Err(format!("'{term}': unknown operator"));
+    };
+    let values: Vec<String> = values
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|v| v.trim().trim_matches('\'').trim_matches('"').to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() && !matches!(op, Op::Exists | Op::NotExists) {
+        return Err(format!("'{term}' has no value"));
+    }
+    Ok(Term {
+        attribute: attribute.to_string(),
+        op,
+        values,
+    })
+}
+
+/// What one task of `task_definition` needs of an instance besides GPUs, with the service's
+/// own placement constraints (`service_constraints`, the `placementConstraints` of
+/// CreateService) added to the task definition's. An expression this does not understand is
+/// an error, for the caller to refuse or to report.
+pub fn needs_of(
+    task_definition: &Map<String, Value>,
+    service_constraints: &[Value],
+) -> Result<Needs, String> {
+    let containers: Vec<&Map<String, Value>> = task_definition
+        .get("containerDefinitions")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_object).collect())
+        .unwrap_or_default();
+    let task_level = |key: &str| -> Option<u32> {
+        match task_definition.get(key)? {
+            Value::String(s) => s.trim().parse().ok(),
+            Value::Number(n) => n.as_u64().map(|n| n.min(u64::from(u32::MAX)) as u32),
+            _ => None,
+        }
+    };
+    let sum = |keys: &[&str]| -> u32 {
+        containers
+            .iter()
+            .map(|c| {
+                keys.iter()
+                    .find_map(|k| c.get(*k).and_then(Value::as_u64))
+                    .unwrap_or(0)
+                    .min(u64::from(u32::MAX)) as u32
+            })
+            .fold(0_u32, u32::saturating_add)
+    };
+    let network_mode = task_definition
+        .get("networkMode")
+        .and_then(Value::as_str)
+        .unwrap_or("bridge");
+    let mut needs = Needs {
+        cpu: task_level("cpu").unwrap_or_else(|| sum(&["cpu"])),
+        memory_mib: task_level("memory").unwrap_or_else(|| sum(&["memoryReservation", "memory"])),
+        awsvpc: network_mode == "awsvpc",
+        ..Needs::default()
+    };
+    if matches!(network_mode, "bridge" | "host") {
+        for mapping in containers
+            .iter()
+            .filter_map(|c| c.get("portMappings").and_then(Value::as_array))
+            .flatten()
+        {
+            let port = |key: &str| {
+                mapping
+                    .get(key)
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u16::try_from(p).ok())
+            };
+            // In host mode the container port is the host port.
+            let host = if network_mode == "host" {
+                port("hostPort").or_else(|| port("containerPort"))
+            } else {
+                port("hostPort")
+            };
+            let Some(host) = host.filter(|p| *p != 0) else {
+                continue;
+            };
+            let udp = mapping.get("protocol").and_then(Value::as_str) == Some("udp");
+            let list = if udp {
+                &mut needs.udp_ports
+            } else {
+                &mut needs.tcp_ports
+            };
+            if !list.contains(&host) {
+                list.push(host);
+            }
+        }
+    }
+    let constraints = task_definition
+        .get("placementConstraints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .chain(service_constraints);
+    for constraint in constraints {
+        match constraint.get("type").and_then(Value::as_str) {
+            Some("distinctInstance") => needs.distinct_instance = true,
+            Some("memberOf") => {
+                let text = constraint
+                    .get("expression")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                needs.member_of.push(Expression::parse(text)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(needs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn room() -> Room {
+        Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            cpu_remaining: 4_096,
+            memory_remaining_mib: 16_000,
+            tcp_ports_used: [22, 2375, 2376, 51678, 51679].into_iter().collect(),
+            udp_ports_used: BTreeSet::new(),
+            attributes: [
+                ("ecs.instance-type".to_string(), "g5.12xlarge".to_string()),
+                (
+                    "ecs.availability-zone".to_string(),
+                    "us-east-1a".to_string(),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn memory_reservation_wins_over_memory_and_task_level_values_win_over_both() {
+        let td = object(json!({"containerDefinitions": [
+            {"name": "a", "cpu": 512, "memory": 4096, "memoryReservation": 1024},
+            {"name": "b", "cpu": 256, "memory": 2048}
+        ]}));
+        let needs = needs_of(&td, &[]).expect("needs");
+        assert_eq!((needs.cpu, needs.memory_mib), (768, 3072));
+        let td = object(
+            json!({"cpu": "2048", "memory": "8192", "containerDefinitions": [
+                {"name": "a", "cpu": 512, "memory": 4096}
+            ]}),
+        );
+        let needs = needs_of(&td, &[]).expect("needs");
+        assert_eq!((needs.cpu, needs.memory_mib), (2048, 8192));
+    }
+
+    #[test]
+    fn static_host_ports_count_in_bridge_and_host_mode_only() {
+        let containers = json!([{"name": "a", "portMappings": [
+            {"containerPort": 8080, "hostPort": 80},
+            {"containerPort": 9000, "hostPort": 0},
+            {"containerPort": 53, "hostPort": 53, "protocol": "udp"}
+        ]}]);
+        let bridge =
+            needs_of(&object(json!({"containerDefinitions": containers})), &[]).expect("parsed");
+        assert_eq!((bridge.tcp_ports, bridge.udp_ports), (vec![80], vec![53]));
+        let host = needs_of(
+            &object(json!({"networkMode": "host", "containerDefinitions": [{"name": "a", "portMappings": [{"containerPort": 8080}]}]})),
+            &[],
+        ).expect("parsed");
+        assert_eq!(host.tcp_ports, vec![8080]);
+        let awsvpc = needs_of(
+            &object(json!({"networkMode": "awsvpc", "containerDefinitions": containers})),
+            &[],
+        )
+        .expect("parsed");
+        assert!(awsvpc.tcp_ports.is_empty() && awsvpc.awsvpc);
+    }
+
+    #[test]
+    fn each_resource_blocks_in_ecs_order_and_words() {
+        let needs = Needs {
+            cpu: 1_024,
+            memory_mib: 4_096,
+            tcp_ports: vec![80],
+            ..Needs::default()
+        };
+        assert_eq!(check(&room(), &needs, 0), Ok(()));
+        let mut draining = room();
+        draining.status = "DRAINING".into();
+        assert_eq!(
+            check(&draining, &needs, 0),
+            Err(Blocked::NotActive {
+                status: "DRAINING".into()
+            })
+        );
+        let mut gone = room();
+        gone.agent_connected = false;
+        assert_eq!(
+            check(&gone, &needs, 0).expect_err("blocked").ecs_words(),
+            "encountered error \"AGENT\""
+        );
+        let mut full = room();
+        full.cpu_remaining = 512;
+        assert_eq!(
+            check(&full, &needs, 0).expect_err("blocked").ecs_words(),
+            "has insufficient CPU units available"
+        );
+        full.cpu_remaining = 4_096;
+        full.memory_remaining_mib = 4_095;
+        assert_eq!(
+            check(&full, &needs, 0).expect_err("blocked").ecs_words(),
+            "has insufficient memory available"
+        );
+        let mut busy = room();
+        take(&mut busy, &needs);
+        assert_eq!(
+            check(&busy, &needs, 0),
+            Err(Blocked::Port {
+                port: 80,
+                udp: false
+            })
+        );
+        give_back(&mut busy, &needs);
+        assert_eq!(busy, room(), "giving back restores the room exactly");
+        let distinct = Needs {
+            distinct_instance: true,
+            ..needs.clone()
+        };
+        assert_eq!(check(&room(), &distinct, 1), Err(Blocked::DistinctInstance));
+        assert_eq!(check(&room(), &distinct, 0), Ok(()));
+    }
+
+    #[test]
+    fn member_of_expressions() {
+        let attributes = room().attributes;
+        let holds = |text: &str| Expression::parse(text).expect(text).holds(&attributes);
+        assert!(holds("attribute:ecs.instance-type == g5.12xlarge"));
+        assert!(holds("attribute:ecs.instance-type == g5.*"));
+        assert!(!holds("attribute:ecs.instance-type == g6.*"));
+        assert!(holds(
+            "attribute:ecs.availability-zone in [us-east-1a, us-east-1b]"
+        ));
+        assert!(!holds(
+            "attribute:ecs.availability-zone not_in [us-east-1a, us-east-1b]"
+        ));
+        assert!(holds("attribute:ecs.instance-type != p5.48xlarge"));
+        assert!(holds("attribute:team !exists"));
+        assert!(!holds("attribute:team exists"));
+        assert!(holds(
+            "attribute:ecs.instance-type == p5.48xlarge or attribute:ecs.availability-zone == us-east-1a"
+        ));
+        assert!(!holds(
+            "attribute:ecs.instance-type == g5.12xlarge and attribute:ecs.availability-zone == us-east-1b"
+        ));
+        for bad in [
+            "",
+            "ec2InstanceId in ['i-1']",
+            "attribute:x ~ y",
+            "attribute:x ==",
+        ] {
+            assert!(Expression::parse(bad).is_err(), "{bad:?} is refused");
+        }
+        let td = object(json!({"containerDefinitions": [], "placementConstraints": [
+            {"type": "memberOf", "expression": "attribute:ecs.instance-type == g5.*"}
+        ]}));
+        let needs = needs_of(&td, &[json!({"type": "distinctInstance"})]).expect("needs");
+        assert!(needs.distinct_instance);
+        let mut elsewhere = room();
+        elsewhere
+            .attributes
+            .insert("ecs.instance-type".into(), "g6.xlarge".into());
+        assert_eq!(
+            check(&elsewhere, &needs, 0),
+            Err(Blocked::Attribute {
+                expression: "attribute:ecs.instance-type == g5.*".into()
+            })
+        );
+    }
+}
