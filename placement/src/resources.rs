@@ -171,9 +171,10 @@ pub fn give_back(room: &mut Room, needs: &Needs) {
 }
 
 /// A `memberOf` expression of the cluster query language, in the subset this evaluates:
-/// `attribute:NAME OP VALUE` terms joined by `and` / `or` (left to right, `and` first), with
-/// OP one of `==`, `!=`, `in [a, b]`, `not_in [a, b]`, `exists`, `!exists`, and `*` as a
-/// wildcard in values (`attribute:ecs.instance-type =~ g5.*` is written `== g5.*`).
+/// `attribute:NAME OP VALUE` (or `ec2InstanceId OP VALUE`) terms joined by `and` / `or`
+/// (`and` binds first; no parentheses), with OP one of `==`, `!=`, `in [a, b]`,
+/// `not_in [a, b]`, `exists`, `!exists`, and the pattern matches `=~` / `!~`, whose patterns
+/// this reads as `.*` any run, `.` any one character, everything else literal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expression {
     pub text: String,
@@ -196,6 +197,8 @@ enum Op {
     NotIn,
     Exists,
     NotExists,
+    Matches,
+    NotMatches,
 }
 
 impl Expression {
@@ -206,7 +209,7 @@ impl Expression {
             let mut all = Vec::new();
             for term in split_words(&alternative, "and") {
                 all.push(parse_term(term.trim()).map_err(|why| {
-                    format!("memberOf({text}): {why}; the console understands attribute:NAME ==, !=, in [..], not_in [..], exists and !exists, joined by and / or")
+                    format!("memberOf({text}): {why}; understood are attribute:NAME or ec2InstanceId with ==, !=, =~, !~, in [..], not_in [..], exists and !exists, joined by and / or, without parentheses")
                 })?);
             }
             any_of.push(all);
@@ -232,11 +235,14 @@ impl Term {
     fn holds(&self, attributes: &BTreeMap<String, String>) -> bool {
         let value = attributes.get(&self.attribute);
         let matches = |v: &str| self.values.iter().any(|pattern| wildcard(pattern, v));
+        let pattern = |v: &str| self.values.iter().any(|p| regex_lite(p, v));
         match self.op {
             Op::Exists => value.is_some(),
             Op::NotExists => value.is_none(),
             Op::Equals | Op::In => value.is_some_and(|v| matches(v)),
             Op::NotEquals | Op::NotIn => !value.is_some_and(|v| matches(v)),
+            Op::Matches => value.is_some_and(|v| pattern(v)),
+            Op::NotMatches => !value.is_some_and(|v| pattern(v)),
         }
     }
 }
@@ -252,6 +258,28 @@ fn wildcard(pattern: &str, value: &str) -> bool {
             (0..=tail.len())
                 .filter(|i| tail.is_char_boundary(*i))
                 .any(|i| wildcard(rest, &tail[i..]))
+        }
+    }
+}
+
+/// A pattern of `=~`: `.*` any run, `.` any one character, the rest literal; the whole value.
+fn regex_lite(pattern: &str, value: &str) -> bool {
+    if let Some(rest) = pattern.strip_prefix(".*") {
+        return (0..=value.len())
+            .filter(|i| value.is_char_boundary(*i))
+            .any(|i| regex_lite(rest, &value[i..]));
+    }
+    let mut pattern_chars = pattern.chars();
+    match pattern_chars.next() {
+        None => value.is_empty(),
+        Some(p) => {
+            let mut value_chars = value.chars();
+            match value_chars.next() {
+                Some(v) if p == '.' || p == v => {
+                    regex_lite(pattern_chars.as_str(), value_chars.as_str())
+                }
+                _ => false,
+            }
         }
     }
 }
@@ -278,18 +306,30 @@ fn split_words(text: &str, word: &str) -> Vec<String> {
     parts
 }
 
+/// The attribute name under which [`Room::attributes`] carries the instance's EC2 ID, for
+/// `ec2InstanceId` terms.
+pub const EC2_INSTANCE_ID: &str = "ec2InstanceId";
+
 fn parse_term(term: &str) -> Result<Term, String> {
-    let rest = term
-        .strip_prefix("attribute:")
-        .ok_or_else(|| format!("'{term}' does not start with attribute:"))?;
-    let (attribute, rest) = rest
-        .split_once(char::is_whitespace)
-        .ok_or_else(|| format!("'{term}' has no operator"))?;
+    let (attribute, rest) = if let Some(rest) = term.strip_prefix("attribute:") {
+        rest.split_once(char::is_whitespace)
+            .ok_or_else(|| format!("'{term}' has no operator"))?
+    } else if let Some(rest) = term.strip_prefix(EC2_INSTANCE_ID) {
+        (EC2_INSTANCE_ID, rest)
+    } else {
+        return Err(format!(
+            "'{term}' does not start with attribute: or ec2InstanceId"
+        ));
+    };
     let rest = rest.trim();
     let (op, values) = if rest == "exists" {
         (Op::Exists, "")
     } else if rest == "!exists" {
         (Op::NotExists, "")
+    } else if let Some(v) = rest.strip_prefix("=~") {
+        (Op::Matches, v)
+    } else if let Some(v) = rest.strip_prefix("!~") {
+        (Op::NotMatches, v)
     } else if let Some(v) = rest.strip_prefix("==") {
         (Op::Equals, v)
     } else if let Some(v) = rest.strip_prefix("!=") {
@@ -552,6 +592,11 @@ mod tests {
         ));
         assert!(holds("attribute:ecs.instance-type != p5.48xlarge"));
         assert!(holds("attribute:team !exists"));
+        assert!(holds("attribute:ecs.instance-type =~ g5.*"));
+        assert!(holds("attribute:ecs.instance-type =~ g5.12xlarge"));
+        assert!(!holds("attribute:ecs.instance-type =~ g5"));
+        assert!(holds("attribute:ecs.instance-type !~ p.*"));
+        assert!(holds("ec2InstanceId !exists"));
         assert!(!holds("attribute:team exists"));
         assert!(holds(
             "attribute:ecs.instance-type == p5.48xlarge or attribute:ecs.availability-zone == us-east-1a"
@@ -561,7 +606,7 @@ mod tests {
         ));
         for bad in [
             "",
-            "ec2InstanceId in ['i-1']",
+            "task:group == service:x",
             "attribute:x ~ y",
             "attribute:x ==",
         ] {

@@ -81,6 +81,10 @@ pub fn fit_check(
                 fits_when_empty: false,
             });
         entry.fits_when_empty |= find_gpus(&empty, instance.mps_capable, request).is_ok();
+        // DRAINING instances and disconnected agents take nothing.
+        if !instance.takes_tasks() {
+            continue;
+        }
         if mps_capable {
             for gpu in &gpus {
                 let free = gpu.largest_mps_request();
@@ -213,6 +217,8 @@ mod tests {
             impaired: None,
             mps_capable: true,
             gpu_model: None,
+            not_placing: None,
+            room: None,
             gpus,
         }
     }

@@ -91,6 +91,32 @@ pub struct InstanceView {
     #[serde(default)]
     pub gpu_model: Option<String>,
     pub gpus: Vec<GpuView>,
+    /// Why ECS places nothing here, when it does not: `DRAINING` (any status but `ACTIVE`),
+    /// or `agent disconnected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_placing: Option<String>,
+    /// What is left besides GPUs (status, agent, CPU, memory, host ports, attributes), for the
+    /// checks; `None` when not read (pages get the instance without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room: Option<placement::resources::Room>,
+}
+
+impl InstanceView {
+    /// Why ECS would place nothing on this instance, from its status and agent connection.
+    pub fn not_placing_reason(status: &str, agent_connected: bool) -> Option<String> {
+        if status != "ACTIVE" {
+            Some(status.to_string())
+        } else if !agent_connected {
+            Some("agent disconnected".to_string())
+        } else {
+            None
+        }
+    }
+
+    /// Whether ECS places tasks here at all.
+    pub fn takes_tasks(&self) -> bool {
+        self.not_placing.is_none()
+    }
 }
 
 /// One cluster with its container instances.
@@ -141,6 +167,9 @@ pub struct ServiceRef {
     pub circuit_breaker: bool,
     #[serde(default)]
     pub circuit_breaker_rollback: bool,
+    /// The service's `placementConstraints` as ECS returns them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement_constraints: Vec<serde_json::Value>,
 }
 
 /// The whole fleet at one moment.

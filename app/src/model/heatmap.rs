@@ -76,7 +76,7 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
             let impaired = instance.impaired.is_some();
             let _ = write!(
                 svg,
-                r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}{}</text>"#,
+                r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}{}{}</text>"#,
                 escape(&instance.ec2_instance_id),
                 if impaired { r#" class="imp""# } else { "" },
                 escape(&instance.ec2_instance_id),
@@ -92,6 +92,15 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
                 } else {
                     r#" <tspan class="t" data-no-sharing="">· no sharing</tspan>"#
                 },
+                // DRAINING, or its agent disconnected: ECS places nothing here.
+                instance
+                    .not_placing
+                    .as_deref()
+                    .map(|why| format!(
+                        r#" <tspan class="t" data-not-placing="">· {} (takes no tasks)</tspan>"#,
+                        escape(why)
+                    ))
+                    .unwrap_or_default(),
             );
             for gpu in &instance.gpus {
                 let shade = Shade::of(colour_value(gpu, colour));
@@ -142,6 +151,8 @@ mod tests {
                         impaired: None,
                         mps_capable: true,
                         gpu_model: None,
+                        not_placing: None,
+                        room: None,
                         gpus: (0..gpus_per_instance)
                             .map(|index| GpuView {
                                 uuid: format!("GPU-{name}-{index}"),

@@ -4,7 +4,11 @@
 //! `placement` crate). It says whether the rollout completes, and if not, at which step it
 //! stalls and what would let it through.
 
-use placement::{allocate, find_gpus, release, GpuAssignment, GpuRequest, GpuSlot};
+use placement::{
+    allocate, find_gpus, release,
+    resources::{self, Needs, Room},
+    GpuAssignment, GpuRequest, GpuSlot,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{fleet_view::slot, FleetSnapshot};
@@ -23,6 +27,12 @@ pub struct RolloutPlan {
     /// What one old task holds, and what one new task asks.
     pub old: GpuRequest,
     pub new: GpuRequest,
+    /// What one old task holds and one new task needs besides GPUs: CPU, memory, host ports,
+    /// placement constraints (the service's and the task definition's).
+    #[serde(default)]
+    pub old_needs: Needs,
+    #[serde(default)]
+    pub new_needs: Needs,
 }
 
 /// One step of the simulated rollout: tasks started, then tasks stopped.
@@ -57,14 +67,26 @@ pub struct RolloutCheck {
     pub steps: Vec<RolloutStep>,
     /// When it stalls: changes that would let it through, each checked by simulating again.
     pub suggestions: Vec<String>,
+    /// What the simulation checked, and what it could not know.
+    #[serde(default)]
+    pub checked: Vec<String>,
+    #[serde(default)]
+    pub unknown: Vec<String>,
 }
 
 /// One instance of the simulated cluster.
 #[derive(Clone, Debug)]
 struct Host {
+    id: String,
     instance_type: String,
     mps_capable: bool,
     gpus: Vec<GpuSlot>,
+    /// What is left besides GPUs; `None` when the snapshot did not read it.
+    room: Option<Room>,
+    /// Why ECS places nothing here (DRAINING, agent disconnected), if so.
+    not_placing: Option<String>,
+    /// The service's tasks here, old and new, for `distinctInstance`.
+    service_tasks: u32,
 }
 
 impl Host {
@@ -103,9 +125,13 @@ impl Cluster {
         let mut tasks: std::collections::BTreeMap<String, OldTask> = Default::default();
         for (host_index, instance) in view.instances.iter().enumerate() {
             hosts.push(Host {
+                id: instance.ec2_instance_id.clone(),
                 instance_type: instance.instance_type.clone(),
                 mps_capable: instance.mps_capable && instance.impaired.is_none(),
                 gpus: instance.gpus.iter().map(slot).collect(),
+                room: instance.room.clone(),
+                not_placing: instance.not_placing.clone(),
+                service_tasks: 0,
             });
             for (gpu_index, gpu) in instance.gpus.iter().enumerate() {
                 for container in gpu
@@ -148,10 +174,13 @@ impl Cluster {
                 }
             }
         }
-        Some(Cluster {
-            hosts,
-            old_tasks: tasks.into_values().collect(),
-        })
+        let old_tasks: Vec<OldTask> = tasks.into_values().collect();
+        for task in &old_tasks {
+            if let Some(host) = task.host.and_then(|h| hosts.get_mut(h)) {
+                host.service_tasks += 1;
+            }
+        }
+        Some(Cluster { hosts, old_tasks })
     }
 
     /// The old tasks the service runs: those the snapshot shows on GPUs, then as many without
@@ -189,12 +218,18 @@ impl Cluster {
         {
             for _ in 0..count {
                 cluster.hosts.push(Host {
+                    id: format!("new {instance_type}"),
                     mps_capable: true,
                     gpus: model
                         .gpus
                         .iter()
                         .map(|g| GpuSlot::idle(g.total_memory_mib))
                         .collect(),
+                    // The snapshot does not say what CPU, memory and ports a new instance of
+                    // the type would have free: left unchecked.
+                    room: None,
+                    not_placing: None,
+                    service_tasks: 0,
                     ..model.clone()
                 });
             }
@@ -239,12 +274,15 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
             .min(desired.saturating_sub(new_running));
         let mut started = 0;
         let mut unplaced = 0;
+        let mut blocked: Option<String> = None;
         for _ in 0..room {
-            if place(&mut hosts, &plan.new) {
-                started += 1;
-            } else {
-                unplaced = room - started;
-                break;
+            match place(&mut hosts, &plan.new, &plan.new_needs) {
+                Ok(()) => started += 1,
+                Err(why) => {
+                    unplaced = room - started;
+                    blocked = Some(why);
+                    break;
+                }
             }
         }
         new_running += started;
@@ -255,8 +293,12 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
         old.sort_by_key(|t| t.host.is_none());
         let mut stopped = 0;
         for task in old.drain(..can_stop as usize) {
-            if let Some(host) = task.host {
-                release(&mut hosts[host].gpus, &task.request, &task.assignment);
+            if let Some(host) = task.host.and_then(|h| hosts.get_mut(h)) {
+                release(&mut host.gpus, &task.request, &task.assignment);
+                if let Some(room) = host.room.as_mut() {
+                    resources::give_back(room, &plan.old_needs);
+                }
+                host.service_tasks = host.service_tasks.saturating_sub(1);
             }
             stopped += 1;
         }
@@ -271,12 +313,13 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
         if started == 0 && stopped == 0 {
             let reason = if unplaced > 0 {
                 format!(
-                    "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones.",
+                    "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones. {}",
                     if unplaced == 1 { "task" } else { "tasks" },
                     plan.cluster,
                     describe(&plan.new),
                     old.len(),
-                    plan.minimum_healthy_percent
+                    plan.minimum_healthy_percent,
+                    blocked.unwrap_or_default()
                 )
             } else {
                 format!(
@@ -296,18 +339,141 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
     )
 }
 
-/// Places one task on the first instance with room; whether it could.
-fn place(hosts: &mut [Host], request: &GpuRequest) -> bool {
-    if *request == GpuRequest::None {
-        return true;
-    }
+/// Places one task on the first instance that takes it (ECS's checks besides GPUs, then the
+/// GPU rules); or says what ran out, in ECS's words, at the closest instance: one short only
+/// of GPUs before one short of anything else.
+fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), String> {
+    let mut closest: Option<(u8, String)> = None;
+    let mut note = |rank: u8, text: String| {
+        if closest.as_ref().is_none_or(|(r, _)| rank > *r) {
+            closest = Some((rank, text));
+        }
+    };
     for host in hosts.iter_mut() {
-        if let Ok(assignment) = find_gpus(&host.gpus, host.mps_capable, request) {
-            allocate(&mut host.gpus, request, &assignment);
-            return true;
+        if let Some(reason) = &host.not_placing {
+            note(0, format!("The closest instance {} is {reason}.", host.id));
+            continue;
+        }
+        if let Some(room) = &host.room {
+            if let Err(why) = resources::check(room, needs, host.service_tasks) {
+                note(
+                    1,
+                    format!(
+                        "Out of {}: the closest matching container-instance {} {}.",
+                        why.resource(),
+                        host.id,
+                        why.ecs_words()
+                    ),
+                );
+                continue;
+            }
+        }
+        if *request == GpuRequest::None {
+            take(host, needs);
+            return Ok(());
+        }
+        match find_gpus(&host.gpus, host.mps_capable, request) {
+            Ok(assignment) => {
+                allocate(&mut host.gpus, request, &assignment);
+                take(host, needs);
+                return Ok(());
+            }
+            Err(_) => note(
+                2,
+                format!("Out of GPU memory or GPUs: {}.", describe(request)),
+            ),
         }
     }
-    false
+    Err(closest.map(|(_, text)| text).unwrap_or_default())
+}
+
+fn take(host: &mut Host, needs: &Needs) {
+    if let Some(room) = host.room.as_mut() {
+        resources::take(room, needs);
+    }
+    host.service_tasks += 1;
+}
+
+/// What the pre-check of `plan` on `cluster` checked, and what it could not know.
+fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<String>) {
+    let mut checked = vec![
+        "GPUs: MPS memory on one GPU per task, whole GPUs idle, the GPU's sharing mode".to_string(),
+        format!(
+            "the rolling update's bounds: maximumPercent {} %, minimumHealthyPercent {} %",
+            plan.maximum_percent, plan.minimum_healthy_percent
+        ),
+    ];
+    let mut unknown = Vec::new();
+    let with_room = cluster.hosts.iter().filter(|h| h.room.is_some()).count();
+    if with_room > 0 {
+        checked.push(format!(
+            "CPU ({} units per task) and memory ({} MiB per task) left on each instance",
+            plan.new_needs.cpu, plan.new_needs.memory_mib
+        ));
+        if !plan.new_needs.tcp_ports.is_empty() || !plan.new_needs.udp_ports.is_empty() {
+            let ports: Vec<String> = plan
+                .new_needs
+                .tcp_ports
+                .iter()
+                .map(|p| format!("{p}/tcp"))
+                .chain(plan.new_needs.udp_ports.iter().map(|p| format!("{p}/udp")))
+                .collect();
+            checked.push(format!("static host ports {}", ports.join(", ")));
+        }
+    } else {
+        unknown.push(
+            "CPU, memory and host ports: the fleet data has no remaining resources for this cluster"
+                .into(),
+        );
+    }
+    let left_out: Vec<String> = cluster
+        .hosts
+        .iter()
+        .filter_map(|h| Some(format!("{} ({})", h.id, h.not_placing.as_ref()?)))
+        .collect();
+    checked.push(if left_out.is_empty() {
+        "instance status: every instance ACTIVE with its agent connected".into()
+    } else {
+        format!(
+            "instance status: left out, as ECS places nothing there: {}",
+            left_out.join(", ")
+        )
+    });
+    if plan.new_needs.distinct_instance {
+        checked.push(
+            "placement constraint distinctInstance: one task of the service per instance".into(),
+        );
+    }
+    for expression in &plan.new_needs.member_of {
+        checked.push(format!(
+            "placement constraint memberOf({})",
+            expression.text
+        ));
+    }
+    let impaired: Vec<&str> = cluster
+        .hosts
+        .iter()
+        .filter(|h| !h.mps_capable && h.gpus.iter().any(|g| g.total_memory_mib > 0))
+        .map(|h| h.id.as_str())
+        .collect();
+    if matches!(plan.new, GpuRequest::Mps(_)) && !impaired.is_empty() {
+        unknown.push(format!(
+            "instances that take no MPS task here ({}): without GPU sharing, or with an impaired MPS daemon. Whether ECS avoids an impaired daemon is not documented; if it does not, a task placed there fails at start (\"MPS control daemon is not responding on this instance\")",
+            impaired.join(", ")
+        ));
+    }
+    if plan.new_needs.awsvpc {
+        unknown.push(
+            "ENI attachment points (awsvpc): ECS does not report how many an instance has left"
+                .into(),
+        );
+    }
+    unknown.push("which instances ECS picks among those that fit (the placement strategy; services spread across Availability Zones by default): the check packs by best fit, so fragmentation can differ".into());
+    unknown.push("how long new tasks take to pass health checks, and whether they do".into());
+    if cluster.old_tasks.len() < plan.running as usize {
+        unknown.push("where the old tasks without GPUs run: their CPU, memory and ports are not given back as they stop".into());
+    }
+    (checked, unknown)
 }
 
 /// A task's GPU request in words.
@@ -327,11 +493,14 @@ pub fn pre_check(cluster: &Cluster, plan: &RolloutPlan) -> RolloutCheck {
         Verdict::Stalls { .. } => suggestions(cluster, plan),
         _ => Vec::new(),
     };
+    let (checked, unknown) = scope(cluster, plan);
     RolloutCheck {
         plan: plan.clone(),
         verdict,
         steps,
         suggestions,
+        checked,
+        unknown,
     }
 }
 
@@ -514,6 +683,8 @@ mod tests {
                 impaired: None,
                 mps_capable: true,
                 gpu_model: None,
+                not_placing: None,
+                room: None,
                 gpus: vec![gpu(0, containers, 24_000)],
             })
             .collect();
@@ -542,6 +713,8 @@ mod tests {
             minimum_healthy_percent: min,
             old: GpuRequest::Mps(vec![8_000]),
             new: GpuRequest::Mps(vec![new_memory]),
+            old_needs: Needs::default(),
+            new_needs: Needs::default(),
         }
     }
 
@@ -619,5 +792,152 @@ mod tests {
             .suggestions
             .iter()
             .any(|s| s.starts_with("Set minimumHealthyPercent to 0 %")));
+    }
+
+    /// Two single-GPU instances with CPU, memory and ports as the reader fills them.
+    fn roomy_cluster(cpu: u32, not_placing: Option<&str>) -> Cluster {
+        let room = Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            cpu_remaining: cpu,
+            memory_remaining_mib: 30_000,
+            tcp_ports_used: [22].into_iter().collect(),
+            udp_ports_used: Default::default(),
+            attributes: Default::default(),
+        };
+        let instances = (0..2)
+            .map(|n| InstanceView {
+                arn: format!("arn:i-{n}"),
+                ec2_instance_id: format!("i-{n}"),
+                instance_type: "g5.xlarge".into(),
+                impaired: None,
+                mps_capable: true,
+                gpu_model: None,
+                not_placing: (n == 1).then(|| not_placing.map(str::to_string)).flatten(),
+                room: Some(room.clone()),
+                gpus: vec![gpu(0, vec![mps(&format!("t{n}"), 4_000)], 24_000)],
+            })
+            .collect();
+        let snapshot = FleetSnapshot {
+            taken_at: "t".into(),
+            api_calls: 0,
+            cloudwatch_calls: 0,
+            usage_error: None,
+            clusters: vec![ClusterView {
+                name: "ml".into(),
+                instances,
+                ..ClusterView::default()
+            }],
+            unknown_gpu_ids: 0,
+        };
+        Cluster::of(&snapshot, "ml", "embed").expect("cluster ml")
+    }
+
+    fn with_needs(mut plan: RolloutPlan, needs: Needs) -> RolloutPlan {
+        plan.old = GpuRequest::Mps(vec![4_000]);
+        plan.old_needs = needs.clone();
+        plan.new_needs = needs;
+        plan
+    }
+
+    #[test]
+    fn cpu_that_runs_out_stalls_a_rollout_the_gpus_would_let_through() {
+        let needs = Needs {
+            cpu: 1_024,
+            memory_mib: 2_048,
+            ..Needs::default()
+        };
+        // GPUs have room for the overlap; CPU has room for it with 1,024 units free on each
+        // instance, not with 512.
+        let plan = with_needs(plan(2, 200, 100, 4_000), needs);
+        let check = pre_check(&roomy_cluster(1_024, None), &plan);
+        assert_eq!(check.verdict, Verdict::Completes, "{check:?}");
+        let check = pre_check(&roomy_cluster(512, None), &plan);
+        match &check.verdict {
+            Verdict::Stalls { reason, .. } => {
+                assert!(
+                    reason.contains("Out of CPU (1024 units per task)"),
+                    "{reason}"
+                );
+                assert!(
+                    reason.contains("has insufficient CPU units available"),
+                    "{reason}"
+                );
+            }
+            other => panic!("stalls on CPU: {other:?}"),
+        }
+        assert!(check
+            .checked
+            .iter()
+            .any(|c| c.contains("CPU (1024 units per task)")));
+    }
+
+    #[test]
+    fn a_draining_instance_takes_nothing_and_the_check_says_so() {
+        let needs = Needs {
+            cpu: 512,
+            memory_mib: 512,
+            ..Needs::default()
+        };
+        let plan = with_needs(plan(2, 200, 100, 4_000), needs);
+        assert_eq!(
+            pre_check(&roomy_cluster(8_192, None), &plan).verdict,
+            Verdict::Completes
+        );
+        // The same, with the second instance DRAINING: only one instance for the overlap of
+        // two new tasks beside two old ones... which its GPU still holds.
+        let check = pre_check(&roomy_cluster(8_192, Some("DRAINING")), &plan);
+        assert!(
+            check
+                .checked
+                .iter()
+                .any(|c| c.contains("left out") && c.contains("i-1 (DRAINING)")),
+            "{:?}",
+            check.checked
+        );
+        assert!(check
+            .unknown
+            .iter()
+            .any(|u| u.contains("placement strategy")));
+    }
+
+    #[test]
+    fn distinct_instance_and_a_static_port_allow_one_task_per_instance() {
+        // Two instances, two old tasks (one on each): a new task needs an instance without
+        // one of the service's tasks, so with 100 % minimum healthy nothing can start.
+        for needs in [
+            Needs {
+                distinct_instance: true,
+                ..Needs::default()
+            },
+            Needs {
+                tcp_ports: vec![8443],
+                ..Needs::default()
+            },
+        ] {
+            let mut cluster = roomy_cluster(8_192, None);
+            if !needs.tcp_ports.is_empty() {
+                for host in &mut cluster.hosts {
+                    if let Some(room) = host.room.as_mut() {
+                        room.tcp_ports_used.insert(8443);
+                    }
+                }
+            }
+            let stuck = with_needs(plan(2, 200, 100, 4_000), needs.clone());
+            match pre_check(&cluster, &stuck).verdict {
+                Verdict::Stalls { reason, .. } => assert!(
+                    reason.contains("distinctInstance") || reason.contains("host port 8443/tcp"),
+                    "{reason}"
+                ),
+                other => panic!("{needs:?} stalls: {other:?}"),
+            }
+            // Stopping old tasks first (minimum healthy 50 %) frees an instance at a time.
+            let through = with_needs(plan(2, 100, 50, 4_000), needs.clone());
+            assert_eq!(
+                pre_check(&cluster, &through).verdict,
+                Verdict::Completes,
+                "{needs:?}"
+            );
+        }
     }
 }

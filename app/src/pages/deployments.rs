@@ -508,6 +508,19 @@ fn PreCheckView(rollout: RolloutCheck) -> impl IntoView {
                     {rollout.suggestions.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
                 </ul>
             })}
+            {(!rollout.checked.is_empty() || !rollout.unknown.is_empty()).then(|| view! {
+                <details data-testid="pre-check-scope">
+                    <summary>"What the pre-check checked, and what it could not know"</summary>
+                    <h3>"Checked"</h3>
+                    <ul data-testid="pre-check-checked">
+                        {rollout.checked.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
+                    </ul>
+                    <h3>"Not known to the console"</h3>
+                    <ul data-testid="pre-check-unknown">
+                        {rollout.unknown.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
+                    </ul>
+                </details>
+            })}
             {(!rollout.steps.is_empty()).then(|| view! {
                 <table class="data-table compact" data-testid="pre-check-steps">
                     <thead><tr>

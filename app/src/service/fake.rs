@@ -234,6 +234,8 @@ fn snapshot() -> FleetSnapshot {
                 impaired: None,
                 mps_capable: true,
                 gpu_model: None,
+                not_placing: None,
+                room: None,
                 gpus,
             }],
             services: 1,

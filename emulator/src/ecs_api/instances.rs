@@ -238,7 +238,7 @@ impl<'a> InstanceOut<'a> {
         }
         // Custom attributes, as the agent's ECS_INSTANCE_ATTRIBUTES sets them.
         for (name, value) in &instance.room.attributes {
-            if !name.starts_with("ecs.") {
+            if !name.starts_with("ecs.") && name != crate::placement::resources::EC2_INSTANCE_ID {
                 attributes.push(Attribute {
                     name,
                     value: Some(value),

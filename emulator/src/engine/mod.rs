@@ -46,7 +46,12 @@ impl Fleet {
     }
 
     /// Registers a container instance with the cluster.
-    pub fn add_instance(&mut self, cluster: &str, instance: ContainerInstance) {
+    pub fn add_instance(&mut self, cluster: &str, mut instance: ContainerInstance) {
+        // `memberOf(ec2InstanceId …)` reads the ID with the attributes.
+        instance.room.attributes.insert(
+            crate::placement::resources::EC2_INSTANCE_ID.to_string(),
+            instance.ec2_instance_id.clone(),
+        );
         if let Some(cluster) = self.clusters.get_mut(cluster) {
             cluster
                 .instance_index

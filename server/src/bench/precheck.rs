@@ -49,6 +49,11 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     let layout = Cluster::of(&snapshot, &cluster, &service)
         .context("the cluster")?
         .with_service_tasks(60);
+    let needs = placement::resources::Needs {
+        cpu: 1_024,
+        memory_mib: 4_096,
+        ..Default::default()
+    };
     let base = RolloutPlan {
         cluster: cluster.clone(),
         service: service.clone(),
@@ -58,6 +63,9 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         minimum_healthy_percent: 100,
         old: GpuRequest::Mps(vec![memory]),
         new: GpuRequest::Mps(vec![memory + memory / 2]),
+        // Every resource ECS checks: CPU, memory, a static host port, one task per instance.
+        old_needs: needs.clone(),
+        new_needs: needs,
     };
     // One more task than the cluster has empty GPUs, each asking a whole GPU's memory: the
     // overlap cannot fit, and the pre-check searches for what would let it through.

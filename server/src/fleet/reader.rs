@@ -19,6 +19,7 @@ use aws_sdk_ecs::types::{
     ServiceField, SharingStrategy, TaskDefinitionField,
 };
 use futures::{future::try_join_all, stream, Stream, StreamExt, TryStreamExt};
+use placement::resources::Room;
 
 use super::{
     ecs_failed as failed,
@@ -336,6 +337,11 @@ impl FleetReader {
                                 .map(count),
                             circuit_breaker: breaker.is_some_and(|b| b.enable()),
                             circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
+                            placement_constraints: s
+                                .placement_constraints()
+                                .iter()
+                                .map(constraint_json)
+                                .collect(),
                         }
                     })
                     .collect::<Vec<_>>())
@@ -490,6 +496,17 @@ pub fn gpu_ask(requirements: &[aws_sdk_ecs::types::ResourceRequirement]) -> GpuA
     GpuAsk::None
 }
 
+/// A placement constraint as the ECS API spells it in JSON.
+fn constraint_json(constraint: &aws_sdk_ecs::types::PlacementConstraint) -> serde_json::Value {
+    let mut out = serde_json::json!({
+        "type": constraint.r#type().map(|t| t.as_str()).unwrap_or_default(),
+    });
+    if let Some(expression) = constraint.expression() {
+        out["expression"] = expression.into();
+    }
+    out
+}
+
 fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceView, Vec<RawGpu>) {
     let attribute = |name: &str| {
         instance
@@ -506,7 +523,12 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
                 d.r#type() == Some(&InstanceHealthCheckType::AcceleratedCompute)
                     && d.status() == Some(&InstanceHealthCheckState::Impaired)
             })
-            .map(|d| d.status_reason().unwrap_or("impaired").to_string())
+            // The agent gives no reason text.
+            .map(|d| {
+                d.status_reason()
+                    .unwrap_or("the agent's ACCELERATED_COMPUTE health check reports IMPAIRED")
+                    .to_string()
+            })
     });
     let instance_type = attribute("ecs.instance-type").unwrap_or_else(|| "unknown".into());
     let gpus = if instance.gpu_devices().is_empty() {
@@ -528,8 +550,57 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
             .any(|a| a.name() == "ecs.capability.gpu-sharing-mps"),
         gpu_model: None,
         gpus: Vec::new(),
+        not_placing: InstanceView::not_placing_reason(
+            instance.status().unwrap_or("ACTIVE"),
+            instance.agent_connected(),
+        ),
+        room: Some(room(instance)),
     };
     (view, gpus)
+}
+
+/// What an instance has left besides GPUs, from its status, agent connection, remaining
+/// resources (`PORTS` and `PORTS_UDP` there are the host ports in use) and attributes.
+fn room(instance: &aws_sdk_ecs::types::ContainerInstance) -> Room {
+    let remaining = instance.remaining_resources();
+    let integer = |name: &str| {
+        remaining
+            .iter()
+            .find(|r| r.name() == Some(name))
+            .map_or(0, |r| r.integer_value().max(0) as u32)
+    };
+    let ports = |name: &str| -> std::collections::BTreeSet<u16> {
+        remaining
+            .iter()
+            .find(|r| r.name() == Some(name))
+            .map(|r| {
+                r.string_set_value()
+                    .iter()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Room {
+        status: instance.status().unwrap_or("ACTIVE").to_string(),
+        agent_connected: instance.agent_connected(),
+        cpu_remaining: integer("CPU"),
+        memory_remaining_mib: integer("MEMORY"),
+        tcp_ports_used: ports("PORTS"),
+        udp_ports_used: ports("PORTS_UDP"),
+        // Attributes with a value: instance type, zone, custom ones (not the capabilities).
+        attributes: instance
+            .attributes()
+            .iter()
+            .filter_map(|a| Some((a.name().to_string(), a.value()?.to_string())))
+            .chain(instance.ec2_instance_id().map(|id| {
+                (
+                    placement::resources::EC2_INSTANCE_ID.to_string(),
+                    id.to_string(),
+                )
+            }))
+            .collect(),
+    }
 }
 
 /// The GPUs an instance reports with `gpuDevices` (instances that support GPU sharing).

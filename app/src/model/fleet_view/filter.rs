@@ -178,6 +178,9 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         mps_capable: instance.mps_capable,
         gpu_model: instance.gpu_model.clone(),
         gpus: Vec::new(),
+        not_placing: instance.not_placing.clone(),
+        // The checks' detail stays on the server.
+        room: None,
     }
 }
 

@@ -64,6 +64,8 @@ mod fixture {
             impaired: impaired.then(|| "MPS control daemon is not responding".into()),
             mps_capable: true,
             gpu_model: None,
+            not_placing: None,
+            room: None,
             gpus,
         };
         FleetSnapshot {

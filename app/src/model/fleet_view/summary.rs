@@ -62,9 +62,10 @@ impl FleetSummary {
                     });
                     summary.oversubscribed += u32::from(gpu.compute_allocated_percent > 100);
                     summary.without_usage += u32::from(gpu.usage.is_none());
-                    // An impaired MPS daemon, or an instance without GPU sharing, takes no MPS
-                    // containers.
-                    if instance.impaired.is_none() && instance.mps_capable {
+                    // An impaired MPS daemon, an instance without GPU sharing, a DRAINING
+                    // instance or a disconnected agent takes no MPS containers.
+                    if instance.impaired.is_none() && instance.mps_capable && instance.takes_tasks()
+                    {
                         let slot = slot(gpu);
                         let largest = slot.largest_mps_request();
                         fit.free_mib += u64::from(largest);

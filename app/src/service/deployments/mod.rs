@@ -106,6 +106,18 @@ pub(super) fn revision_number(reference: &RevisionRef, family: &str) -> Result<u
 }
 
 /// The GPU request of one task of a revision's JSON, by ECS's rules.
+/// What one task needs of an instance besides GPUs, with the service's constraints.
+fn needs_of(
+    task: &Map<String, Value>,
+    service_constraints: &[Value],
+) -> Result<placement::resources::Needs, ServiceError> {
+    placement::resources::needs_of(task, service_constraints).map_err(|why| {
+        ServiceError::invalid(format!(
+            "the pre-check cannot evaluate a placement constraint: {why}"
+        ))
+    })
+}
+
 fn request_of(task: &Map<String, Value>) -> Result<placement::GpuRequest, ServiceError> {
     placement::rules::check_task(task).map_err(|errors| {
         ServiceError::invalid(format!(
@@ -172,6 +184,8 @@ pub async fn pre_check(
         minimum_healthy_percent: found.minimum_healthy_percent.unwrap_or(100),
         old: request_of(&old.task)?,
         new: request_of(&target.task)?,
+        old_needs: needs_of(&old.task, &found.placement_constraints)?,
+        new_needs: needs_of(&target.task, &found.placement_constraints)?,
     };
     let layout = Cluster::of(&snapshot, cluster, service)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
