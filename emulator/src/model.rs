@@ -131,6 +131,8 @@ pub struct TaskContainer {
     pub name: String,
     pub arn: String,
     pub gpu_ids: Vec<String>,
+    /// The `sharingStrategy` its task definition gives it, shown as `gpuSharingStrategy`.
+    pub gpu_sharing_strategy: Option<Value>,
     pub exit_code: Option<i32>,
     pub reason: Option<String>,
 }
@@ -209,6 +211,8 @@ pub struct Deployment {
     pub desired_count: u32,
     pub running_count: u32,
     pub pending_count: u32,
+    /// Running tasks that have run long enough to count as running successfully.
+    pub healthy_count: u32,
     /// Consecutive failures (tasks that did not start, or could not be placed) until the
     /// deployment first runs a task; then 0 and no longer counted.
     pub failed_tasks: u32,
@@ -230,6 +234,12 @@ pub struct DeploymentConfig {
     pub minimum_healthy_percent: u32,
     pub circuit_breaker_enable: bool,
     pub circuit_breaker_rollback: bool,
+    /// `resetOnHealthyTask`: a task that runs resets the failure count (default true).
+    pub reset_on_healthy_task: bool,
+    /// `thresholdConfiguration`: how many failures trip the breaker.
+    pub threshold: Threshold,
+    /// `ROLLING`, `BLUE_GREEN`, `LINEAR` or `CANARY`.
+    pub strategy: String,
 }
 
 impl Default for DeploymentConfig {
@@ -239,6 +249,39 @@ impl Default for DeploymentConfig {
             minimum_healthy_percent: 100,
             circuit_breaker_enable: false,
             circuit_breaker_rollback: false,
+            reset_on_healthy_task: true,
+            threshold: Threshold::BoundedPercent(50),
+            strategy: "ROLLING".into(),
+        }
+    }
+}
+
+impl DeploymentConfig {
+    /// Whether the strategy runs the whole new set beside the old one before stopping it
+    /// (blue/green, linear, canary).
+    pub fn whole_new_set(&self) -> bool {
+        self.strategy != "ROLLING"
+    }
+}
+
+/// The circuit breaker's `thresholdConfiguration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    /// `value` % of the desired count, at least 3 and at most 200 (the default, 50 %).
+    BoundedPercent(u32),
+    /// `value` % of the desired count, unbounded (at least 1).
+    UnboundedPercent(u32),
+    /// `value` failures.
+    Count(u32),
+}
+
+impl Threshold {
+    /// The ECS API's spelling of the type, and the value.
+    pub fn as_api(self) -> (&'static str, u32) {
+        match self {
+            Threshold::BoundedPercent(v) => ("BOUNDED_PERCENT", v),
+            Threshold::UnboundedPercent(v) => ("UNBOUNDED_PERCENT", v),
+            Threshold::Count(v) => ("COUNT", v),
         }
     }
 }
@@ -265,12 +308,15 @@ pub struct Service {
     /// Newest first, at most [`EVENTS_KEPT`].
     pub events: VecDeque<ServiceEvent>,
     pub created_at: DateTime<Utc>,
-    /// When the last placement failure event was written, to write one at most every minute.
-    pub last_placement_event: Option<DateTime<Utc>>,
+    /// The last placement failure event and when it was written: the same message is not
+    /// written again for six hours, unless a task was placed in between.
+    pub last_placement_event: Option<(DateTime<Utc>, String)>,
+    /// When "has reached a steady state" was last written: repeated every six hours.
+    pub last_steady_event: Option<DateTime<Utc>>,
     /// Whether the service was steady at the last step, to say so once when it becomes so.
     pub steady: bool,
-    /// The task definition of the last deployment that completed, to roll back to.
-    pub last_completed_task_definition: Option<String>,
+    /// The last deployment that completed (its ID and task definition), to roll back to.
+    pub last_completed: Option<(String, String)>,
     /// Live tasks of this service.
     pub tasks: BTreeSet<String>,
     /// The service's `placementConstraints`, as given.

@@ -435,7 +435,17 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
         },
     ];
     for spec in &specs {
-        add_service(&mut fleet, spec, breaker());
+        // notebook-gpu deploys blue/green: the whole new set beside the old one.
+        let config = if spec.name == "notebook-gpu" {
+            // The circuit breaker is for rolling updates only.
+            DeploymentConfig {
+                strategy: "BLUE_GREEN".into(),
+                ..DeploymentConfig::default()
+            }
+        } else {
+            breaker()
+        };
+        add_service(&mut fleet, spec, config);
     }
     fleet.advance(start + Duration::seconds(60));
 
@@ -579,6 +589,12 @@ mod tests {
             .collect();
         assert_eq!(fleet.clusters.len(), 3);
         assert_eq!(instances.len(), 26);
+        assert_eq!(
+            fleet.clusters["ml-dev"].services["notebook-gpu"]
+                .config
+                .strategy,
+            "BLUE_GREEN"
+        );
         assert!(instances.iter().any(|i| i.room.status == "DRAINING"));
         assert!(instances.iter().any(|i| !i.room.agent_connected));
         let vision: Vec<_> = fleet.clusters["inference-prod"]

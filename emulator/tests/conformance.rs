@@ -645,6 +645,15 @@ async fn every_answer_of_every_operation_matches_the_botocore_models() {
         plain["tasks"][0].get("tags").is_none(),
         "tags only when asked for"
     );
+    assert!(
+        plain["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["containers"].as_array().into_iter().flatten())
+            .any(|c| c["gpuSharingStrategy"]["nvidiaMps"]["memory"].is_u64()),
+        "MPS containers carry their gpuSharingStrategy"
+    );
     run.ecs(
         "DescribeTasks",
         json!({"cluster": cluster, "tasks": [task_arns[0]], "include": ["TAGS"]}),

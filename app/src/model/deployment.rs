@@ -233,11 +233,25 @@ pub fn rollout_result(
             ))
         }
         Some(_) => None,
-        // Gone: rolled back to what ran before, or replaced by another deployment.
-        None if live.task_definition == from => Some((
-            RolloutResult::RolledBack,
-            Some(format!("the service runs {from} again")),
-        )),
+        // Gone: rolled back to what ran before, or replaced by another deployment. A rollback
+        // re-activates the last completed deployment, which may complete at once (its tasks
+        // still run), and the failed one leaves the list: the breaker's event says why.
+        None if live.task_definition == from => {
+            let marker = format!("(deployment {deployment_id}) deployment failed: ");
+            let breaker = live.events.iter().find_map(|e| {
+                let (_, why) = e.message.split_once(&marker)?;
+                Some(why.trim_end_matches('.').to_string())
+            });
+            Some((
+                RolloutResult::RolledBack,
+                Some(match breaker {
+                    Some(why) => format!(
+                        "ECS deployment circuit breaker: {why}; the service runs {from} again."
+                    ),
+                    None => format!("the service runs {from} again"),
+                }),
+            ))
+        }
         None => Some((
             RolloutResult::Failed,
             Some(format!(
@@ -456,6 +470,24 @@ mod tests {
         assert_eq!(
             rollout_result(&gone, "new", "old-td").map(|r| r.0),
             Some(RolloutResult::RolledBack)
+        );
+        // The failed deployment left the list; the breaker's event says why.
+        let tripped = LiveService {
+            task_definition: "old-td".into(),
+            events: vec![LiveEvent {
+                message:
+                    "(service embed) (deployment new) deployment failed: tasks failed to start."
+                        .into(),
+                ..LiveEvent::default()
+            }],
+            ..LiveService::default()
+        };
+        assert_eq!(
+            rollout_result(&tripped, "new", "old-td"),
+            Some((
+                RolloutResult::RolledBack,
+                Some("ECS deployment circuit breaker: tasks failed to start; the service runs old-td again.".into())
+            ))
         );
         let other = LiveService {
             task_definition: "third-td".into(),

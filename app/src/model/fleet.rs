@@ -167,6 +167,10 @@ pub struct ServiceRef {
     pub circuit_breaker: bool,
     #[serde(default)]
     pub circuit_breaker_rollback: bool,
+    /// `deploymentConfiguration.strategy`: `ROLLING` (also when absent), `BLUE_GREEN`,
+    /// `LINEAR` or `CANARY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
     /// The service's `placementConstraints` as ECS returns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_constraints: Vec<serde_json::Value>,

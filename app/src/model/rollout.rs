@@ -33,6 +33,17 @@ pub struct RolloutPlan {
     pub old_needs: Needs,
     #[serde(default)]
     pub new_needs: Needs,
+    /// The deployment strategy when not a rolling update (`BLUE_GREEN`, `LINEAR`, `CANARY`):
+    /// the whole new set runs beside the old one, whatever the percentages say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+}
+
+impl RolloutPlan {
+    /// Whether the whole new set runs beside the old one before the old one stops.
+    pub fn whole_new_set(&self) -> bool {
+        self.strategy.as_deref().is_some_and(|s| s != "ROLLING")
+    }
 }
 
 /// One step of the simulated rollout: tasks started, then tasks stopped.
@@ -246,9 +257,16 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
     let mut hosts = cluster.hosts.clone();
     let mut old = cluster.old(plan.running);
     let desired = plan.desired;
-    // ECS rounds the upper bound down and the lower bound up.
-    let upper = (u64::from(desired) * u64::from(plan.maximum_percent) / 100) as u32;
-    let lower = (u64::from(desired) * u64::from(plan.minimum_healthy_percent)).div_ceil(100) as u32;
+    // ECS rounds the upper bound down and the lower bound up. Blue/green, linear and canary
+    // start the whole new set beside the old one and stop the old one after.
+    let (upper, lower) = if plan.whole_new_set() {
+        (desired.saturating_mul(2), desired)
+    } else {
+        (
+            (u64::from(desired) * u64::from(plan.maximum_percent) / 100) as u32,
+            (u64::from(desired) * u64::from(plan.minimum_healthy_percent)).div_ceil(100) as u32,
+        )
+    };
     if plan.new != GpuRequest::None && !hosts.iter().any(|h| h.could_host(&plan.new)) {
         return (
             Verdict::Never {
@@ -398,10 +416,16 @@ fn take(host: &mut Host, needs: &Needs) {
 fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<String>) {
     let mut checked = vec![
         "GPUs: MPS memory on one GPU per task, whole GPUs idle, the GPU's sharing mode".to_string(),
-        format!(
-            "the rolling update's bounds: maximumPercent {} %, minimumHealthyPercent {} %",
-            plan.maximum_percent, plan.minimum_healthy_percent
-        ),
+        match &plan.strategy {
+            Some(strategy) if plan.whole_new_set() => format!(
+                "the deployment strategy {strategy}: the whole new set of {} tasks runs beside the old one",
+                plan.desired
+            ),
+            _ => format!(
+                "the rolling update's bounds: maximumPercent {} %, minimumHealthyPercent {} %",
+                plan.maximum_percent, plan.minimum_healthy_percent
+            ),
+        },
     ];
     let mut unknown = Vec::new();
     let with_room = cluster.hosts.iter().filter(|h| h.room.is_some()).count();
@@ -715,6 +739,7 @@ mod tests {
             new: GpuRequest::Mps(vec![new_memory]),
             old_needs: Needs::default(),
             new_needs: Needs::default(),
+            strategy: None,
         }
     }
 
@@ -939,5 +964,24 @@ mod tests {
                 "{needs:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_blue_green_rollout_needs_room_for_the_whole_new_set() {
+        // Two old 8 GB tasks on two 24 GB GPUs; new tasks of 12 GB: a rolling update with
+        // minimum healthy 50 % gets through, blue/green needs 2 × 12 GB beside the old tasks
+        // on each GPU and does not.
+        let cluster = cluster(vec![vec![mps("t1", 8_000)], vec![mps("t2", 8_000)]]);
+        let mut rolling = plan(2, 100, 50, 12_000);
+        assert_eq!(pre_check(&cluster, &rolling).verdict, Verdict::Completes);
+        rolling.new = GpuRequest::Mps(vec![16_001]);
+        assert_eq!(pre_check(&cluster, &rolling).verdict, Verdict::Completes);
+        let blue_green = RolloutPlan {
+            strategy: Some("BLUE_GREEN".into()),
+            ..rolling
+        };
+        let check = pre_check(&cluster, &blue_green);
+        assert!(matches!(check.verdict, Verdict::Stalls { .. }), "{check:?}");
+        assert!(check.checked.iter().any(|c| c.contains("BLUE_GREEN")));
     }
 }

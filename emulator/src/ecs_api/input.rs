@@ -116,13 +116,24 @@ pub struct DescribeServices {
 }
 
 /// A service's deployment circuit breaker.
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitBreaker {
     #[serde(default)]
     pub enable: bool,
     #[serde(default)]
     pub rollback: bool,
+    pub reset_on_healthy_task: Option<bool>,
+    pub threshold_configuration: Option<ThresholdConfiguration>,
+}
+
+/// How many failures trip the circuit breaker.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdConfiguration {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub value: Option<i64>,
 }
 
 /// The parts of a deployment configuration the emulator honours.
@@ -132,6 +143,7 @@ pub struct DeploymentConfiguration {
     pub maximum_percent: Option<i64>,
     pub minimum_healthy_percent: Option<i64>,
     pub deployment_circuit_breaker: Option<CircuitBreaker>,
+    pub strategy: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -11,7 +11,7 @@ use super::{
 use crate::{
     engine::{NewService, ServiceUpdate},
     error::{invalid, EcsError},
-    model::{DeploymentConfig, DeploymentStatus, Fleet, Service},
+    model::{DeploymentConfig, DeploymentStatus, Fleet, Service, Threshold},
     task_definitions::parse_tags,
 };
 
@@ -55,6 +55,7 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeServices) -> Result<Value,
 fn service_json(service: &Service) -> Value {
     let running: u32 = service.deployments.iter().map(|d| d.running_count).sum();
     let pending: u32 = service.deployments.iter().map(|d| d.pending_count).sum();
+    let (threshold_type, threshold_value) = service.config.threshold.as_api();
     json!({
         "serviceArn": service.arn,
         "serviceName": service.name,
@@ -70,9 +71,15 @@ fn service_json(service: &Service) -> Value {
         "placementConstraints": service.placement_constraints,
         "createdAt": epoch(service.created_at),
         "deploymentConfiguration": {
-            "deploymentCircuitBreaker": {"enable": service.config.circuit_breaker_enable, "rollback": service.config.circuit_breaker_rollback},
+            "deploymentCircuitBreaker": {
+                "enable": service.config.circuit_breaker_enable,
+                "rollback": service.config.circuit_breaker_rollback,
+                "resetOnHealthyTask": service.config.reset_on_healthy_task,
+                "thresholdConfiguration": {"type": threshold_type, "value": threshold_value},
+            },
             "maximumPercent": service.config.maximum_percent,
             "minimumHealthyPercent": service.config.minimum_healthy_percent,
+            "strategy": service.config.strategy,
         },
         "deployments": service.deployments.iter().map(|d| json!({
             "id": d.id,
@@ -136,9 +143,40 @@ fn deployment_config(
         out.minimum_healthy_percent = u32::try_from(min)
             .map_err(|_| invalid("minimumHealthyPercent must not be negative."))?;
     }
-    if let Some(breaker) = config.deployment_circuit_breaker {
+    if let Some(breaker) = &config.deployment_circuit_breaker {
         out.circuit_breaker_enable = breaker.enable;
         out.circuit_breaker_rollback = breaker.rollback;
+        out.reset_on_healthy_task = breaker.reset_on_healthy_task.unwrap_or(true);
+        out.threshold = match &breaker.threshold_configuration {
+            None => Threshold::BoundedPercent(50),
+            Some(given) => {
+                let value = given
+                    .value
+                    .and_then(|v| u32::try_from(v).ok())
+                    .ok_or_else(|| {
+                        invalid("thresholdConfiguration.value must be a number of 0 or more.")
+                    })?;
+                match given.kind.as_deref() {
+                    Some("BOUNDED_PERCENT") => Threshold::BoundedPercent(value),
+                    Some("UNBOUNDED_PERCENT") => Threshold::UnboundedPercent(value),
+                    Some("COUNT") => Threshold::Count(value),
+                    other => {
+                        return Err(invalid(format!(
+                            "thresholdConfiguration.type {} is not valid: use COUNT, BOUNDED_PERCENT or UNBOUNDED_PERCENT.",
+                            other.unwrap_or("(none)")
+                        )))
+                    }
+                }
+            }
+        };
+    }
+    if let Some(strategy) = &config.strategy {
+        if !["ROLLING", "BLUE_GREEN", "LINEAR", "CANARY"].contains(&strategy.as_str()) {
+            return Err(invalid(format!(
+                "deploymentConfiguration.strategy {strategy} is not valid: use ROLLING, BLUE_GREEN, LINEAR or CANARY."
+            )));
+        }
+        out.strategy = strategy.clone();
     }
     Ok(out)
 }

@@ -140,6 +140,7 @@ fn task_json(task: &Task, zone: &str) -> Value {
             });
             if let Some(code) = c.exit_code { container["exitCode"] = json!(code); }
             if let Some(reason) = &c.reason { container["reason"] = json!(reason); }
+            if let Some(sharing) = &c.gpu_sharing_strategy { container["gpuSharingStrategy"] = sharing.clone(); }
             container
         }).collect::<Vec<_>>(),
     });

@@ -113,7 +113,14 @@ impl Fleet {
             let services: Vec<String> = cluster
                 .services
                 .values()
-                .filter(|svc| !svc.steady || busy.contains(svc.name.as_str()))
+                .filter(|svc| {
+                    !svc.steady
+                        || busy.contains(svc.name.as_str())
+                        // Time to say again that it is steady.
+                        || svc.last_steady_event.is_some_and(|at| {
+                            now >= at + Duration::seconds(rollout::EVENT_REPEAT_SECONDS)
+                        })
+                })
                 .map(|svc| svc.name.clone())
                 .collect();
             for service in services {

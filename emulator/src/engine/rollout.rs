@@ -7,10 +7,25 @@ use chrono::Duration;
 use super::{circuit_breaker, scheduling::Unplaced, services::start_deployment, task_list};
 use crate::model::{DeploymentConfig, Fleet, RolloutState, TaskStatus};
 
-/// Placement failures are counted at most once per this many simulated seconds.
+/// The first retry after a placement failure, in simulated seconds; each further failure
+/// doubles the wait, up to [`PLACEMENT_BACKOFF_MAX_SECONDS`] (ECS backs off up to 15 minutes).
 const PLACEMENT_RETRY_SECONDS: i64 = 10;
-/// A placement failure event is written at most once per this many simulated seconds.
-const PLACEMENT_EVENT_SECONDS: i64 = 60;
+const PLACEMENT_BACKOFF_MAX_SECONDS: i64 = 15 * 60;
+/// The same scheduler event is not written again for six hours, unless its cause went away;
+/// "has reached a steady state" is repeated as often.
+pub(super) const EVENT_REPEAT_SECONDS: i64 = 6 * 3600;
+/// A task counts as running successfully (resetting the breaker's count) once it has run this
+/// long: ECS says "successfully running" and does not say for how long; the emulator's
+/// inference stands for the health-check grace. A container that exits at once reaches
+/// RUNNING first, and still counts as a failure.
+pub(super) const HEALTHY_AFTER_SECONDS: i64 = 10;
+
+/// How long to wait before placing again after `failures` placement failures in a row.
+fn placement_backoff(failures: u32) -> Duration {
+    let doubled =
+        PLACEMENT_RETRY_SECONDS.saturating_mul(1_i64 << failures.saturating_sub(1).min(20));
+    Duration::seconds(doubled.min(PLACEMENT_BACKOFF_MAX_SECONDS))
+}
 
 /// The reason ECS gives the tasks it stops to make room for a deployment.
 const SCALING_REASON: &str = "Scaling activity initiated by (deployment ecs-svc)";
@@ -29,8 +44,12 @@ struct Pass {
 }
 
 /// The bounds of a rolling update of `desired` tasks: at most `max_total` tasks at once, at
-/// least `min_healthy` running.
+/// least `min_healthy` running. Blue/green, linear and canary run the whole new set beside
+/// the old one, which stays until the new set runs.
 fn bounds(desired: u32, config: &DeploymentConfig) -> (u32, u32) {
+    if config.whole_new_set() {
+        return ((desired * 2).max(1), desired);
+    }
     (
         (desired * config.maximum_percent / 100).max(1),
         (desired * config.minimum_healthy_percent).div_ceil(100),
@@ -77,9 +96,11 @@ impl Fleet {
 
     /// Counts each deployment's running and pending tasks; what this pass works with.
     fn count_deployments(&mut self, key: &str, name: &str) -> Option<Pass> {
+        let healthy_since = self.now - Duration::seconds(HEALTHY_AFTER_SECONDS);
         let cluster = self.clusters.get_mut(key)?;
         let svc = cluster.services.get(name)?;
-        let mut counts: Vec<(u32, u32)> = vec![(0, 0); svc.deployments.len()];
+        // Per deployment: running, pending, running successfully.
+        let mut counts: Vec<(u32, u32, u32)> = vec![(0, 0, 0); svc.deployments.len()];
         for task in svc.tasks.iter().filter_map(|arn| cluster.tasks.get(arn)) {
             let index = svc
                 .deployments
@@ -88,16 +109,21 @@ impl Fleet {
             if let Some(index) = index {
                 if task.last_status == TaskStatus::Running {
                     counts[index].0 += 1;
+                    counts[index].2 +=
+                        u32::from(task.started_at.is_some_and(|at| at <= healthy_since));
                 } else {
                     counts[index].1 += 1;
                 }
             }
         }
         let svc = cluster.services.get_mut(name)?;
-        for (deployment, (running, pending)) in svc.deployments.iter_mut().zip(counts) {
+        let reset = svc.config.reset_on_healthy_task;
+        for (deployment, (running, pending, healthy)) in svc.deployments.iter_mut().zip(counts) {
             deployment.running_count = running;
-            // Once the deployment runs a task, its failure count resets and stops counting.
-            if running > 0 && !deployment.has_run_a_task {
+            deployment.healthy_count = healthy;
+            // Once the deployment runs a task successfully, its failure count resets and is no
+            // longer evaluated (`resetOnHealthyTask`, true by default).
+            if reset && healthy > 0 && !deployment.has_run_a_task {
                 deployment.has_run_a_task = true;
                 deployment.failed_tasks = 0;
             }
@@ -136,9 +162,10 @@ impl Fleet {
             {
                 break;
             }
+            let backoff = placement_backoff(primary.failed_placements);
             if primary
                 .last_placement_failure
-                .is_some_and(|at| now < at + Duration::seconds(PLACEMENT_RETRY_SECONDS))
+                .is_some_and(|at| now < at + backoff)
             {
                 break;
             }
@@ -160,6 +187,9 @@ impl Fleet {
                     svc.tasks.insert(arn.clone());
                     svc.deployments[0].pending_count += 1;
                     svc.deployments[0].updated_at = now;
+                    // The cause went away: the back-off and the event's silence start over.
+                    svc.deployments[0].failed_placements = 0;
+                    svc.last_placement_event = None;
                     started.push(arn);
                 }
                 Err(why) => {
@@ -246,6 +276,17 @@ impl Fleet {
         closest: Option<&str>,
     ) {
         let now = self.now;
+        let closest = closest
+            .map(|id| {
+                format!(
+                    " The closest matching (container-instance {id}) {}.",
+                    why.reason_text()
+                )
+            })
+            .unwrap_or_default();
+        let message = format!(
+            "(service {name}) was unable to place a task because no container instance met all of its requirements.{closest} For more information, see the Troubleshooting section of the Amazon ECS Developer Guide."
+        );
         let write_event = {
             let Some(svc) = self
                 .clusters
@@ -262,30 +303,17 @@ impl Fleet {
             }
             primary.last_placement_failure = Some(now);
             primary.updated_at = now;
-            let due = svc
-                .last_placement_event
-                .is_none_or(|at| now >= at + Duration::seconds(PLACEMENT_EVENT_SECONDS));
-            if due {
-                svc.last_placement_event = Some(now);
+            // The same message is omitted for six hours while its cause lasts.
+            let repeated = svc.last_placement_event.as_ref().is_some_and(|(at, last)| {
+                *last == message && now < *at + Duration::seconds(EVENT_REPEAT_SECONDS)
+            });
+            if !repeated {
+                svc.last_placement_event = Some((now, message.clone()));
             }
-            due
+            !repeated
         };
         if write_event {
-            let closest = closest
-                .map(|id| {
-                    format!(
-                        " The closest matching (container-instance {id}) {}.",
-                        why.reason_text()
-                    )
-                })
-                .unwrap_or_default();
-            self.push_event(
-                key,
-                name,
-                format!(
-                    "(service {name}) was unable to place a task because no container instance met all of its requirements.{closest} For more information, see the Troubleshooting section of the Amazon ECS Developer Guide."
-                ),
-            );
+            self.push_event(key, name, message);
         }
     }
 
@@ -303,16 +331,18 @@ impl Fleet {
         let tripped = circuit_breaker::trips(&svc.config, svc.desired_count, primary.failed_tasks);
         let rollback = svc.config.circuit_breaker_rollback;
         let in_progress = primary.rollout_state == RolloutState::InProgress;
-        let done = primary.running_count == svc.desired_count
+        // Complete when every task runs successfully, not merely RUNNING.
+        let done = primary.healthy_count == svc.desired_count
+            && primary.running_count == svc.desired_count
             && primary.pending_count == 0
             && old_live == 0;
         let primary_id = primary.id.clone();
         let steady = svc.steady;
-        let rollback_to = svc.last_completed_task_definition.clone();
+        let rollback_to = svc.last_completed.clone();
 
         if let Some(reason) = tripped.filter(|_| in_progress) {
+            // The rollback re-activates the last completed deployment under its own ID.
             let target = rollback.then_some(rollback_to).flatten();
-            let new_id = target.as_ref().map(|_| self.new_deployment_id());
             let svc = self
                 .clusters
                 .get_mut(key)
@@ -322,8 +352,10 @@ impl Fleet {
             primary.rollout_state = RolloutState::Failed;
             primary.rollout_state_reason = format!("ECS deployment circuit breaker: {reason}.");
             primary.updated_at = now;
-            if let (Some(td), Some(id)) = (target.clone(), new_id.clone()) {
-                start_deployment(svc, id, td, now);
+            if let Some((id, td)) = target.clone() {
+                start_deployment(svc, id.clone(), td, now);
+                svc.deployments[0].rollout_state_reason =
+                    format!("ECS deployment circuit breaker: rolling back to deploymentId {id}.");
             }
             svc.steady = false;
             self.push_event(
@@ -331,7 +363,7 @@ impl Fleet {
                 name,
                 format!("(service {name}) (deployment {primary_id}) deployment failed: {reason}."),
             );
-            if let Some(id) = new_id {
+            if let Some((id, _)) = target {
                 self.push_event(key, name, format!("(service {name}) (deployment {primary_id}) rolling back to deployment {id}."));
             }
             return;
@@ -345,9 +377,9 @@ impl Fleet {
             svc.deployments.truncate(1);
             let primary = &mut svc.deployments[0];
             primary.rollout_state = RolloutState::Completed;
-            primary.rollout_state_reason = "ECS deployment completed.".to_string();
+            primary.rollout_state_reason = format!("ECS deployment {primary_id} completed.");
             primary.updated_at = now;
-            svc.last_completed_task_definition = Some(primary.task_definition_arn.clone());
+            svc.last_completed = Some((primary_id.clone(), primary.task_definition_arn.clone()));
             self.push_event(
                 key,
                 name,
@@ -357,13 +389,25 @@ impl Fleet {
         let svc = &self.clusters[key].services[name];
         let is_steady = svc.deployments.len() == 1
             && svc.deployments[0].running_count == svc.desired_count
+            && svc.deployments[0].healthy_count == svc.desired_count
             && svc.deployments[0].pending_count == 0;
-        if is_steady && !steady {
+        // Said when the service becomes steady, and again every six hours while it stays so.
+        let repeat_due = svc
+            .last_steady_event
+            .is_none_or(|at| now >= at + Duration::seconds(EVENT_REPEAT_SECONDS));
+        if is_steady && (!steady || repeat_due) {
             self.push_event(
                 key,
                 name,
                 format!("(service {name}) has reached a steady state."),
             );
+            if let Some(svc) = self
+                .clusters
+                .get_mut(key)
+                .and_then(|c| c.services.get_mut(name))
+            {
+                svc.last_steady_event = Some(now);
+            }
         }
         if let Some(svc) = self
             .clusters
@@ -519,23 +563,212 @@ mod tests {
     }
 
     #[test]
-    fn a_task_that_fits_nowhere_is_reported_once_a_minute() {
+    fn a_task_that_fits_nowhere_is_reported_once_in_six_hours_and_retried_with_back_off() {
         let mut fleet = fixture::fleet(1, 1);
         let huge = fixture::mps_family(&mut fleet, "embed", 22_000, None);
         service(&mut fleet, &huge, 2, false);
         fixture::run(&mut fleet, 90);
-        let unable = events(&fleet)
-            .iter()
-            .filter(|e| e.contains("was unable to place a task"))
-            .count();
-        assert_eq!(unable, 2, "at the first failure and a minute later");
+        let unable = |fleet: &Fleet| {
+            events(fleet)
+                .iter()
+                .filter(|e| e.contains("was unable to place a task"))
+                .count()
+        };
+        assert_eq!(
+            unable(&fleet),
+            1,
+            "the same message is omitted while its cause lasts"
+        );
         let primary = &fleet.clusters["prod"].services["embed"].deployments[0];
         assert_eq!(
             primary.rollout_state,
             RolloutState::InProgress,
             "no breaker"
         );
-        assert!(primary.failed_placements >= 2);
+        // Attempts at 0, 10, 30 and 70 s: each wait twice the last.
+        assert_eq!(primary.failed_placements, 4);
+        fixture::run(&mut fleet, 7 * 3600);
+        assert_eq!(unable(&fleet), 2, "said again after six hours");
+        assert_eq!(placement_backoff(1), Duration::seconds(10));
+        assert_eq!(placement_backoff(2), Duration::seconds(20));
+        assert_eq!(placement_backoff(7), Duration::seconds(640));
+        assert_eq!(
+            placement_backoff(8),
+            Duration::seconds(900),
+            "15 minutes at most"
+        );
+        assert_eq!(placement_backoff(500), Duration::seconds(900));
+    }
+
+    #[test]
+    fn a_rollback_reactivates_the_last_completed_deployment_under_its_own_id() {
+        let mut fleet = fixture::fleet(2, 4);
+        let good = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let broken = fixture::mps_family(&mut fleet, "embed", 4_096, Some(1));
+        service(&mut fleet, &good, 2, true);
+        fixture::run(&mut fleet, 60);
+        let svc = &fleet.clusters["prod"].services["embed"];
+        let completed = svc.deployments[0].id.clone();
+        assert_eq!(
+            svc.deployments[0].rollout_state_reason,
+            format!("ECS deployment {completed} completed.")
+        );
+        fleet
+            .update_service(
+                "prod",
+                "embed",
+                ServiceUpdate {
+                    task_definition: Some(broken),
+                    ..ServiceUpdate::default()
+                },
+            )
+            .expect("updated");
+        let failing = fleet.clusters["prod"].services["embed"].deployments[0]
+            .id
+            .clone();
+        assert_eq!(
+            fleet.clusters["prod"].services["embed"].deployments[0].rollout_state_reason,
+            format!("ECS deployment {failing} in progress.")
+        );
+        for _ in 0..120 {
+            fixture::run(&mut fleet, 1);
+            if fleet.clusters["prod"].services["embed"].deployments[0].id != failing {
+                break;
+            }
+        }
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(
+            svc.deployments[0].id, completed,
+            "the same deployment, again PRIMARY"
+        );
+        assert_eq!(
+            svc.deployments[0].rollout_state_reason,
+            format!("ECS deployment circuit breaker: rolling back to deploymentId {completed}.")
+        );
+        let failed = svc
+            .deployments
+            .iter()
+            .find(|d| d.id == failing)
+            .map(|d| (d.rollout_state, d.rollout_state_reason.clone()));
+        if let Some((state, reason)) = failed {
+            assert_eq!(state, RolloutState::Failed);
+            assert_eq!(
+                reason,
+                "ECS deployment circuit breaker: tasks failed to start."
+            );
+        }
+        assert!(events(&fleet)
+            .iter()
+            .any(|e| e.contains(&format!("rolling back to deployment {completed}."))));
+    }
+
+    #[test]
+    fn a_container_that_exits_at_once_reaches_running_and_counts_as_a_failure() {
+        let mut fleet = fixture::fleet(1, 4);
+        let broken = fixture::mps_family(&mut fleet, "embed", 4_096, Some(2));
+        service(&mut fleet, &broken, 1, true);
+        fixture::run(&mut fleet, 120);
+        let cluster = &fleet.clusters["prod"];
+        let stopped: Vec<_> = cluster
+            .tasks
+            .values()
+            .filter(|t| t.stop_code == Some("EssentialContainerExited"))
+            .collect();
+        assert!(!stopped.is_empty());
+        assert!(
+            stopped
+                .iter()
+                .all(|t| t.started_at.is_some() && t.containers[0].exit_code == Some(2)),
+            "each reached RUNNING first, then exited with its code"
+        );
+        assert_eq!(
+            cluster.services["embed"].deployments[0].rollout_state,
+            RolloutState::Failed,
+            "the breaker trips all the same"
+        );
+    }
+
+    #[test]
+    fn the_threshold_configuration_and_reset_on_healthy_task_are_honoured() {
+        // Two of four tasks fit; with resetOnHealthyTask false the two that never fit keep
+        // counting, and a COUNT threshold of 2 trips.
+        let mut fleet = fixture::fleet(1, 1);
+        let half = fixture::mps_family(&mut fleet, "embed", 10_000, None);
+        let config = DeploymentConfig {
+            circuit_breaker_enable: true,
+            reset_on_healthy_task: false,
+            threshold: crate::model::Threshold::Count(2),
+            ..DeploymentConfig::default()
+        };
+        fleet
+            .create_service(
+                "prod",
+                NewService {
+                    name: "embed".into(),
+                    task_definition: half,
+                    desired_count: 4,
+                    config,
+                    placement_constraints: Vec::new(),
+                },
+            )
+            .expect("created");
+        fixture::run(&mut fleet, 600);
+        let primary = &fleet.clusters["prod"].services["embed"].deployments[0];
+        assert_eq!(primary.running_count, 2);
+        assert_eq!(primary.rollout_state, RolloutState::Failed);
+    }
+
+    #[test]
+    fn a_blue_green_service_runs_the_whole_new_set_beside_the_old_one() {
+        let mut fleet = fixture::fleet(1, 4);
+        let old = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        let config = DeploymentConfig {
+            strategy: "BLUE_GREEN".into(),
+            minimum_healthy_percent: 0,
+            maximum_percent: 100,
+            ..DeploymentConfig::default()
+        };
+        fleet
+            .create_service(
+                "prod",
+                NewService {
+                    name: "embed".into(),
+                    task_definition: old,
+                    desired_count: 4,
+                    config,
+                    placement_constraints: Vec::new(),
+                },
+            )
+            .expect("created");
+        fixture::run(&mut fleet, 60);
+        let new = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        fleet
+            .update_service(
+                "prod",
+                "embed",
+                ServiceUpdate {
+                    task_definition: Some(new),
+                    ..ServiceUpdate::default()
+                },
+            )
+            .expect("updated");
+        let mut most = 0;
+        for _ in 0..60 {
+            fixture::run(&mut fleet, 1);
+            let live = fleet.clusters["prod"]
+                .tasks
+                .values()
+                .filter(|t| t.is_live())
+                .count();
+            most = most.max(live);
+        }
+        assert_eq!(
+            most, 8,
+            "four old and four new at once, whatever maximumPercent says"
+        );
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(svc.deployments.len(), 1);
+        assert_eq!(svc.deployments[0].running_count, 4);
     }
 
     #[test]
@@ -572,5 +805,22 @@ mod tests {
             !said.iter().any(|e| e.contains("could not be placed")),
             "a reason ECS never gives: {said:?}"
         );
+    }
+
+    #[test]
+    fn a_steady_service_says_so_again_every_six_hours() {
+        let mut fleet = fixture::fleet(1, 1);
+        let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        service(&mut fleet, &td, 1, false);
+        fixture::run(&mut fleet, 120);
+        let steady = |fleet: &Fleet| {
+            events(fleet)
+                .iter()
+                .filter(|e| e.contains("has reached a steady state"))
+                .count()
+        };
+        assert_eq!(steady(&fleet), 1);
+        fixture::run(&mut fleet, 6 * 3600 + 60);
+        assert_eq!(steady(&fleet), 2);
     }
 }

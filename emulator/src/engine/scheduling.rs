@@ -83,10 +83,14 @@ impl Fleet {
                 }
                 continue;
             }
-            if task.last_status == TaskStatus::Pending && now >= task.running_at {
-                if let Some(code) = task.fails_with {
-                    task.failed_to_start = true;
+            // A container that exits at once: the task reached RUNNING, and stops a second
+            // later with the container's exit code.
+            if let (TaskStatus::Running, Some(code), Some(started)) =
+                (task.last_status, task.fails_with, task.started_at)
+            {
+                if now >= started + Duration::seconds(1) {
                     task.desired_status = TaskStatus::Stopped;
+                    task.last_status = TaskStatus::Deprovisioning;
                     task.stopping_at = Some(now);
                     task.stop_code = Some("EssentialContainerExited");
                     task.stopped_reason = Some("Essential container in task exited".to_string());
@@ -102,12 +106,17 @@ impl Fleet {
                             arn.clone(),
                         ));
                     }
-                    continue;
                 }
+                continue;
+            }
+            if task.last_status == TaskStatus::Pending && now >= task.running_at {
                 task.last_status = TaskStatus::Running;
                 task.started_at = Some(now);
                 let instance_arn = task.instance_arn.clone();
-                cluster.moving.remove(&arn);
+                // One that is about to exit stays on the list of tasks with a change to come.
+                if task.fails_with.is_none() {
+                    cluster.moving.remove(&arn);
+                }
                 if let Some(instance) = cluster.instance_mut(&instance_arn) {
                     instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
                     instance.running_tasks += 1;
@@ -206,8 +215,21 @@ impl Fleet {
                             .collect()
                     })
                     .unwrap_or_default();
+                let gpu_sharing_strategy = td
+                    .body
+                    .get("containerDefinitions")
+                    .and_then(serde_json::Value::as_array)
+                    .and_then(|list| {
+                        list.iter().find(|c| {
+                            c.get("name").and_then(serde_json::Value::as_str) == Some(name)
+                        })
+                    })
+                    .and_then(|c| c.get("resourceRequirements"))
+                    .and_then(serde_json::Value::as_array)
+                    .and_then(|list| list.iter().find_map(|r| r.get("sharingStrategy").cloned()));
                 TaskContainer {
                     name: name.clone(),
+                    gpu_sharing_strategy,
                     arn: format!(
                         "{region_account}:container/{key}/{hex}/{:08x}",
                         crate::model::splitmix(index as u64 ^ hex.len() as u64) as u32
@@ -231,7 +253,13 @@ impl Fleet {
             task_definition_arn: td.arn.clone(),
             group,
             started_by,
-            last_status: TaskStatus::Provisioning,
+            // PROVISIONING is for awsvpc tasks (their ENI); bridge and host tasks start at
+            // PENDING.
+            last_status: if needs.awsvpc {
+                TaskStatus::Provisioning
+            } else {
+                TaskStatus::Pending
+            },
             desired_status: TaskStatus::Running,
             containers,
             gpu: td.gpu.clone(),
@@ -314,11 +342,9 @@ fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
     task.last_status = TaskStatus::Stopped;
     task.stopped_at = Some(now);
     // A container that never started has no exit code, as in ECS.
-    if was_running || (task.failed_to_start && task.fails_with.is_some()) {
+    if was_running {
         for container in &mut task.containers {
-            container
-                .exit_code
-                .get_or_insert(if task.failed_to_start { 1 } else { 0 });
+            container.exit_code.get_or_insert(0);
         }
     }
     let (gpu, assignment, needs, instance_arn) = (
@@ -490,7 +516,8 @@ mod tests {
         let arn = place(&mut fleet, &td);
         assert_eq!(
             fleet.clusters["prod"].tasks[&arn].last_status,
-            TaskStatus::Provisioning
+            TaskStatus::Pending,
+            "a bridge-mode task skips PROVISIONING, which is for awsvpc"
         );
         fixture::run(&mut fleet, 20);
         let cluster = &fleet.clusters["prod"];

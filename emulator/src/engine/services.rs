@@ -78,8 +78,9 @@ impl Fleet {
             events: Default::default(),
             created_at: now,
             last_placement_event: None,
+            last_steady_event: None,
             steady: false,
-            last_completed_task_definition: None,
+            last_completed: None,
             tasks: Default::default(),
             placement_constraints: new.placement_constraints.clone(),
         };
@@ -151,11 +152,14 @@ impl Fleet {
     }
 }
 
-/// Makes `id` the PRIMARY deployment running `td`; earlier deployments become ACTIVE.
+/// Makes `id` the PRIMARY deployment running `td`; earlier deployments become ACTIVE. An `id`
+/// the service still has (a rollback re-activating the last completed deployment) moves to
+/// the front, its tasks still its own.
 pub(super) fn start_deployment(svc: &mut Service, id: String, td: String, now: DateTime<Utc>) {
     for deployment in &mut svc.deployments {
         deployment.status = DeploymentStatus::Active;
     }
+    svc.deployments.retain(|d| d.id != id);
     svc.task_definition_arn = td.clone();
     let deployment = new_deployment(id, td, svc.desired_count, now);
     svc.deployments.insert(0, deployment);
@@ -164,18 +168,19 @@ pub(super) fn start_deployment(svc: &mut Service, id: String, td: String, now: D
 /// A PRIMARY deployment that has not started a task yet.
 fn new_deployment(id: String, td: String, desired_count: u32, now: DateTime<Utc>) -> Deployment {
     Deployment {
-        id,
+        id: id.clone(),
         status: DeploymentStatus::Primary,
         task_definition_arn: td,
         desired_count,
         running_count: 0,
         pending_count: 0,
+        healthy_count: 0,
         failed_tasks: 0,
         has_run_a_task: false,
         failed_placements: 0,
         last_placement_failure: None,
         rollout_state: RolloutState::InProgress,
-        rollout_state_reason: "ECS deployment in progress.".to_string(),
+        rollout_state_reason: format!("ECS deployment {id} in progress."),
         created_at: now,
         updated_at: now,
     }

@@ -66,6 +66,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         // Every resource ECS checks: CPU, memory, a static host port, one task per instance.
         old_needs: needs.clone(),
         new_needs: needs,
+        strategy: None,
     };
     // One more task than the cluster has empty GPUs, each asking a whole GPU's memory: the
     // overlap cannot fit, and the pre-check searches for what would let it through.

@@ -337,6 +337,9 @@ impl FleetReader {
                                 .map(count),
                             circuit_breaker: breaker.is_some_and(|b| b.enable()),
                             circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
+                            strategy: config
+                                .and_then(|c| c.strategy())
+                                .map(|s| s.as_str().to_string()),
                             placement_constraints: s
                                 .placement_constraints()
                                 .iter()
