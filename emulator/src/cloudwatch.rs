@@ -151,39 +151,48 @@ pub fn gpu_architecture(model: &str) -> &'static str {
 
 /// The dimensions the agent publishes for one GPU: `host` (the instance ID), `index`, `name`,
 /// `arch`.
-pub fn gpu_dimensions(instance: &ContainerInstance, index: usize) -> Vec<(String, String)> {
-    vec![
+pub fn gpu_dimensions(
+    instance: &ContainerInstance,
+    region: &str,
+    index: usize,
+) -> Vec<(String, String)> {
+    // The agent's `host` is the hostname unless its configuration says otherwise.
+    let mut dimensions = vec![
         ("arch".into(), gpu_architecture(&instance.gpu_model).into()),
-        ("host".into(), instance.ec2_instance_id.clone()),
+        ("host".into(), instance.private_dns_name(region)),
         ("index".into(), index.to_string()),
         ("name".into(), instance.gpu_model.clone()),
-    ]
+    ];
+    if instance.agent_instance_id_dimension {
+        dimensions.insert(0, ("InstanceId".into(), instance.ec2_instance_id.clone()));
+    }
+    dimensions
 }
 
 impl Fleet {
-    /// The instances that run the agent, by EC2 instance ID.
-    fn reporting_hosts(&self) -> HashMap<&str, &ContainerInstance> {
+    /// The instances that run the agent, by the hostname their agent publishes.
+    fn reporting_hosts(&self) -> HashMap<String, &ContainerInstance> {
         self.clusters
             .values()
             .flat_map(|c| c.instances.iter())
             .filter(|i| i.cloudwatch_agent)
-            .map(|i| (i.ec2_instance_id.as_str(), i))
+            .map(|i| (i.private_dns_name(&self.region), i))
             .collect()
     }
 
     fn find_gpu<'a>(
         &'a self,
-        hosts: &HashMap<&str, &'a ContainerInstance>,
+        hosts: &HashMap<String, &'a ContainerInstance>,
         metric: &MetricId,
     ) -> Option<GpuSource<'a>> {
-        if metric.namespace != NAMESPACE || metric.dimensions.len() != 4 {
+        if metric.namespace != NAMESPACE || !(4..=5).contains(&metric.dimensions.len()) {
             return None;
         }
         let host = metric.dimension("host")?;
         let index: usize = metric.dimension("index")?.parse().ok()?;
         let instance = *hosts.get(host)?;
         let slot = instance.gpus.get(index)?;
-        (gpu_dimensions(instance, index) == metric.dimensions).then_some(GpuSource {
+        (gpu_dimensions(instance, &self.region, index) == metric.dimensions).then_some(GpuSource {
             instance,
             index,
             slot,
@@ -206,7 +215,7 @@ impl Fleet {
                 .filter(|i| i.cloudwatch_agent)
             {
                 for index in 0..instance.gpus.len() {
-                    let dimensions = gpu_dimensions(instance, index);
+                    let dimensions = gpu_dimensions(instance, &self.region, index);
                     for metric in GPU_METRICS {
                         if name.is_none_or(|n| n == metric) {
                             out.push(MetricId {
@@ -296,7 +305,7 @@ impl Fleet {
 
     fn run_query(
         &self,
-        hosts: &HashMap<&str, &ContainerInstance>,
+        hosts: &HashMap<String, &ContainerInstance>,
         query: &MetricQuery,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -455,7 +464,7 @@ mod tests {
             metric: MetricId::new(
                 NAMESPACE,
                 "nvidia_smi_utilization_gpu",
-                gpu_dimensions(instance, index),
+                gpu_dimensions(instance, &fleet.region, index),
             ),
             period_seconds: period,
             stat: stat.into(),
@@ -525,7 +534,7 @@ mod tests {
             metric: MetricId::new(
                 NAMESPACE,
                 "nvidia_smi_utilization_gpu",
-                gpu_dimensions(idle.0, idle.1),
+                gpu_dimensions(idle.0, &fleet.region, idle.1),
             ),
             ..query(&fleet, 300, "Maximum")
         };

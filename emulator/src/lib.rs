@@ -8,6 +8,7 @@
 pub mod cbor;
 pub mod clock;
 pub mod cloudwatch;
+pub mod ec2;
 pub mod ecs_api;
 pub mod engine;
 pub mod error;

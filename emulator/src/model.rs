@@ -38,6 +38,12 @@ pub struct ContainerInstance {
     pub mps_impaired: Option<DateTime<Utc>>,
     /// Runs the CloudWatch agent with its `nvidia_gpu` plugin; without it, no GPU metrics.
     pub cloudwatch_agent: bool,
+    /// The agent's configuration appends the `InstanceId` dimension (`append_dimensions`);
+    /// without it, its metrics name the instance only by hostname (`host`).
+    pub agent_instance_id_dimension: bool,
+    /// The EC2 side: private IPv4 address (set when the instance is added), spot or on-demand.
+    pub private_ip: String,
+    pub spot: bool,
     pub registered_at: DateTime<Utc>,
     pub running_tasks: u32,
     pub pending_tasks: u32,
@@ -47,6 +53,17 @@ impl ContainerInstance {
     /// The instance ID part of the ARN.
     pub fn short_id(&self) -> &str {
         self.arn.rsplit('/').next().unwrap_or(&self.arn)
+    }
+
+    /// The private DNS name, which is also the hostname the CloudWatch agent publishes as `host`
+    /// (`ip-10-1-2-3.ec2.internal` in us-east-1, `ip-….<region>.compute.internal` elsewhere).
+    pub fn private_dns_name(&self, region: &str) -> String {
+        let host = format!("ip-{}", self.private_ip.replace('.', "-"));
+        if region == "us-east-1" {
+            format!("{host}.ec2.internal")
+        } else {
+            format!("{host}.{region}.compute.internal")
+        }
     }
 
     /// The host ports the agent reserves on every instance.

@@ -27,7 +27,7 @@ use crate::{
     cbor,
     clock::SimClock,
     cloudwatch::CloudWatchError,
-    ecs_api,
+    ec2, ecs_api,
     error::EcsError,
     faults::{Faults, Outcome},
     model::Fleet,
@@ -262,6 +262,14 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     if let Some(operation) = target.strip_prefix(CLOUDWATCH_TARGET_PREFIX) {
         return cloudwatch_json(emulator, operation.to_string(), body).await;
     }
+    // EC2's query protocol: a form body and no target header.
+    let form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    if target.is_empty() && form {
+        return ec2_query(emulator, body).await;
+    }
     let operation = target
         .strip_prefix(ECS_TARGET_PREFIX)
         .unwrap_or_default()
@@ -319,6 +327,47 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             response
         }
         Err(error) => ecs_error(&emulator, &error),
+    }
+}
+
+/// One EC2 query request: faults as for any operation, then an XML answer or error.
+async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
+    let params = ec2::parse_form(&body);
+    let action = params
+        .iter()
+        .find(|(k, _)| k == "Action")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let id = request_id(&emulator);
+    let xml = |status: StatusCode, text: String| {
+        let mut response = (status, text).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/xml;charset=UTF-8"),
+        );
+        response
+    };
+    match injected(&emulator, &action).await {
+        Outcome::Throttle => {
+            let error = ec2::Ec2Error {
+                code: "RequestLimitExceeded",
+                message: "Request limit exceeded.".into(),
+            };
+            return xml(StatusCode::SERVICE_UNAVAILABLE, error.to_xml(&id));
+        }
+        Outcome::ServerError => {
+            let error = ec2::Ec2Error {
+                code: "InternalError",
+                message: "Injected server error.".into(),
+            };
+            return xml(StatusCode::INTERNAL_SERVER_ERROR, error.to_xml(&id));
+        }
+        Outcome::Drop => return dropped(),
+        Outcome::Answer | Outcome::LoseAnswer => {}
+    }
+    match emulator.with_fleet(|fleet| ec2::handle(fleet, &params, &id)) {
+        Ok(answer) => xml(StatusCode::OK, answer),
+        Err(error) => xml(StatusCode::BAD_REQUEST, error.to_xml(&id)),
     }
 }
 

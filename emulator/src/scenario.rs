@@ -137,6 +137,9 @@ fn add_instances(
                 mps_capable: true,
                 mps_impaired: None,
                 cloudwatch_agent: true,
+                agent_instance_id_dimension: false,
+                private_ip: String::new(),
+                spot: false,
                 registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
                 running_tasks: 0,
                 pending_tasks: 0,
@@ -484,6 +487,20 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     {
         instance.cloudwatch_agent = false;
     }
+    // The dev cluster runs on spot instances; the p5's CloudWatch agent is configured to
+    // append the InstanceId dimension (the others publish only their hostname).
+    if let Some(cluster) = fleet.clusters.get_mut("ml-dev") {
+        for instance in &mut cluster.instances {
+            instance.spot = true;
+        }
+    }
+    if let Some(p5) = fleet.clusters.get_mut("batch-sim").and_then(|c| {
+        c.instances
+            .iter_mut()
+            .find(|i| i.instance_type == "p5.48xlarge")
+    }) {
+        p5.agent_instance_id_dimension = true;
+    }
     // Two more dev boxes that take no tasks: one set to DRAINING, one whose agent lost its
     // connection.
     add_instances(&mut fleet, "ml-dev", &G5_XLARGE, 2, start);
@@ -589,6 +606,14 @@ mod tests {
             .collect();
         assert_eq!(fleet.clusters.len(), 3);
         assert_eq!(instances.len(), 26);
+        assert!(instances.iter().any(|i| i.spot) && instances.iter().any(|i| !i.spot));
+        assert_eq!(
+            instances
+                .iter()
+                .filter(|i| i.agent_instance_id_dimension)
+                .count(),
+            1
+        );
         assert_eq!(
             fleet.clusters["ml-dev"].services["notebook-gpu"]
                 .config

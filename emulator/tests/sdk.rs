@@ -23,6 +23,7 @@ struct Harness {
     addr: SocketAddr,
     ecs: aws_sdk_ecs::Client,
     cloudwatch: aws_sdk_cloudwatch::Client,
+    ec2: aws_sdk_ec2::Client,
 }
 
 async fn start(scenario: Scenario, clock_speed: f64) -> Harness {
@@ -55,6 +56,7 @@ async fn start(scenario: Scenario, clock_speed: f64) -> Harness {
         addr,
         ecs: aws_sdk_ecs::Client::new(&config),
         cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+        ec2: aws_sdk_ec2::Client::new(&config),
     }
 }
 
@@ -1364,4 +1366,107 @@ async fn listing_filtering_and_failures_as_ecs_documents_them() {
         .send()
         .await
         .expect("a NeuronDevice requirement is valid");
+}
+
+#[tokio::test]
+async fn ec2_describes_the_instances_behind_the_container_instances() {
+    use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
+    let h = start(Scenario::Demo, 1.0).await;
+    // Every container instance's EC2 ID, from ECS.
+    let mut ids = Vec::new();
+    for cluster in ["inference-prod", "batch-sim", "ml-dev"] {
+        let arns = all_instance_arns(&h.ecs, cluster, 100).await;
+        let out = h
+            .ecs
+            .describe_container_instances()
+            .cluster(cluster)
+            .set_container_instances(Some(arns))
+            .send()
+            .await
+            .expect("describe");
+        ids.extend(
+            out.container_instances()
+                .iter()
+                .filter_map(|i| i.ec2_instance_id().map(str::to_string)),
+        );
+    }
+    assert_eq!(ids.len(), 26);
+    let out = h
+        .ec2
+        .describe_instances()
+        .filters(
+            Filter::builder()
+                .name("instance-id")
+                .set_values(Some(ids.clone()))
+                .build(),
+        )
+        .send()
+        .await
+        .expect("describe instances");
+    let instances: Vec<_> = out
+        .reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .collect();
+    assert_eq!(instances.len(), 26);
+    for instance in &instances {
+        let dns = instance.private_dns_name().unwrap_or_default();
+        let ip = instance.private_ip_address().unwrap_or_default();
+        assert!(
+            dns.starts_with("ip-10-") && dns.ends_with(".ec2.internal"),
+            "{dns}"
+        );
+        assert_eq!(dns, format!("ip-{}.ec2.internal", ip.replace('.', "-")));
+        assert!(instance
+            .placement()
+            .and_then(|p| p.availability_zone())
+            .is_some_and(|z| z.starts_with("us-east-1")));
+    }
+    let spot = instances
+        .iter()
+        .filter(|i| i.instance_lifecycle() == Some(&InstanceLifecycleType::Spot))
+        .count();
+    assert!(spot > 0 && spot < 26, "ml-dev runs on spot: {spot}");
+    // Pages of MaxResults.
+    let first = h
+        .ec2
+        .describe_instances()
+        .max_results(10)
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(first.reservations().len(), 10);
+    assert!(first.next_token().is_some());
+    // An unknown ID fails the whole request, as EC2 does.
+    let error = h
+        .ec2
+        .describe_instances()
+        .instance_ids("i-0000000000000000")
+        .send()
+        .await
+        .expect_err("unknown");
+    assert_eq!(
+        aws_sdk_ec2::error::ProvideErrorMetadata::code(&error),
+        Some("InvalidInstanceID.NotFound")
+    );
+    // The CloudWatch agent publishes the hostname as `host`; the p5's agent also InstanceId.
+    let metrics = h
+        .cloudwatch
+        .list_metrics()
+        .namespace("CWAgent")
+        .metric_name("nvidia_smi_utilization_gpu")
+        .send()
+        .await
+        .expect("list metrics");
+    let hosts: std::collections::BTreeSet<&str> = metrics
+        .metrics()
+        .iter()
+        .filter_map(|m| m.dimensions().iter().find(|d| d.name() == Some("host")))
+        .filter_map(|d| d.value())
+        .collect();
+    assert!(hosts.iter().all(|h| h.starts_with("ip-10-")), "{hosts:?}");
+    assert!(metrics.metrics().iter().any(|m| m
+        .dimensions()
+        .iter()
+        .any(|d| d.name() == Some("InstanceId"))));
 }

@@ -141,9 +141,10 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_TEAM_TAG", default_value = "team")]
     pub team_tag: String,
 
-    /// The CloudWatch agent dimension that holds a GPU's EC2 instance ID. The agent's `host`
-    /// dimension holds the hostname unless its configuration sets it; with
-    /// `append_dimensions` `InstanceId`, use `InstanceId`. GPUs join by this and `index`.
+    /// The CloudWatch agent dimension that names a GPU's instance. With the default `host`, an
+    /// `InstanceId` dimension (the agent's `append_dimensions`) wins when present; otherwise
+    /// `host` is the hostname, joined through EC2's private DNS names (ec2:DescribeInstances),
+    /// or the instance ID. GPUs join by this and `index`.
     #[arg(long, env = "GPUSHARE_USAGE_HOST_DIMENSION", default_value = "host")]
     pub usage_host_dimension: String,
 

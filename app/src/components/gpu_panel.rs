@@ -83,8 +83,18 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 <dt>"Model"</dt>
                 <dd>{model}</dd>
                 <dt>"Instance"</dt>
-                <dd title=detail.instance.arn.clone()>
-                    {format!("{} · {}", detail.instance.instance_type, detail.cluster)}
+                <dd title=detail.instance.arn.clone() data-testid="gpu-instance">
+                    {[
+                        Some(detail.instance.instance_type.clone()),
+                        Some(detail.cluster.clone()),
+                        detail.instance.availability_zone.clone(),
+                        detail.instance.lifecycle.clone(),
+                        detail.instance.not_placing.clone().map(|why| format!("{why}: takes no tasks")),
+                    ]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" · ")}
                 </dd>
                 <dt>"Sharing"</dt>
                 <dd>{gpu.mode.as_str()}</dd>

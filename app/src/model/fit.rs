@@ -218,6 +218,8 @@ mod tests {
             mps_capable: true,
             gpu_model: None,
             not_placing: None,
+            availability_zone: None,
+            lifecycle: None,
             room: None,
             gpus,
         }

@@ -95,6 +95,12 @@ pub struct InstanceView {
     /// or `agent disconnected`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_placing: Option<String>,
+    /// The instance's Availability Zone (its `ecs.availability-zone` attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    /// `spot` or `on-demand`, from EC2 DescribeInstances; `None` when EC2 could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<String>,
     /// What is left besides GPUs (status, agent, CPU, memory, host ports, attributes), for the
     /// checks; `None` when not read (pages get the instance without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

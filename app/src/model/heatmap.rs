@@ -152,6 +152,8 @@ mod tests {
                         mps_capable: true,
                         gpu_model: None,
                         not_placing: None,
+                        availability_zone: None,
+                        lifecycle: None,
                         room: None,
                         gpus: (0..gpus_per_instance)
                             .map(|index| GpuView {

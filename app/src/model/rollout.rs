@@ -708,6 +708,8 @@ mod tests {
                 mps_capable: true,
                 gpu_model: None,
                 not_placing: None,
+                availability_zone: None,
+                lifecycle: None,
                 room: None,
                 gpus: vec![gpu(0, containers, 24_000)],
             })
@@ -839,6 +841,8 @@ mod tests {
                 mps_capable: true,
                 gpu_model: None,
                 not_placing: (n == 1).then(|| not_placing.map(str::to_string)).flatten(),
+                availability_zone: None,
+                lifecycle: None,
                 room: Some(room.clone()),
                 gpus: vec![gpu(0, vec![mps(&format!("t{n}"), 4_000)], 24_000)],
             })

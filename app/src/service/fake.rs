@@ -235,6 +235,8 @@ fn snapshot() -> FleetSnapshot {
                 mps_capable: true,
                 gpu_model: None,
                 not_placing: None,
+                availability_zone: None,
+                lifecycle: None,
                 room: None,
                 gpus,
             }],

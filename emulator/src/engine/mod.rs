@@ -52,6 +52,21 @@ impl Fleet {
             crate::placement::resources::EC2_INSTANCE_ID.to_string(),
             instance.ec2_instance_id.clone(),
         );
+        // A private address in 10.0.0.0/8, fixed by the instance ID.
+        if instance.private_ip.is_empty() {
+            let bits = crate::model::splitmix(
+                instance
+                    .ec2_instance_id
+                    .bytes()
+                    .fold(0_u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+            );
+            instance.private_ip = format!(
+                "10.{}.{}.{}",
+                bits & 0xff,
+                (bits >> 8) & 0xff,
+                1 + (bits >> 16) % 254
+            );
+        }
         if let Some(cluster) = self.clusters.get_mut(cluster) {
             cluster
                 .instance_index
@@ -191,6 +206,9 @@ pub(crate) mod fixture {
                     mps_capable: true,
                     mps_impaired: None,
                     cloudwatch_agent: true,
+                    agent_instance_id_dimension: false,
+                    private_ip: String::new(),
+                    spot: false,
                     registered_at: start() - Duration::days(1),
                     running_tasks: 0,
                     pending_tasks: 0,

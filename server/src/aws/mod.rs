@@ -1,4 +1,4 @@
-//! AWS access: the ECS and CloudWatch SDK clients, pointed at the embedded emulator, an
+//! AWS access: the ECS, CloudWatch and EC2 SDK clients, pointed at the embedded emulator, an
 //! endpoint given on the command line, or AWS itself through the default credential chain.
 
 pub mod errors;
@@ -57,6 +57,8 @@ fn timeouts() -> aws_config::timeout::TimeoutConfig {
 pub struct Clients {
     pub ecs: aws_sdk_ecs::Client,
     pub cloudwatch: aws_sdk_cloudwatch::Client,
+    /// EC2, for the instances' hostnames, zones and lifecycles.
+    pub ec2: aws_sdk_ec2::Client,
     /// The region the clients use, for display.
     pub region: String,
 }
@@ -101,6 +103,7 @@ impl Clients {
                 .map_or_else(|| "no region".to_string(), ToString::to_string),
             ecs: aws_sdk_ecs::Client::new(&config),
             cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+            ec2: aws_sdk_ec2::Client::new(&config),
         }
     }
 }

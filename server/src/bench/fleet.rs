@@ -37,7 +37,8 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
                     clients.cloudwatch.clone(),
                     "host",
                     crate::fleet::usage::CONCURRENCY,
-                ));
+                ))
+                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
         let mut first = None;
         for pass in ["first", "second (task definitions and metric list cached)"] {
             let started = Instant::now();

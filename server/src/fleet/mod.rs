@@ -1,5 +1,6 @@
 //! The fleet snapshot: every GPU joined to the containers, tasks, services and teams on it.
 
+pub mod ec2;
 pub mod join;
 pub mod reader;
 pub mod store;

@@ -22,6 +22,7 @@ use futures::{future::try_join_all, stream, Stream, StreamExt, TryStreamExt};
 use placement::resources::Room;
 
 use super::{
+    ec2::{host_names, Ec2Instance, Ec2Reader},
     ecs_failed as failed,
     join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
     usage::{UsageMap, UsageReader},
@@ -39,6 +40,7 @@ pub struct FleetReader {
     concurrency: usize,
     definitions: Mutex<HashMap<String, DefinitionGpu>>,
     usage: Option<UsageReader>,
+    ec2: Option<Ec2Reader>,
 }
 
 impl FleetReader {
@@ -49,6 +51,15 @@ impl FleetReader {
             concurrency: concurrency.max(1),
             definitions: Mutex::new(HashMap::new()),
             usage: None,
+            ec2: None,
+        }
+    }
+
+    /// Also reads the instances' EC2 side: hostnames (to join usage), zones and lifecycles.
+    pub fn with_ec2(self, ec2: Ec2Reader) -> FleetReader {
+        FleetReader {
+            ec2: Some(ec2),
+            ..self
         }
     }
 
@@ -73,13 +84,36 @@ impl FleetReader {
         };
         let (snapshot, usage) = tokio::join!(self.read_ecs(), usage);
         let mut snapshot = snapshot?;
+        // EC2 needs the instance IDs that ECS gave; it describes only instances it has not seen.
+        let mut ec2_error = None;
+        let ec2 = match &self.ec2 {
+            Some(reader) => {
+                let ids: Vec<String> = snapshot
+                    .clusters
+                    .iter()
+                    .flat_map(|c| c.instances.iter())
+                    .map(|i| i.ec2_instance_id.clone())
+                    .collect();
+                match reader.describe(&ids).await {
+                    Ok(found) => found,
+                    Err(error) => {
+                        ec2_error = Some(error.to_string());
+                        HashMap::new()
+                    }
+                }
+            }
+            None => HashMap::new(),
+        };
         match usage {
-            Some(Ok(usage)) => add_usage(&mut snapshot, &usage),
+            Some(Ok(usage)) => add_usage(&mut snapshot, &usage, &ec2),
             Some(Err(error)) => {
-                add_usage(&mut snapshot, &UsageMap::default());
+                add_usage(&mut snapshot, &UsageMap::default(), &ec2);
                 snapshot.usage_error = Some(error.to_string());
             }
-            None => add_usage(&mut snapshot, &UsageMap::default()),
+            None => add_usage(&mut snapshot, &UsageMap::default(), &ec2),
+        }
+        if let Some(error) = ec2_error {
+            snapshot.usage_error.get_or_insert(error);
         }
         Ok(snapshot)
     }
@@ -422,25 +456,41 @@ impl FleetReader {
     }
 }
 
-/// Puts usage and GPU models on the snapshot's GPUs, joined by EC2 instance ID and GPU index
-/// (the order of `gpuDevices`).
-fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap) {
+/// Puts usage and GPU models on the snapshot's GPUs, joined by host and GPU index (the order
+/// of `gpuDevices`): the agent's host is the instance ID, or its hostname, which EC2's private
+/// DNS name gives (see [`host_names`]). Also the lifecycle and zone EC2 reports.
+fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap, ec2: &HashMap<String, Ec2Instance>) {
     snapshot.cloudwatch_calls = usage.calls;
     for instance in snapshot
         .clusters
         .iter_mut()
         .flat_map(|c| c.instances.iter_mut())
     {
+        let described = ec2.get(&instance.ec2_instance_id);
+        if let Some(described) = described {
+            instance.lifecycle = Some(described.lifecycle.clone());
+            if instance.availability_zone.is_none() {
+                instance.availability_zone = described.availability_zone.clone();
+            }
+        }
+        let names = host_names(&instance.ec2_instance_id, described);
+        let host = names
+            .iter()
+            .find(|name| usage.models.contains_key(*name))
+            .or_else(|| {
+                names
+                    .iter()
+                    .find(|name| usage.by_gpu.keys().any(|(host, _)| host == *name))
+            })
+            .cloned()
+            .unwrap_or_else(|| instance.ec2_instance_id.clone());
         instance.gpu_model = usage
             .models
-            .get(&instance.ec2_instance_id)
+            .get(&host)
             .cloned()
             .or_else(|| gpu_model_of(&instance.instance_type).map(str::to_string));
         for gpu in &mut instance.gpus {
-            gpu.usage = usage
-                .by_gpu
-                .get(&(instance.ec2_instance_id.clone(), gpu.index))
-                .copied();
+            gpu.usage = usage.by_gpu.get(&(host.clone(), gpu.index)).copied();
         }
     }
 }
@@ -553,6 +603,9 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
             .any(|a| a.name() == "ecs.capability.gpu-sharing-mps"),
         gpu_model: None,
         gpus: Vec::new(),
+        availability_zone: attribute("ecs.availability-zone"),
+        // From EC2, after the ECS read.
+        lifecycle: None,
         not_placing: InstanceView::not_placing_reason(
             instance.status().unwrap_or("ACTIVE"),
             instance.agent_connected(),

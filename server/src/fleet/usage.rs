@@ -230,8 +230,14 @@ fn gpu_metric(metric: &Metric, host_dimension: &str) -> Option<GpuMetric> {
             .find(|d| d.name() == Some(name))
             .and_then(|d| d.value())
     };
+    // An agent configured with `append_dimensions` `InstanceId` names the instance outright;
+    // otherwise `host` is its hostname (or what `--usage-host-dimension` names).
+    let host = match host_dimension {
+        "host" => dimension("InstanceId").or_else(|| dimension("host"))?,
+        other => dimension(other)?,
+    };
     Some(GpuMetric {
-        host: dimension(host_dimension)?.to_string(),
+        host: host.to_string(),
         index: dimension("index")?.parse().ok()?,
         model: dimension("name").map(str::to_string),
         dimensions: metric.dimensions().to_vec(),
@@ -272,17 +278,32 @@ mod tests {
         let metric = Metric::builder()
             .namespace(NAMESPACE)
             .metric_name(UTILIZATION)
-            .dimensions(dimension("host", "i-0abc"))
+            .dimensions(dimension("host", "ip-10-1-2-3.ec2.internal"))
             .dimensions(dimension("index", "3"))
             .dimensions(dimension("name", "NVIDIA L4"))
-            .dimensions(dimension("InstanceId", "i-0def"))
             .build();
         let gpu = gpu_metric(&metric, "host").expect("a GPU");
-        assert_eq!((gpu.host.as_str(), gpu.index), ("i-0abc", 3));
+        assert_eq!(
+            (gpu.host.as_str(), gpu.index),
+            ("ip-10-1-2-3.ec2.internal", 3),
+            "the hostname, joined later through EC2"
+        );
         assert_eq!(gpu.model.as_deref(), Some("NVIDIA L4"));
-        assert_eq!(gpu.dimensions.len(), 4);
-        let by_instance = gpu_metric(&metric, "InstanceId").expect("a GPU");
-        assert_eq!(by_instance.host, "i-0def");
+        assert_eq!(gpu.dimensions.len(), 3);
+        // An agent that appends InstanceId names the instance outright.
+        let with_id = Metric::builder()
+            .set_dimensions(Some(
+                [metric.dimensions(), &[dimension("InstanceId", "i-0def")]].concat(),
+            ))
+            .build();
+        assert_eq!(gpu_metric(&with_id, "host").expect("a GPU").host, "i-0def");
+        assert_eq!(
+            gpu_metric(&with_id, "host")
+                .expect("a GPU")
+                .dimensions
+                .len(),
+            4
+        );
         assert!(gpu_metric(&metric, "hostname").is_none());
     }
 }

@@ -80,13 +80,13 @@ impl AppState {
             args.fleet.refresh_interval,
         )));
         let reader = Arc::new(
-            FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16).with_usage(
-                UsageReader::new(
+            FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16)
+                .with_usage(UsageReader::new(
                     clients.cloudwatch.clone(),
                     &args.fleet.usage_host_dimension,
                     crate::fleet::usage::CONCURRENCY,
-                ),
-            ),
+                ))
+                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone())),
         );
         spawn_refresher(&fleet, reader);
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);

@@ -7,7 +7,7 @@ use chrono::Utc;
 use emulator::{placement::SharingMode, Emulator, Faults, Scenario};
 use gpushare::{
     aws::{Clients, Target},
-    fleet::{reader::FleetReader, usage::UsageReader},
+    fleet::{ec2::Ec2Reader, reader::FleetReader, usage::UsageReader},
 };
 
 async fn demo() -> (Emulator, Clients) {
@@ -228,13 +228,27 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
 #[tokio::test]
 async fn usage_joins_by_host_and_index_and_missing_metrics_are_no_data() {
     let (emulator, clients) = demo().await;
-    let reader = FleetReader::new(clients.ecs.clone(), "team", 8).with_usage(UsageReader::new(
-        clients.cloudwatch.clone(),
-        "host",
-        4,
-    ));
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .with_usage(UsageReader::new(clients.cloudwatch.clone(), "host", 4))
+        .with_ec2(Ec2Reader::new(clients.ec2.clone()));
     let snapshot = reader.read().await.expect("read");
     assert!(snapshot.usage_error.is_none(), "{:?}", snapshot.usage_error);
+    // The instances' EC2 side: spot in ml-dev, on-demand elsewhere, every zone.
+    let instances: Vec<_> = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter().map(move |i| (c.name.as_str(), i)))
+        .collect();
+    assert!(instances
+        .iter()
+        .all(|(_, i)| i.availability_zone.is_some() && i.lifecycle.is_some()));
+    assert!(instances
+        .iter()
+        .any(|(cluster, i)| *cluster == "ml-dev" && i.lifecycle.as_deref() == Some("spot")));
+    assert!(instances
+        .iter()
+        .any(|(cluster, i)| *cluster == "inference-prod"
+            && i.lifecycle.as_deref() == Some("on-demand")));
     // One ListMetrics page and one GetMetricData call: the demo has under 500 queries.
     assert_eq!(snapshot.cloudwatch_calls, 2);
     let agents: HashMap<String, (bool, String)> = emulator.with_fleet(|fleet| {
@@ -307,4 +321,67 @@ async fn a_cloudwatch_failure_keeps_the_ecs_snapshot_and_says_usage_is_missing()
         .flat_map(|c| c.instances.iter())
         .flat_map(|i| i.gpus.iter())
         .all(|g| g.usage.is_none()));
+}
+
+/// The CloudWatch agent publishes the hostname as `host` unless configured otherwise: without
+/// EC2's private DNS names only the agent configured with `InstanceId` joins; with them, all do.
+#[tokio::test]
+async fn usage_joins_by_hostname_through_ec2_and_an_ec2_failure_is_said() {
+    let (emulator, clients) = demo().await;
+    let with_usage =
+        |ec2: bool| {
+            let reader = FleetReader::new(clients.ecs.clone(), "team", 8)
+                .with_usage(UsageReader::new(clients.cloudwatch.clone(), "host", 4));
+            if ec2 {
+                reader.with_ec2(Ec2Reader::new(clients.ec2.clone()))
+            } else {
+                reader
+            }
+        };
+    let with_data = |snapshot: &app::model::FleetSnapshot| {
+        snapshot
+            .clusters
+            .iter()
+            .flat_map(|c| c.instances.iter())
+            .filter(|i| i.gpus.iter().any(|g| g.usage.is_some()))
+            .map(|i| i.instance_type.clone())
+            .collect::<Vec<_>>()
+    };
+    let without = with_usage(false).read().await.expect("read");
+    assert_eq!(
+        with_data(&without),
+        vec!["p5.48xlarge".to_string()],
+        "only the agent that appends InstanceId joins without EC2"
+    );
+    let with = with_usage(true).read().await.expect("read");
+    let agents = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .filter(|i| i.cloudwatch_agent && !i.gpus.is_empty())
+            .count()
+    });
+    assert_eq!(
+        with_data(&with).len(),
+        agents,
+        "every agent joins by hostname"
+    );
+    // EC2 refused: the snapshot still comes, and says why usage is missing.
+    let mut faults = Faults::default();
+    faults.operations.insert(
+        "DescribeInstances".into(),
+        emulator::Fault {
+            error_rate: 1.0,
+            ..emulator::Fault::default()
+        },
+    );
+    emulator.set_faults(faults).expect("valid");
+    let refused = with_usage(true).read().await.expect("ECS answers");
+    let error = refused.usage_error.expect("said");
+    assert!(
+        error.contains("DescribeInstances") && error.contains("ec2:DescribeInstances"),
+        "{error}"
+    );
+    assert!(!error.contains("ServiceError"), "no Debug dump: {error}");
 }

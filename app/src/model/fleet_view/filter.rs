@@ -179,6 +179,8 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         gpu_model: instance.gpu_model.clone(),
         gpus: Vec::new(),
         not_placing: instance.not_placing.clone(),
+        availability_zone: instance.availability_zone.clone(),
+        lifecycle: instance.lifecycle.clone(),
         // The checks' detail stays on the server.
         room: None,
     }

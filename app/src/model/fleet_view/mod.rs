@@ -65,6 +65,8 @@ mod fixture {
             mps_capable: true,
             gpu_model: None,
             not_placing: None,
+            availability_zone: None,
+            lifecycle: None,
             room: None,
             gpus,
         };

@@ -1,0 +1,303 @@
+//! EC2 DescribeInstances over the EC2 query protocol (`POST /`, a form body with
+//! `Action=DescribeInstances`, an XML answer), as aws-sdk-ec2 and botocore speak it: the
+//! container instances' EC2 side — private IP address and DNS name (the hostname the
+//! CloudWatch agent publishes), Availability Zone, instance type, state, and spot or on-demand.
+
+use std::fmt::Write as _;
+
+use crate::model::{ContainerInstance, Fleet};
+
+/// The EC2 operations the emulator serves.
+pub const OPERATIONS: [&str; 1] = ["DescribeInstances"];
+/// The namespace of EC2's XML answers.
+const XMLNS: &str = "http://ec2.amazonaws.com/doc/2016-11-15/";
+
+/// An EC2 error: its code and message, answered as EC2's `<Response><Errors>` document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ec2Error {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Ec2Error {
+    fn new(code: &'static str, message: impl Into<String>) -> Ec2Error {
+        Ec2Error {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The error document EC2 answers with.
+    pub fn to_xml(&self, request_id: &str) -> String {
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{}</Code><Message>{}</Message></Error></Errors><RequestID>{}</RequestID></Response>",
+            escape(self.code),
+            escape(&self.message),
+            escape(request_id)
+        )
+    }
+}
+
+/// Decodes an `application/x-www-form-urlencoded` body.
+pub fn parse_form(body: &[u8]) -> Vec<(String, String)> {
+    let decode = |text: &str| -> String {
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < bytes.len() => {
+                    let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                    match u8::from_str_radix(hex, 16) {
+                        Ok(byte) => {
+                            out.push(byte);
+                            i += 2;
+                        }
+                        Err(_) => out.push(b'%'),
+                    }
+                }
+                other => out.push(other),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(key), decode(value))
+        })
+        .collect()
+}
+
+/// Runs one EC2 query request; the XML answer.
+pub fn handle(
+    fleet: &Fleet,
+    params: &[(String, String)],
+    request_id: &str,
+) -> Result<String, Ec2Error> {
+    let get = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    match get("Action") {
+        Some("DescribeInstances") => describe_instances(fleet, params, request_id),
+        Some(other) => Err(Ec2Error::new(
+            "InvalidAction",
+            format!("The action {other} is not valid for this web service (this emulator serves DescribeInstances)."),
+        )),
+        None => Err(Ec2Error::new(
+            "MissingAction",
+            "The request must contain the parameter Action.",
+        )),
+    }
+}
+
+/// The values of a list parameter: `Prefix.1`, `Prefix.2`, … in order.
+fn list<'a>(params: &'a [(String, String)], prefix: &str) -> Vec<&'a str> {
+    let mut items: Vec<(u32, &str)> = params
+        .iter()
+        .filter_map(|(key, value)| {
+            let n = key.strip_prefix(prefix)?.strip_prefix('.')?.parse().ok()?;
+            Some((n, value.as_str()))
+        })
+        .collect();
+    items.sort_by_key(|(n, _)| *n);
+    items.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The filters of a request: `Filter.N.Name` and its `Filter.N.Value.M`.
+fn filters(params: &[(String, String)]) -> Result<Vec<(String, Vec<String>)>, Ec2Error> {
+    let mut out = Vec::new();
+    for n in 1.. {
+        let name_key = format!("Filter.{n}.Name");
+        let Some(name) = params.iter().find(|(k, _)| *k == name_key).map(|(_, v)| v) else {
+            break;
+        };
+        let values: Vec<String> = list(params, &format!("Filter.{n}.Value"))
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if values.len() > 200 {
+            return Err(Ec2Error::new(
+                "InvalidParameterValue",
+                format!("The filter '{name}' has more than 200 values."),
+            ));
+        }
+        if ![
+            "instance-id",
+            "private-dns-name",
+            "private-ip-address",
+            "availability-zone",
+            "instance-type",
+            "instance-lifecycle",
+            "instance-state-name",
+        ]
+        .contains(&name.as_str())
+        {
+            return Err(Ec2Error::new(
+                "InvalidParameterValue",
+                format!("The filter '{name}' is invalid (this emulator knows instance-id, private-dns-name, private-ip-address, availability-zone, instance-type, instance-lifecycle, instance-state-name)."),
+            ));
+        }
+        out.push((name.clone(), values));
+    }
+    Ok(out)
+}
+
+fn describe_instances(
+    fleet: &Fleet,
+    params: &[(String, String)],
+    request_id: &str,
+) -> Result<String, Ec2Error> {
+    let ids = list(params, "InstanceId");
+    let filters = filters(params)?;
+    let get = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    let max_results = match get("MaxResults") {
+        None => None,
+        Some(text) => {
+            if !ids.is_empty() {
+                return Err(Ec2Error::new(
+                    "InvalidParameterCombination",
+                    "The parameter instancesSet cannot be used with the parameter maxResults",
+                ));
+            }
+            let n: usize = text.parse().map_err(|_| {
+                Ec2Error::new(
+                    "InvalidParameterValue",
+                    format!("MaxResults '{text}' is not a number."),
+                )
+            })?;
+            if !(5..=1000).contains(&n) {
+                return Err(Ec2Error::new(
+                    "InvalidParameterValue",
+                    "Value for parameter maxResults is invalid. Expecting a value between 5 and 1000.",
+                ));
+            }
+            Some(n)
+        }
+    };
+    let start: usize = match get("NextToken") {
+        None | Some("") => 0,
+        Some(token) => token
+            .strip_prefix("emulator-ec2:")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| Ec2Error::new("InvalidParameterValue", "The NextToken is not valid."))?,
+    };
+    let all: Vec<&ContainerInstance> = fleet
+        .clusters
+        .values()
+        .flat_map(|c| c.instances.iter())
+        .collect();
+    // Instance IDs that do not exist fail the whole request, as EC2 does; filters do not.
+    let unknown: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| !all.iter().any(|i| i.ec2_instance_id == *id))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Ec2Error::new(
+            "InvalidInstanceID.NotFound",
+            format!(
+                "The instance ID{} '{}' {} not exist",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown.join(", "),
+                if unknown.len() == 1 { "does" } else { "do" }
+            ),
+        ));
+    }
+    let matching: Vec<&ContainerInstance> = all
+        .into_iter()
+        .filter(|i| ids.is_empty() || ids.contains(&i.ec2_instance_id.as_str()))
+        .filter(|i| {
+            filters.iter().all(|(name, values)| {
+                let value = match name.as_str() {
+                    "instance-id" => i.ec2_instance_id.clone(),
+                    "private-dns-name" => i.private_dns_name(&fleet.region),
+                    "private-ip-address" => i.private_ip.clone(),
+                    "availability-zone" => i.availability_zone.clone(),
+                    "instance-type" => i.instance_type.clone(),
+                    "instance-lifecycle" => if i.spot { "spot" } else { "" }.to_string(),
+                    _ => "running".to_string(),
+                };
+                values.contains(&value)
+            })
+        })
+        .collect();
+    let end = max_results.map_or(matching.len(), |n| (start + n).min(matching.len()));
+    let page = matching.get(start..end).unwrap_or_default();
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DescribeInstancesResponse xmlns=\"{XMLNS}\"><requestId>{}</requestId><reservationSet>",
+        escape(request_id)
+    );
+    for instance in page {
+        let id = &instance.ec2_instance_id;
+        let reservation = id.replacen("i-", "r-", 1);
+        let _ = write!(
+            xml,
+            "<item><reservationId>{}</reservationId><ownerId>{}</ownerId><groupSet/><instancesSet><item>\
+<instanceId>{}</instanceId><imageId>ami-0ecsgpu000000001</imageId>\
+<instanceState><code>16</code><name>running</name></instanceState>\
+<privateDnsName>{}</privateDnsName><dnsName/><reason/><amiLaunchIndex>0</amiLaunchIndex>\
+<instanceType>{}</instanceType><launchTime>{}</launchTime>\
+<placement><availabilityZone>{}</availabilityZone><groupName/><tenancy>default</tenancy></placement>\
+<monitoring><state>disabled</state></monitoring><privateIpAddress>{}</privateIpAddress>\
+<architecture>x86_64</architecture><rootDeviceType>ebs</rootDeviceType><rootDeviceName>/dev/xvda</rootDeviceName>\
+{}<hypervisor>xen</hypervisor><virtualizationType>hvm</virtualizationType>\
+<privateDnsNameOptions><hostnameType>ip-name</hostnameType><enableResourceNameDnsARecord>false</enableResourceNameDnsARecord><enableResourceNameDnsAAAARecord>false</enableResourceNameDnsAAAARecord></privateDnsNameOptions>\
+</item></instancesSet></item>",
+            escape(&reservation),
+            escape(&fleet.account),
+            escape(id),
+            escape(&instance.private_dns_name(&fleet.region)),
+            escape(&instance.instance_type),
+            instance.registered_at.format("%Y-%m-%dT%H:%M:%S.000Z"),
+            escape(&instance.availability_zone),
+            escape(&instance.private_ip),
+            if instance.spot {
+                "<instanceLifecycle>spot</instanceLifecycle>"
+            } else {
+                ""
+            },
+        );
+    }
+    xml.push_str("</reservationSet>");
+    if end < matching.len() {
+        let _ = write!(xml, "<nextToken>emulator-ec2:{end}</nextToken>");
+    }
+    xml.push_str("</DescribeInstancesResponse>");
+    Ok(xml)
+}
+
+/// Text for XML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_bodies_decode() {
+        let form = parse_form(
+            b"Action=DescribeInstances&Filter.1.Name=instance-id&Filter.1.Value.1=i-0a%2Bb&X=a+b",
+        );
+        assert_eq!(form[0], ("Action".into(), "DescribeInstances".into()));
+        assert_eq!(form[2].1, "i-0a+b");
+        assert_eq!(form[3].1, "a b");
+    }
+}

@@ -1,0 +1,168 @@
+//! The container instances' EC2 side through aws-sdk-ec2 (DescribeInstances): the private DNS
+//! name, which is the hostname the CloudWatch agent publishes as its `host` dimension unless
+//! configured otherwise, and the Availability Zone and lifecycle (spot or on-demand).
+//!
+//! What EC2 says of an instance does not change while it runs, so each instance is described
+//! once: a refresh describes only instance IDs it has not seen, by the `instance-id` filter
+//! (an unknown ID in `InstanceIds` would fail the whole call), 200 IDs a call.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Mutex,
+    },
+};
+
+use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
+
+use super::ReadError;
+
+/// Values one EC2 filter takes at most.
+const IDS_PER_CALL: usize = 200;
+
+/// What EC2 says of one instance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ec2Instance {
+    pub private_dns_name: Option<String>,
+    pub availability_zone: Option<String>,
+    /// `spot` or `on-demand` (EC2 names only spot and scheduled instances; the rest are
+    /// on-demand).
+    pub lifecycle: String,
+}
+
+/// Reads and keeps what EC2 says of the fleet's instances.
+pub struct Ec2Reader {
+    ec2: aws_sdk_ec2::Client,
+    known: Mutex<HashMap<String, Ec2Instance>>,
+    calls: AtomicU32,
+}
+
+impl Ec2Reader {
+    pub fn new(ec2: aws_sdk_ec2::Client) -> Ec2Reader {
+        Ec2Reader {
+            ec2,
+            known: Mutex::new(HashMap::new()),
+            calls: AtomicU32::new(0),
+        }
+    }
+
+    /// EC2 calls made so far.
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// What EC2 says of `ids`, describing only those not seen before. Instances EC2 does not
+    /// know (terminated long ago) are left out.
+    pub async fn describe(
+        &self,
+        ids: &[String],
+    ) -> Result<HashMap<String, Ec2Instance>, ReadError> {
+        let missing: Vec<String> = {
+            let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            let mut missing: Vec<String> = ids
+                .iter()
+                .filter(|id| !known.contains_key(*id))
+                .cloned()
+                .collect();
+            missing.sort();
+            missing.dedup();
+            missing
+        };
+        for chunk in missing.chunks(IDS_PER_CALL) {
+            let found = self.describe_chunk(chunk).await?;
+            self.known
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(found);
+        }
+        let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), known.get(id)?.clone())))
+            .collect())
+    }
+
+    async fn describe_chunk(
+        &self,
+        ids: &[String],
+    ) -> Result<HashMap<String, Ec2Instance>, ReadError> {
+        let mut out = HashMap::new();
+        let mut pages = self
+            .ec2
+            .describe_instances()
+            .filters(
+                Filter::builder()
+                    .name("instance-id")
+                    .set_values(Some(ids.to_vec()))
+                    .build(),
+            )
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let page = page.map_err(|error| ReadError {
+                operation: "DescribeInstances",
+                message: format!(
+                    "{}; GPUs whose CloudWatch agent names them by hostname show no usage until the console may call ec2:DescribeInstances (or configure the agent with append_dimensions InstanceId)",
+                    crate::aws::errors::failure("EC2", "DescribeInstances", &error)
+                ),
+            })?;
+            for instance in page.reservations().iter().flat_map(|r| r.instances()) {
+                let Some(id) = instance.instance_id() else {
+                    continue;
+                };
+                out.insert(
+                    id.to_string(),
+                    Ec2Instance {
+                        private_dns_name: instance
+                            .private_dns_name()
+                            .filter(|name| !name.is_empty())
+                            .map(str::to_string),
+                        availability_zone: instance
+                            .placement()
+                            .and_then(|p| p.availability_zone())
+                            .map(str::to_string),
+                        lifecycle: match instance.instance_lifecycle() {
+                            Some(InstanceLifecycleType::Spot) => "spot".into(),
+                            _ => "on-demand".into(),
+                        },
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The names under which a CloudWatch agent may publish an instance as `host`: its instance ID
+/// (agents configured so, or resource-name hostnames `i-….ec2.internal`), its private DNS name,
+/// and that name's first label (`ip-10-1-2-3`).
+pub fn host_names(instance_id: &str, ec2: Option<&Ec2Instance>) -> Vec<String> {
+    let mut names = vec![instance_id.to_string()];
+    if let Some(dns) = ec2.and_then(|e| e.private_dns_name.as_deref()) {
+        names.push(dns.to_string());
+        if let Some((short, _)) = dns.split_once('.') {
+            names.push(short.to_string());
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instance_answers_to_its_id_its_private_dns_name_and_its_short_hostname() {
+        let ec2 = Ec2Instance {
+            private_dns_name: Some("ip-10-1-2-3.ec2.internal".into()),
+            ..Ec2Instance::default()
+        };
+        assert_eq!(
+            host_names("i-0abc", Some(&ec2)),
+            vec!["i-0abc", "ip-10-1-2-3.ec2.internal", "ip-10-1-2-3"]
+        );
+        assert_eq!(host_names("i-0abc", None), vec!["i-0abc"]);
+    }
+}
