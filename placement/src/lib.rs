@@ -228,6 +228,24 @@ pub fn find_gpus(
     }
 }
 
+/// How well a task fits an instance where [`find_gpus`] found it room, lower is better: for
+/// MPS the free memory of the GPU it goes to (best fit), for whole GPUs the instance's idle
+/// GPUs (fewest that suffice), 0 without GPUs. The emulator places on the instance with the
+/// lowest score (the first of equals), and so does the pre-check, so that both make the same
+/// choices.
+pub fn fit_score(gpus: &[GpuSlot], request: &GpuRequest, assignment: &GpuAssignment) -> u64 {
+    match request {
+        GpuRequest::Mps(_) => assignment
+            .per_container
+            .first()
+            .and_then(|g| g.first())
+            .and_then(|g| gpus.get(*g))
+            .map_or(0, |gpu| u64::from(gpu.remaining_memory_mib)),
+        GpuRequest::Whole(_) => gpus.iter().filter(|g| g.mode == SharingMode::Idle).count() as u64,
+        GpuRequest::None => 0,
+    }
+}
+
 /// The count that stands for `"value": "ALL"`: every GPU of the instance.
 pub const ALL_GPUS: u32 = u32::MAX;
 

@@ -367,7 +367,9 @@ fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), 
             closest = Some((rank, text));
         }
     };
-    for host in hosts.iter_mut() {
+    // The instance the emulator would pick: the lowest fit score, the first of equals.
+    let mut best: Option<(u64, usize, GpuAssignment)> = None;
+    for (index, host) in hosts.iter().enumerate() {
         if let Some(reason) = &host.not_placing {
             note(0, format!("The closest instance {} is {reason}.", host.id));
             continue;
@@ -386,15 +388,15 @@ fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), 
                 continue;
             }
         }
-        if *request == GpuRequest::None {
-            take(host, needs);
-            return Ok(());
-        }
         match find_gpus(&host.gpus, host.mps_capable, request) {
             Ok(assignment) => {
-                allocate(&mut host.gpus, request, &assignment);
-                take(host, needs);
-                return Ok(());
+                let score = placement::fit_score(&host.gpus, request, &assignment);
+                if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
+                    best = Some((score, index, assignment));
+                    if *request == GpuRequest::None {
+                        break;
+                    }
+                }
             }
             Err(_) => note(
                 2,
@@ -402,7 +404,15 @@ fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), 
             ),
         }
     }
-    Err(closest.map(|(_, text)| text).unwrap_or_default())
+    match best {
+        Some((_, index, assignment)) => {
+            let host = &mut hosts[index];
+            allocate(&mut host.gpus, request, &assignment);
+            take(host, needs);
+            Ok(())
+        }
+        None => Err(closest.map(|(_, text)| text).unwrap_or_default()),
+    }
 }
 
 fn take(host: &mut Host, needs: &Needs) {

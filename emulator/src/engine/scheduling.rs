@@ -422,19 +422,7 @@ fn choose_instance(
         // then fails at start on that instance.
         match placement::find_gpus(&instance.gpus, instance.mps_capable, gpu) {
             Ok(assignment) => {
-                let score = match gpu {
-                    GpuRequest::Mps(_) => assignment
-                        .per_container
-                        .first()
-                        .and_then(|g| g.first())
-                        .map_or(0, |g| u64::from(instance.gpus[*g].remaining_memory_mib)),
-                    GpuRequest::Whole(_) => instance
-                        .gpus
-                        .iter()
-                        .filter(|g| g.mode == placement::SharingMode::Idle)
-                        .count() as u64,
-                    GpuRequest::None => 0,
-                };
+                let score = placement::fit_score(&instance.gpus, gpu, &assignment);
                 if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
                     let exact = matches!(gpu, GpuRequest::None);
                     best = Some((score, index, assignment));

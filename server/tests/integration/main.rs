@@ -6,5 +6,6 @@ mod audit_store;
 mod deploy_reconcile;
 mod fleet_snapshot;
 mod http;
+mod precheck_property;
 mod support;
 mod task_definition_edit;
