@@ -1,14 +1,18 @@
-//! EC2 DescribeInstances over the EC2 query protocol (`POST /`, a form body with
-//! `Action=DescribeInstances`, an XML answer), as aws-sdk-ec2 and botocore speak it: the
+//! EC2 DescribeInstances and DescribeInstanceTypes over the EC2 query protocol (`POST /`, a
+//! form body with `Action=…`, an XML answer), as aws-sdk-ec2 and botocore speak it: the
 //! container instances' EC2 side — private IP address and DNS name (the hostname the
-//! CloudWatch agent publishes), Availability Zone, instance type, state, and spot or on-demand.
+//! CloudWatch agent publishes), Availability Zone, instance type, state, and spot or
+//! on-demand — and each instance type's vCPUs, memory, GPUs and network interface limit.
 
 use std::fmt::Write as _;
 
-use crate::model::{ContainerInstance, Fleet};
+use crate::{
+    instance_types,
+    model::{ContainerInstance, Fleet},
+};
 
 /// The EC2 operations the emulator serves.
-pub const OPERATIONS: [&str; 1] = ["DescribeInstances"];
+pub const OPERATIONS: [&str; 2] = ["DescribeInstances", "DescribeInstanceTypes"];
 /// The namespace of EC2's XML answers.
 const XMLNS: &str = "http://ec2.amazonaws.com/doc/2016-11-15/";
 
@@ -87,9 +91,10 @@ pub fn handle(
     };
     match get("Action") {
         Some("DescribeInstances") => describe_instances(fleet, params, request_id),
+        Some("DescribeInstanceTypes") => describe_instance_types(params, request_id),
         Some(other) => Err(Ec2Error::new(
             "InvalidAction",
-            format!("The action {other} is not valid for this web service (this emulator serves DescribeInstances)."),
+            format!("The action {other} is not valid for this web service (this emulator serves DescribeInstances and DescribeInstanceTypes)."),
         )),
         None => Err(Ec2Error::new(
             "MissingAction",
@@ -276,6 +281,99 @@ fn describe_instances(
         let _ = write!(xml, "<nextToken>emulator-ec2:{end}</nextToken>");
     }
     xml.push_str("</DescribeInstancesResponse>");
+    Ok(xml)
+}
+
+/// The instance types asked for (`InstanceType.N`, at most 100), or every type the emulator
+/// knows, a page at a time (`MaxResults` 5 to 100, `NextToken`).
+fn describe_instance_types(
+    params: &[(String, String)],
+    request_id: &str,
+) -> Result<String, Ec2Error> {
+    let names = list(params, "InstanceType");
+    if names.len() > 100 {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "The request asks for more than 100 instance types.",
+        ));
+    }
+    if params.iter().any(|(k, _)| k.starts_with("Filter.")) {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "This emulator answers DescribeInstanceTypes by InstanceType only, without filters.",
+        ));
+    }
+    let unknown: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| instance_types::find(name).is_none())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Ec2Error::new(
+            "InvalidInstanceType",
+            format!(
+                "The following supplied instance types do not exist: [{}]",
+                unknown.join(", ")
+            ),
+        ));
+    }
+    let get = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    let max_results = match get("MaxResults") {
+        None => 100,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (5..=100).contains(&n) => n,
+            _ => {
+                return Err(Ec2Error::new(
+                    "InvalidParameterValue",
+                    format!("MaxResults '{text}' is invalid. Expecting a value between 5 and 100."),
+                ))
+            }
+        },
+    };
+    let start: usize = match get("NextToken") {
+        None | Some("") => 0,
+        Some(token) => token
+            .strip_prefix("emulator-ec2-types:")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| Ec2Error::new("InvalidParameterValue", "The NextToken is not valid."))?,
+    };
+    let matching: Vec<&instance_types::InstanceType> = instance_types::ALL
+        .iter()
+        .filter(|t| names.is_empty() || names.contains(&t.name))
+        .collect();
+    let end = (start + max_results).min(matching.len());
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DescribeInstanceTypesResponse xmlns=\"{XMLNS}\"><requestId>{}</requestId><instanceTypeSet>",
+        escape(request_id)
+    );
+    for kind in matching.get(start..end).unwrap_or_default() {
+        let _ = write!(
+            xml,
+            "<item><instanceType>{}</instanceType><currentGeneration>true</currentGeneration>\
+<vCpuInfo><defaultVCpus>{}</defaultVCpus></vCpuInfo><memoryInfo><sizeInMiB>{}</sizeInMiB></memoryInfo>\
+<networkInfo><maximumNetworkInterfaces>{}</maximumNetworkInterfaces></networkInfo>\
+<gpuInfo><gpus><item><name>{}</name><manufacturer>NVIDIA</manufacturer><count>{}</count>\
+<memoryInfo><sizeInMiB>{}</sizeInMiB></memoryInfo></item></gpus><totalGpuMemoryInMiB>{}</totalGpuMemoryInMiB></gpuInfo></item>",
+            escape(kind.name),
+            kind.vcpus,
+            kind.memory_gib * 1024,
+            kind.max_network_interfaces,
+            escape(kind.ec2_gpu_name),
+            kind.gpus,
+            kind.ec2_gpu_memory_mib,
+            kind.ec2_gpu_memory_mib * kind.gpus as u32,
+        );
+    }
+    xml.push_str("</instanceTypeSet>");
+    if end < matching.len() {
+        let _ = write!(xml, "<nextToken>emulator-ec2-types:{end}</nextToken>");
+    }
+    xml.push_str("</DescribeInstanceTypesResponse>");
     Ok(xml)
 }
 

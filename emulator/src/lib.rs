@@ -13,6 +13,7 @@ pub mod ecs_api;
 pub mod engine;
 pub mod error;
 pub mod faults;
+pub mod instance_types;
 pub mod model;
 pub mod placement;
 pub mod runtime;

@@ -69,7 +69,9 @@ impl ContainerInstance {
     /// The host ports the agent reserves on every instance.
     pub const RESERVED_PORTS: [u16; 5] = [22, 2375, 2376, 51678, 51679];
 
-    /// A new instance's room: ACTIVE, connected, everything free but the reserved ports.
+    /// A new instance's room: ACTIVE, connected, everything free but the reserved ports; its
+    /// type's network interfaces but the primary one free for `awsvpc` tasks (no limit for a
+    /// type the emulator does not know).
     pub fn fresh_room(
         instance_type: &str,
         availability_zone: &str,
@@ -92,6 +94,7 @@ impl ContainerInstance {
             ]
             .into_iter()
             .collect(),
+            enis_free: crate::instance_types::find(instance_type).map(|t| t.task_enis()),
         }
     }
 }
@@ -338,6 +341,21 @@ pub struct Service {
     pub tasks: BTreeSet<String>,
     /// The service's `placementConstraints`, as given.
     pub placement_constraints: Vec<Value>,
+    /// The service's `placementStrategy`, as given (validated); empty for ECS's default,
+    /// spread across Availability Zones.
+    pub placement_strategy: Vec<Value>,
+}
+
+impl Service {
+    /// The strategies its tasks are placed by.
+    pub fn strategies(&self) -> Vec<crate::placement::strategy::Strategy> {
+        use crate::placement::strategy::Strategy;
+        if self.placement_strategy.is_empty() {
+            return Strategy::service_default();
+        }
+        Strategy::parse_list(&Value::Array(self.placement_strategy.clone()))
+            .unwrap_or_else(|_| Strategy::service_default())
+    }
 }
 
 impl Service {

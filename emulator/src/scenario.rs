@@ -6,6 +6,10 @@ use serde_json::{json, Value};
 
 use crate::{
     engine::{NewService, ServiceUpdate},
+    instance_types::{
+        InstanceType, G5_12XLARGE, G5_48XLARGE, G5_XLARGE, G6E_12XLARGE, G6E_48XLARGE, G6_12XLARGE,
+        G6_48XLARGE, P4D_24XLARGE, P5_48XLARGE,
+    },
     model::{splitmix, ContainerInstance, DeploymentConfig, Fleet, Tag},
     placement::GpuSlot,
 };
@@ -48,44 +52,6 @@ impl Scenario {
     }
 }
 
-/// An instance type: GPU model, GPU count, usable GPU memory, vCPUs, memory.
-struct InstanceType {
-    name: &'static str,
-    gpu_model: &'static str,
-    gpus: usize,
-    gpu_memory_mib: u32,
-    vcpus: u32,
-    memory_mib: u32,
-}
-
-const fn it(
-    name: &'static str,
-    gpu_model: &'static str,
-    gpus: usize,
-    gpu_memory_mib: u32,
-    vcpus: u32,
-    memory_gib: u32,
-) -> InstanceType {
-    InstanceType {
-        name,
-        gpu_model,
-        gpus,
-        gpu_memory_mib,
-        vcpus,
-        memory_mib: memory_gib * 1024 - 1024,
-    }
-}
-
-const G5_XLARGE: InstanceType = it("g5.xlarge", "NVIDIA A10G", 1, 22_563, 4, 16);
-const G5_12XLARGE: InstanceType = it("g5.12xlarge", "NVIDIA A10G", 4, 22_563, 48, 192);
-const G5_48XLARGE: InstanceType = it("g5.48xlarge", "NVIDIA A10G", 8, 22_563, 192, 768);
-const G6_12XLARGE: InstanceType = it("g6.12xlarge", "NVIDIA L4", 4, 22_491, 48, 192);
-const G6_48XLARGE: InstanceType = it("g6.48xlarge", "NVIDIA L4", 8, 22_491, 192, 768);
-const G6E_12XLARGE: InstanceType = it("g6e.12xlarge", "NVIDIA L40S", 4, 45_582, 48, 384);
-const G6E_48XLARGE: InstanceType = it("g6e.48xlarge", "NVIDIA L40S", 8, 45_582, 192, 1536);
-const P4D_24XLARGE: InstanceType = it("p4d.24xlarge", "NVIDIA A100-SXM4-40GB", 8, 40_536, 96, 1152);
-const P5_48XLARGE: InstanceType = it("p5.48xlarge", "NVIDIA H100 80GB HBM3", 8, 81_079, 192, 2048);
-
 fn hex(fleet: &mut Fleet) -> String {
     fleet.new_hex_id()
 }
@@ -115,7 +81,7 @@ fn add_instances(
                 )
             })
             .collect();
-        let cpu = kind.vcpus * 1024;
+        let cpu = kind.registered_cpu();
         fleet.add_instance(
             cluster,
             ContainerInstance {
@@ -127,12 +93,12 @@ fn add_instances(
                 gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
                 gpu_model: kind.gpu_model.to_string(),
                 cpu,
-                memory_mib: kind.memory_mib,
+                memory_mib: kind.registered_memory_mib(),
                 room: ContainerInstance::fresh_room(
                     kind.name,
                     zones[n % zones.len()],
                     cpu,
-                    kind.memory_mib,
+                    kind.registered_memory_mib(),
                 ),
                 mps_capable: true,
                 mps_impaired: None,
@@ -229,7 +195,7 @@ fn task_definition(
     }
     json!({
         "family": spec.name,
-        "networkMode": "bridge",
+        "networkMode": network_mode(spec.name),
         "requiresCompatibilities": ["EC2"],
         "containerDefinitions": containers,
         "tags": [{"key": "team", "value": spec.team}],
@@ -237,6 +203,17 @@ fn task_definition(
     .as_object()
     .cloned()
     .unwrap_or_default()
+}
+
+/// The demo services' network modes: speech-align runs in `awsvpc` mode, an ENI per task, so
+/// on ml-dev's g5.xlarge (4 network interfaces) three of its tasks fill an instance whose GPU
+/// has room for five.
+fn network_mode(service: &str) -> &'static str {
+    if service == "speech-align" {
+        "awsvpc"
+    } else {
+        "bridge"
+    }
 }
 
 /// The demo services that bind a static host port.
@@ -265,6 +242,7 @@ fn add_service(fleet: &mut Fleet, spec: &ServiceSpec, config: DeploymentConfig) 
         desired_count: spec.desired,
         config,
         placement_constraints: constraints(spec.name),
+        placement_strategy: Vec::new(),
     };
     if let Ok(service) = fleet.create_service(spec.cluster, new) {
         let arn = service.arn.clone();
@@ -635,6 +613,36 @@ mod tests {
             "distinctInstance: one per instance"
         );
         assert!(vision.iter().all(|t| t.needs.tcp_ports == vec![8443]));
+        // speech-align's awsvpc tasks each hold one of their instance's ENIs.
+        let ml_dev = &fleet.clusters["ml-dev"];
+        let align_tasks: Vec<_> = ml_dev
+            .tasks
+            .values()
+            .filter(|t| t.is_live() && t.group == "service:speech-align")
+            .collect();
+        assert!(!align_tasks.is_empty() && align_tasks.iter().all(|t| t.needs.awsvpc));
+        for instance in &ml_dev.instances {
+            let held = align_tasks
+                .iter()
+                .filter(|t| t.instance_arn == instance.arn)
+                .count() as u32;
+            let kind = crate::instance_types::find(&instance.instance_type).expect("known");
+            assert_eq!(instance.room.enis_free, Some(kind.task_enis() - held));
+        }
+        // Instances bound by CPU or memory before their GPUs: room on a GPU for an embed-api
+        // task (4 GiB) but not the instance memory or CPU it needs.
+        let bound: Vec<&str> = instances
+            .iter()
+            .filter(|i| {
+                i.room.status == "ACTIVE"
+                    && i.mps_capable
+                    && i.mps_impaired.is_none()
+                    && i.gpus.iter().any(|g| g.remaining_memory_mib >= 4_096)
+                    && (i.room.memory_remaining_mib < 4_096 || i.room.cpu_remaining < 1_024)
+            })
+            .map(|i| i.instance_type.as_str())
+            .collect();
+        assert!(!bound.is_empty(), "an instance bound by CPU or memory");
         let gpus = || instances.iter().flat_map(|i| i.gpus.iter());
         assert!(
             gpus().any(|g| g.mode == crate::placement::SharingMode::Idle),

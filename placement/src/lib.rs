@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod resources;
 pub mod rules;
+pub mod strategy;
 
 /// How a GPU is being shared right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

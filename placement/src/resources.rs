@@ -3,11 +3,14 @@
 //! connected; it has the task's CPU units and memory left (`memoryReservation` of a container
 //! when set, else its `memory`, or the task-level values); no other task holds the task's
 //! static host ports (`bridge` and `host` network modes); and the task's placement constraints
-//! hold there (`distinctInstance`, `memberOf`).
+//! hold there (`distinctInstance`, `memberOf`); and in `awsvpc` mode, it has an ENI attachment
+//! point left (the instance type's network interfaces less the primary one, one per task).
 //!
-//! Not modelled, and said so by the checks that use this: ENI attachment points (`awsvpc`;
-//! the ECS API does not report how many an instance has left) and the placement strategy's
-//! choice among instances that all fit (spread across Availability Zones by default).
+//! ECS reports no count of ENI attachment points left: a reader works it out from EC2's
+//! `DescribeInstanceTypes` and the tasks' ENI attachments, and leaves it unknown (`None`) where
+//! it cannot (an instance with ENI trunking, whose limit EC2 does not report). Not modelled,
+//! and said so by the checks: the placement strategy's choice among instances that all fit
+//! (spread across Availability Zones by default).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +30,9 @@ pub struct Room {
     pub udp_ports_used: BTreeSet<u16>,
     /// Attributes for `memberOf`: `ecs.instance-type`, `ecs.availability-zone`, custom ones.
     pub attributes: BTreeMap<String, String>,
+    /// ENI attachment points left for `awsvpc` tasks; `None` when not known.
+    #[serde(default)]
+    pub enis_free: Option<u32>,
 }
 
 /// What one task needs of an instance, besides GPUs.
@@ -37,7 +43,7 @@ pub struct Needs {
     /// Static host ports (`bridge` or `host` mode); dynamic ports (0) are not listed.
     pub tcp_ports: Vec<u16>,
     pub udp_ports: Vec<u16>,
-    /// `awsvpc`: each task needs an ENI attachment point, which no API reports.
+    /// `awsvpc`: each task needs an ENI attachment point of its own.
     pub awsvpc: bool,
     /// At most one task of the group (the service) per instance.
     pub distinct_instance: bool,
@@ -54,6 +60,7 @@ pub enum Blocked {
     Cpu { needed: u32, free: u32 },
     Memory { needed: u32, free: u32 },
     Port { port: u16, udp: bool },
+    Eni,
     DistinctInstance,
     Attribute { expression: String },
 }
@@ -69,6 +76,7 @@ impl Blocked {
             Blocked::Cpu { .. } => "has insufficient CPU units available".into(),
             Blocked::Memory { .. } => "has insufficient memory available".into(),
             Blocked::Port { .. } => "is already using a port required by your task".into(),
+            Blocked::Eni => "encountered error \"RESOURCE:ENI\"".into(),
             Blocked::DistinctInstance => {
                 "already runs a task of this service (distinctInstance)".into()
             }
@@ -86,6 +94,7 @@ impl Blocked {
             Blocked::Port { port, udp } => {
                 format!("host port {port}/{}", if *udp { "udp" } else { "tcp" })
             }
+            Blocked::Eni => "ENI attachment points (awsvpc: one per task)".into(),
             Blocked::DistinctInstance => {
                 "instances (distinctInstance: one task per instance)".into()
             }
@@ -147,19 +156,49 @@ pub fn check(room: &Room, needs: &Needs, group_tasks_here: u32) -> Result<(), Bl
             udp: true,
         });
     }
+    if needs.awsvpc && room.enis_free == Some(0) {
+        return Err(Blocked::Eni);
+    }
     Ok(())
 }
 
-/// Takes a task's CPU, memory and host ports.
+/// How many tasks with `needs` the room takes, one after another, besides GPUs (`u32::MAX`
+/// when nothing besides GPUs bounds them): CPU, memory and ENIs divide, a static host port or
+/// `distinctInstance` allows one.
+pub fn tasks_that_fit(room: &Room, needs: &Needs) -> u32 {
+    if check(room, needs, 0).is_err() {
+        return 0;
+    }
+    let per = |free: u32, each: u32| if each == 0 { u32::MAX } else { free / each };
+    let mut most =
+        per(room.cpu_remaining, needs.cpu).min(per(room.memory_remaining_mib, needs.memory_mib));
+    if needs.awsvpc {
+        if let Some(free) = room.enis_free {
+            most = most.min(free);
+        }
+    }
+    if needs.distinct_instance || !needs.tcp_ports.is_empty() || !needs.udp_ports.is_empty() {
+        most = most.min(1);
+    }
+    most
+}
+
+/// Takes a task's CPU, memory, host ports and ENI.
 pub fn take(room: &mut Room, needs: &Needs) {
+    if needs.awsvpc {
+        room.enis_free = room.enis_free.map(|n| n.saturating_sub(1));
+    }
     room.cpu_remaining = room.cpu_remaining.saturating_sub(needs.cpu);
     room.memory_remaining_mib = room.memory_remaining_mib.saturating_sub(needs.memory_mib);
     room.tcp_ports_used.extend(needs.tcp_ports.iter().copied());
     room.udp_ports_used.extend(needs.udp_ports.iter().copied());
 }
 
-/// Gives a stopped task's CPU, memory and host ports back.
+/// Gives a stopped task's CPU, memory, host ports and ENI back.
 pub fn give_back(room: &mut Room, needs: &Needs) {
+    if needs.awsvpc {
+        room.enis_free = room.enis_free.map(|n| n.saturating_add(1));
+    }
     room.cpu_remaining = room.cpu_remaining.saturating_add(needs.cpu);
     room.memory_remaining_mib = room.memory_remaining_mib.saturating_add(needs.memory_mib);
     for port in &needs.tcp_ports {
@@ -476,6 +515,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            enis_free: None,
         }
     }
 
@@ -575,6 +615,79 @@ mod tests {
         };
         assert_eq!(check(&room(), &distinct, 1), Err(Blocked::DistinctInstance));
         assert_eq!(check(&room(), &distinct, 0), Ok(()));
+    }
+
+    #[test]
+    fn tasks_that_fit_is_bounded_by_the_scarcest_resource() {
+        let needs = Needs {
+            cpu: 1_024,
+            memory_mib: 4_096,
+            ..Needs::default()
+        };
+        // 4,096 CPU units and 16,000 MiB: four by CPU, three by memory.
+        assert_eq!(tasks_that_fit(&room(), &needs), 3);
+        let awsvpc = Needs {
+            awsvpc: true,
+            ..needs.clone()
+        };
+        let two_enis = Room {
+            enis_free: Some(2),
+            ..room()
+        };
+        assert_eq!(tasks_that_fit(&two_enis, &awsvpc), 2);
+        assert_eq!(
+            tasks_that_fit(&room(), &awsvpc),
+            3,
+            "unknown ENIs bound nothing"
+        );
+        let port = Needs {
+            tcp_ports: vec![8443],
+            ..needs.clone()
+        };
+        assert_eq!(tasks_that_fit(&room(), &port), 1);
+        assert_eq!(tasks_that_fit(&room(), &Needs::default()), u32::MAX);
+        let draining = Room {
+            status: "DRAINING".into(),
+            ..room()
+        };
+        assert_eq!(tasks_that_fit(&draining, &needs), 0);
+        // Placing them one by one agrees.
+        let mut filling = room();
+        let mut placed = 0;
+        while check(&filling, &needs, 0).is_ok() {
+            take(&mut filling, &needs);
+            placed += 1;
+        }
+        assert_eq!(placed, tasks_that_fit(&room(), &needs));
+    }
+
+    #[test]
+    fn an_awsvpc_task_takes_an_eni_and_unknown_enis_block_nothing() {
+        let awsvpc = Needs {
+            awsvpc: true,
+            ..Needs::default()
+        };
+        let mut two = Room {
+            enis_free: Some(2),
+            ..room()
+        };
+        take(&mut two, &awsvpc);
+        assert_eq!(check(&two, &awsvpc, 0), Ok(()));
+        take(&mut two, &awsvpc);
+        let blocked = check(&two, &awsvpc, 0).expect_err("no ENI left");
+        assert_eq!(blocked, Blocked::Eni);
+        assert_eq!(blocked.ecs_words(), "encountered error \"RESOURCE:ENI\"");
+        assert_eq!(
+            check(&two, &Needs::default(), 0),
+            Ok(()),
+            "a bridge task needs no ENI"
+        );
+        give_back(&mut two, &awsvpc);
+        assert_eq!(two.enis_free, Some(1));
+        let mut unknown = room();
+        take(&mut unknown, &awsvpc);
+        assert_eq!(unknown.enis_free, None);
+        assert_eq!(check(&unknown, &awsvpc, 0), Ok(()), "unknown is not zero");
     }
 
     #[test]

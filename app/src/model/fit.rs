@@ -1,10 +1,15 @@
 //! The fit check: where one task of a task definition could be placed in the fleet now, how
 //! many would fit, and which instance types could ever host it. It places with the same rules
-//! as the emulator (the `placement` crate), on the fleet snapshot.
+//! as the emulator (the `placement` crate), on the fleet snapshot: the GPUs, and what ECS
+//! checks besides them (instance status, CPU, memory, static host ports, ENIs, `memberOf`).
 
 use std::collections::BTreeMap;
 
-use placement::{capacity, find_gpus, GpuRequest, GpuSlot, NoFit, ALL_GPUS};
+use placement::{
+    capacity, find_gpus,
+    resources::{self, Needs},
+    GpuRequest, GpuSlot, NoFit, ALL_GPUS,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{fleet_view::slot, FleetSnapshot};
@@ -43,20 +48,52 @@ pub struct FitReport {
     pub never: Option<String>,
     /// Free memory would suffice in total but no single GPU has room.
     pub fragmented: Option<String>,
+    /// Instances whose GPUs could take the task but which lack something else, by what ran
+    /// out: "2 instances out of memory (4096 MiB per task)".
+    #[serde(default)]
+    pub blocked: Vec<String>,
+    /// What besides GPUs a task needs, in words ("1024 CPU units, 4096 MiB memory, an ENI").
+    #[serde(default)]
+    pub needs: String,
 }
 
-/// Checks a task's GPU request against the clusters of `snapshot` (one, or all).
+/// What `needs` asks of an instance besides GPUs, in words.
+fn needs_in_words(needs: &Needs) -> String {
+    let mut parts = vec![
+        format!("{} CPU units", needs.cpu),
+        format!("{} MiB memory", needs.memory_mib),
+    ];
+    for port in &needs.tcp_ports {
+        parts.push(format!("host port {port}/tcp"));
+    }
+    for port in &needs.udp_ports {
+        parts.push(format!("host port {port}/udp"));
+    }
+    if needs.awsvpc {
+        parts.push("an ENI (awsvpc)".into());
+    }
+    for expression in &needs.member_of {
+        parts.push(format!("memberOf({})", expression.text));
+    }
+    parts.join(", ")
+}
+
+/// Checks a task's GPU request, and what it `needs` besides GPUs, against the clusters of
+/// `snapshot` (one, or all).
 pub fn fit_check(
     snapshot: &FleetSnapshot,
     cluster: Option<&str>,
     request: &GpuRequest,
+    needs: &Needs,
 ) -> FitReport {
     let mut report = FitReport {
         cluster: cluster.map(str::to_string),
         mps_memory_mib: request.mps_memory_mib(),
         whole_gpus: request.whole_gpus(),
+        needs: needs_in_words(needs),
         ..FitReport::default()
     };
+    let mut blocked: BTreeMap<String, u32> = BTreeMap::new();
     let mut types: BTreeMap<String, TypeFit> = BTreeMap::new();
     let mut free_total: u64 = 0;
     let mut largest_free: u32 = 0;
@@ -95,11 +132,21 @@ pub fn fit_check(
         let Ok(assignment) = find_gpus(&gpus, mps_capable, request) else {
             continue;
         };
+        // What ECS checks besides GPUs, where the snapshot has the instance's room.
+        let room_takes = match &instance.room {
+            Some(room) => match resources::check(room, needs, 0) {
+                Ok(()) => resources::tasks_that_fit(room, needs),
+                Err(why) => {
+                    *blocked.entry(why.resource()).or_default() += 1;
+                    continue;
+                }
+            },
+            None => u32::MAX,
+        };
         report.placeable_instances += 1;
-        report.more_tasks =
-            report
-                .more_tasks
-                .saturating_add(u64::from(capacity(&gpus, mps_capable, request)));
+        report.more_tasks = report.more_tasks.saturating_add(u64::from(
+            capacity(&gpus, mps_capable, request).min(room_takes),
+        ));
         if report.placeable.len() < LISTED {
             match request {
                 GpuRequest::Mps(_) => {
@@ -121,9 +168,19 @@ pub fn fit_check(
         }
     }
     report.instance_types = types.into_values().collect();
+    report.blocked = blocked
+        .into_iter()
+        .map(|(resource, count)| {
+            format!(
+                "{count} {} out of {resource}",
+                if count == 1 { "instance" } else { "instances" }
+            )
+        })
+        .collect();
     if !report.instance_types.iter().any(|t| t.fits_when_empty) {
         report.never = Some(never_message(&report, request));
     } else if report.placeable_instances == 0
+        && report.blocked.is_empty()
         && matches!(request, GpuRequest::Mps(_))
         && free_total >= u64::from(report.mps_memory_mib)
     {
@@ -259,13 +316,75 @@ mod tests {
                 vec![gpu(0, SharingMode::NvidiaMps, 22_000, 8_192)],
             ),
         ]);
-        let report = fit_check(&snapshot, Some("prod"), &GpuRequest::Mps(vec![8_192]));
+        let report = fit_check(
+            &snapshot,
+            Some("prod"),
+            &GpuRequest::Mps(vec![8_192]),
+            &Needs::default(),
+        );
         assert_eq!(report.placeable, ["i-1:0", "i-1:2", "i-2:0"]);
         assert_eq!(report.placeable_instances, 2);
         // 10,000 / 8,192 = 1, 22,000 / 8,192 = 2, then 1 on i-2.
         assert_eq!(report.more_tasks, 4);
         assert!(report.never.is_none() && report.fragmented.is_none());
         assert!(report.instance_types.iter().all(|t| t.fits_when_empty));
+    }
+
+    #[test]
+    fn cpu_memory_and_enis_bound_the_fit_and_blocked_instances_are_counted() {
+        let room = |cpu: u32, memory: u32, enis: Option<u32>| placement::resources::Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            cpu_remaining: cpu,
+            memory_remaining_mib: memory,
+            enis_free: enis,
+            ..Default::default()
+        };
+        let with_room = |id: &str, room| InstanceView {
+            room: Some(room),
+            ..instance(
+                id,
+                "g5.xlarge",
+                vec![gpu(0, SharingMode::Idle, 22_000, 22_000)],
+            )
+        };
+        // Each GPU has room for five 4 GB tasks.
+        let snapshot = fleet(vec![
+            with_room("i-1", room(4_096, 15_000, Some(3))),
+            with_room("i-2", room(512, 15_000, Some(3))),
+            with_room("i-3", room(4_096, 2_000, Some(3))),
+            with_room("i-4", room(4_096, 15_000, Some(0))),
+        ]);
+        let needs = Needs {
+            cpu: 1_024,
+            memory_mib: 2_048,
+            awsvpc: true,
+            ..Needs::default()
+        };
+        let request = GpuRequest::Mps(vec![4_000]);
+        let report = fit_check(&snapshot, None, &request, &needs);
+        assert_eq!(report.placeable, ["i-1:0"]);
+        // i-1: five by GPU, four by CPU, seven by memory, three by ENIs.
+        assert_eq!(report.more_tasks, 3);
+        assert_eq!(
+            report.blocked,
+            [
+                "1 instance out of CPU (1024 units per task)",
+                "1 instance out of ENI attachment points (awsvpc: one per task)",
+                "1 instance out of memory (2048 MiB per task)",
+            ]
+        );
+        assert_eq!(
+            report.needs,
+            "1024 CPU units, 2048 MiB memory, an ENI (awsvpc)"
+        );
+        assert!(report.fragmented.is_none(), "not a GPU fragmentation");
+        // The same without awsvpc: CPU bounds i-1 and i-4 at four each.
+        let bridge = Needs {
+            awsvpc: false,
+            ..needs
+        };
+        assert_eq!(fit_check(&snapshot, None, &request, &bridge).more_tasks, 8);
     }
 
     #[test]
@@ -282,13 +401,23 @@ mod tests {
                 vec![gpu(0, SharingMode::Idle, 45_582, 45_582)],
             ),
         ]);
-        let report = fit_check(&snapshot, None, &GpuRequest::Mps(vec![30_000, 20_000]));
+        let report = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Mps(vec![30_000, 20_000]),
+            &Needs::default(),
+        );
         assert_eq!(report.placeable_instances, 0);
         let never = report.never.expect("never fits");
         assert!(never.contains("50000 MiB"), "{never}");
         assert!(never.contains("45582 MiB on g6e.xlarge"), "{never}");
         assert!(report.fragmented.is_none());
-        let g6e = fit_check(&snapshot, None, &GpuRequest::Mps(vec![40_000]));
+        let g6e = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Mps(vec![40_000]),
+            &Needs::default(),
+        );
         assert!(g6e.never.is_none());
         let types: Vec<_> = g6e
             .instance_types
@@ -309,7 +438,12 @@ mod tests {
                 gpu(2, SharingMode::NvidiaMps, 22_000, 6_000),
             ],
         )]);
-        let report = fit_check(&snapshot, None, &GpuRequest::Mps(vec![8_000]));
+        let report = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Mps(vec![8_000]),
+            &Needs::default(),
+        );
         assert_eq!(report.placeable_instances, 0);
         assert!(report.never.is_none(), "an empty GPU would take it");
         let warning = report.fragmented.expect("fragmented");
@@ -318,7 +452,12 @@ mod tests {
             "{warning}"
         );
         // More than all free memory is no fragmentation: the fleet is full.
-        let full = fit_check(&snapshot, None, &GpuRequest::Mps(vec![20_000]));
+        let full = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Mps(vec![20_000]),
+            &Needs::default(),
+        );
         assert!(full.fragmented.is_none());
     }
 
@@ -344,19 +483,34 @@ mod tests {
             ),
             impaired,
         ]);
-        let whole = fit_check(&snapshot, None, &GpuRequest::Whole(vec![2]));
+        let whole = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Whole(vec![2]),
+            &Needs::default(),
+        );
         assert_eq!(
             whole.placeable,
             ["i-2"],
             "whole GPUs do not need the MPS daemon"
         );
-        let mps = fit_check(&snapshot, None, &GpuRequest::Mps(vec![1_000]));
+        let mps = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Mps(vec![1_000]),
+            &Needs::default(),
+        );
         assert_eq!(
             mps.placeable,
             ["i-1:0"],
             "the impaired instance takes no MPS task"
         );
-        let too_many = fit_check(&snapshot, None, &GpuRequest::Whole(vec![4]));
+        let too_many = fit_check(
+            &snapshot,
+            None,
+            &GpuRequest::Whole(vec![4]),
+            &Needs::default(),
+        );
         let never = too_many.never.expect("never");
         assert!(
             never.contains("4 whole GPUs") && never.contains("is 2"),

@@ -180,6 +180,10 @@ pub struct ServiceRef {
     /// The service's `placementConstraints` as ECS returns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_constraints: Vec<serde_json::Value>,
+    /// The service's `placementStrategy` as ECS writes it (`spread(attribute:…)`,
+    /// `binpack(memory)`, `random`); empty for ECS's default, spread across Availability Zones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement_strategy: Vec<String>,
 }
 
 /// The whole fleet at one moment.

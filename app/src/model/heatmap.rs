@@ -211,6 +211,22 @@ mod tests {
     }
 
     #[test]
+    fn an_instance_that_takes_no_tasks_says_why() {
+        let mut snapshot = fleet(&["a", "b"], 2);
+        assert!(!render(&snapshot, ColourMode::Memory, None).contains("takes no tasks"));
+        snapshot.clusters[0].instances[0].not_placing = Some("DRAINING".into());
+        snapshot.clusters[1].instances[0].not_placing = Some("agent disconnected".into());
+        let svg = render(&snapshot, ColourMode::Memory, None);
+        assert_eq!(svg.matches("(takes no tasks)").count(), 2, "{svg}");
+        assert!(svg.contains("· DRAINING (takes no tasks)"), "{svg}");
+        assert!(
+            svg.contains("· agent disconnected (takes no tasks)"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<rect").count(), 4, "its GPUs are still cells");
+    }
+
+    #[test]
     fn names_from_aws_are_escaped_and_the_selection_is_marked() {
         let svg = render(
             &fleet(&["<script>alert(1)</script>"], 2),

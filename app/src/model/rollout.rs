@@ -37,6 +37,10 @@ pub struct RolloutPlan {
     /// the whole new set runs beside the old one, whatever the percentages say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+    /// The service's placement strategies as ECS writes them; empty for ECS's default for
+    /// services, spread across Availability Zones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement_strategy: Vec<String>,
 }
 
 impl RolloutPlan {
@@ -497,12 +501,32 @@ fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<String>) {
         ));
     }
     if plan.new_needs.awsvpc {
-        unknown.push(
-            "ENI attachment points (awsvpc): ECS does not report how many an instance has left"
-                .into(),
-        );
+        let placing = || cluster.hosts.iter().filter(|h| h.not_placing.is_none());
+        let unknown_enis: Vec<&str> = placing()
+            .filter(|h| h.room.as_ref().is_none_or(|r| r.enis_free.is_none()))
+            .map(|h| h.id.as_str())
+            .collect();
+        let free: u32 = placing().filter_map(|h| h.room.as_ref()?.enis_free).sum();
+        if unknown_enis.is_empty() {
+            checked.push(format!(
+                "ENI attachment points (awsvpc, one per task): {free} left in the cluster, from each instance type's network interfaces (EC2) less the primary one and the tasks' ENIs"
+            ));
+        } else {
+            unknown.push(format!(
+                "ENI attachment points (awsvpc, one per task) on {}: ENI trunking is on there, or EC2 DescribeInstanceTypes could not be read, so their limit is not known and the check counts none",
+                unknown_enis.join(", ")
+            ));
+        }
     }
-    unknown.push("which instances ECS picks among those that fit (the placement strategy; services spread across Availability Zones by default): the check packs by best fit, so fragmentation can differ".into());
+    checked.push(format!(
+        "placement strategy {}: it chooses among the instances that fit; every new task being alike, it changes which instances take them, not how many fit",
+        if plan.placement_strategy.is_empty() {
+            "spread(attribute:ecs.availability-zone) (ECS's default for services)".to_string()
+        } else {
+            plan.placement_strategy.join(", ")
+        }
+    ));
+    unknown.push("which old tasks ECS stops first (it keeps the service balanced across Availability Zones), and so where room frees up: the check stops those holding GPUs first".into());
     unknown.push("how long new tasks take to pass health checks, and whether they do".into());
     if cluster.old_tasks.len() < plan.running as usize {
         unknown.push("where the old tasks without GPUs run: their CPU, memory and ports are not given back as they stop".into());
@@ -752,6 +776,7 @@ mod tests {
             old_needs: Needs::default(),
             new_needs: Needs::default(),
             strategy: None,
+            placement_strategy: Vec::new(),
         }
     }
 
@@ -841,6 +866,7 @@ mod tests {
             tcp_ports_used: [22].into_iter().collect(),
             udp_ports_used: Default::default(),
             attributes: Default::default(),
+            enis_free: Some(3),
         };
         let instances = (0..2)
             .map(|n| InstanceView {
@@ -912,6 +938,54 @@ mod tests {
     }
 
     #[test]
+    fn enis_that_run_out_stall_an_awsvpc_rollout_and_unknown_ones_are_said() {
+        let needs = Needs {
+            awsvpc: true,
+            ..Needs::default()
+        };
+        // Each instance has 3 ENIs left besides its old task's: 6 new tasks fit beside the 2
+        // old ones, 8 do not while minimum healthy 100 % keeps the old ones.
+        let plan_of = |desired: u32| {
+            let mut plan = with_needs(plan(desired, 400, 100, 1_000), needs.clone());
+            plan.running = 2;
+            plan
+        };
+        let cluster = roomy_cluster(8_192, None);
+        let check = pre_check(&cluster, &plan_of(6));
+        assert_eq!(check.verdict, Verdict::Completes, "{check:?}");
+        assert!(
+            check
+                .checked
+                .iter()
+                .any(|c| c.contains("ENI attachment points") && c.contains("6 left")),
+            "{:?}",
+            check.checked
+        );
+        match pre_check(&cluster, &plan_of(8)).verdict {
+            Verdict::Stalls { reason, .. } => {
+                assert!(reason.contains("Out of ENI attachment points"), "{reason}");
+                assert!(reason.contains("RESOURCE:ENI"), "{reason}");
+            }
+            other => panic!("stalls on ENIs: {other:?}"),
+        }
+        // An instance whose limit is not known (ENI trunking) counts none, and is named.
+        let mut trunked = roomy_cluster(8_192, None);
+        if let Some(room) = trunked.hosts[1].room.as_mut() {
+            room.enis_free = None;
+        }
+        let check = pre_check(&trunked, &plan_of(8));
+        assert_eq!(check.verdict, Verdict::Completes, "unknown is not zero");
+        assert!(
+            check
+                .unknown
+                .iter()
+                .any(|u| u.contains("ENI attachment points") && u.contains("i-1")),
+            "{:?}",
+            check.unknown
+        );
+    }
+
+    #[test]
     fn a_draining_instance_takes_nothing_and_the_check_says_so() {
         let needs = Needs {
             cpu: 512,
@@ -934,10 +1008,21 @@ mod tests {
             "{:?}",
             check.checked
         );
+        assert!(check.checked.iter().any(|c| c.contains(
+            "placement strategy spread(attribute:ecs.availability-zone) (ECS's default"
+        )));
         assert!(check
             .unknown
             .iter()
-            .any(|u| u.contains("placement strategy")));
+            .any(|u| u.contains("which old tasks ECS stops first")));
+        let binpack = RolloutPlan {
+            placement_strategy: vec!["binpack(memory)".into()],
+            ..plan
+        };
+        assert!(pre_check(&roomy_cluster(8_192, None), &binpack)
+            .checked
+            .iter()
+            .any(|c| c.contains("placement strategy binpack(memory): it chooses")));
     }
 
     #[test]

@@ -225,8 +225,8 @@ pub async fn fit_check(
     text: &str,
     cluster: Option<&str>,
 ) -> Result<FitAnswer, ServiceError> {
-    let request = match context.schema.validate(text.to_string()).await {
-        Ok((_, request)) => request,
+    let (task, request) = match context.schema.validate(text.to_string()).await {
+        Ok(checked) => checked,
         Err(errors) => return Ok(FitAnswer::Invalid(Validation::invalid(errors))),
     };
     if request == placement::GpuRequest::None {
@@ -236,7 +236,18 @@ pub async fn fit_check(
     }
     let snapshot = lookup::snapshot(context)?;
     lookup::known_cluster(&snapshot, cluster)?;
-    Ok(FitAnswer::Fits(place_one(&snapshot, cluster, &request)))
+    Ok(FitAnswer::Fits(place_one(
+        &snapshot,
+        cluster,
+        &request,
+        &needs_besides_gpus(&task),
+    )))
+}
+
+/// What one task of `task` needs of an instance besides GPUs; a `memberOf` expression the
+/// check cannot read is left out (ECS refuses it at registration).
+fn needs_besides_gpus(task: &serde_json::Map<String, Value>) -> placement::resources::Needs {
+    placement::resources::needs_of(task, &[]).unwrap_or_default()
 }
 
 /// An edit applied to its source and checked: the new request's JSON and GPU request, or what
@@ -331,7 +342,8 @@ pub async fn check(
                 });
             }
         }
-        snapshot.map(|snapshot| place_one(&snapshot, cluster.as_deref(), &request))
+        let needs = needs_besides_gpus(&task);
+        snapshot.map(|snapshot| place_one(&snapshot, cluster.as_deref(), &request, &needs))
     };
     let what = format!("Task definition family {family}");
     let register = Permission::of(

@@ -155,6 +155,7 @@ pub struct CreateService {
     pub desired_count: Option<i64>,
     pub deployment_configuration: Option<DeploymentConfiguration>,
     pub placement_constraints: Option<Value>,
+    pub placement_strategy: Option<Value>,
     pub tags: Option<Value>,
 }
 

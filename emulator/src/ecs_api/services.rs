@@ -69,6 +69,7 @@ fn service_json(service: &Service) -> Value {
         "schedulingStrategy": "REPLICA",
         "deploymentController": {"type": "ECS"},
         "placementConstraints": service.placement_constraints,
+        "placementStrategy": service.placement_strategy,
         "createdAt": epoch(service.created_at),
         "deploymentConfiguration": {
             "deploymentCircuitBreaker": {
@@ -124,6 +125,16 @@ fn placement_constraints(given: Option<&Value>) -> Result<Vec<Value>, EcsError> 
     }
     crate::placement::resources::needs_of(&Default::default(), list).map_err(invalid)?;
     Ok(list.clone())
+}
+
+/// A `placementStrategy` as given, checked: at most 5, each `random`, `spread` on
+/// `instanceId`/`host`/`attribute:NAME`, or `binpack` on `cpu`/`memory`.
+fn placement_strategy(given: Option<&Value>) -> Result<Vec<Value>, EcsError> {
+    let Some(given) = given else {
+        return Ok(Vec::new());
+    };
+    crate::placement::strategy::Strategy::parse_list(given).map_err(invalid)?;
+    Ok(given.as_array().cloned().unwrap_or_default())
 }
 
 /// `base` with what `config` sets; a circuit breaker given is given whole.
@@ -198,6 +209,7 @@ pub fn create(fleet: &mut Fleet, input: input::CreateService) -> Result<Value, E
             DeploymentConfig::default(),
         )?,
         placement_constraints: placement_constraints(input.placement_constraints.as_ref())?,
+        placement_strategy: placement_strategy(input.placement_strategy.as_ref())?,
     };
     let tags = parse_tags(input.tags)?;
     let arn = fleet.create_service(&cluster, new)?.arn.clone();

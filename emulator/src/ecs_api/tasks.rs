@@ -159,6 +159,41 @@ fn task_json(task: &Task, zone: &str) -> Value {
             task.stopped_reason.as_ref().map(|r| json!(r)),
         );
         put("stopCode", task.stop_code.map(|code| json!(code)));
+        put(
+            "attachments",
+            task.needs.awsvpc.then(|| eni_attachment(task)),
+        );
     }
     body
+}
+
+/// An `awsvpc` task's network interface, as ECS lists it in `attachments`: attaching while the
+/// task provisions, attached while it runs, detaching and then deleted as it stops.
+fn eni_attachment(task: &Task) -> Value {
+    let status = match task.last_status {
+        TaskStatus::Provisioning => "ATTACHING",
+        TaskStatus::Pending | TaskStatus::Running => "ATTACHED",
+        TaskStatus::Deprovisioning => "DETACHING",
+        TaskStatus::Stopped => "DELETED",
+    };
+    // Addresses derived from the task's ID, stable for its life.
+    let seed = crate::model::splitmix(
+        task.arn
+            .bytes()
+            .fold(0_u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+    );
+    let [a, b, c, d, e, ..] = seed.to_be_bytes();
+    let ip = format!("10.0.{}.{}", a, b.max(4));
+    json!([{
+        "id": format!("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", seed >> 32, seed & 0xffff, (seed >> 16) & 0xfff, (seed >> 28) & 0xfff, seed & 0xffff_ffff_ffff),
+        "type": "ElasticNetworkInterface",
+        "status": status,
+        "details": [
+            {"name": "subnetId", "value": "subnet-0emulator00000001"},
+            {"name": "networkInterfaceId", "value": format!("eni-0{:016x}", seed)},
+            {"name": "macAddress", "value": format!("0e:{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}")},
+            {"name": "privateDnsName", "value": format!("ip-{}.ec2.internal", ip.replace('.', "-"))},
+            {"name": "privateIPv4Address", "value": ip},
+        ],
+    }])
 }

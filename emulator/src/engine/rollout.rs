@@ -450,6 +450,7 @@ mod tests {
                     desired_count: desired,
                     config,
                     placement_constraints: Vec::new(),
+                    placement_strategy: Vec::new(),
                 },
             )
             .expect("created");
@@ -709,6 +710,7 @@ mod tests {
                     desired_count: 4,
                     config,
                     placement_constraints: Vec::new(),
+                    placement_strategy: Vec::new(),
                 },
             )
             .expect("created");
@@ -737,6 +739,7 @@ mod tests {
                     desired_count: 4,
                     config,
                     placement_constraints: Vec::new(),
+                    placement_strategy: Vec::new(),
                 },
             )
             .expect("created");

@@ -168,12 +168,15 @@ impl Fleet {
         let now = self.now;
         let (instance_arn, assignment, needs) = {
             let cluster = self.clusters.get(key).ok_or_else(nothing)?;
-            // The service's own constraints join the task definition's.
+            // The service's own constraints join the task definition's; its strategies (by
+            // default, spread across Availability Zones) choose among the instances that fit.
             let mut needs = td.needs.clone();
+            let mut strategies = Vec::new();
             if let Some(service) = group
                 .strip_prefix("service:")
                 .and_then(|name| cluster.services.get(name))
             {
+                strategies = service.strategies();
                 let extra = placement::resources::needs_of(
                     &Default::default(),
                     &service.placement_constraints,
@@ -182,7 +185,7 @@ impl Fleet {
                 needs.distinct_instance |= extra.distinct_instance;
                 needs.member_of.extend(extra.member_of);
             }
-            let (arn, assignment) = choose_instance(cluster, &td.gpu, &needs, &group)?;
+            let (arn, assignment) = choose_instance(cluster, &td.gpu, &needs, &group, &strategies)?;
             (arn, assignment, needs)
         };
         let hex = self.new_hex_id();
@@ -385,27 +388,53 @@ impl Unplaced {
 }
 
 /// Picks the instance for a task: among the instances that pass ECS's checks (status, agent,
-/// constraints, CPU, memory, host ports), best fit on GPU memory for MPS, fewest idle GPUs
-/// that still suffice for whole GPUs, first fit otherwise. On failure, the reason at the
-/// closest instance: one short only of GPUs before one short of anything else.
+/// constraints, CPU, memory, host ports, ENIs) and have GPUs for it, the one the placement
+/// strategies prefer (a service's default: the Availability Zone with the fewest of its
+/// tasks), then best fit on GPU memory for MPS, fewest idle GPUs that still suffice for whole
+/// GPUs, first fit otherwise. On failure, the reason at the closest instance: one short only of
+/// GPUs before one short of anything else.
 fn choose_instance(
     cluster: &Cluster,
     gpu: &GpuRequest,
     needs: &Needs,
     group: &str,
+    strategies: &[placement::strategy::Strategy],
 ) -> Result<(String, placement::GpuAssignment), (Unplaced, Option<String>)> {
-    let mut best: Option<(u64, usize, placement::GpuAssignment)> = None;
+    use placement::strategy::{self, Strategy};
+    let mut best: Option<((Vec<u64>, u64), usize, placement::GpuAssignment)> = None;
     let mut closest: Option<((u8, u32), Unplaced, String)> = None;
     let mut group_tasks: HashMap<&str, u32> = HashMap::new();
-    if needs.distinct_instance {
-        for task in cluster
-            .tasks
-            .values()
-            .filter(|t| t.is_live() && t.group == group)
-        {
-            *group_tasks.entry(task.instance_arn.as_str()).or_default() += 1;
+    // A service knows its live tasks; other groups (and a service's tasks started outside its
+    // rollout) are looked for.
+    let service_tasks = group
+        .strip_prefix("service:")
+        .and_then(|name| cluster.services.get(name))
+        .map(|s| &s.tasks)
+        .filter(|tasks| !tasks.is_empty());
+    let live: Box<dyn Iterator<Item = &crate::model::Task>> = match service_tasks {
+        Some(arns) => Box::new(arns.iter().filter_map(|arn| cluster.tasks.get(arn))),
+        None => Box::new(cluster.tasks.values()),
+    };
+    for task in live.filter(|t| t.is_live() && t.group == group) {
+        *group_tasks.entry(task.instance_arn.as_str()).or_default() += 1;
+    }
+    // The group's tasks per value of each attribute it spreads on.
+    let mut spread_counts: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, u32>,
+    > = Default::default();
+    for strategy in strategies {
+        if let Strategy::SpreadAttribute(name) = strategy {
+            let counts = spread_counts.entry(name.clone()).or_default();
+            for instance in &cluster.instances {
+                let here = group_tasks.get(instance.arn.as_str()).copied().unwrap_or(0);
+                *counts
+                    .entry(strategy::attribute(&instance.room, name))
+                    .or_default() += here;
+            }
         }
     }
+    let placed_so_far: u32 = group_tasks.values().sum();
     let mut note = |nearness: (u8, u32), why: Unplaced, instance: &ContainerInstance| {
         if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {
             closest = Some((nearness, why, instance.short_id().to_string()));
@@ -422,10 +451,18 @@ fn choose_instance(
         // then fails at start on that instance.
         match placement::find_gpus(&instance.gpus, instance.mps_capable, gpu) {
             Ok(assignment) => {
-                let score = placement::fit_score(&instance.gpus, gpu, &assignment);
-                if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
-                    let exact = matches!(gpu, GpuRequest::None);
-                    best = Some((score, index, assignment));
+                let random = crate::model::splitmix(
+                    instance.arn.bytes().fold(u64::from(placed_so_far), |h, b| {
+                        h.wrapping_mul(31).wrapping_add(u64::from(b))
+                    }),
+                );
+                let key = (
+                    strategy::rank(strategies, &instance.room, here, &spread_counts, random),
+                    placement::fit_score(&instance.gpus, gpu, &assignment),
+                );
+                if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                    let exact = matches!(gpu, GpuRequest::None) && strategies.is_empty();
+                    best = Some((key, index, assignment));
                     if exact {
                         break;
                     }
@@ -654,6 +691,36 @@ mod tests {
     }
 
     #[test]
+    fn awsvpc_tasks_take_an_eni_each_until_the_instance_type_has_none_left() {
+        // One g5.12xlarge: 15 network interfaces, the primary one the instance's own.
+        let mut fleet = fixture::fleet(1, 4);
+        let vpc = register(
+            &mut fleet,
+            serde_json::json!({"family": "vpc", "networkMode": "awsvpc", "containerDefinitions": [{"name": "v", "image": "v", "cpu": 256, "memory": 512,
+                "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 1_000}}}]}]}),
+        );
+        let placed: Vec<String> = (0..14).map(|_| place(&mut fleet, &vpc)).collect();
+        let why = blocked(&mut fleet, &vpc, "family:vpc");
+        assert_eq!(why, Unplaced::Room(Blocked::Eni));
+        assert_eq!(why.reason_text(), "encountered error \"RESOURCE:ENI\"");
+        // The GPUs had room: 14 GiB of 88 taken.
+        let free: u32 = fleet.clusters["prod"].instances[0]
+            .gpus
+            .iter()
+            .map(|g| g.remaining_memory_mib)
+            .sum();
+        assert_eq!(free, 4 * 22_563 - 14 * 1_000);
+        // A bridge task needs no ENI.
+        let bridge = fixture::mps_family(&mut fleet, "bridge", 1_000, None);
+        place(&mut fleet, &bridge);
+        // A stopped task gives its ENI back.
+        fleet.stop_task("prod", &placed[0], "scaled in", "UserInitiated");
+        fixture::run(&mut fleet, 5);
+        assert_eq!(fleet.clusters["prod"].instances[0].room.enis_free, Some(1));
+        place(&mut fleet, &vpc);
+    }
+
+    #[test]
     fn distinct_instance_and_member_of_hold_for_a_service() {
         let mut fleet = fixture::fleet(2, 4);
         let td = fixture::mps_family(&mut fleet, "embed", 1_000, None);
@@ -663,6 +730,7 @@ mod tests {
             desired_count: 0,
             config: Default::default(),
             placement_constraints: vec![serde_json::json!({"type": "distinctInstance"})],
+            placement_strategy: Vec::new(),
         };
         fleet.create_service("prod", new).expect("created");
         let first = fleet
@@ -689,6 +757,66 @@ mod tests {
         assert_eq!(
             blocked(&mut fleet, &picky, "family:picky").reason_text(),
             "is missing an attribute required by your task"
+        );
+    }
+
+    #[test]
+    fn a_service_spreads_across_zones_by_default_and_binpacks_when_asked() {
+        let mut fleet = fixture::fleet(3, 1);
+        for (instance, zone) in fleet
+            .clusters
+            .get_mut("prod")
+            .expect("prod")
+            .instances
+            .iter_mut()
+            .zip(["us-east-1a", "us-east-1b", "us-east-1c"])
+        {
+            instance.availability_zone = zone.into();
+            instance
+                .room
+                .attributes
+                .insert("ecs.availability-zone".into(), zone.into());
+        }
+        let td = fixture::mps_family(&mut fleet, "embed", 1_000, None);
+        let service =
+            |name: &str, strategy: Vec<serde_json::Value>| crate::engine::services::NewService {
+                name: name.into(),
+                task_definition: td.clone(),
+                desired_count: 3,
+                config: Default::default(),
+                placement_constraints: Vec::new(),
+                placement_strategy: strategy,
+            };
+        let hosts = |fleet: &Fleet, group: &str| -> std::collections::BTreeSet<String> {
+            fleet.clusters["prod"]
+                .tasks
+                .values()
+                .filter(|t| t.is_live() && t.group == group)
+                .map(|t| t.instance_arn.clone())
+                .collect()
+        };
+        // ECS's default for services: one task in each zone, where best fit alone would have
+        // put all three on one GPU.
+        fleet
+            .create_service("prod", service("spread", Vec::new()))
+            .expect("created");
+        fixture::run(&mut fleet, 30);
+        assert_eq!(hosts(&fleet, "service:spread").len(), 3);
+        // binpack on memory: the instance with the least memory left, again and again.
+        fleet
+            .create_service(
+                "prod",
+                service(
+                    "packed",
+                    vec![serde_json::json!({"type": "binpack", "field": "memory"})],
+                ),
+            )
+            .expect("created");
+        fixture::run(&mut fleet, 30);
+        assert_eq!(hosts(&fleet, "service:packed").len(), 1);
+        assert_eq!(
+            fleet.clusters["prod"].services["packed"].strategies(),
+            [placement::strategy::Strategy::BinpackMemory]
         );
     }
 }

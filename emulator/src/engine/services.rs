@@ -18,6 +18,9 @@ pub struct NewService {
     pub config: DeploymentConfig,
     /// `placementConstraints` as given (`distinctInstance`, `memberOf`).
     pub placement_constraints: Vec<Value>,
+    /// `placementStrategy` as given; none means ECS's default for services, spread across
+    /// Availability Zones.
+    pub placement_strategy: Vec<Value>,
 }
 
 /// What an UpdateService changes.
@@ -83,6 +86,7 @@ impl Fleet {
             last_completed: None,
             tasks: Default::default(),
             placement_constraints: new.placement_constraints.clone(),
+            placement_strategy: new.placement_strategy.clone(),
         };
         let cluster = self
             .clusters
@@ -210,6 +214,7 @@ mod tests {
             desired_count: desired,
             config: DeploymentConfig::default(),
             placement_constraints: Vec::new(),
+            placement_strategy: Vec::new(),
         }
     }
 

@@ -10,6 +10,12 @@ pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     let snapshot = scenario_snapshot(&args.scenario).await?;
     let gpus = snapshot.gpu_count();
     let mut rows = Vec::new();
+    // One task's CPU and memory besides its GPUs, as the scenarios' services ask.
+    let needs = placement::resources::Needs {
+        cpu: 1_024,
+        memory_mib: 4_096,
+        ..Default::default()
+    };
     for (what, request) in [
         (
             "MPS 8 GiB, whole fleet",
@@ -32,7 +38,7 @@ pub async fn fit(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         let mut report = app::model::fit::FitReport::default();
         for _ in 0..200 {
             let started = Instant::now();
-            report = app::model::fit::fit_check(&snapshot, None, &request);
+            report = app::model::fit::fit_check(&snapshot, None, &request, &needs);
             times.push(started.elapsed());
         }
         times.sort();

@@ -63,10 +63,11 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         minimum_healthy_percent: 100,
         old: GpuRequest::Mps(vec![memory]),
         new: GpuRequest::Mps(vec![memory + memory / 2]),
-        // Every resource ECS checks: CPU, memory, a static host port, one task per instance.
+        // CPU and memory besides the GPUs, on every instance.
         old_needs: needs.clone(),
         new_needs: needs,
         strategy: None,
+        placement_strategy: Vec::new(),
     };
     // One more task than the cluster has empty GPUs, each asking a whole GPU's memory: the
     // overlap cannot fit, and the pre-check searches for what would let it through.

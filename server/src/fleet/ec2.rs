@@ -5,6 +5,10 @@
 //! What EC2 says of an instance does not change while it runs, so each instance is described
 //! once: a refresh describes only instance IDs it has not seen, by the `instance-id` filter
 //! (an unknown ID in `InstanceIds` would fail the whole call), 200 IDs a call.
+//!
+//! DescribeInstanceTypes gives each instance type's network interface limit, which bounds
+//! `awsvpc` tasks (one ENI each, the primary interface the instance's own); a type is
+//! described once, 100 types a call.
 
 use std::{
     collections::HashMap,
@@ -31,10 +35,15 @@ pub struct Ec2Instance {
     pub lifecycle: String,
 }
 
-/// Reads and keeps what EC2 says of the fleet's instances.
+/// Instance types one DescribeInstanceTypes call takes at most.
+const TYPES_PER_CALL: usize = 100;
+
+/// Reads and keeps what EC2 says of the fleet's instances and their types.
 pub struct Ec2Reader {
     ec2: aws_sdk_ec2::Client,
     known: Mutex<HashMap<String, Ec2Instance>>,
+    /// Instance type → its maximum network interfaces.
+    interfaces: Mutex<HashMap<String, u32>>,
     calls: AtomicU32,
 }
 
@@ -43,6 +52,7 @@ impl Ec2Reader {
         Ec2Reader {
             ec2,
             known: Mutex::new(HashMap::new()),
+            interfaces: Mutex::new(HashMap::new()),
             calls: AtomicU32::new(0),
         }
     }
@@ -80,6 +90,59 @@ impl Ec2Reader {
         Ok(ids
             .iter()
             .filter_map(|id| Some((id.clone(), known.get(id)?.clone())))
+            .collect())
+    }
+
+    /// The most network interfaces an instance of each of `types` can have, describing only
+    /// types not seen before.
+    pub async fn network_interfaces(
+        &self,
+        types: &[String],
+    ) -> Result<HashMap<String, u32>, ReadError> {
+        let missing: Vec<String> = {
+            let known = self.interfaces.lock().unwrap_or_else(|p| p.into_inner());
+            let mut missing: Vec<String> = types
+                .iter()
+                .filter(|t| !known.contains_key(*t))
+                .cloned()
+                .collect();
+            missing.sort();
+            missing.dedup();
+            missing
+        };
+        for chunk in missing.chunks(TYPES_PER_CALL) {
+            let mut pages = self
+                .ec2
+                .describe_instance_types()
+                .set_instance_types(Some(chunk.iter().map(|t| t.as_str().into()).collect()))
+                .into_paginator()
+                .send();
+            while let Some(page) = pages.next().await {
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                let page = page.map_err(|error| ReadError {
+                    operation: "DescribeInstanceTypes",
+                    message: format!(
+                        "{}; the checks cannot count ENI attachment points for awsvpc tasks until the console may call ec2:DescribeInstanceTypes",
+                        crate::aws::errors::failure("EC2", "DescribeInstanceTypes", &error)
+                    ),
+                })?;
+                let mut known = self.interfaces.lock().unwrap_or_else(|p| p.into_inner());
+                for info in page.instance_types() {
+                    let (Some(kind), Some(max)) = (
+                        info.instance_type(),
+                        info.network_info()
+                            .and_then(|n| n.maximum_network_interfaces()),
+                    ) else {
+                        continue;
+                    };
+                    known.insert(kind.as_str().to_string(), max.max(0) as u32);
+                }
+            }
+        }
+        let known = self.interfaces.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(types
+            .iter()
+            .filter_map(|t| Some((t.clone(), *known.get(t)?)))
             .collect())
     }
 

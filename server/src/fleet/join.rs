@@ -33,6 +33,11 @@ pub struct RawTask {
     /// `lastStatus`.
     pub last_status: Option<String>,
     pub containers: Vec<RawContainer>,
+    /// The container instance it runs on.
+    pub container_instance_arn: Option<String>,
+    /// Holds an ENI of its own (`awsvpc`): an `ElasticNetworkInterface` attachment not yet
+    /// deleted.
+    pub holds_eni: bool,
 }
 
 /// What one container of a task definition asks of the GPUs.
@@ -190,6 +195,8 @@ mod tests {
                     gpu_ids: ids.iter().map(|s| s.to_string()).collect(),
                 })
                 .collect(),
+            container_instance_arn: None,
+            holds_eni: false,
         }
     }
 

@@ -83,7 +83,7 @@ impl FleetReader {
             }
         };
         let (snapshot, usage) = tokio::join!(self.read_ecs(), usage);
-        let mut snapshot = snapshot?;
+        let (mut snapshot, eni_tasks) = snapshot?;
         // EC2 needs the instance IDs that ECS gave; it describes only instances it has not seen.
         let mut ec2_error = None;
         let ec2 = match &self.ec2 {
@@ -115,33 +115,56 @@ impl FleetReader {
         if let Some(error) = ec2_error {
             snapshot.usage_error.get_or_insert(error);
         }
+        if let Some(reader) = &self.ec2 {
+            // Types as ECS names them; one EC2 does not know would fail the whole call.
+            let mut types: Vec<String> = snapshot
+                .clusters
+                .iter()
+                .flat_map(|c| c.instances.iter())
+                .map(|i| i.instance_type.clone())
+                .filter(|t| t.contains('.'))
+                .collect();
+            types.sort();
+            types.dedup();
+            match reader.network_interfaces(&types).await {
+                Ok(interfaces) => count_enis(&mut snapshot, &interfaces, &eni_tasks),
+                Err(error) => tracing::warn!("{error}"),
+            }
+        }
         Ok(snapshot)
     }
 
-    /// Reads what ECS knows of the fleet.
-    async fn read_ecs(&self) -> Result<FleetSnapshot, ReadError> {
+    /// Reads what ECS knows of the fleet; also, per container instance ARN, how many of its
+    /// tasks hold an ENI of their own.
+    async fn read_ecs(&self) -> Result<(FleetSnapshot, HashMap<String, u32>), ReadError> {
         let calls = AtomicU32::new(0);
         let (clusters, pages) = list_cluster_arns(&self.ecs).await?;
         calls.fetch_add(pages, Ordering::Relaxed);
         let views = try_join_all(clusters.iter().map(|arn| self.read_cluster(arn, &calls))).await?;
-        let unknown = views.iter().map(|(_, unknown)| *unknown).sum();
-        let mut clusters: Vec<ClusterView> = views.into_iter().map(|(view, _)| view).collect();
+        let unknown = views.iter().map(|(_, unknown, _)| *unknown).sum();
+        let mut eni_tasks = HashMap::new();
+        let mut clusters: Vec<ClusterView> = Vec::with_capacity(views.len());
+        for (view, _, enis) in views {
+            clusters.push(view);
+            eni_tasks.extend(enis);
+        }
         clusters.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(FleetSnapshot {
+        let snapshot = FleetSnapshot {
             taken_at: app::service::clock::now(),
             api_calls: calls.load(Ordering::Relaxed),
             cloudwatch_calls: 0,
             usage_error: None,
             clusters,
             unknown_gpu_ids: unknown,
-        })
+        };
+        Ok((snapshot, eni_tasks))
     }
 
     async fn read_cluster(
         &self,
         cluster: &str,
         calls: &AtomicU32,
-    ) -> Result<(ClusterView, u32), ReadError> {
+    ) -> Result<(ClusterView, u32, HashMap<String, u32>), ReadError> {
         let name = arn_tail(cluster).to_string();
         let (instances, tasks, (services, teams)) = tokio::try_join!(
             self.read_instances(cluster, calls),
@@ -161,6 +184,12 @@ impl FleetReader {
             .zip(joined.instances)
             .map(|((instance, _), gpus)| InstanceView { gpus, ..instance })
             .collect();
+        let mut eni_tasks: HashMap<String, u32> = HashMap::new();
+        for task in tasks.iter().filter(|t| t.holds_eni) {
+            if let Some(arn) = &task.container_instance_arn {
+                *eni_tasks.entry(arn.clone()).or_default() += 1;
+            }
+        }
         let status = |wanted: &[&str]| {
             tasks
                 .iter()
@@ -181,6 +210,7 @@ impl FleetReader {
                 pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
             },
             joined.unknown_gpus.len() as u32,
+            eni_tasks,
         ))
     }
 
@@ -379,6 +409,11 @@ impl FleetReader {
                                 .iter()
                                 .map(constraint_json)
                                 .collect(),
+                            placement_strategy: s
+                                .placement_strategy()
+                                .iter()
+                                .map(strategy_text)
+                                .collect(),
                         }
                     })
                     .collect::<Vec<_>>())
@@ -523,6 +558,12 @@ fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
                 gpu_ids: c.gpu_ids().to_vec(),
             })
             .collect(),
+        container_instance_arn: task.container_instance_arn().map(str::to_string),
+        holds_eni: task.last_status() != Some("STOPPED")
+            && task.attachments().iter().any(|a| {
+                a.r#type() == Some("ElasticNetworkInterface")
+                    && !matches!(a.status(), Some("DELETED" | "DETACHED" | "FAILED"))
+            }),
     }
 }
 
@@ -615,6 +656,45 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
     (view, gpus)
 }
 
+/// A placement strategy as ECS writes it: `spread(attribute:ecs.availability-zone)`.
+fn strategy_text(strategy: &aws_sdk_ecs::types::PlacementStrategy) -> String {
+    let kind = strategy.r#type().map_or("", |t| t.as_str());
+    match strategy.field() {
+        Some(field) => format!("{kind}({field})"),
+        None => kind.to_string(),
+    }
+}
+
+/// The attribute of a container instance with ENI trunking on: its limit is the trunk's, which
+/// EC2 does not report.
+const TRUNK_ATTRIBUTE: &str = "ecs.awsvpc-trunk-id";
+
+/// Sets each instance's ENI attachment points left: its type's network interfaces, less the
+/// primary one, less one per task holding an ENI. Left unknown for a type EC2 did not
+/// describe and for an instance with ENI trunking.
+fn count_enis(
+    snapshot: &mut FleetSnapshot,
+    interfaces: &HashMap<String, u32>,
+    eni_tasks: &HashMap<String, u32>,
+) {
+    for instance in snapshot
+        .clusters
+        .iter_mut()
+        .flat_map(|c| c.instances.iter_mut())
+    {
+        let held = eni_tasks.get(&instance.arn).copied().unwrap_or(0);
+        let max = interfaces.get(&instance.instance_type).copied();
+        if let Some(room) = &mut instance.room {
+            room.enis_free = match max {
+                Some(max) if !room.attributes.contains_key(TRUNK_ATTRIBUTE) => {
+                    Some(max.saturating_sub(1).saturating_sub(held))
+                }
+                _ => None,
+            };
+        }
+    }
+}
+
 /// What an instance has left besides GPUs, from its status, agent connection, remaining
 /// resources (`PORTS` and `PORTS_UDP` there are the host ports in use) and attributes.
 fn room(instance: &aws_sdk_ecs::types::ContainerInstance) -> Room {
@@ -644,6 +724,8 @@ fn room(instance: &aws_sdk_ecs::types::ContainerInstance) -> Room {
         memory_remaining_mib: integer("MEMORY"),
         tcp_ports_used: ports("PORTS"),
         udp_ports_used: ports("PORTS_UDP"),
+        // From EC2 and the tasks' ENI attachments, after the ECS read.
+        enis_free: None,
         // Attributes with a value: instance type, zone, custom ones (not the capabilities).
         attributes: instance
             .attributes()
@@ -713,3 +795,67 @@ fn gpus_from_resources(
 
 /// Shared handle, for the background refresher.
 pub type SharedReader = Arc<FleetReader>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(attributes: &[(&str, &str)]) -> FleetSnapshot {
+        let room = Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            attributes: attributes
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Room::default()
+        };
+        FleetSnapshot {
+            clusters: vec![ClusterView {
+                name: "prod".into(),
+                instances: vec![InstanceView {
+                    arn: "arn:ci/1".into(),
+                    ec2_instance_id: "i-1".into(),
+                    instance_type: "g5.xlarge".into(),
+                    impaired: None,
+                    mps_capable: true,
+                    gpu_model: None,
+                    gpus: Vec::new(),
+                    not_placing: None,
+                    availability_zone: None,
+                    lifecycle: None,
+                    room: Some(room),
+                }],
+                ..ClusterView::default()
+            }],
+            taken_at: "t".into(),
+            api_calls: 0,
+            cloudwatch_calls: 0,
+            usage_error: None,
+            unknown_gpu_ids: 0,
+        }
+    }
+
+    #[test]
+    fn enis_left_are_the_interfaces_less_the_primary_and_the_tasks_unless_trunked() {
+        let interfaces: HashMap<String, u32> = [("g5.xlarge".to_string(), 4)].into();
+        let tasks: HashMap<String, u32> = [("arn:ci/1".to_string(), 2)].into();
+        let enis = |snapshot: &FleetSnapshot| {
+            snapshot.clusters[0].instances[0]
+                .room
+                .as_ref()
+                .and_then(|r| r.enis_free)
+        };
+        let mut plain = snapshot(&[]);
+        count_enis(&mut plain, &interfaces, &tasks);
+        assert_eq!(enis(&plain), Some(1));
+        count_enis(&mut plain, &interfaces, &HashMap::new());
+        assert_eq!(enis(&plain), Some(3));
+        let mut trunked = snapshot(&[(TRUNK_ATTRIBUTE, "eni-0trunk")]);
+        count_enis(&mut trunked, &interfaces, &tasks);
+        assert_eq!(enis(&trunked), None, "the trunk's limit is not known");
+        let mut undescribed = snapshot(&[]);
+        count_enis(&mut undescribed, &HashMap::new(), &tasks);
+        assert_eq!(enis(&undescribed), None);
+    }
+}

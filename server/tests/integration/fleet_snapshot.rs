@@ -385,3 +385,52 @@ async fn usage_joins_by_hostname_through_ec2_and_an_ec2_failure_is_said() {
     );
     assert!(!error.contains("ServiceError"), "no Debug dump: {error}");
 }
+
+#[tokio::test]
+async fn enis_left_come_from_the_instance_types_and_the_tasks_attachments() {
+    let (emulator, clients) = demo().await;
+    let enis = |snapshot: &app::model::FleetSnapshot| -> HashMap<String, Option<u32>> {
+        snapshot
+            .clusters
+            .iter()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| (i.arn.clone(), i.room.as_ref().and_then(|r| r.enis_free)))
+            .collect()
+    };
+    // Without EC2 the limit is not known.
+    let plain = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .read()
+        .await
+        .expect("read");
+    assert!(enis(&plain).values().all(Option::is_none));
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .with_ec2(Ec2Reader::new(clients.ec2.clone()));
+    let snapshot = reader.read().await.expect("read");
+    let truth: HashMap<String, Option<u32>> = emulator.with_fleet(|fleet| {
+        fleet
+            .clusters
+            .values()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| (i.arn.clone(), i.room.enis_free))
+            .collect()
+    });
+    assert_eq!(
+        enis(&snapshot),
+        truth,
+        "the emulator's own count, instance by instance"
+    );
+    // speech-align's awsvpc tasks hold ENIs on ml-dev's instances.
+    let held: u32 = emulator.with_fleet(|fleet| {
+        fleet.clusters["ml-dev"]
+            .instances
+            .iter()
+            .map(|i| {
+                emulator::instance_types::find(&i.instance_type)
+                    .expect("known")
+                    .task_enis()
+                    - i.room.enis_free.expect("counted")
+            })
+            .sum()
+    });
+    assert!(held > 0, "the awsvpc tasks hold some");
+}

@@ -1,10 +1,12 @@
 //! The capacity pre-check against the emulator, across generated cases: clusters of random
-//! instances (GPUs, CPU, memory, one maybe DRAINING), a service of random size with static host
-//! ports and `distinctInstance` now and then, another service fragmenting the GPUs, and a
-//! rollout of random GPU memory, CPU and bounds. Each case is read through the SDK into a fleet
-//! snapshot, checked, then rolled out on the emulator. Where the check says "completes", the
-//! emulator's rollout must complete; where it says "stalls", the emulator may still get through
-//! (the check is allowed to be cautious, never hopeful).
+//! instances (GPUs, CPU, memory, type and so network interfaces, spread over three zones, one
+//! maybe DRAINING), a service of random size with static host ports, `awsvpc` mode or
+//! `distinctInstance` now and then, another service fragmenting the GPUs, both placed by a
+//! random strategy (ECS's default spread across zones, spread by instance, binpack on memory,
+//! random), and a rollout of random GPU memory, CPU and bounds. Each case is read through the
+//! SDK into a fleet snapshot, checked, then rolled out on the emulator. Where the check says
+//! "completes", the emulator's rollout must complete; where it says "stalls", the emulator may
+//! still get through (the check is allowed to be cautious, never hopeful).
 
 use app::model::rollout::{pre_check, Cluster, RolloutPlan, Verdict};
 use chrono::{Duration, Utc};
@@ -16,7 +18,7 @@ use emulator::{
 };
 use gpushare::{
     aws::{Clients, Target},
-    fleet::reader::FleetReader,
+    fleet::{ec2::Ec2Reader, reader::FleetReader},
 };
 use rand::{rngs::StdRng, seq::IndexedRandom, Rng, SeedableRng};
 use serde_json::{json, Map, Value};
@@ -24,15 +26,20 @@ use serde_json::{json, Map, Value};
 /// One generated case.
 #[derive(Debug, Clone)]
 struct Case {
-    instances: Vec<(usize, u32, u32, u32, bool)>,
+    /// GPUs, GPU memory, CPU, memory, DRAINING, instance type (its network interfaces).
+    instances: Vec<(usize, u32, u32, u32, bool, &'static str)>,
     desired: u32,
     old_memory: u32,
     new_memory: u32,
     old_cpu: u32,
     new_cpu: u32,
     host_port: bool,
+    awsvpc: bool,
     distinct: bool,
     filler: (u32, u32),
+    /// The services' `placementStrategy`: none (ECS's default, spread across zones), or one
+    /// of spread by instance, binpack on memory, random.
+    strategy: Vec<Value>,
     maximum_percent: u32,
     minimum_healthy_percent: u32,
 }
@@ -47,10 +54,15 @@ fn generate(rng: &mut StdRng) -> Case {
                 *[4_096, 8_192, 16_384].choose(rng).expect("some"),
                 *[16_000, 32_000, 64_000].choose(rng).expect("some"),
                 n > 0 && rng.random_ratio(1, 6),
+                // 3, 7 and 14 ENIs for awsvpc tasks.
+                *["g5.xlarge", "g6.12xlarge", "g5.12xlarge"]
+                    .choose(rng)
+                    .expect("some"),
             )
         })
         .collect();
     let old_memory = *[2_000, 4_000, 8_000].choose(rng).expect("some");
+    let awsvpc = rng.random_ratio(1, 3);
     Case {
         instances,
         desired: rng.random_range(1..=5),
@@ -58,25 +70,44 @@ fn generate(rng: &mut StdRng) -> Case {
         new_memory: (old_memory as f64 * [0.5, 1.0, 1.5, 2.5].choose(rng).expect("some")) as u32,
         old_cpu: *[512, 1_024, 2_048].choose(rng).expect("some"),
         new_cpu: *[512, 1_024, 2_048, 4_096].choose(rng).expect("some"),
-        host_port: rng.random_ratio(1, 4),
+        host_port: !awsvpc && rng.random_ratio(1, 4),
+        awsvpc,
         distinct: rng.random_ratio(1, 4),
         filler: (
             rng.random_range(0..=3),
             *[4_000, 8_000, 12_000].choose(rng).expect("some"),
         ),
+        strategy: [
+            Vec::new(),
+            vec![json!({"type": "spread", "field": "instanceId"})],
+            vec![json!({"type": "binpack", "field": "memory"})],
+            vec![json!({"type": "random"})],
+        ]
+        .choose(rng)
+        .expect("some")
+        .clone(),
         maximum_percent: *[100, 150, 200].choose(rng).expect("some"),
         minimum_healthy_percent: *[0, 50, 100].choose(rng).expect("some"),
     }
 }
 
-fn task_definition(family: &str, memory: u32, cpu: u32, host_port: bool) -> Map<String, Value> {
-    let port = if host_port {
+fn task_definition(
+    family: &str,
+    memory: u32,
+    cpu: u32,
+    host_port: bool,
+    awsvpc: bool,
+) -> Map<String, Value> {
+    let port = if awsvpc {
+        json!([{"containerPort": 8080}])
+    } else if host_port {
         json!([{"containerPort": 8080, "hostPort": 8080}])
     } else {
         json!([{"containerPort": 8080, "hostPort": 0}])
     };
     json!({
         "family": family,
+        "networkMode": if awsvpc { "awsvpc" } else { "bridge" },
         "requiresCompatibilities": ["EC2"],
         "containerDefinitions": [{
             "name": "model", "image": "model:1", "cpu": cpu, "memory": 1_024,
@@ -94,8 +125,9 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
     let start = Utc::now() - Duration::hours(1);
     let mut fleet = Fleet::new(seed, start);
     fleet.create_cluster("c").ok()?;
-    for (n, (gpus, gpu_memory, cpu, memory, draining)) in case.instances.iter().enumerate() {
-        let mut room = ContainerInstance::fresh_room("g5.12xlarge", "us-east-1a", *cpu, *memory);
+    for (n, (gpus, gpu_memory, cpu, memory, draining, kind)) in case.instances.iter().enumerate() {
+        let zone = ["us-east-1a", "us-east-1b", "us-east-1c"][n % 3];
+        let mut room = ContainerInstance::fresh_room(kind, zone, *cpu, *memory);
         if *draining {
             room.status = "DRAINING".into();
         }
@@ -104,8 +136,8 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
             ContainerInstance {
                 arn: format!("arn:aws:ecs:us-east-1:123456789012:container-instance/c/{n:032x}"),
                 ec2_instance_id: format!("i-{n:017x}"),
-                instance_type: "g5.12xlarge".into(),
-                availability_zone: "us-east-1a".into(),
+                instance_type: kind.to_string(),
+                availability_zone: zone.into(),
                 gpu_ids: (0..*gpus).map(|g| format!("GPU-{n}-{g}")).collect(),
                 gpus: vec![GpuSlot::idle(*gpu_memory); *gpus],
                 gpu_model: "NVIDIA A10G".into(),
@@ -135,9 +167,13 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
             ..DeploymentConfig::default()
         },
         placement_constraints: constraints,
+        placement_strategy: case.strategy.clone(),
     };
     let filler = fleet
-        .register_task_definition(task_definition("filler", case.filler.1, 256, false), now)
+        .register_task_definition(
+            task_definition("filler", case.filler.1, 256, false, case.awsvpc),
+            now,
+        )
         .ok()?
         .arn
         .clone();
@@ -147,7 +183,13 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
     fleet.advance(now + Duration::seconds(60));
     let old = fleet
         .register_task_definition(
-            task_definition("svc", case.old_memory, case.old_cpu, case.host_port),
+            task_definition(
+                "svc",
+                case.old_memory,
+                case.old_cpu,
+                case.host_port,
+                case.awsvpc,
+            ),
             now,
         )
         .ok()?
@@ -172,6 +214,7 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
 async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
     let mut rng = StdRng::seed_from_u64(20_261_201);
     let (mut cases, mut agree, mut cautious, mut stalls) = (0, 0, 0, 0);
+    let (mut awsvpc_cases, mut eni_stalls) = (0, 0);
     let mut attempts = 0;
     while cases < 60 && attempts < 400 {
         attempts += 1;
@@ -180,6 +223,7 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
             continue;
         };
         cases += 1;
+        awsvpc_cases += u32::from(case.awsvpc);
         let emulator = Emulator::new(fleet, "property", 1.0, Faults::default());
         let addr = emulator
             .clone()
@@ -191,11 +235,24 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
         })
         .await;
         let snapshot = FleetReader::new(clients.ecs.clone(), "team", 4)
+            .with_ec2(Ec2Reader::new(clients.ec2.clone()))
             .read()
             .await
             .expect("read");
-        let new_body = task_definition("svc", case.new_memory, case.new_cpu, case.host_port);
-        let old_body = task_definition("svc", case.old_memory, case.old_cpu, case.host_port);
+        let new_body = task_definition(
+            "svc",
+            case.new_memory,
+            case.new_cpu,
+            case.host_port,
+            case.awsvpc,
+        );
+        let old_body = task_definition(
+            "svc",
+            case.old_memory,
+            case.old_cpu,
+            case.host_port,
+            case.awsvpc,
+        );
         let constraints = if case.distinct {
             vec![json!({"type": "distinctInstance"})]
         } else {
@@ -218,9 +275,19 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
             old_needs: placement::resources::needs_of(&old_body, &constraints).expect("valid"),
             new_needs: placement::resources::needs_of(&new_body, &constraints).expect("valid"),
             strategy: None,
+            placement_strategy: snapshot.clusters[0]
+                .service_list
+                .iter()
+                .find(|s| s.name == "svc")
+                .map(|s| s.placement_strategy.clone())
+                .unwrap_or_default(),
         };
         let layout = Cluster::of(&snapshot, "c", "svc").expect("cluster c");
         let check = pre_check(&layout, &plan);
+        if matches!(&check.verdict, Verdict::Stalls { reason, .. } if reason.contains("RESOURCE:ENI"))
+        {
+            eni_stalls += 1;
+        }
 
         // The same rollout on the emulator, for up to three simulated hours.
         let new_arn = emulator.with_fleet(|fleet| {
@@ -282,7 +349,11 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
         }
     }
     println!(
-        "pre-check vs emulator: {cases} cases, {agree} agree ({stalls} stall on both), {cautious} where the check was cautious"
+        "pre-check vs emulator: {cases} cases, {agree} agree ({stalls} stall on both), {cautious} where the check was cautious; {awsvpc_cases} in awsvpc mode, {eni_stalls} stalled on ENIs"
+    );
+    assert!(
+        awsvpc_cases >= 10,
+        "the cases include awsvpc: {awsvpc_cases}"
     );
     assert!(
         cases >= 40,

@@ -70,6 +70,14 @@ pub fn CheckAnswer(check: EditCheck, may_reveal: bool) -> impl IntoView {
                 {(!fit.placeable.is_empty()).then(|| view! {
                     <p class="muted mono">{format!("For example: {}", fit.placeable.join(", "))}</p>
                 })}
+                {(!fit.blocked.is_empty()).then(|| view! {
+                    <p data-testid="edit-fit-blocked">
+                        {format!("Instances whose GPUs have room but that cannot take it: {}.", fit.blocked.join("; "))}
+                    </p>
+                })}
+                {(!fit.needs.is_empty()).then(|| view! {
+                    <p class="muted">{format!("Besides GPUs, one task needs {} of its instance; the count allows for that where the fleet data has it.", fit.needs)}</p>
+                })}
                 <p class="muted">
                     {format!("Instance types that could ever host it: {}",
                         fit.instance_types.iter().filter(|t| t.fits_when_empty).map(|t| t.instance_type.clone()).collect::<Vec<_>>().join(", "))}

@@ -187,6 +187,7 @@ pub async fn pre_check(
         old_needs: needs_of(&old.task, &found.placement_constraints)?,
         new_needs: needs_of(&target.task, &found.placement_constraints)?,
         strategy: found.strategy.clone(),
+        placement_strategy: found.placement_strategy.clone(),
     };
     let layout = Cluster::of(&snapshot, cluster, service)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
