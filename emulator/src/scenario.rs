@@ -221,12 +221,16 @@ fn static_host_port(service: &str) -> Option<u16> {
     (service == "vision-detect").then_some(8443)
 }
 
-/// The demo services' placement constraints: vision-detect spreads one task per instance.
+/// The demo services' placement constraints: vision-detect spreads one task per instance; tts
+/// runs only on inference-prod's g5.xlarge, whose 15 GiB of memory hold one of its 8 GiB
+/// tasks while the GPU has room for four.
 fn constraints(service: &str) -> Vec<Value> {
-    if service == "vision-detect" {
-        vec![json!({"type": "distinctInstance"})]
-    } else {
-        Vec::new()
+    match service {
+        "vision-detect" => vec![json!({"type": "distinctInstance"})],
+        "tts" => vec![
+            json!({"type": "memberOf", "expression": "attribute:ecs.instance-type == g5.xlarge"}),
+        ],
+        _ => Vec::new(),
     }
 }
 
@@ -352,7 +356,7 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
             gpus: vec![Gpu::Mps(5_120, Some(50))],
             desired: 3,
             cpu: 1024,
-            memory_mib: 4096,
+            memory_mib: 8192,
         },
         ServiceSpec {
             cluster: "inference-prod",
@@ -629,20 +633,33 @@ mod tests {
             let kind = crate::instance_types::find(&instance.instance_type).expect("known");
             assert_eq!(instance.room.enis_free, Some(kind.task_enis() - held));
         }
-        // Instances bound by CPU or memory before their GPUs: room on a GPU for an embed-api
-        // task (4 GiB) but not the instance memory or CPU it needs.
-        let bound: Vec<&str> = instances
-            .iter()
-            .filter(|i| {
-                i.room.status == "ACTIVE"
-                    && i.mps_capable
-                    && i.mps_impaired.is_none()
-                    && i.gpus.iter().any(|g| g.remaining_memory_mib >= 4_096)
-                    && (i.room.memory_remaining_mib < 4_096 || i.room.cpu_remaining < 1_024)
-            })
-            .map(|i| i.instance_type.as_str())
-            .collect();
-        assert!(!bound.is_empty(), "an instance bound by CPU or memory");
+        // Instances bound by CPU or memory before their GPUs: a GPU with room for a task of a
+        // service of their cluster, but not the instance memory or CPU that task needs.
+        let mut bound = Vec::new();
+        for cluster in fleet.clusters.values() {
+            for service in cluster.services.values() {
+                let td = fleet
+                    .task_definition(&service.task_definition_arn)
+                    .expect("registered");
+                let ask = td.gpu.mps_memory_mib();
+                for i in &cluster.instances {
+                    if i.room.status == "ACTIVE"
+                        && ask > 0
+                        && i.mps_capable
+                        && i.mps_impaired.is_none()
+                        && i.gpus.iter().any(|g| g.fits_mps(ask))
+                        && (i.room.memory_remaining_mib < td.needs.memory_mib
+                            || i.room.cpu_remaining < td.needs.cpu)
+                    {
+                        bound.push((service.name.clone(), i.instance_type.clone()));
+                    }
+                }
+            }
+        }
+        assert!(
+            bound.contains(&("tts".to_string(), "g5.xlarge".to_string())),
+            "tts fills its g5.xlarge's memory before their GPUs: {bound:?}"
+        );
         let gpus = || instances.iter().flat_map(|i| i.gpus.iter());
         assert!(
             gpus().any(|g| g.mode == crate::placement::SharingMode::Idle),

@@ -551,14 +551,14 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .ecs
         .describe_services()
         .cluster("inference-prod")
-        .services("tts")
+        .services("rerank")
         .include(aws_sdk_ecs::types::ServiceField::Tags)
         .send()
         .await
         .expect("describe");
     let service = &before.services()[0];
-    assert_eq!(service.running_count(), 3);
-    assert_eq!(service.tags()[0].value(), Some("speech"));
+    assert_eq!(service.running_count(), 4);
+    assert_eq!(service.tags()[0].value(), Some("search"));
     let td = h
         .ecs
         .describe_task_definition()
@@ -571,7 +571,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
     let new = h
         .ecs
         .register_task_definition()
-        .family("tts")
+        .family("rerank")
         .container_definitions(container.clone())
         .customize()
         .mutate_request(without_empty_value)
@@ -588,7 +588,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .ecs
         .update_service()
         .cluster("inference-prod")
-        .service("tts")
+        .service("rerank")
         .task_definition(&new_arn)
         .deployment_configuration(
             DeploymentConfiguration::builder()
@@ -618,7 +618,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .ecs
         .describe_services()
         .cluster("inference-prod")
-        .services("tts")
+        .services("rerank")
         .send()
         .await
         .expect("describe");
@@ -629,7 +629,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         Some("COMPLETED")
     );
     assert_eq!(service.task_definition(), Some(new_arn.as_str()));
-    assert_eq!(service.running_count(), 3);
+    assert_eq!(service.running_count(), 4);
     assert!(service.events().iter().any(|e| e
         .message()
         .unwrap_or_default()
@@ -643,7 +643,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
     let broken = h
         .ecs
         .register_task_definition()
-        .family("tts")
+        .family("rerank")
         .container_definitions(container)
         .customize()
         .mutate_request(without_empty_value)
@@ -658,7 +658,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
     h.ecs
         .update_service()
         .cluster("inference-prod")
-        .service("tts")
+        .service("rerank")
         .task_definition(&broken_arn)
         .send()
         .await
@@ -668,7 +668,7 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         .ecs
         .describe_services()
         .cluster("inference-prod")
-        .services("tts")
+        .services("rerank")
         .send()
         .await
         .expect("describe");
@@ -693,13 +693,13 @@ async fn services_roll_out_and_a_broken_revision_rolls_back() {
         messages.iter().any(|m| m.contains("rolling back")),
         "{messages:?}"
     );
-    assert_eq!(service.running_count(), 3);
+    assert_eq!(service.running_count(), 4);
 
     let stopped = h
         .ecs
         .list_tasks()
         .cluster("inference-prod")
-        .service_name("tts")
+        .service_name("rerank")
         .desired_status(aws_sdk_ecs::types::DesiredStatus::Stopped)
         .send()
         .await
