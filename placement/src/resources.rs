@@ -169,7 +169,7 @@ pub fn tasks_that_fit(room: &Room, needs: &Needs) -> u32 {
     if check(room, needs, 0).is_err() {
         return 0;
     }
-    let per = |free: u32, each: u32| if each == 0 { u32::MAX } else { free / each };
+    let per = |free: u32, each: u32| free.checked_div(each).unwrap_or(u32::MAX);
     let mut most =
         per(room.cpu_remaining, needs.cpu).min(per(room.memory_remaining_mib, needs.memory_mib));
     if needs.awsvpc {
