@@ -83,12 +83,7 @@ pub fn handle(
     params: &[(String, String)],
     request_id: &str,
 ) -> Result<String, Ec2Error> {
-    let get = |key: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |key: &str| param(params, key);
     match get("Action") {
         Some("DescribeInstances") => describe_instances(fleet, params, request_id),
         Some("DescribeInstanceTypes") => describe_instance_types(params, request_id),
@@ -100,6 +95,25 @@ pub fn handle(
             "MissingAction",
             "The request must contain the parameter Action.",
         )),
+    }
+}
+
+/// The value of a parameter, if given.
+fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The start of the page a `NextToken` made with `prefix` names (0 without one).
+fn page_start(params: &[(String, String)], prefix: &str) -> Result<usize, Ec2Error> {
+    match param(params, "NextToken") {
+        None | Some("") => Ok(0),
+        Some(token) => token
+            .strip_prefix(prefix)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| Ec2Error::new("InvalidParameterValue", "The NextToken is not valid.")),
     }
 }
 
@@ -162,12 +176,7 @@ fn describe_instances(
 ) -> Result<String, Ec2Error> {
     let ids = list(params, "InstanceId");
     let filters = filters(params)?;
-    let get = |key: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |key: &str| param(params, key);
     let max_results = match get("MaxResults") {
         None => None,
         Some(text) => {
@@ -192,13 +201,7 @@ fn describe_instances(
             Some(n)
         }
     };
-    let start: usize = match get("NextToken") {
-        None | Some("") => 0,
-        Some(token) => token
-            .strip_prefix("emulator-ec2:")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| Ec2Error::new("InvalidParameterValue", "The NextToken is not valid."))?,
-    };
+    let start = page_start(params, "emulator-ec2:")?;
     let all: Vec<&ContainerInstance> = fleet
         .clusters
         .values()
@@ -317,12 +320,7 @@ fn describe_instance_types(
             ),
         ));
     }
-    let get = |key: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |key: &str| param(params, key);
     let max_results = match get("MaxResults") {
         None => 100,
         Some(text) => match text.parse::<usize>() {
@@ -335,13 +333,7 @@ fn describe_instance_types(
             }
         },
     };
-    let start: usize = match get("NextToken") {
-        None | Some("") => 0,
-        Some(token) => token
-            .strip_prefix("emulator-ec2-types:")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| Ec2Error::new("InvalidParameterValue", "The NextToken is not valid."))?,
-    };
+    let start = page_start(params, "emulator-ec2-types:")?;
     let matching: Vec<&instance_types::InstanceType> = instance_types::ALL
         .iter()
         .filter(|t| names.is_empty() || names.contains(&t.name))

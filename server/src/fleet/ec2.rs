@@ -68,17 +68,7 @@ impl Ec2Reader {
         &self,
         ids: &[String],
     ) -> Result<HashMap<String, Ec2Instance>, ReadError> {
-        let missing: Vec<String> = {
-            let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            let mut missing: Vec<String> = ids
-                .iter()
-                .filter(|id| !known.contains_key(*id))
-                .cloned()
-                .collect();
-            missing.sort();
-            missing.dedup();
-            missing
-        };
+        let missing = not_yet_known(&self.known, ids);
         for chunk in missing.chunks(IDS_PER_CALL) {
             let found = self.describe_chunk(chunk).await?;
             self.known
@@ -99,17 +89,7 @@ impl Ec2Reader {
         &self,
         types: &[String],
     ) -> Result<HashMap<String, u32>, ReadError> {
-        let missing: Vec<String> = {
-            let known = self.interfaces.lock().unwrap_or_else(|p| p.into_inner());
-            let mut missing: Vec<String> = types
-                .iter()
-                .filter(|t| !known.contains_key(*t))
-                .cloned()
-                .collect();
-            missing.sort();
-            missing.dedup();
-            missing
-        };
+        let missing = not_yet_known(&self.interfaces, types);
         for chunk in missing.chunks(TYPES_PER_CALL) {
             let mut pages = self
                 .ec2
@@ -196,6 +176,19 @@ impl Ec2Reader {
         }
         Ok(out)
     }
+}
+
+/// The keys of `keys` that `known` does not hold yet, sorted, each once.
+fn not_yet_known<V>(known: &Mutex<HashMap<String, V>>, keys: &[String]) -> Vec<String> {
+    let known = known.lock().unwrap_or_else(|p| p.into_inner());
+    let mut missing: Vec<String> = keys
+        .iter()
+        .filter(|key| !known.contains_key(*key))
+        .cloned()
+        .collect();
+    missing.sort();
+    missing.dedup();
+    missing
 }
 
 /// The names under which a CloudWatch agent may publish an instance as `host`: its instance ID
