@@ -96,6 +96,9 @@ pub struct Faults {
     #[serde(rename = "default")]
     pub all: Fault,
     pub operations: BTreeMap<String, Fault>,
+    /// ECS's request throttling (token buckets per group of actions, as ECS documents them):
+    /// on, off, or `None` for the scenario's default (on in `large`).
+    pub rate_limits: Option<bool>,
 }
 
 impl Faults {
@@ -114,8 +117,20 @@ impl Faults {
 
     /// Adds one `--fault` flag: `OPERATION:key=value,…` where OPERATION is an operation name or
     /// `*` for all, and keys are `latency`, `jitter` (ms), `throttle`, `error`, `drop`, `lost`
-    /// (0 to 1).
+    /// (0 to 1); or `rate-limits=on|off` for ECS's request throttling.
     pub fn add_spec(&mut self, spec: &str) -> Result<(), String> {
+        if let Some(value) = spec.strip_prefix("rate-limits=") {
+            self.rate_limits = Some(match value {
+                "on" => true,
+                "off" => false,
+                other => {
+                    return Err(format!(
+                        "rate-limits={other} must be rate-limits=on or rate-limits=off"
+                    ))
+                }
+            });
+            return Ok(());
+        }
         let (operation, settings) = spec.split_once(':').ok_or_else(|| {
             format!("fault {spec:?} must look like OPERATION:latency=40,throttle=0.1")
         })?;
@@ -178,6 +193,13 @@ mod tests {
             .add_spec("X:speed=1")
             .expect_err("invalid")
             .contains("unknown fault setting"));
+        assert_eq!(faults.rate_limits, None);
+        faults.add_spec("rate-limits=off").expect("valid");
+        assert_eq!(faults.rate_limits, Some(false));
+        assert!(faults
+            .add_spec("rate-limits=maybe")
+            .expect_err("invalid")
+            .contains("rate-limits=on"));
     }
 
     #[test]

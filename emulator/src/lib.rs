@@ -19,6 +19,7 @@ pub mod placement;
 pub mod runtime;
 pub mod scenario;
 pub mod task_definitions;
+pub mod throttle;
 
 pub use faults::{Fault, Faults};
 pub use runtime::Emulator;

@@ -47,6 +47,10 @@ pub struct ContainerInstance {
     pub registered_at: DateTime<Utc>,
     pub running_tasks: u32,
     pub pending_tasks: u32,
+    /// ECS's `version`: counts the changes that make ECS emit a container instance state change
+    /// event — resources taken or given back by a task, a task starting, the status, the agent,
+    /// the health — so that a task replaced by another of the same size still shows.
+    pub version: u64,
 }
 
 impl ContainerInstance {

@@ -31,6 +31,7 @@ use crate::{
     error::EcsError,
     faults::{Faults, Outcome},
     model::Fleet,
+    throttle::{Buckets, GroupStatus},
 };
 
 const ECS_TARGET_PREFIX: &str = "AmazonEC2ContainerServiceV20141113.";
@@ -46,6 +47,8 @@ struct Inner {
     faults: RwLock<Faults>,
     scenario: String,
     requests: AtomicU64,
+    /// ECS's request throttling, and the calls per group of actions.
+    buckets: Buckets,
 }
 
 /// A handle to a running emulator; clones share it.
@@ -66,6 +69,10 @@ pub struct Status {
     pub services: usize,
     pub tasks: usize,
     pub requests: u64,
+    /// Whether ECS's request throttling is enforced.
+    pub rate_limits: bool,
+    /// ECS calls per group of actions (the groups ECS throttles by).
+    pub api_groups: Vec<GroupStatus>,
 }
 
 impl Emulator {
@@ -81,6 +88,7 @@ impl Emulator {
                 faults: RwLock::new(faults),
                 scenario: scenario.to_string(),
                 requests: AtomicU64::new(0),
+                buckets: Buckets::default(),
             }),
         }
     }
@@ -127,6 +135,17 @@ impl Emulator {
         Ok(())
     }
 
+    /// Whether ECS's request throttling is enforced now: as the faults say, or by default in
+    /// the `large` scenario.
+    pub fn rate_limits(&self) -> bool {
+        self.inner
+            .faults
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .rate_limits
+            .unwrap_or(self.inner.scenario == "large")
+    }
+
     /// Counts of what the emulator holds.
     pub fn status(&self) -> Status {
         let (clusters, container_instances, gpus, services, tasks, simulated_time) = self
@@ -163,6 +182,11 @@ impl Emulator {
             services,
             tasks,
             requests: self.inner.requests.load(Ordering::Relaxed),
+            rate_limits: self.rate_limits(),
+            api_groups: self
+                .inner
+                .buckets
+                .status(self.rate_limits(), std::time::Instant::now()),
         }
     }
 
@@ -289,6 +313,14 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         return response;
     }
     let outcome = injected(&emulator, &operation).await;
+    let enforce = emulator.rate_limits();
+    if !emulator
+        .inner
+        .buckets
+        .take(&operation, enforce, std::time::Instant::now())
+    {
+        return ecs_error(&emulator, &EcsError::Throttling);
+    }
     match outcome {
         Outcome::Throttle => return ecs_error(&emulator, &EcsError::Throttling),
         Outcome::ServerError => {

@@ -109,6 +109,7 @@ fn add_instances(
                 registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
                 running_tasks: 0,
                 pending_tasks: 0,
+                version: 1,
             },
         );
     }

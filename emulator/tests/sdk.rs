@@ -1583,3 +1583,99 @@ async fn ec2_describes_instance_types_and_awsvpc_tasks_hold_an_eni() {
         .expect("describe");
     assert!(bridge.tasks().iter().all(|t| t.attachments().is_empty()));
 }
+
+#[tokio::test]
+async fn ecs_throttles_by_group_of_actions_as_documented_when_the_limits_are_on() {
+    let h = start(Scenario::Demo, 0.0).await;
+    assert!(!h.emulator.rate_limits(), "off in demo unless asked");
+    let mut faults = Faults::default();
+    faults.add_spec("rate-limits=on").expect("valid");
+    h.emulator.set_faults(faults).expect("valid");
+    // Cluster read actions: a bucket of 50, shared by DescribeClusters and ListClusters. No
+    // SDK retries here, so that each call is one request.
+    let config = h
+        .ecs
+        .config()
+        .to_builder()
+        .retry_config(aws_sdk_ecs::config::retry::RetryConfig::disabled())
+        .build();
+    let ecs = aws_sdk_ecs::Client::from_conf(config);
+    let mut answered: u64 = 0;
+    let mut throttled = Vec::new();
+    for n in 0..70 {
+        let result: Result<(), (Option<String>, Option<String>)> = if n % 2 == 0 {
+            ecs.list_clusters().send().await.map(|_| ()).map_err(|e| {
+                (
+                    e.code().map(str::to_string),
+                    e.message().map(str::to_string),
+                )
+            })
+        } else {
+            ecs.describe_clusters()
+                .clusters("batch-sim")
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    (
+                        e.code().map(str::to_string),
+                        e.message().map(str::to_string),
+                    )
+                })
+        };
+        match result {
+            Ok(()) => answered += 1,
+            Err(error) => throttled.push(error),
+        }
+    }
+    // The bucket refills at 20 a second while the calls go out: a few more than 50 pass.
+    assert!((50..=60).contains(&answered), "{answered} answered");
+    assert_eq!(
+        throttled[0],
+        (
+            Some("ThrottlingException".to_string()),
+            Some("Rate exceeded".to_string())
+        )
+    );
+    // Another group has its own bucket.
+    ecs.list_services()
+        .cluster("batch-sim")
+        .send()
+        .await
+        .expect("service reads are another bucket");
+    let status = h.emulator.status();
+    assert!(status.rate_limits);
+    let reads = status
+        .api_groups
+        .iter()
+        .find(|g| g.group == "Cluster read actions")
+        .expect("counted");
+    assert_eq!((reads.burst, reads.sustained), (50, 20));
+    assert_eq!(reads.calls, answered);
+    assert_eq!(reads.throttled as usize, throttled.len());
+    // The same over HTTP, as `GET /_emulator/status` shows it.
+    let body: serde_json::Value = reqwest_get(&format!("http://{}/_emulator/status", h.addr)).await;
+    assert_eq!(body["rate_limits"], true);
+    assert!(body["api_groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .any(|g| g["group"] == "Service read actions" && g["calls"] == 1));
+}
+
+/// A GET of a JSON document over plain HTTP/1.0.
+async fn reqwest_get(url: &str) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.trim_start_matches("http://");
+    let (host, path) = rest.split_once('/').expect("a path");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    stream
+        .write_all(format!("GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let text = String::from_utf8_lossy(&answer);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).expect("JSON")
+}

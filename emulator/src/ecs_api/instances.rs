@@ -100,7 +100,7 @@ pub struct Described<'a> {
 pub struct InstanceOut<'a> {
     container_instance_arn: &'a str,
     ec2_instance_id: &'a str,
-    version: u32,
+    version: u64,
     version_info: VersionInfo,
     status: &'a str,
     agent_connected: bool,
@@ -289,7 +289,7 @@ impl<'a> InstanceOut<'a> {
         InstanceOut {
             container_instance_arn: &instance.arn,
             ec2_instance_id: &instance.ec2_instance_id,
-            version: 1,
+            version: instance.version,
             version_info: VersionInfo {
                 agent_version: "1.107.0",
                 agent_hash: "emulated",

@@ -75,6 +75,41 @@ impl Fleet {
         }
     }
 
+    /// An instance leaves the cluster (DeregisterContainerInstance with `force`, or its EC2
+    /// instance terminated): its tasks are told to stop and it is no longer listed; a
+    /// DescribeContainerInstances of it then reports it missing. Returns whether it was there.
+    pub fn deregister_instance(&mut self, cluster: &str, arn: &str) -> bool {
+        let Some(key) = self.cluster_key(cluster) else {
+            return false;
+        };
+        let tasks: Vec<String> = self.clusters[&key]
+            .tasks
+            .values()
+            .filter(|t| t.is_live() && t.instance_arn == arn)
+            .map(|t| t.arn.clone())
+            .collect();
+        for task in &tasks {
+            self.stop_task(
+                &key,
+                task,
+                "Container instance deregistration forced by user",
+                "UserInitiated",
+            );
+        }
+        let Some(cluster) = self.clusters.get_mut(&key) else {
+            return false;
+        };
+        let before = cluster.instances.len();
+        cluster.instances.retain(|i| i.arn != arn);
+        cluster.instance_index = cluster
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(n, i)| (i.arn.clone(), n))
+            .collect();
+        cluster.instances.len() < before
+    }
+
     /// A new deployment ID: `ecs-svc/` and 19 digits.
     fn new_deployment_id(&mut self) -> String {
         let hex = self.new_hex_id();
@@ -212,6 +247,7 @@ pub(crate) mod fixture {
                     registered_at: start() - Duration::days(1),
                     running_tasks: 0,
                     pending_tasks: 0,
+                    version: 1,
                 },
             );
         }

@@ -120,6 +120,7 @@ impl Fleet {
                 if let Some(instance) = cluster.instance_mut(&instance_arn) {
                     instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
                     instance.running_tasks += 1;
+                    instance.version += 1;
                 }
             }
         }
@@ -201,6 +202,7 @@ impl Fleet {
         placement::allocate(&mut instance.gpus, &td.gpu, &assignment);
         placement::resources::take(&mut instance.room, &needs);
         instance.pending_tasks += 1;
+        instance.version += 1;
         let containers = td
             .containers
             .iter()
@@ -330,7 +332,10 @@ impl Fleet {
             .get_mut(key)
             .and_then(|c| c.instance_mut(instance_arn))
         {
-            instance.mps_impaired.get_or_insert(now);
+            if instance.mps_impaired.is_none() {
+                instance.mps_impaired = Some(now);
+                instance.version += 1;
+            }
         }
     }
 }
@@ -367,6 +372,7 @@ fn finish_stop(cluster: &mut Cluster, arn: &str, now: DateTime<Utc>) {
         } else {
             instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
         }
+        instance.version += 1;
     }
 }
 
@@ -564,6 +570,25 @@ mod tests {
         assert_eq!(task.containers[0].exit_code, Some(0));
         assert_eq!(cluster.instances[0].gpus[0].remaining_memory_mib, 22_563);
         assert_eq!(cluster.instances[0].running_tasks, 0);
+    }
+
+    #[test]
+    fn an_instance_version_counts_every_change_even_a_replacement_of_the_same_size() {
+        let mut fleet = fixture::fleet(1, 1);
+        let td = fixture::mps_family(&mut fleet, "embed", 8_000, None);
+        let version = |fleet: &Fleet| fleet.clusters["prod"].instances[0].version;
+        let start = version(&fleet);
+        let first = place(&mut fleet, &td);
+        fixture::run(&mut fleet, 20);
+        let placed_and_started = version(&fleet);
+        assert_eq!(placed_and_started, start + 2);
+        // Stopped and replaced by a task of the same size: the resources and counts end as
+        // they were, the version does not.
+        assert!(fleet.stop_task("prod", &first, "replaced", "UserInitiated"));
+        fixture::run(&mut fleet, 3);
+        let _second = place(&mut fleet, &td);
+        fixture::run(&mut fleet, 20);
+        assert_eq!(version(&fleet), placed_and_started + 3);
     }
 
     #[test]

@@ -157,6 +157,7 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
                 registered_at: start,
                 running_tasks: 0,
                 pending_tasks: 0,
+                version: 1,
             },
         );
     }
