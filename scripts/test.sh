@@ -14,6 +14,16 @@ proxied_pid=""
 provider_pid=""
 oidc_pid=""
 cleanup() {
+  local status=$?
+  # On a failure, what the servers said: the end of each log, and any panic.
+  if [ "$status" != 0 ]; then
+    for log in "$logs"/server.log "$logs"/proxied.log "$logs"/oidc.log "$logs"/provider.log; do
+      [ -s "$log" ] || continue
+      echo "--- the last lines of $(basename "$log") ---"
+      grep -n "panicked" "$log" || true
+      tail -n 40 "$log"
+    done
+  fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
   if [ -n "$proxied_pid" ]; then kill "$proxied_pid" 2>/dev/null || true; fi
   if [ -n "$provider_pid" ]; then kill "$provider_pid" 2>/dev/null || true; fi
