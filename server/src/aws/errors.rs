@@ -1,15 +1,48 @@
 //! What an AWS call's failure means for a person, for ECS and CloudWatch alike: the service's
 //! own code and message when it answered, otherwise what failed and where to look.
 
-use aws_sdk_ecs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
 
-/// `ECS refused ListTasks: ThrottlingException: Rate exceeded`, or `ListTasks failed (…);
-/// check the AWS credentials, region and permissions`.
+/// What went wrong, for a person: each cause in the error's chain in its own words, joined by
+/// ": ", without repeats and without the SDK's debug dump of its internals.
+pub fn plain<E: std::error::Error + ?Sized>(error: &E) -> String {
+    let mut parts: Vec<String> = vec![error.to_string()];
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = cause.source();
+    }
+    parts.join(": ")
+}
+
+/// Whether the service answered that it is throttling the caller's requests.
+pub fn is_throttling<E, R>(error: &SdkError<E, R>) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    error
+        .code()
+        .is_some_and(|code| crate::aws::calls::THROTTLING_CODES.contains(&code))
+}
+
+/// `ECS refused DescribeServices: ClusterNotFoundException: Cluster not found.`, `ECS is
+/// throttling requests (ListTasks: Rate exceeded)`, or `ListTasks failed (…); check the AWS
+/// credentials, region and permissions`.
 pub fn failure<E, R>(service: &str, operation: &str, error: &SdkError<E, R>) -> String
 where
     E: std::error::Error + ProvideErrorMetadata + 'static,
     R: std::fmt::Debug,
 {
+    if is_throttling(error) {
+        return format!(
+            "{service} is throttling requests ({operation}: {}: {}); the account's request rate for this kind of call is used up, by this console or other callers",
+            error.code().unwrap_or("ThrottlingException"),
+            error.message().unwrap_or("Rate exceeded")
+        );
+    }
     match (error.code(), error.message()) {
         (Some(code), message) => format!(
             "{service} refused {operation}: {code}: {}",
@@ -17,7 +50,7 @@ where
         ),
         _ => format!(
             "{operation} failed ({}); check the AWS credentials, region and permissions",
-            DisplayErrorContext(error)
+            plain(error)
         ),
     }
 }
@@ -57,27 +90,22 @@ where
     match error {
         SdkError::ConstructionFailure(_) => ServiceError::unavailable(format!(
             "{operation} could not be built ({}); nothing was sent",
-            DisplayErrorContext(error)
+            plain(error)
         )),
         SdkError::TimeoutError(_) => unknown("no answer came back in time".into()),
-        SdkError::DispatchFailure(_) => unknown(format!(
-            "the connection failed ({})",
-            DisplayErrorContext(error)
-        )),
-        SdkError::ResponseError(_) => unknown(format!(
-            "its answer could not be read ({})",
-            DisplayErrorContext(error)
-        )),
+        SdkError::DispatchFailure(_) => {
+            unknown(format!("the connection failed ({})", plain(error)))
+        }
+        SdkError::ResponseError(_) => {
+            unknown(format!("its answer could not be read ({})", plain(error)))
+        }
         _ => match error.code() {
             Some(code) if SERVER_SIDE.contains(&code) => unknown(format!(
                 "ECS answered {code}: {}",
                 error.message().unwrap_or("no message")
             )),
             Some(_) => ServiceError::refused_by_aws(ecs(operation, error)),
-            None => unknown(format!(
-                "the answer had no error code ({})",
-                DisplayErrorContext(error)
-            )),
+            None => unknown(format!("the answer had no error code ({})", plain(error))),
         },
     }
 }
@@ -123,7 +151,26 @@ mod tests {
             SdkError::timeout_error("connect timed out");
         let text = ecs("ListTasks", &unreachable);
         assert!(text.starts_with("ListTasks failed ("), "{text}");
+        assert!(!text.contains('{'), "no debug dump: {text}");
         assert!(text.ends_with("check the AWS credentials, region and permissions"));
+        let throttled: SdkError<ListTasksError, ()> = SdkError::service_error(
+            ListTasksError::generic(
+                ErrorMetadata::builder()
+                    .code("ThrottlingException")
+                    .message("Rate exceeded")
+                    .build(),
+            ),
+            (),
+        );
+        assert!(is_throttling(&throttled));
+        assert!(!is_throttling(&refused));
+        assert!(
+            ecs("ListTasks", &throttled).starts_with(
+                "ECS is throttling requests (ListTasks: ThrottlingException: Rate exceeded)"
+            ),
+            "{}",
+            ecs("ListTasks", &throttled)
+        );
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! AWS access: the ECS, CloudWatch and EC2 SDK clients, pointed at the embedded emulator, an
 //! endpoint given on the command line, or AWS itself through the default credential chain.
 
+pub mod budget;
+pub mod calls;
 pub mod errors;
+
+use std::sync::Arc;
 
 use aws_sdk_ecs::config::{BehaviorVersion, Credentials, Region};
 use aws_smithy_async::future::pagination_stream::PaginationStream;
@@ -52,6 +56,9 @@ fn timeouts() -> aws_config::timeout::TimeoutConfig {
         .build()
 }
 
+/// The share of ECS's request rates the fleet refresher uses by default, in percent.
+pub const DEFAULT_ECS_API_SHARE: u32 = 25;
+
 /// The SDK clients the console uses.
 #[derive(Clone, Debug)]
 pub struct Clients {
@@ -61,11 +68,20 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     /// The region the clients use, for display.
     pub region: String,
+    /// Every attempt of every call the clients made, for `/metrics`.
+    pub calls: Arc<calls::CallCounts>,
+    /// The fleet refresher's share of ECS's request rates.
+    pub budget: Arc<budget::Budget>,
 }
 
 impl Clients {
-    /// Builds both clients for `target`.
+    /// Builds the clients for `target`, the refresher paced to the default share of ECS's rates.
     pub async fn new(target: &Target) -> Clients {
+        Clients::with_share(target, DEFAULT_ECS_API_SHARE).await
+    }
+
+    /// Builds the clients for `target`, the refresher paced to `share_percent` of ECS's rates.
+    pub async fn with_share(target: &Target, share_percent: u32) -> Clients {
         let loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts());
         let loader = match target {
             Target::Emulator { endpoint } => loader
@@ -97,13 +113,30 @@ impl Clients {
             }
         };
         let config = loader.load().await;
+        let counts = Arc::new(calls::CallCounts::default());
+        let budget = Arc::new(budget::Budget::new(share_percent));
+        let count = |service| calls::CountCalls::new(service, counts.clone(), Some(budget.clone()));
         Clients {
             region: config
                 .region()
                 .map_or_else(|| "no region".to_string(), ToString::to_string),
-            ecs: aws_sdk_ecs::Client::new(&config),
-            cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
-            ec2: aws_sdk_ec2::Client::new(&config),
+            ecs: aws_sdk_ecs::Client::from_conf(
+                aws_sdk_ecs::config::Builder::from(&config)
+                    .interceptor(count("ecs"))
+                    .build(),
+            ),
+            cloudwatch: aws_sdk_cloudwatch::Client::from_conf(
+                aws_sdk_cloudwatch::config::Builder::from(&config)
+                    .interceptor(count("cloudwatch"))
+                    .build(),
+            ),
+            ec2: aws_sdk_ec2::Client::from_conf(
+                aws_sdk_ec2::config::Builder::from(&config)
+                    .interceptor(count("ec2"))
+                    .build(),
+            ),
+            calls: counts,
+            budget,
         }
     }
 }

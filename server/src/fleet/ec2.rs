@@ -105,6 +105,7 @@ impl Ec2Reader {
                         "{}; the checks cannot count ENI attachment points for awsvpc tasks until the console may call ec2:DescribeInstanceTypes",
                         crate::aws::errors::failure("EC2", "DescribeInstanceTypes", &error)
                     ),
+                    throttled: crate::aws::errors::is_throttling(&error),
                 })?;
                 let mut known = self.interfaces.lock().unwrap_or_else(|p| p.into_inner());
                 for info in page.instance_types() {
@@ -150,6 +151,7 @@ impl Ec2Reader {
                     "{}; GPUs whose CloudWatch agent names them by hostname show no usage until the console may call ec2:DescribeInstances (or configure the agent with append_dimensions InstanceId)",
                     crate::aws::errors::failure("EC2", "DescribeInstances", &error)
                 ),
+                throttled: crate::aws::errors::is_throttling(&error),
             })?;
             for instance in page.reservations().iter().flat_map(|r| r.instances()) {
                 let Some(id) = instance.instance_id() else {

@@ -14,6 +14,8 @@ pub struct ReadError {
     pub operation: &'static str,
     /// What failed, naming the call, in words a person can act on.
     pub message: String,
+    /// ECS (or CloudWatch, EC2) throttled the call: the refresher backs off.
+    pub throttled: bool,
 }
 
 /// Turns an ECS SDK error into a [`ReadError`] naming the operation.
@@ -27,6 +29,7 @@ where
     move |error| ReadError {
         operation,
         message: crate::aws::errors::ecs(operation, &error),
+        throttled: crate::aws::errors::is_throttling(&error),
     }
 }
 
@@ -41,5 +44,6 @@ where
     move |error| ReadError {
         operation,
         message: crate::aws::errors::cloudwatch(operation, &error),
+        throttled: crate::aws::errors::is_throttling(&error),
     }
 }
