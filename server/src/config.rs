@@ -148,6 +148,18 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_USAGE_HOST_DIMENSION", default_value = "host")]
     pub usage_host_dimension: String,
 
+    /// The share of each ECS request-throttling bucket (its burst and its sustained rate, as
+    /// ECS documents them per group of actions) that the fleet refresher may use, in percent.
+    /// Every caller in the account and region draws from the same buckets; the rest is left to
+    /// deploys, autoscaling and people. Per console process.
+    #[arg(long, env = "GPUSHARE_ECS_API_SHARE", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub ecs_api_share: u32,
+
+    /// Seconds between the background full reads that check the incremental refresh (each
+    /// refresh reads only what can have changed).
+    #[arg(long, env = "GPUSHARE_FULL_READ_INTERVAL", default_value_t = 600, value_parser = clap::value_parser!(u64).range(30..=86_400))]
+    pub full_read_interval: u64,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -162,6 +174,8 @@ impl Default for FleetArgs {
             refresh_interval: 15,
             team_tag: "team".into(),
             usage_host_dimension: "host".into(),
+            ecs_api_share: crate::aws::DEFAULT_ECS_API_SHARE,
+            full_read_interval: 600,
             emulator: EmulatorArgs::default(),
         }
     }
@@ -192,8 +206,9 @@ pub struct EmulatorArgs {
 
     /// Inject faults: `OPERATION:latency=40,jitter=10,throttle=0.1,error=0.05,drop=0.01,lost=0.01`,
     /// with `*` for every operation; repeat for several. `drop` drops the connection before the
-    /// operation, `lost` carries it out and then drops the answer. Also settable at runtime with
-    /// `PUT /_emulator/faults` on the emulator.
+    /// operation, `lost` carries it out and then drops the answer. `rate-limits=on` (or `off`)
+    /// enforces ECS's request throttling, its token buckets per group of actions (on by default
+    /// in `large`). Also settable at runtime with `PUT /_emulator/faults` on the emulator.
     #[arg(
         long = "fault",
         env = "GPUSHARE_FAULT",

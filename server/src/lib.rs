@@ -177,14 +177,21 @@ pub async fn connect_fleet(
             profile: fleet.profile.clone(),
             endpoint_url: fleet.endpoint_url.clone(),
         };
-        let clients = aws::Clients::new(&target).await;
+        let clients = aws::Clients::with_share(&target, fleet.ecs_api_share).await;
         let source = app::model::FleetSource::Aws {
             region: clients.region.clone(),
         };
         return Ok((source, clients));
     }
     let emulator = build_emulator(&fleet.emulator).await?;
-    let (endpoint, clients) = serve_emulator(&emulator).await?;
+    let (endpoint, _) = serve_emulator(&emulator).await?;
+    let clients = aws::Clients::with_share(
+        &aws::Target::Emulator {
+            endpoint: endpoint.clone(),
+        },
+        fleet.ecs_api_share,
+    )
+    .await;
     tracing::info!(%endpoint, scenario = %fleet.emulator.scenario, "embedded emulator started");
     let source = app::model::FleetSource::Emulator {
         endpoint,

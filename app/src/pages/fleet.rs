@@ -182,6 +182,7 @@ fn Freshness(overview: FleetOverview) -> impl IntoView {
     let age = move || base.map(|a| a + ticks.get());
     let stale_by_age = move || age().is_some_and(|a| a > 3 * interval.max(1) as i64);
     let error = overview.last_error.clone();
+    let behind = overview.behind.clone();
     let usage_error = overview.usage_error.clone();
     let server_stale = overview.stale;
     view! {
@@ -192,6 +193,11 @@ fn Freshness(overview: FleetOverview) -> impl IntoView {
             }}
         </p>
         <div class="banners">
+            {behind.map(|why| view! {
+                <p class="banner info" role="status" data-testid="budget-banner">
+                    {format!("Fleet data {} old: {why}", format_age(base.unwrap_or(0)))}
+                </p>
+            })}
             {move || (server_stale || stale_by_age()).then(|| {
                 let why = match &error {
                     Some(error) => format!("the last refresh failed: {error}"),

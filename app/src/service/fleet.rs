@@ -34,6 +34,7 @@ pub fn overview(context: &ServiceContext, query: &FleetQuery) -> FleetOverview {
         stale: state.last_error.is_some()
             || age.is_some_and(|age| age > 3 * interval.max(1) as i64),
         last_error: state.last_error.clone(),
+        behind: state.behind.clone(),
         applied: query.clone(),
         ..FleetOverview::default()
     };

@@ -34,6 +34,9 @@ pub struct FleetState {
     pub last_attempt: Option<DateTime<Utc>>,
     /// Counts stored snapshots: a page holding an older number is out of date.
     pub version: u64,
+    /// Why the data is older than the refresh interval when the refresher is holding back
+    /// (waiting for its share of ECS's request budget, or backing off after throttling).
+    pub behind: Option<String>,
 }
 
 /// The fleet snapshot, kept in memory and refreshed in the background: reading it never waits

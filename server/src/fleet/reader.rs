@@ -1,6 +1,15 @@
 //! Reads the fleet through aws-sdk-ecs: clusters → container instances → tasks → task
 //! definitions → services and their team tags, describes batched at the API limits, clusters
 //! read concurrently, task definitions cached by ARN (they never change).
+//!
+//! The first read is a full read. After it, a refresh reads only what can have changed (see
+//! [`incremental`]): the container instances every time, tasks only where an instance changed,
+//! services in a changed cluster, those in a rollout and a rotating slice of the rest. A full
+//! read still runs now and then in the background, paced behind the refreshes, and its result
+//! is compared with the incremental state. Every ECS call waits for the budget: a share of
+//! ECS's documented request rates ([`crate::aws::budget`]).
+
+mod incremental;
 
 use std::{
     collections::HashMap,
@@ -8,32 +17,39 @@ use std::{
         atomic::{AtomicU32, Ordering},
         Arc, Mutex,
     },
+    time::Duration,
 };
 
 use app::model::{
-    arn::arn_tail, gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, InstanceView,
-    ServiceRef, SharingMode,
+    arn::arn_tail, gpu_model_of, nominal_gpu_memory_mib, FleetSnapshot, InstanceView, ServiceRef,
+    SharingMode,
 };
 use aws_sdk_ecs::types::{
-    ContainerInstanceField, GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType,
-    ServiceField, SharingStrategy, TaskDefinitionField,
+    GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, SharingStrategy,
+    TaskDefinitionField,
 };
-use futures::{future::try_join_all, stream, Stream, StreamExt, TryStreamExt};
+use futures::{stream, Stream, StreamExt, TryStreamExt};
 use placement::resources::Room;
 
+pub use self::incremental::Drift;
+use self::incremental::{ClusterState, Known};
 use super::{
     ec2::{host_names, Ec2Instance, Ec2Reader},
     ecs_failed as failed,
-    join::{join, DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
+    join::{DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
     usage::{UsageMap, UsageReader},
     ReadError,
 };
-use crate::aws::pages;
+use crate::aws::budget::{Budget, Lane};
 
 /// DescribeTaskDefinition calls in flight at once on a first read.
 const DEFINITION_CONCURRENCY: usize = 50;
 
-/// Reads fleet snapshots; keeps the task definition cache between reads.
+/// How often a full read checks the incremental state, by default.
+pub const FULL_READ_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Reads fleet snapshots; keeps the task definition cache and the incremental state between
+/// reads.
 pub struct FleetReader {
     ecs: aws_sdk_ecs::Client,
     team_tag: String,
@@ -41,6 +57,33 @@ pub struct FleetReader {
     definitions: Mutex<HashMap<String, DefinitionGpu>>,
     usage: Option<UsageReader>,
     ec2: Option<Ec2Reader>,
+    budget: Option<Arc<Budget>>,
+    /// What the last read left: the base of the next incremental refresh.
+    known: tokio::sync::Mutex<Option<Known>>,
+    full_every: Duration,
+    /// The last full read's comparison with the incremental state.
+    checks: Mutex<Checks>,
+}
+
+/// What the background full reads found, for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// Full reads compared with the incremental state.
+    pub full_reads: u64,
+    /// GPUs compared (on instances that did not change between the two reads).
+    pub gpus_compared: u64,
+    /// GPUs whose incremental view differed from the full read's.
+    pub gpus_differing: u64,
+}
+
+/// What one refresh did.
+#[derive(Clone, Debug)]
+pub struct Refresh {
+    pub snapshot: FleetSnapshot,
+    /// Whether it read everything (the first read) or only what could have changed.
+    pub full: bool,
+    /// Time spent waiting for the ECS API budget.
+    pub waited: Duration,
 }
 
 impl FleetReader {
@@ -52,6 +95,10 @@ impl FleetReader {
             definitions: Mutex::new(HashMap::new()),
             usage: None,
             ec2: None,
+            budget: None,
+            known: tokio::sync::Mutex::new(None),
+            full_every: FULL_READ_INTERVAL,
+            checks: Mutex::new(Checks::default()),
         }
     }
 
@@ -71,19 +118,152 @@ impl FleetReader {
         }
     }
 
+    /// Paces every ECS call to `budget`.
+    pub fn with_budget(self, budget: Arc<Budget>) -> FleetReader {
+        FleetReader {
+            budget: Some(budget),
+            ..self
+        }
+    }
+
+    /// Checks the incremental state with a full read this often.
+    pub fn with_full_read_every(self, every: Duration) -> FleetReader {
+        FleetReader {
+            full_every: every,
+            ..self
+        }
+    }
+
+    /// What the full reads have found so far.
+    pub fn checks(&self) -> Checks {
+        self.checks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits for the budget to allow one call of `operation`.
+    async fn pace(&self, operation: &str, lane: Lane) {
+        if let Some(budget) = &self.budget {
+            budget.take(operation, lane).await;
+        }
+    }
+
     /// Reads the whole fleet, and its usage when a usage reader is set, concurrently. Never
     /// partial: any failed ECS call fails the read. When CloudWatch fails, the snapshot says so
-    /// in `usage_error` and every GPU's usage is "no data".
+    /// in `usage_error` and every GPU's usage is "no data". Resets the incremental state.
     pub async fn read(&self) -> Result<FleetSnapshot, ReadError> {
-        let now = chrono::Utc::now();
-        let usage = async {
-            match &self.usage {
-                Some(reader) => Some(reader.read(now).await),
-                None => None,
-            }
+        let mut known = self.known.lock().await;
+        let calls = AtomicU32::new(0);
+        let (states, usage) =
+            tokio::join!(self.read_full(&calls, Lane::Foreground), self.read_usage());
+        let states = states?;
+        let snapshot = self
+            .finish(&states, calls.load(Ordering::Relaxed), usage)
+            .await;
+        *known = Some(Known::new(states));
+        Ok(snapshot)
+    }
+
+    /// Brings the snapshot up to date: a full read the first time, then incrementally.
+    pub async fn refresh(&self) -> Result<Refresh, ReadError> {
+        let waited_before = self.budget.as_ref().map_or(0, |b| b.waited_ms());
+        let mut guard = self.known.lock().await;
+        let Some(known) = guard.as_mut() else {
+            drop(guard);
+            let snapshot = self.read().await?;
+            return Ok(Refresh {
+                snapshot,
+                full: true,
+                waited: self.waited_since(waited_before),
+            });
         };
-        let (snapshot, usage) = tokio::join!(self.read_ecs(), usage);
-        let (mut snapshot, eni_tasks) = snapshot?;
+        let calls = AtomicU32::new(0);
+        let (updated, usage) = tokio::join!(self.read_changes(known, &calls), self.read_usage());
+        updated?;
+        let snapshot = self
+            .finish(&known.clusters, calls.load(Ordering::Relaxed), usage)
+            .await;
+        Ok(Refresh {
+            snapshot,
+            full: false,
+            waited: self.waited_since(waited_before),
+        })
+    }
+
+    fn waited_since(&self, before: u64) -> Duration {
+        let now = self.budget.as_ref().map_or(0, |b| b.waited_ms());
+        Duration::from_millis(now.saturating_sub(before))
+    }
+
+    /// Whether a background full read is due.
+    pub async fn full_read_due(&self) -> bool {
+        self.known
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|k| k.full_at.elapsed() >= self.full_every)
+    }
+
+    /// Reads everything in the background lane (behind the refreshes), compares it with the
+    /// incremental state of the same moment, logs and counts any difference, and makes it the
+    /// base of the next refresh.
+    pub async fn check_with_full_read(&self) -> Result<Drift, ReadError> {
+        let calls = AtomicU32::new(0);
+        let full = self.read_full(&calls, Lane::Background).await?;
+        let mut guard = self.known.lock().await;
+        let Some(known) = guard.as_mut() else {
+            *guard = Some(Known::new(full));
+            return Ok(Drift::default());
+        };
+        // Bring the incremental state to now, so that both describe the same moment as nearly
+        // as can be; instances that changed between the two reads are not compared.
+        let calls = AtomicU32::new(0);
+        self.read_changes(known, &calls).await?;
+        let definitions = self
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let drift = incremental::compare(&known.clusters, &full, &definitions);
+        {
+            let mut checks = self.checks.lock().unwrap_or_else(|p| p.into_inner());
+            checks.full_reads += 1;
+            checks.gpus_compared += drift.compared;
+            checks.gpus_differing += drift.differing.len() as u64;
+        }
+        if !drift.differing.is_empty() {
+            tracing::warn!(
+                gpus = drift.differing.len(),
+                examples = %drift.differing.iter().take(5).cloned().collect::<Vec<_>>().join("; "),
+                "the incremental fleet state differed from a full read; the full read replaces it"
+            );
+        }
+        *known = Known::new(full);
+        Ok(drift)
+    }
+
+    async fn read_usage(&self) -> Option<Result<UsageMap, ReadError>> {
+        match &self.usage {
+            Some(reader) => Some(reader.read(chrono::Utc::now()).await),
+            None => None,
+        }
+    }
+
+    /// The snapshot of `states`, with what EC2 and CloudWatch add.
+    async fn finish(
+        &self,
+        states: &[ClusterState],
+        calls: u32,
+        usage: Option<Result<UsageMap, ReadError>>,
+    ) -> FleetSnapshot {
+        let definitions = self
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let (mut snapshot, eni_tasks) = incremental::assemble(states, &definitions);
+        snapshot.api_calls = calls;
         // EC2 needs the instance IDs that ECS gave; it describes only instances it has not seen.
         let mut ec2_error = None;
         let ec2 = match &self.ec2 {
@@ -131,92 +311,132 @@ impl FleetReader {
                 Err(error) => tracing::warn!("{error}"),
             }
         }
-        Ok(snapshot)
+        snapshot
     }
 
-    /// Reads what ECS knows of the fleet; also, per container instance ARN, how many of its
-    /// tasks hold an ENI of their own.
-    async fn read_ecs(&self) -> Result<(FleetSnapshot, HashMap<String, u32>), ReadError> {
-        let calls = AtomicU32::new(0);
-        let (clusters, pages) = list_cluster_arns(&self.ecs).await?;
-        calls.fetch_add(pages, Ordering::Relaxed);
-        let views = try_join_all(clusters.iter().map(|arn| self.read_cluster(arn, &calls))).await?;
-        let unknown = views.iter().map(|(_, unknown, _)| *unknown).sum();
-        let mut eni_tasks = HashMap::new();
-        let mut clusters: Vec<ClusterView> = Vec::with_capacity(views.len());
-        for (view, _, enis) in views {
-            clusters.push(view);
-            eni_tasks.extend(enis);
-        }
-        clusters.sort_by(|a, b| a.name.cmp(&b.name));
-        let snapshot = FleetSnapshot {
-            taken_at: app::service::clock::now(),
-            api_calls: calls.load(Ordering::Relaxed),
-            cloudwatch_calls: 0,
-            usage_error: None,
-            clusters,
-            unknown_gpu_ids: unknown,
-        };
-        Ok((snapshot, eni_tasks))
+    /// Reads every cluster in full.
+    async fn read_full(
+        &self,
+        calls: &AtomicU32,
+        lane: Lane,
+    ) -> Result<Vec<ClusterState>, ReadError> {
+        let clusters = self.list_cluster_arns(calls, lane).await?;
+        let counts = self.describe_clusters(&clusters, calls, lane).await?;
+        let mut states = futures::future::try_join_all(
+            clusters
+                .iter()
+                .map(|arn| self.read_cluster(arn, counts.get(arn).copied(), calls, lane)),
+        )
+        .await?;
+        states.sort_by(|a, b| arn_tail(&a.arn).cmp(arn_tail(&b.arn)));
+        Ok(states)
     }
 
     async fn read_cluster(
         &self,
         cluster: &str,
+        counts: Option<incremental::ClusterCounts>,
         calls: &AtomicU32,
-    ) -> Result<(ClusterView, u32, HashMap<String, u32>), ReadError> {
-        let name = arn_tail(cluster).to_string();
-        let (instances, tasks, (services, teams)) = tokio::try_join!(
-            self.read_instances(cluster, calls),
-            self.read_tasks(cluster, calls),
-            self.read_service_teams(cluster, calls),
+        lane: Lane,
+    ) -> Result<ClusterState, ReadError> {
+        let (instances, tasks, services) = tokio::try_join!(
+            self.pipelined(
+                calls,
+                100,
+                self.listing(cluster, Listing::Instances, calls, lane),
+                self.describe_instances(cluster, lane),
+            ),
+            self.pipelined(
+                calls,
+                100,
+                self.listing(cluster, Listing::Tasks(None), calls, lane),
+                self.describe_tasks(cluster, lane),
+            ),
+            self.pipelined(
+                calls,
+                10,
+                self.listing(cluster, Listing::Services, calls, lane),
+                self.describe_services(cluster, lane),
+            ),
         )?;
-        self.cache_definitions(&tasks, calls).await?;
-        let definitions = self
-            .definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let gpus: Vec<Vec<RawGpu>> = instances.iter().map(|(_, gpus)| gpus.clone()).collect();
-        let joined = join(&gpus, &tasks, &definitions, &teams);
-        let instances = instances
-            .into_iter()
-            .zip(joined.instances)
-            .map(|((instance, _), gpus)| InstanceView { gpus, ..instance })
-            .collect();
-        let mut eni_tasks: HashMap<String, u32> = HashMap::new();
-        for task in tasks.iter().filter(|t| t.holds_eni) {
-            if let Some(arn) = &task.container_instance_arn {
-                *eni_tasks.entry(arn.clone()).or_default() += 1;
-            }
-        }
-        let status = |wanted: &[&str]| {
-            tasks
-                .iter()
-                .filter(|t| {
-                    t.last_status
-                        .as_deref()
-                        .is_some_and(|s| wanted.contains(&s))
-                })
-                .count() as u32
-        };
-        Ok((
-            ClusterView {
-                name,
-                instances,
-                services: services.len() as u32,
-                service_list: services,
-                running_tasks: status(&["RUNNING"]),
-                pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
-            },
-            joined.unknown_gpus.len() as u32,
-            eni_tasks,
+        let tasks: Vec<RawTask> = tasks.into_iter().filter_map(Result::ok).collect();
+        self.cache_definitions(&tasks, calls, lane).await?;
+        Ok(ClusterState::from_reads(
+            cluster, counts, instances, tasks, services,
         ))
     }
 
-    /// Reads a list's pages (the SDK's paginator) and describes each page as soon as it
-    /// arrives (in batches of `batch`, at most `concurrency` at once), so that describing
-    /// overlaps listing.
+    /// Reads a list's pages, each after the budget allows it, as a stream.
+    fn listing<'a>(
+        &'a self,
+        cluster: &'a str,
+        listing: Listing,
+        calls: &'a AtomicU32,
+        lane: Lane,
+    ) -> impl Stream<Item = Result<Vec<String>, ReadError>> + Send + 'a {
+        stream::try_unfold(
+            (Some(None::<String>), listing),
+            move |(next, listing)| async move {
+                let Some(token) = next else {
+                    return Ok(None);
+                };
+                self.pace(listing.operation(), lane).await;
+                calls.fetch_add(1, Ordering::Relaxed);
+                let (items, token) = match &listing {
+                    Listing::Instances => {
+                        let out = self
+                            .ecs
+                            .list_container_instances()
+                            .cluster(cluster)
+                            .max_results(100)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(failed("ListContainerInstances"))?;
+                        (
+                            out.container_instance_arns().to_vec(),
+                            out.next_token().map(str::to_string),
+                        )
+                    }
+                    Listing::Tasks(instance) => {
+                        let out = self
+                            .ecs
+                            .list_tasks()
+                            .cluster(cluster)
+                            .set_container_instance(instance.clone())
+                            .max_results(100)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(failed("ListTasks"))?;
+                        (
+                            out.task_arns().to_vec(),
+                            out.next_token().map(str::to_string),
+                        )
+                    }
+                    Listing::Services => {
+                        let out = self
+                            .ecs
+                            .list_services()
+                            .cluster(cluster)
+                            .max_results(100)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(failed("ListServices"))?;
+                        (
+                            out.service_arns().to_vec(),
+                            out.next_token().map(str::to_string),
+                        )
+                    }
+                };
+                Ok(Some((items, (token.map(Some), listing))))
+            },
+        )
+    }
+
+    /// Describes what a list's pages name as soon as each page arrives (in batches of
+    /// `batch`, at most `concurrency` at once), so that describing overlaps listing.
     async fn pipelined<T, D, DF>(
         &self,
         calls: &AtomicU32,
@@ -238,7 +458,6 @@ impl FleetReader {
                 Some(Ok(page)) => page,
                 Some(Err(error)) => break Err(error),
             };
-            calls.fetch_add(1, Ordering::Relaxed);
             for chunk in page.chunks(batch) {
                 let described = describe(chunk.to_vec());
                 let limit = limit.clone();
@@ -257,6 +476,7 @@ impl FleetReader {
             let described = handle.await.map_err(|e| ReadError {
                 operation: "describe",
                 message: format!("a describe call stopped before it answered: {e}"),
+                throttled: false,
             })?;
             items.extend(described?);
             calls.fetch_add(1, Ordering::Relaxed);
@@ -264,65 +484,75 @@ impl FleetReader {
         Ok(items)
     }
 
-    async fn read_instances(
+    /// Describes `arns` in batches of `batch`, at most `concurrency` at once.
+    async fn described<T, D, DF>(
+        &self,
+        calls: &AtomicU32,
+        batch: usize,
+        arns: Vec<String>,
+        describe: D,
+    ) -> Result<Vec<T>, ReadError>
+    where
+        D: Fn(Vec<String>) -> DF,
+        DF: std::future::Future<Output = Result<Vec<T>, ReadError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        if arns.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.pipelined(calls, batch, stream::iter([Ok(arns)]), describe)
+            .await
+    }
+
+    /// DescribeContainerInstances of one batch: each instance, or the ARN ECS did not find.
+    fn describe_instances(
         &self,
         cluster: &str,
-        calls: &AtomicU32,
-    ) -> Result<Vec<(InstanceView, Vec<RawGpu>)>, ReadError> {
-        let list = pages(
-            self.ecs
-                .list_container_instances()
-                .cluster(cluster)
-                .max_results(100)
-                .into_paginator()
-                .send(),
-        )
-        .map(|page| {
-            page.map(|out| out.container_instance_arns().to_vec())
-                .map_err(failed("ListContainerInstances"))
-        });
-        let describe = |batch: Vec<String>| {
-            let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
-            async move {
+        lane: Lane,
+    ) -> impl Fn(Vec<String>) -> Described<incremental::KnownInstance> {
+        let (ecs, cluster, budget) = (self.ecs.clone(), cluster.to_string(), self.budget.clone());
+        move |batch| {
+            let (ecs, cluster, budget) = (ecs.clone(), cluster.clone(), budget.clone());
+            Box::pin(async move {
+                if let Some(budget) = &budget {
+                    budget.take("DescribeContainerInstances", lane).await;
+                }
                 let out = ecs
                     .describe_container_instances()
                     .cluster(cluster)
                     .set_container_instances(Some(batch))
                     // Without it ECS leaves out healthStatus, and an impaired MPS daemon.
-                    .include(ContainerInstanceField::ContainerInstanceHealth)
+                    .include(aws_sdk_ecs::types::ContainerInstanceField::ContainerInstanceHealth)
                     .send()
                     .await
                     .map_err(failed("DescribeContainerInstances"))?;
                 Ok(out
                     .container_instances()
                     .iter()
-                    .map(instance_view)
+                    .map(|i| Ok(incremental::KnownInstance::of(i)))
+                    .chain(
+                        out.failures()
+                            .iter()
+                            .map(|f| Err(f.arn().unwrap_or_default().to_string())),
+                    )
                     .collect())
-            }
-        };
-        self.pipelined(calls, 100, list, describe).await
+            })
+        }
     }
 
-    async fn read_tasks(
+    /// DescribeTasks of one batch: each task, or the ARN ECS did not find.
+    fn describe_tasks(
         &self,
         cluster: &str,
-        calls: &AtomicU32,
-    ) -> Result<Vec<RawTask>, ReadError> {
-        let list = pages(
-            self.ecs
-                .list_tasks()
-                .cluster(cluster)
-                .max_results(100)
-                .into_paginator()
-                .send(),
-        )
-        .map(|page| {
-            page.map(|out| out.task_arns().to_vec())
-                .map_err(failed("ListTasks"))
-        });
-        let describe = |batch: Vec<String>| {
-            let (ecs, cluster) = (self.ecs.clone(), cluster.to_string());
-            async move {
+        lane: Lane,
+    ) -> impl Fn(Vec<String>) -> Described<RawTask> {
+        let (ecs, cluster, budget) = (self.ecs.clone(), cluster.to_string(), self.budget.clone());
+        move |batch| {
+            let (ecs, cluster, budget) = (ecs.clone(), cluster.clone(), budget.clone());
+            Box::pin(async move {
+                if let Some(budget) = &budget {
+                    budget.take("DescribeTasks", lane).await;
+                }
                 let out = ecs
                     .describe_tasks()
                     .cluster(cluster)
@@ -330,39 +560,49 @@ impl FleetReader {
                     .send()
                     .await
                     .map_err(failed("DescribeTasks"))?;
-                Ok(out.tasks().iter().map(raw_task).collect())
-            }
-        };
-        self.pipelined(calls, 100, list, describe).await
+                Ok(out
+                    .tasks()
+                    .iter()
+                    .map(|t| Ok(raw_task(t)))
+                    .chain(
+                        out.failures()
+                            .iter()
+                            .map(|f| Err(f.arn().unwrap_or_default().to_string())),
+                    )
+                    .collect())
+            })
+        }
     }
 
-    /// The number of services, and the team of each tagged one.
-    async fn read_service_teams(
+    /// DescribeServices of one batch (with tags): each service by ARN with its status, or the
+    /// ARN ECS did not find.
+    fn describe_services(
         &self,
         cluster: &str,
-        calls: &AtomicU32,
-    ) -> Result<(Vec<ServiceRef>, HashMap<String, String>), ReadError> {
-        let list = pages(
-            self.ecs
-                .list_services()
-                .cluster(cluster)
-                .max_results(100)
-                .into_paginator()
-                .send(),
-        )
-        .map(|page| {
-            page.map(|out| out.service_arns().to_vec())
-                .map_err(failed("ListServices"))
-        });
-        let describe = |batch: Vec<String>| {
-            let (ecs, cluster, team_tag) =
-                (self.ecs.clone(), cluster.to_string(), self.team_tag.clone());
-            async move {
+        lane: Lane,
+    ) -> impl Fn(Vec<String>) -> Described<incremental::KnownService> {
+        let (ecs, cluster, budget, team_tag) = (
+            self.ecs.clone(),
+            cluster.to_string(),
+            self.budget.clone(),
+            self.team_tag.clone(),
+        );
+        move |batch| {
+            let (ecs, cluster, budget, team_tag) = (
+                ecs.clone(),
+                cluster.clone(),
+                budget.clone(),
+                team_tag.clone(),
+            );
+            Box::pin(async move {
+                if let Some(budget) = &budget {
+                    budget.take("DescribeServices", lane).await;
+                }
                 let out = ecs
                     .describe_services()
                     .cluster(cluster)
                     .set_services(Some(batch))
-                    .include(ServiceField::Tags)
+                    .include(aws_sdk_ecs::types::ServiceField::Tags)
                     .send()
                     .await
                     .map_err(failed("DescribeServices"))?;
@@ -370,62 +610,82 @@ impl FleetReader {
                     .services()
                     .iter()
                     .map(|s| {
-                        let team = s
-                            .tags()
-                            .iter()
-                            .find(|t| t.key() == Some(team_tag.as_str()))
-                            .and_then(|t| t.value());
-                        let config = s.deployment_configuration();
-                        let breaker = config.and_then(|c| c.deployment_circuit_breaker());
-                        let count = |n: i32| n.max(0) as u32;
-                        ServiceRef {
-                            name: s.service_name().unwrap_or_default().to_string(),
-                            task_definition_arn: s
-                                .task_definition()
-                                .unwrap_or_default()
-                                .to_string(),
-                            team: team.map(str::to_string),
-                            desired: count(s.desired_count()),
-                            running: count(s.running_count()),
-                            pending: count(s.pending_count()),
-                            rollout_state: s
-                                .deployments()
-                                .iter()
-                                .find(|d| d.status() == Some("PRIMARY"))
-                                .and_then(|d| d.rollout_state())
-                                .map(|state| state.as_str().to_string()),
-                            deployments: s.deployments().len() as u32,
-                            maximum_percent: config.and_then(|c| c.maximum_percent()).map(count),
-                            minimum_healthy_percent: config
-                                .and_then(|c| c.minimum_healthy_percent())
-                                .map(count),
-                            circuit_breaker: breaker.is_some_and(|b| b.enable()),
-                            circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
-                            strategy: config
-                                .and_then(|c| c.strategy())
-                                .map(|s| s.as_str().to_string()),
-                            placement_constraints: s
-                                .placement_constraints()
-                                .iter()
-                                .map(constraint_json)
-                                .collect(),
-                            placement_strategy: s
-                                .placement_strategy()
-                                .iter()
-                                .map(strategy_text)
-                                .collect(),
-                        }
+                        Ok(incremental::KnownService {
+                            arn: s.service_arn().unwrap_or_default().to_string(),
+                            status: s.status().unwrap_or("ACTIVE").to_string(),
+                            service: service_ref(s, &team_tag),
+                        })
                     })
-                    .collect::<Vec<_>>())
+                    .chain(
+                        out.failures()
+                            .iter()
+                            .map(|f| Err(f.arn().unwrap_or_default().to_string())),
+                    )
+                    .collect())
+            })
+        }
+    }
+
+    /// Every cluster ARN, each page within the budget.
+    async fn list_cluster_arns(
+        &self,
+        calls: &AtomicU32,
+        lane: Lane,
+    ) -> Result<Vec<String>, ReadError> {
+        let mut arns = Vec::new();
+        let mut token = None;
+        loop {
+            self.pace("ListClusters", lane).await;
+            calls.fetch_add(1, Ordering::Relaxed);
+            let page = self
+                .ecs
+                .list_clusters()
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(failed("ListClusters"))?;
+            arns.extend(page.cluster_arns().iter().cloned());
+            token = page.next_token().map(str::to_string);
+            if token.is_none() {
+                return Ok(arns);
             }
-        };
-        let mut services = self.pipelined(calls, 10, list, describe).await?;
-        services.sort_by(|a, b| a.name.cmp(&b.name));
-        let teams = services
-            .iter()
-            .filter_map(|s| Some((s.name.clone(), s.team.clone()?)))
-            .collect();
-        Ok((services, teams))
+        }
+    }
+
+    /// DescribeClusters' counts of each of `arns` that ECS still has as ACTIVE.
+    async fn describe_clusters(
+        &self,
+        arns: &[String],
+        calls: &AtomicU32,
+        lane: Lane,
+    ) -> Result<HashMap<String, incremental::ClusterCounts>, ReadError> {
+        let mut counts = HashMap::new();
+        for chunk in arns.chunks(100) {
+            self.pace("DescribeClusters", lane).await;
+            calls.fetch_add(1, Ordering::Relaxed);
+            let out = self
+                .ecs
+                .describe_clusters()
+                .set_clusters(Some(chunk.to_vec()))
+                .send()
+                .await
+                .map_err(failed("DescribeClusters"))?;
+            for cluster in out.clusters() {
+                if cluster.status().is_some_and(|s| s != "ACTIVE") {
+                    continue;
+                }
+                counts.insert(
+                    cluster.cluster_arn().unwrap_or_default().to_string(),
+                    incremental::ClusterCounts {
+                        instances: cluster.registered_container_instances_count(),
+                        running: cluster.running_tasks_count(),
+                        pending: cluster.pending_tasks_count(),
+                        services: cluster.active_services_count(),
+                    },
+                );
+            }
+        }
+        Ok(counts)
     }
 
     /// Describes the task definitions not yet cached.
@@ -433,6 +693,7 @@ impl FleetReader {
         &self,
         tasks: &[RawTask],
         calls: &AtomicU32,
+        lane: Lane,
     ) -> Result<(), ReadError> {
         let missing: Vec<String> = {
             let cache = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
@@ -448,6 +709,8 @@ impl FleetReader {
         let team_tag = self.team_tag.as_str();
         let found: Vec<(String, DefinitionGpu)> =
             stream::iter(missing.into_iter().map(|arn| async move {
+                self.pace("DescribeTaskDefinition", lane).await;
+                calls.fetch_add(1, Ordering::Relaxed);
                 let out = self
                     .ecs
                     .describe_task_definition()
@@ -456,7 +719,6 @@ impl FleetReader {
                     .send()
                     .await
                     .map_err(failed("DescribeTaskDefinition"))?;
-                calls.fetch_add(1, Ordering::Relaxed);
                 let containers = out
                     .task_definition()
                     .map(|td| {
@@ -491,9 +753,68 @@ impl FleetReader {
     }
 }
 
-/// Puts usage and GPU models on the snapshot's GPUs, joined by host and GPU index (the order
-/// of `gpuDevices`): the agent's host is the instance ID, or its hostname, which EC2's private
-/// DNS name gives (see [`host_names`]). Also the lifecycle and zone EC2 reports.
+/// One describe call's answer: each item found, or the ARN ECS did not find.
+type Described<T> = futures::future::BoxFuture<'static, Result<Vec<Result<T, String>>, ReadError>>;
+
+/// Which list a [`FleetReader::listing`] reads.
+#[derive(Clone, Debug)]
+enum Listing {
+    Instances,
+    /// A cluster's tasks, or one container instance's.
+    Tasks(Option<String>),
+    Services,
+}
+
+impl Listing {
+    fn operation(&self) -> &'static str {
+        match self {
+            Listing::Instances => "ListContainerInstances",
+            Listing::Tasks(_) => "ListTasks",
+            Listing::Services => "ListServices",
+        }
+    }
+}
+
+/// A service as the console shows it, from DescribeServices.
+fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> ServiceRef {
+    let team = s
+        .tags()
+        .iter()
+        .find(|t| t.key() == Some(team_tag))
+        .and_then(|t| t.value());
+    let config = s.deployment_configuration();
+    let breaker = config.and_then(|c| c.deployment_circuit_breaker());
+    let count = |n: i32| n.max(0) as u32;
+    ServiceRef {
+        name: s.service_name().unwrap_or_default().to_string(),
+        task_definition_arn: s.task_definition().unwrap_or_default().to_string(),
+        team: team.map(str::to_string),
+        desired: count(s.desired_count()),
+        running: count(s.running_count()),
+        pending: count(s.pending_count()),
+        rollout_state: s
+            .deployments()
+            .iter()
+            .find(|d| d.status() == Some("PRIMARY"))
+            .and_then(|d| d.rollout_state())
+            .map(|state| state.as_str().to_string()),
+        deployments: s.deployments().len() as u32,
+        maximum_percent: config.and_then(|c| c.maximum_percent()).map(count),
+        minimum_healthy_percent: config.and_then(|c| c.minimum_healthy_percent()).map(count),
+        circuit_breaker: breaker.is_some_and(|b| b.enable()),
+        circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
+        strategy: config
+            .and_then(|c| c.strategy())
+            .map(|s| s.as_str().to_string()),
+        placement_constraints: s
+            .placement_constraints()
+            .iter()
+            .map(constraint_json)
+            .collect(),
+        placement_strategy: s.placement_strategy().iter().map(strategy_text).collect(),
+    }
+}
+
 fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap, ec2: &HashMap<String, Ec2Instance>) {
     snapshot.cloudwatch_calls = usage.calls;
     for instance in snapshot
@@ -528,19 +849,6 @@ fn add_usage(snapshot: &mut FleetSnapshot, usage: &UsageMap, ec2: &HashMap<Strin
             gpu.usage = usage.by_gpu.get(&(host.clone(), gpu.index)).copied();
         }
     }
-}
-
-/// Every cluster ARN, and the number of calls it took.
-pub async fn list_cluster_arns(ecs: &aws_sdk_ecs::Client) -> Result<(Vec<String>, u32), ReadError> {
-    let mut arns = Vec::new();
-    let mut calls = 0;
-    let mut pages = ecs.list_clusters().into_paginator().send();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(failed("ListClusters"))?;
-        calls += 1;
-        arns.extend(page.cluster_arns().iter().cloned());
-    }
-    Ok((arns, calls))
 }
 
 fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
@@ -799,6 +1107,7 @@ pub type SharedReader = Arc<FleetReader>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use app::model::ClusterView;
 
     fn snapshot(attributes: &[(&str, &str)]) -> FleetSnapshot {
         let room = Room {

@@ -12,11 +12,27 @@ pub use app::service::ports::FleetState;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-use super::reader::FleetReader;
+use super::{reader::FleetReader, ReadError};
+
+/// What the refresher has done, for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RefreshStats {
+    /// Refreshes that ended well, and that failed.
+    pub succeeded: u64,
+    pub failed: u64,
+    /// The last refresh: how long it took, of which waiting for the ECS API budget, and its
+    /// ECS calls.
+    pub last_seconds: f64,
+    pub last_waited_seconds: f64,
+    pub last_ecs_calls: u32,
+    /// Whether the last refresh was a full read.
+    pub last_full: bool,
+}
 
 /// The shared latest snapshot.
 pub struct SnapshotStore {
     state: RwLock<FleetState>,
+    stats: RwLock<RefreshStats>,
     refresh_interval: Duration,
     /// Tells listeners (the live page updates) that the state changed: a new snapshot or a
     /// failed refresh.
@@ -48,6 +64,7 @@ impl SnapshotStore {
     pub fn new(refresh_interval: Duration) -> SnapshotStore {
         SnapshotStore {
             state: RwLock::default(),
+            stats: RwLock::default(),
             refresh_interval,
             changed: watch::channel(0).0,
         }
@@ -66,6 +83,23 @@ impl SnapshotStore {
     /// A copy of the state (the snapshot itself is shared, not copied).
     pub fn state(&self) -> FleetState {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// What the refresher has done so far.
+    pub fn stats(&self) -> RefreshStats {
+        self.stats.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Says why the refresher is holding back, or that it no longer is.
+    pub fn set_behind(&self, behind: Option<String>) {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if state.behind == behind {
+            return;
+        }
+        state.behind = behind;
+        let version = state.version;
+        drop(state);
+        self.changed.send_replace(version);
     }
 
     /// Keeps a new complete snapshot.
@@ -91,31 +125,106 @@ impl SnapshotStore {
         self.changed.send_replace(version);
     }
 
-    /// Reads once and keeps the result.
-    pub async fn refresh(&self, reader: &FleetReader) {
-        match reader.read().await {
-            Ok(snapshot) => self.store(snapshot, Utc::now()),
+    /// Refreshes once (a full read the first time, then incrementally) and keeps the result.
+    /// Returns whether ECS throttled the refresh into failing.
+    pub async fn refresh(&self, reader: &FleetReader) -> Result<(), ReadError> {
+        let started = std::time::Instant::now();
+        let result = reader.refresh().await;
+        let seconds = started.elapsed().as_secs_f64();
+        let mut stats = self.stats.write().unwrap_or_else(|p| p.into_inner());
+        stats.last_seconds = seconds;
+        match result {
+            Ok(refresh) => {
+                stats.succeeded += 1;
+                stats.last_waited_seconds = refresh.waited.as_secs_f64();
+                stats.last_ecs_calls = refresh.snapshot.api_calls;
+                stats.last_full = refresh.full;
+                drop(stats);
+                self.store(refresh.snapshot, Utc::now());
+                Ok(())
+            }
             Err(error) => {
+                stats.failed += 1;
+                drop(stats);
                 tracing::warn!(%error, "the fleet snapshot could not be refreshed; keeping the last one");
                 self.fail(error.to_string(), Utc::now());
+                Err(error)
             }
         }
     }
 }
 
-/// Refreshes the store now and then at its interval, while the store is in use.
+/// The wait before the next refresh after `failures` refreshes in a row failed because ECS
+/// throttled them: the interval doubled per failure up to eight times, plus up to half again
+/// at random, so that several consoles do not retry in step.
+pub fn backoff(interval: Duration, failures: u32) -> Duration {
+    if failures == 0 {
+        return interval;
+    }
+    let factor = 2_u32.saturating_pow(failures.min(3));
+    let base = interval.saturating_mul(factor);
+    let jitter = rand::random::<f64>() * 0.5;
+    base.mul_f64(1.0 + jitter)
+}
+
+/// Refreshes the store now and then at its interval, while the store is in use; backs off
+/// when ECS throttles the refreshes; runs the full read that checks the incremental state in
+/// the background when it is due.
 pub fn spawn_refresher(store: &Arc<SnapshotStore>, reader: Arc<FleetReader>) {
     let interval = store.refresh_interval();
     let store = Arc::downgrade(store);
+    let checking = Arc::new(std::sync::atomic::AtomicBool::new(false));
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut throttled_in_a_row = 0;
         loop {
-            ticker.tick().await;
-            let Some(store) = store.upgrade() else { break };
-            store.refresh(&reader).await;
+            let Some(strong) = store.upgrade() else { break };
+            let started = tokio::time::Instant::now();
+            let result = strong.refresh(&reader).await;
+            let stats = strong.stats();
+            throttled_in_a_row = match &result {
+                Err(error) if error.throttled => throttled_in_a_row + 1,
+                _ => 0,
+            };
+            let wait = backoff(interval, throttled_in_a_row);
+            strong.set_behind(behind(&stats, interval, throttled_in_a_row, wait));
+            if reader.full_read_due().await
+                && !checking.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                let (reader, checking) = (reader.clone(), checking.clone());
+                tokio::spawn(async move {
+                    if let Err(error) = reader.check_with_full_read().await {
+                        tracing::warn!(%error, "the full read that checks the fleet state failed; it runs again at the next refresh");
+                    }
+                    checking.store(false, std::sync::atomic::Ordering::SeqCst);
+                });
+            }
+            drop(strong);
+            tokio::time::sleep_until(started + wait).await;
         }
     });
+}
+
+/// Why the data is older than the interval, when the refresher is holding back.
+fn behind(
+    stats: &RefreshStats,
+    interval: Duration,
+    throttled_in_a_row: u32,
+    wait: Duration,
+) -> Option<String> {
+    if throttled_in_a_row > 0 {
+        return Some(format!(
+            "ECS API budget — ECS is throttling requests, so the next refresh waits {} s",
+            wait.as_secs()
+        ));
+    }
+    (stats.last_waited_seconds >= 1.0 && stats.last_seconds > interval.as_secs_f64() / 2.0).then(
+        || {
+            format!(
+                "ECS API budget — the last refresh waited {:.0} s for its share of ECS's request rate",
+                stats.last_waited_seconds
+            )
+        },
+    )
 }
 
 #[cfg(test)]

@@ -151,6 +151,136 @@ fn write_metrics(
     Ok(())
 }
 
+/// What reading AWS costs: calls by service, operation and outcome, retries, the budget, the
+/// snapshot's age, the last refresh, and the full reads' checks of the incremental state.
+fn write_costs(out: &mut String, costs: &crate::http::state::Costs) -> std::fmt::Result {
+    family(
+        out,
+        "gpushare_aws_calls_total",
+        "counter",
+        "AWS call attempts, by service, operation and outcome (ok, throttled, error).",
+    )?;
+    for (service, operation, outcome, n) in costs.calls.attempts() {
+        writeln!(
+            out,
+            "gpushare_aws_calls_total{{service=\"{}\",operation=\"{}\",outcome=\"{outcome}\"}} {n}",
+            escape(&service),
+            escape(&operation)
+        )?;
+    }
+    family(
+        out,
+        "gpushare_aws_retries_total",
+        "counter",
+        "AWS call attempts after the first of a call (the SDK's retries), by service and operation.",
+    )?;
+    for (service, operation, n) in costs.calls.retries() {
+        writeln!(
+            out,
+            "gpushare_aws_retries_total{{service=\"{}\",operation=\"{}\"}} {n}",
+            escape(&service),
+            escape(&operation)
+        )?;
+    }
+    let state = costs.store.state();
+    let stats = costs.store.stats();
+    let checks = costs.reader.checks();
+    let age = state
+        .taken_at
+        .map(|at| (chrono::Utc::now() - at).num_milliseconds().max(0) as f64 / 1000.0);
+    let gauges: [(&str, &str, &str, Option<f64>); 7] = [
+        (
+            "gpushare_fleet_snapshot_age_seconds",
+            "gauge",
+            "Age of the fleet snapshot the pages show (absent before the first).",
+            age,
+        ),
+        (
+            "gpushare_fleet_refresh_duration_seconds",
+            "gauge",
+            "How long the last fleet refresh took.",
+            Some(stats.last_seconds),
+        ),
+        (
+            "gpushare_fleet_refresh_budget_wait_seconds",
+            "gauge",
+            "Of the last refresh, the time spent waiting for the ECS API budget.",
+            Some(stats.last_waited_seconds),
+        ),
+        (
+            "gpushare_fleet_refresh_ecs_calls",
+            "gauge",
+            "ECS calls of the last fleet refresh.",
+            Some(f64::from(stats.last_ecs_calls)),
+        ),
+        (
+            "gpushare_fleet_behind",
+            "gauge",
+            "1 while the refresher holds back for the ECS API budget or backs off after throttling.",
+            Some(if state.behind.is_some() { 1.0 } else { 0.0 }),
+        ),
+        (
+            "gpushare_ecs_api_share_ratio",
+            "gauge",
+            "The share of each ECS throttling bucket the refresher paces itself to.",
+            Some(f64::from(costs.budget.share_percent()) / 100.0),
+        ),
+        (
+            "gpushare_ecs_budget_wait_seconds_total",
+            "counter",
+            "Time ECS calls have waited for the budget, in all.",
+            Some(costs.budget.waited_ms() as f64 / 1000.0),
+        ),
+    ];
+    for (name, kind, help, value) in gauges {
+        if let Some(value) = value {
+            family(out, name, kind, help)?;
+            writeln!(out, "{name} {value}")?;
+        }
+    }
+    let counters: [(&str, &str, u64); 5] = [
+        (
+            "gpushare_fleet_refreshes_total{outcome=\"ok\"}",
+            "Fleet refreshes, by outcome.",
+            stats.succeeded,
+        ),
+        (
+            "gpushare_fleet_refreshes_total{outcome=\"failed\"}",
+            "",
+            stats.failed,
+        ),
+        (
+            "gpushare_fleet_full_reads_total",
+            "Background full reads compared with the incremental state.",
+            checks.full_reads,
+        ),
+        (
+            "gpushare_fleet_full_read_gpus_compared_total",
+            "GPUs those full reads compared (on instances unchanged between the two reads).",
+            checks.gpus_compared,
+        ),
+        (
+            "gpushare_fleet_full_read_gpus_differing_total",
+            "GPUs whose incremental view differed from the full read's (should stay 0).",
+            checks.gpus_differing,
+        ),
+    ];
+    for (series, help, value) in counters {
+        let name = series.split('{').next().unwrap_or(series);
+        if !help.is_empty() {
+            family(out, name, "counter", help)?;
+        }
+        writeln!(out, "{series} {value}")?;
+    }
+    Ok(())
+}
+
+/// The `# HELP` and `# TYPE` lines of a metric family.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) -> std::fmt::Result {
+    writeln!(out, "# HELP {name} {help}")?;
+    writeln!(out, "# TYPE {name} {kind}")
+}
+
 /// Escapes a label value as the exposition format requires.
 fn escape(value: &str) -> String {
     value
@@ -204,10 +334,11 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
 
 /// `GET /metrics`.
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    let body = state.metrics.render(
+    let mut body = state.metrics.render(
         state.services.version,
         state.services.started.elapsed().as_secs(),
     );
+    let _ = write_costs(&mut body, &state.costs);
     (
         [(
             header::CONTENT_TYPE,

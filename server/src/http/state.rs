@@ -51,6 +51,17 @@ pub struct AppState {
     pub origin: Arc<OriginGuard>,
     /// The live-update streams open, by client.
     pub streams: Arc<StreamLimits>,
+    /// What reading the fleet costs, for `/metrics`: the AWS calls, the budget, the refresher
+    /// and the full reads' checks.
+    pub costs: Arc<Costs>,
+}
+
+/// What reading AWS costs, for `/metrics`.
+pub struct Costs {
+    pub calls: Arc<crate::aws::calls::CallCounts>,
+    pub budget: Arc<crate::aws::budget::Budget>,
+    pub store: Arc<SnapshotStore>,
+    pub reader: Arc<FleetReader>,
 }
 
 impl AppState {
@@ -86,9 +97,19 @@ impl AppState {
                     &args.fleet.usage_host_dimension,
                     crate::fleet::usage::CONCURRENCY,
                 ))
-                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone())),
+                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+                .with_budget(clients.budget.clone())
+                .with_full_read_every(std::time::Duration::from_secs(
+                    args.fleet.full_read_interval,
+                )),
         );
-        spawn_refresher(&fleet, reader);
+        spawn_refresher(&fleet, reader.clone());
+        let costs = Arc::new(Costs {
+            calls: clients.calls.clone(),
+            budget: clients.budget.clone(),
+            store: fleet.clone(),
+            reader,
+        });
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
         services.policy = Arc::new(policy);
         let leptos_options = LeptosOptions::builder()
@@ -112,6 +133,7 @@ impl AppState {
             services,
             fleet_json: Arc::default(),
             metrics: Arc::new(HttpMetrics::default()),
+            costs,
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),
         })

@@ -168,7 +168,7 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
     let (emulator, clients) = demo().await;
     let reader = FleetReader::new(clients.ecs.clone(), "team", 8);
     let store = gpushare::fleet::store::SnapshotStore::default();
-    store.refresh(&reader).await;
+    store.refresh(&reader).await.expect("the first read");
     let good = store.state();
     let first = good.snapshot.clone().expect("a snapshot");
     assert!(good.last_error.is_none());
@@ -181,7 +181,11 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
         ..Faults::default()
     };
     emulator.set_faults(faults).expect("valid");
-    store.refresh(&reader).await;
+    let throttled = store.refresh(&reader).await.expect_err("throttled");
+    assert!(
+        throttled.throttled,
+        "the refresher backs off: {throttled:?}"
+    );
     let after = store.state();
     assert_eq!(
         after.snapshot.as_deref(),
@@ -189,14 +193,12 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
         "the last good snapshot is served"
     );
     assert_eq!(after.taken_at, good.taken_at, "with its own age");
-    assert!(
-        after
-            .last_error
-            .as_deref()
-            .unwrap_or_default()
-            .contains("ListClusters"),
-        "{:?}",
-        after.last_error
+    // Said for people: what ECS answered, no SDK dump. (The refresh after the first reads
+    // the clusters' counts first.)
+    let said = after.last_error.clone().unwrap_or_default();
+    assert_eq!(
+        said,
+        "ECS is throttling requests (DescribeClusters: ThrottlingException: Rate exceeded); the account's request rate for this kind of call is used up, by this console or other callers"
     );
 
     // Server errors (5xx after the SDK's retries) are handled the same way.
@@ -209,17 +211,18 @@ async fn a_failed_refresh_keeps_the_last_good_snapshot_and_says_why() {
         ..Faults::default()
     };
     emulator.set_faults(faults).expect("valid");
-    store.refresh(&reader).await;
+    let failed = store.refresh(&reader).await.expect_err("server errors");
+    assert!(!failed.throttled);
     let after = store.state();
     assert_eq!(after.snapshot.as_deref(), Some(&*first));
     let age = Utc::now() - after.taken_at.expect("taken");
     assert!(age >= chrono::Duration::seconds(1), "its age grows: {age}");
     let error = after.last_error.unwrap_or_default();
-    assert!(error.contains("ListClusters"), "{error}");
+    assert!(error.contains("DescribeClusters"), "{error}");
     assert_eq!(after.version, good.version, "no new snapshot");
 
     emulator.set_faults(Faults::default()).expect("valid");
-    store.refresh(&reader).await;
+    store.refresh(&reader).await.expect("recovered");
     let recovered = store.state();
     assert!(recovered.last_error.is_none());
     assert!(recovered.version > good.version);
@@ -433,4 +436,42 @@ async fn enis_left_come_from_the_instance_types_and_the_tasks_attachments() {
             .sum()
     });
     assert!(held > 0, "the awsvpc tasks hold some");
+}
+
+#[tokio::test]
+async fn a_full_read_checks_the_incremental_state_and_finds_it_equal() {
+    let (emulator, clients) = demo().await;
+    let reader = FleetReader::new(clients.ecs.clone(), "team", 8)
+        .with_full_read_every(std::time::Duration::from_secs(0));
+    let first = reader.refresh().await.expect("first");
+    assert!(first.full);
+    // A task stops, and its service replaces it; the refresh sees it incrementally.
+    emulator.with_fleet(|fleet| {
+        let (key, arn) = fleet
+            .clusters
+            .iter()
+            .find_map(|(key, c)| {
+                let task = c.tasks.values().find(|t| t.is_live())?;
+                Some((key.clone(), task.arn.clone()))
+            })
+            .expect("a live task");
+        fleet.stop_task(&key, &arn, "stopped by the test", "UserInitiated");
+    });
+    emulator.advance(30);
+    let second = reader.refresh().await.expect("incremental");
+    assert!(!second.full);
+    assert!(
+        second.snapshot.api_calls < first.snapshot.api_calls,
+        "{} calls incrementally, {} in full",
+        second.snapshot.api_calls,
+        first.snapshot.api_calls
+    );
+    assert!(reader.full_read_due().await);
+    let drift = reader.check_with_full_read().await.expect("checked");
+    assert!(drift.compared > 0, "{drift:?}");
+    assert!(drift.differing.is_empty(), "{drift:?}");
+    let checks = reader.checks();
+    assert_eq!(checks.full_reads, 1);
+    assert_eq!(checks.gpus_differing, 0);
+    assert_eq!(checks.gpus_compared, drift.compared);
 }

@@ -6,6 +6,7 @@ mod audit_store;
 mod deploy_reconcile;
 mod fleet_snapshot;
 mod http;
+mod incremental_property;
 mod precheck_property;
 mod support;
 mod task_definition_edit;

@@ -15,6 +15,10 @@ pub struct FleetOverview {
     pub refresh_interval_seconds: u64,
     /// The last refresh failed: the snapshot is the last good one.
     pub last_error: Option<String>,
+    /// Why the refresher is holding back (the ECS API budget, or backing off after
+    /// throttling), when it is.
+    #[serde(default)]
+    pub behind: Option<String>,
     pub usage_error: Option<String>,
     /// Older than three refresh intervals, or the last refresh failed.
     pub stale: bool,

@@ -70,6 +70,37 @@ async fn metrics_count_requests_by_matched_route() {
 }
 
 #[tokio::test]
+async fn metrics_say_what_reading_aws_costs() {
+    // Every DescribeTasks is throttled: the refresher's calls are counted by outcome, and the
+    // SDK's retries too.
+    let (app, _) = test_app_with_faults(false, vec!["DescribeTasks:throttle=1".into()]).await;
+    let mut body = String::new();
+    for _ in 0..200 {
+        body = text(send(&app, get("/metrics")).await).await;
+        // The SDK retries a throttled call after a back-off of up to a few seconds.
+        if body.contains(r#"gpushare_aws_retries_total{service="ecs",operation="DescribeTasks"}"#) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for wanted in [
+        r#"gpushare_aws_calls_total{service="ecs",operation="ListClusters",outcome="ok"}"#,
+        r#"gpushare_aws_calls_total{service="ecs",operation="DescribeTasks",outcome="throttled"}"#,
+        r#"gpushare_aws_retries_total{service="ecs",operation="DescribeTasks"}"#,
+        "# TYPE gpushare_fleet_refresh_duration_seconds gauge",
+        "gpushare_ecs_api_share_ratio 0.25",
+        r#"gpushare_fleet_refreshes_total{outcome="failed"}"#,
+        "gpushare_fleet_full_read_gpus_differing_total 0",
+    ] {
+        assert!(body.contains(wanted), "{wanted} in {body}");
+    }
+    assert!(
+        !body.contains("gpushare_fleet_snapshot_age_seconds"),
+        "no snapshot, no age: {body}"
+    );
+}
+
+#[tokio::test]
 async fn unknown_pages_get_the_404_page() {
     let (app, _) = test_app(false).await;
     let response = send(&app, get("/no-such-page")).await;

@@ -557,7 +557,7 @@ async fn an_ecs_error_on_register_comes_back_with_its_code() {
     let answer = json(response).await;
     let error = answer["ecs_error"].as_str().unwrap_or_default();
     assert!(
-        error.contains("ECS refused RegisterTaskDefinition: ThrottlingException"),
+        error.contains("ECS is throttling requests (RegisterTaskDefinition: ThrottlingException: Rate exceeded)"),
         "{answer}"
     );
     assert!(answer["registered"].is_null());

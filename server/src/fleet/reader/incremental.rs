@@ -1,0 +1,661 @@
+//! The fleet state kept between refreshes, and the incremental refresh that brings it up to
+//! date with as few ECS calls as can tell what changed:
+//!
+//! - DescribeClusters (one call per 100 clusters): each cluster's counts of instances, running
+//!   and pending tasks and active services;
+//! - DescribeContainerInstances of the known instances (one call per 100): an instance whose
+//!   status, agent, counts of tasks, remaining resources, GPUs, health or version differ from
+//!   the last refresh has changed; one that is gone, or a count of instances that differs,
+//!   makes the cluster's instances be listed again;
+//! - ListTasks only where something changed: per changed instance, or the whole cluster when
+//!   that is fewer calls (or when the cluster's task counts changed with no instance change);
+//!   DescribeTasks only for task ARNs not seen before and tasks not yet RUNNING;
+//! - DescribeServices of every service in a cluster that changed, of services in a rollout, and
+//!   of a rotating slice of ten others; ListServices when the count of services differs;
+//! - DescribeTaskDefinition once per ARN (a revision never changes).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+use futures::TryStreamExt;
+
+use app::model::{arn::arn_tail, ClusterView, FleetSnapshot, InstanceView, ServiceRef};
+
+use super::{instance_view, FleetReader, Listing};
+use crate::aws::budget::Lane;
+use crate::fleet::{
+    join::{join, DefinitionGpu, RawGpu, RawTask},
+    ReadError,
+};
+
+/// Services described per refresh besides those of changed clusters and those in a rollout.
+const SERVICE_SWEEP: usize = 10;
+
+/// DescribeClusters' counts of one cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterCounts {
+    pub instances: i32,
+    pub running: i32,
+    pub pending: i32,
+    pub services: i32,
+}
+
+/// One container instance as last described.
+#[derive(Clone, Debug)]
+pub struct KnownInstance {
+    pub arn: String,
+    /// `ACTIVE`, `DRAINING`, `INACTIVE`, …
+    pub status: String,
+    /// What DescribeContainerInstances said of it, hashed: equal means unchanged.
+    pub fingerprint: u64,
+    pub view: InstanceView,
+    pub gpus: Vec<RawGpu>,
+}
+
+impl KnownInstance {
+    pub fn of(instance: &aws_sdk_ecs::types::ContainerInstance) -> KnownInstance {
+        let (view, gpus) = instance_view(instance);
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        format!("{view:?}{gpus:?}").hash(&mut hasher);
+        (
+            instance.running_tasks_count(),
+            instance.pending_tasks_count(),
+            instance.version(),
+            instance.status(),
+            instance
+                .agent_update_status()
+                .map(|s| s.as_str().to_string()),
+        )
+            .hash(&mut hasher);
+        KnownInstance {
+            arn: view.arn.clone(),
+            status: instance.status().unwrap_or("ACTIVE").to_string(),
+            fingerprint: hasher.finish(),
+            view,
+            gpus,
+        }
+    }
+
+    /// Counted by DescribeClusters' `registeredContainerInstancesCount`.
+    fn registered(&self) -> bool {
+        matches!(self.status.as_str(), "ACTIVE" | "DRAINING")
+    }
+}
+
+/// One service as last described.
+#[derive(Clone, Debug)]
+pub struct KnownService {
+    pub arn: String,
+    pub status: String,
+    pub service: ServiceRef,
+}
+
+impl KnownService {
+    /// In a rollout, or not yet at its desired count: worth describing every refresh.
+    fn moving(&self) -> bool {
+        let s = &self.service;
+        s.deployments > 1
+            || s.rollout_state.as_deref() == Some("IN_PROGRESS")
+            || s.running != s.desired
+            || s.pending > 0
+    }
+}
+
+/// What the reader knows of one cluster.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterState {
+    pub arn: String,
+    pub counts: Option<ClusterCounts>,
+    /// Container instances in the order ECS lists them.
+    pub instances: Vec<KnownInstance>,
+    pub tasks: HashMap<String, RawTask>,
+    /// By ARN.
+    pub services: BTreeMap<String, KnownService>,
+}
+
+impl ClusterState {
+    /// The state a full read of one cluster gives.
+    pub fn from_reads(
+        arn: &str,
+        counts: Option<ClusterCounts>,
+        instances: Vec<Result<KnownInstance, String>>,
+        tasks: Vec<RawTask>,
+        services: Vec<Result<KnownService, String>>,
+    ) -> ClusterState {
+        ClusterState {
+            arn: arn.to_string(),
+            counts,
+            instances: instances.into_iter().filter_map(Result::ok).collect(),
+            tasks: tasks.into_iter().map(|t| (t.arn.clone(), t)).collect(),
+            services: services
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|s| s.status != "INACTIVE")
+                .map(|s| (s.arn.clone(), s))
+                .collect(),
+        }
+    }
+}
+
+/// The whole incremental state.
+#[derive(Debug)]
+pub struct Known {
+    pub clusters: Vec<ClusterState>,
+    /// When the state was last made by a full read.
+    pub full_at: Instant,
+    /// Where the rotating slice of services starts next.
+    sweep: usize,
+}
+
+impl Known {
+    pub fn new(clusters: Vec<ClusterState>) -> Known {
+        Known {
+            clusters,
+            full_at: Instant::now(),
+            sweep: 0,
+        }
+    }
+
+    /// The next slice of services to describe, as ARNs: [`SERVICE_SWEEP`] of them, in order
+    /// of cluster and ARN, continuing where the last refresh stopped.
+    fn next_sweep(&mut self) -> HashSet<String> {
+        let all: Vec<&String> = self
+            .clusters
+            .iter()
+            .flat_map(|c| c.services.keys())
+            .collect();
+        if all.is_empty() {
+            return HashSet::new();
+        }
+        let start = self.sweep % all.len();
+        self.sweep = start + SERVICE_SWEEP;
+        all.iter()
+            .cycle()
+            .skip(start)
+            .take(SERVICE_SWEEP.min(all.len()))
+            .map(|arn| (*arn).clone())
+            .collect()
+    }
+}
+
+/// What comparing an incremental state with a full read found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drift {
+    /// GPUs compared: those of instances that had not changed between the two reads.
+    pub compared: u64,
+    /// The GPUs that differed, as `cluster/instance GPU uuid`.
+    pub differing: Vec<String>,
+}
+
+/// The snapshot of `states` (ECS's part: no usage, zones from ECS only), and per container
+/// instance ARN the number of its tasks that hold an ENI of their own. Tasks are joined in ARN
+/// order, so that a GPU's containers are listed the same however the state was read.
+pub fn assemble(
+    states: &[ClusterState],
+    definitions: &HashMap<String, DefinitionGpu>,
+) -> (FleetSnapshot, HashMap<String, u32>) {
+    let mut eni_tasks: HashMap<String, u32> = HashMap::new();
+    let mut unknown = 0;
+    let mut clusters = Vec::with_capacity(states.len());
+    for state in states {
+        let mut tasks: Vec<RawTask> = state.tasks.values().cloned().collect();
+        tasks.sort_by(|a, b| a.arn.cmp(&b.arn));
+        let mut services: Vec<ServiceRef> =
+            state.services.values().map(|s| s.service.clone()).collect();
+        services.sort_by(|a, b| a.name.cmp(&b.name));
+        let teams: HashMap<String, String> = services
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.team.clone()?)))
+            .collect();
+        let gpus: Vec<Vec<RawGpu>> = state.instances.iter().map(|i| i.gpus.clone()).collect();
+        let joined = join(&gpus, &tasks, definitions, &teams);
+        unknown += joined.unknown_gpus.len() as u32;
+        let instances = state
+            .instances
+            .iter()
+            .zip(joined.instances)
+            .map(|(known, gpus)| InstanceView {
+                gpus,
+                ..known.view.clone()
+            })
+            .collect();
+        for task in tasks.iter().filter(|t| t.holds_eni) {
+            if let Some(arn) = &task.container_instance_arn {
+                *eni_tasks.entry(arn.clone()).or_default() += 1;
+            }
+        }
+        let status = |wanted: &[&str]| {
+            tasks
+                .iter()
+                .filter(|t| {
+                    t.last_status
+                        .as_deref()
+                        .is_some_and(|s| wanted.contains(&s))
+                })
+                .count() as u32
+        };
+        clusters.push(ClusterView {
+            name: arn_tail(&state.arn).to_string(),
+            instances,
+            services: services.len() as u32,
+            service_list: services,
+            running_tasks: status(&["RUNNING"]),
+            pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
+        });
+    }
+    clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    let snapshot = FleetSnapshot {
+        taken_at: app::service::clock::now(),
+        api_calls: 0,
+        cloudwatch_calls: 0,
+        usage_error: None,
+        clusters,
+        unknown_gpu_ids: unknown,
+    };
+    (snapshot, eni_tasks)
+}
+
+/// Compares an incremental state with a full read, GPU by GPU, on the instances whose
+/// DescribeContainerInstances answer was the same in both (an instance that changed between
+/// the two reads cannot be compared).
+pub fn compare(
+    incremental: &[ClusterState],
+    full: &[ClusterState],
+    definitions: &HashMap<String, DefinitionGpu>,
+) -> Drift {
+    let (a, _) = assemble(incremental, definitions);
+    let (b, _) = assemble(full, definitions);
+    let fingerprints = |states: &[ClusterState]| -> HashMap<String, u64> {
+        states
+            .iter()
+            .flat_map(|c| c.instances.iter())
+            .map(|i| (i.arn.clone(), i.fingerprint))
+            .collect()
+    };
+    let (fa, fb) = (fingerprints(incremental), fingerprints(full));
+    let views = |snapshot: &FleetSnapshot| -> HashMap<String, (String, InstanceView)> {
+        snapshot
+            .clusters
+            .iter()
+            .flat_map(|c| {
+                c.instances
+                    .iter()
+                    .map(|i| (i.arn.clone(), (c.name.clone(), i.clone())))
+            })
+            .collect()
+    };
+    let (va, vb) = (views(&a), views(&b));
+    let mut drift = Drift::default();
+    for (arn, (cluster, full_view)) in &vb {
+        if fa.get(arn) != fb.get(arn) {
+            continue;
+        }
+        let Some((_, ours)) = va.get(arn) else {
+            continue;
+        };
+        for (index, gpu) in full_view.gpus.iter().enumerate() {
+            drift.compared += 1;
+            if ours.gpus.get(index) != Some(gpu) {
+                drift
+                    .differing
+                    .push(format!("{cluster}/{} GPU {}", arn_tail(arn), gpu.uuid));
+            }
+        }
+    }
+    drift.differing.sort();
+    drift
+}
+
+impl FleetReader {
+    /// Brings `known` up to date with what changed since the last read.
+    pub(super) async fn read_changes(
+        &self,
+        known: &mut Known,
+        calls: &AtomicU32,
+    ) -> Result<(), ReadError> {
+        let lane = Lane::Foreground;
+        let arns: Vec<String> = known.clusters.iter().map(|c| c.arn.clone()).collect();
+        let counts = self.describe_clusters(&arns, calls, lane).await?;
+        // A cluster ECS no longer has (deleted, or INACTIVE) leaves; new clusters come with
+        // the next full read.
+        known.clusters.retain(|c| counts.contains_key(&c.arn));
+        let sweep = known.next_sweep();
+        let states = std::mem::take(&mut known.clusters);
+        let updated = futures::future::join_all(states.into_iter().map(|state| {
+            let counts = counts.get(&state.arn).copied();
+            self.refresh_cluster(state, counts, &sweep, calls)
+        }))
+        .await;
+        let mut failed = None;
+        for result in updated {
+            match result {
+                Ok(state) => known.clusters.push(state),
+                Err((state, error)) => {
+                    known.clusters.push(state);
+                    failed.get_or_insert(error);
+                }
+            }
+        }
+        known
+            .clusters
+            .sort_by(|a, b| arn_tail(&a.arn).cmp(arn_tail(&b.arn)));
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// One cluster's refresh. On failure the cluster's state is given back as it was, so
+    /// that the next refresh starts from a consistent base.
+    async fn refresh_cluster(
+        &self,
+        state: ClusterState,
+        counts: Option<ClusterCounts>,
+        sweep: &HashSet<String>,
+        calls: &AtomicU32,
+    ) -> Result<ClusterState, (ClusterState, ReadError)> {
+        let before = state.clone();
+        self.refresh_cluster_inner(state, counts, sweep, calls)
+            .await
+            .map_err(|error| (before, error))
+    }
+
+    async fn refresh_cluster_inner(
+        &self,
+        mut state: ClusterState,
+        counts: Option<ClusterCounts>,
+        sweep: &HashSet<String>,
+        calls: &AtomicU32,
+    ) -> Result<ClusterState, ReadError> {
+        let lane = Lane::Foreground;
+        let cluster = state.arn.clone();
+        // Instances: describe the known ones; list again when some are gone or the count
+        // differs.
+        let known_arns: Vec<String> = state.instances.iter().map(|i| i.arn.clone()).collect();
+        let described = self
+            .described(
+                calls,
+                100,
+                known_arns.clone(),
+                self.describe_instances(&cluster, lane),
+            )
+            .await?;
+        let mut found: HashMap<String, KnownInstance> = HashMap::new();
+        let mut gone = false;
+        for result in described {
+            match result {
+                Ok(instance) => {
+                    gone |= instance.status == "INACTIVE";
+                    found.insert(instance.arn.clone(), instance);
+                }
+                Err(_) => gone = true,
+            }
+        }
+        let registered = found.values().filter(|i| i.registered()).count() as i32;
+        let relist_instances = gone
+            || counts.is_some_and(|c| c.instances != registered)
+            || counts.is_none() && state.counts.is_some();
+        let order: Vec<String> = if relist_instances {
+            let listed: Vec<String> = self
+                .listing(&cluster, Listing::Instances, calls, lane)
+                .try_collect::<Vec<Vec<String>>>()
+                .await?
+                .concat();
+            let new: Vec<String> = listed
+                .iter()
+                .filter(|arn| !found.contains_key(*arn))
+                .cloned()
+                .collect();
+            for instance in self
+                .described(calls, 100, new, self.describe_instances(&cluster, lane))
+                .await?
+                .into_iter()
+                .flatten()
+            {
+                found.insert(instance.arn.clone(), instance);
+            }
+            listed
+        } else {
+            known_arns.clone()
+        };
+        let previous: HashMap<&str, u64> = state
+            .instances
+            .iter()
+            .map(|i| (i.arn.as_str(), i.fingerprint))
+            .collect();
+        let instances: Vec<KnownInstance> = order
+            .iter()
+            .filter_map(|arn| found.remove(arn))
+            .filter(|i| i.status != "INACTIVE")
+            .collect();
+        let changed: Vec<String> = instances
+            .iter()
+            .filter(|i| previous.get(i.arn.as_str()) != Some(&i.fingerprint))
+            .map(|i| i.arn.clone())
+            .collect();
+        let present: HashSet<&str> = instances.iter().map(|i| i.arn.as_str()).collect();
+        let removed: HashSet<String> = previous
+            .keys()
+            .filter(|arn| !present.contains(*arn))
+            .map(|arn| arn.to_string())
+            .collect();
+        state.tasks.retain(|_, task| {
+            task.container_instance_arn
+                .as_ref()
+                .is_none_or(|arn| !removed.contains(arn))
+        });
+
+        // Tasks: list where something changed.
+        let task_counts_changed = match (state.counts, counts) {
+            (Some(old), Some(new)) => (old.running, old.pending) != (new.running, new.pending),
+            _ => true,
+        };
+        let unplaced = state
+            .tasks
+            .values()
+            .any(|t| t.container_instance_arn.is_none());
+        let cluster_pages = state.tasks.len().div_ceil(100).max(1);
+        let whole_cluster = unplaced
+            || (task_counts_changed && changed.is_empty())
+            || changed.len() > cluster_pages;
+        let listed: Option<(Vec<String>, Option<HashSet<String>>)> = if whole_cluster {
+            let arns = self
+                .listing(&cluster, Listing::Tasks(None), calls, lane)
+                .try_collect::<Vec<Vec<String>>>()
+                .await?
+                .concat();
+            Some((arns, None))
+        } else if !changed.is_empty() {
+            let lists = futures::future::try_join_all(changed.iter().map(|instance| {
+                self.listing(
+                    &cluster,
+                    Listing::Tasks(Some(instance.clone())),
+                    calls,
+                    lane,
+                )
+                .try_collect::<Vec<Vec<String>>>()
+            }))
+            .await?;
+            let scope: HashSet<String> = changed.iter().cloned().collect();
+            Some((lists.concat().concat(), Some(scope)))
+        } else {
+            None
+        };
+        if let Some((arns, scope)) = listed {
+            let listed: HashSet<&String> = arns.iter().collect();
+            state.tasks.retain(|arn, task| {
+                let in_scope = match &scope {
+                    None => true,
+                    Some(instances) => task
+                        .container_instance_arn
+                        .as_ref()
+                        .is_some_and(|i| instances.contains(i)),
+                };
+                !in_scope || listed.contains(arn)
+            });
+            let describe: Vec<String> = arns
+                .iter()
+                .filter(|arn| {
+                    state
+                        .tasks
+                        .get(*arn)
+                        .is_none_or(|t| t.last_status.as_deref() != Some("RUNNING"))
+                })
+                .cloned()
+                .collect();
+            let described = self
+                .described(calls, 100, describe, self.describe_tasks(&cluster, lane))
+                .await?;
+            let mut new_tasks = Vec::new();
+            for result in described {
+                match result {
+                    Ok(task) => new_tasks.push(task),
+                    Err(arn) => {
+                        state.tasks.remove(&arn);
+                    }
+                }
+            }
+            self.cache_definitions(&new_tasks, calls, lane).await?;
+            state
+                .tasks
+                .extend(new_tasks.into_iter().map(|t| (t.arn.clone(), t)));
+        }
+
+        // Services: list again when the count differs; describe those of a changed cluster,
+        // those in a rollout and this refresh's slice.
+        let cluster_changed =
+            relist_instances || !changed.is_empty() || !removed.is_empty() || task_counts_changed;
+        let active = state
+            .services
+            .values()
+            .filter(|s| s.status == "ACTIVE")
+            .count() as i32;
+        let relist_services = counts.is_some_and(|c| c.services != active);
+        let mut describe: Vec<String> = state
+            .services
+            .values()
+            .filter(|s| cluster_changed || s.moving() || sweep.contains(&s.arn))
+            .map(|s| s.arn.clone())
+            .collect();
+        if relist_services {
+            let listed: Vec<String> = self
+                .listing(&cluster, Listing::Services, calls, lane)
+                .try_collect::<Vec<Vec<String>>>()
+                .await?
+                .concat();
+            let listed_set: HashSet<&String> = listed.iter().collect();
+            state.services.retain(|arn, _| listed_set.contains(arn));
+            describe.retain(|arn| listed_set.contains(arn));
+            describe.extend(
+                listed
+                    .iter()
+                    .filter(|arn| !state.services.contains_key(*arn))
+                    .cloned(),
+            );
+        }
+        for result in self
+            .described(calls, 10, describe, self.describe_services(&cluster, lane))
+            .await?
+        {
+            match result {
+                Ok(service) if service.status == "INACTIVE" => {
+                    state.services.remove(&service.arn);
+                }
+                Ok(service) => {
+                    state.services.insert(service.arn.clone(), service);
+                }
+                Err(arn) => {
+                    state.services.remove(&arn);
+                }
+            }
+        }
+        state.instances = instances;
+        state.counts = counts;
+        Ok(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::model::SharingMode;
+
+    fn instance(arn: &str, fingerprint: u64, remaining: u32) -> KnownInstance {
+        KnownInstance {
+            arn: arn.into(),
+            status: "ACTIVE".into(),
+            fingerprint,
+            view: InstanceView {
+                arn: arn.into(),
+                ec2_instance_id: format!("i-{arn}"),
+                instance_type: "g5.xlarge".into(),
+                impaired: None,
+                mps_capable: true,
+                gpu_model: None,
+                gpus: Vec::new(),
+                not_placing: None,
+                availability_zone: None,
+                lifecycle: None,
+                room: None,
+            },
+            gpus: vec![RawGpu {
+                uuid: format!("GPU-{arn}"),
+                mode: SharingMode::NvidiaMps,
+                total_memory_mib: 24_000,
+                remaining_memory_mib: remaining,
+            }],
+        }
+    }
+
+    fn cluster(instances: Vec<KnownInstance>) -> ClusterState {
+        ClusterState {
+            arn: "arn:aws:ecs:us-east-1:1:cluster/prod".into(),
+            instances,
+            ..ClusterState::default()
+        }
+    }
+
+    #[test]
+    fn a_difference_counts_only_on_instances_unchanged_between_the_reads() {
+        let definitions = HashMap::new();
+        let ours = cluster(vec![instance("a", 1, 10_000), instance("b", 2, 10_000)]);
+        // "a" answered the same to both reads but differs: drift. "b" changed in between:
+        // not compared.
+        let full = cluster(vec![instance("a", 1, 12_000), instance("b", 3, 12_000)]);
+        let drift = compare(std::slice::from_ref(&ours), &[full], &definitions);
+        assert_eq!(drift.compared, 1);
+        assert_eq!(drift.differing, vec!["prod/a GPU GPU-a".to_string()]);
+        let same = compare(
+            std::slice::from_ref(&ours),
+            std::slice::from_ref(&ours),
+            &definitions,
+        );
+        assert_eq!((same.compared, same.differing.len()), (2, 0));
+    }
+
+    #[test]
+    fn the_service_sweep_goes_round_every_service() {
+        let mut state = cluster(Vec::new());
+        for n in 0..25 {
+            let arn = format!("arn:svc/{n:02}");
+            state.services.insert(
+                arn.clone(),
+                KnownService {
+                    arn,
+                    status: "ACTIVE".into(),
+                    service: ServiceRef::default(),
+                },
+            );
+        }
+        let mut known = Known::new(vec![state]);
+        let mut seen = HashSet::new();
+        for _ in 0..3 {
+            let slice = known.next_sweep();
+            assert_eq!(slice.len(), SERVICE_SWEEP);
+            seen.extend(slice);
+        }
+        assert_eq!(seen.len(), 25, "three refreshes describe all 25 services");
+    }
+}
