@@ -3,10 +3,13 @@
 //! AWS", with ECS's code, and a write that got no answer as "no answer" — it may have been made.
 
 pub mod activity;
+pub mod cache;
 pub mod services;
 pub mod task_definitions;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
+
+use cache::ReadCache;
 
 use app::{
     model::{
@@ -21,13 +24,25 @@ use app::{
 };
 use serde_json::{Map, Value};
 
-/// ECS, read and written through one SDK client.
+/// How long on-demand reads are kept before ECS is asked again: the task definition lists
+/// (the console's own registrations clear them) and a cluster's events. A service now and a
+/// cluster's tasks are read every time (rollouts are watched through them), the cache only
+/// standing in when ECS is slow or failing.
+const DEFINITIONS_TTL: Duration = Duration::from_secs(30);
+const SERVICE_TTL: Duration = Duration::ZERO;
+const EVENTS_TTL: Duration = Duration::from_secs(5);
+const TASKS_TTL: Duration = Duration::ZERO;
+
+/// ECS, read and written through one SDK client; on-demand reads go through a short-lived
+/// cache ([`cache`]), which the console's own writes clear where they change something.
+#[derive(Clone)]
 pub struct Ecs {
     client: aws_sdk_ecs::Client,
     /// The tag key naming a task definition's team.
     team_tag: String,
     /// Names the instances and GPUs of tasks, as the snapshot knows them.
     fleet: Arc<dyn FleetFeed>,
+    cache: Arc<ReadCache>,
 }
 
 impl Ecs {
@@ -36,14 +51,19 @@ impl Ecs {
             client,
             team_tag: team_tag.to_string(),
             fleet,
+            cache: Arc::default(),
         }
     }
 }
 
 impl EcsReads for Ecs {
     fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        let me = self.clone();
         Box::pin(async move {
-            self.read_latest_revisions()
+            self.cache
+                .read("latest/".into(), Some(DEFINITIONS_TTL), async move {
+                    me.read_latest_revisions().await
+                })
                 .await
                 .map_err(ServiceError::unavailable)
         })
@@ -53,8 +73,14 @@ impl EcsReads for Ecs {
         &self,
         family: String,
     ) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        let me = self.clone();
         Box::pin(async move {
-            self.read_revisions(family)
+            self.cache
+                .read(
+                    format!("revisions/{family}/"),
+                    Some(DEFINITIONS_TTL),
+                    async move { me.read_revisions(family).await },
+                )
                 .await
                 .map_err(ServiceError::unavailable)
         })
@@ -65,10 +91,27 @@ impl EcsReads for Ecs {
         family: String,
         revision: u32,
     ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        let me = self.clone();
+        let reference = format!("{family}:{revision}");
         Box::pin(async move {
-            self.describe(&format!("{family}:{revision}"))
-                .await
-                .map_err(ServiceError::unavailable)
+            // A revision never changes; one that does not exist yet may be registered later.
+            let found = self
+                .cache
+                .read(format!("revision/{reference}"), None, {
+                    let reference = reference.clone();
+                    async move {
+                        match me.describe(&reference).await? {
+                            Some(found) => Ok(Some(found)),
+                            None => Err(String::new()),
+                        }
+                    }
+                })
+                .await;
+            match found {
+                Ok(found) => Ok(found),
+                Err(error) if error.is_empty() => Ok(None),
+                Err(error) => Err(ServiceError::unavailable(error)),
+            }
         })
     }
 
@@ -77,8 +120,14 @@ impl EcsReads for Ecs {
         cluster: String,
         service: String,
     ) -> BoxFuture<'_, Result<LiveService, ServiceError>> {
+        let me = self.clone();
         Box::pin(async move {
-            self.live(&cluster, &service)
+            self.cache
+                .read(
+                    format!("service/{cluster}/{service}/"),
+                    Some(SERVICE_TTL),
+                    async move { me.live(&cluster, &service).await },
+                )
                 .await
                 .map_err(ServiceError::unavailable)
         })
@@ -89,8 +138,16 @@ impl EcsReads for Ecs {
         cluster: String,
         services: Vec<String>,
     ) -> BoxFuture<'_, Result<Vec<ClusterEvent>, ServiceError>> {
+        let me = self.clone();
+        let mut names = services.clone();
+        names.sort();
         Box::pin(async move {
-            self.read_events(&cluster, &services)
+            self.cache
+                .read(
+                    format!("events/{cluster}/{}", names.join(",")),
+                    Some(EVENTS_TTL),
+                    async move { me.read_events(&cluster, &services).await },
+                )
                 .await
                 .map_err(ServiceError::unavailable)
         })
@@ -101,8 +158,17 @@ impl EcsReads for Ecs {
         cluster: String,
         query: TaskQuery,
     ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>> {
+        let me = self.clone();
+        let key = format!(
+            "tasks/{cluster}/{}/{}",
+            query.stopped,
+            query.service.as_deref().unwrap_or_default()
+        );
         Box::pin(async move {
-            self.read_tasks(&cluster, &query)
+            self.cache
+                .read(key, Some(TASKS_TTL), async move {
+                    me.read_tasks(&cluster, &query).await
+                })
                 .await
                 .map_err(ServiceError::unavailable)
         })
@@ -114,7 +180,18 @@ impl EcsWrites for Ecs {
         &self,
         task: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Registered, ServiceError>> {
-        Box::pin(async move { self.register_task(task).await })
+        let family = task
+            .get("family")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        Box::pin(async move {
+            let registered = self.register_task(task).await;
+            // Whatever the answer (it may have been made), the lists are read again.
+            self.cache.forget("latest/");
+            self.cache.forget(&format!("revisions/{family}/"));
+            registered
+        })
     }
 
     fn update_service(
@@ -123,6 +200,12 @@ impl EcsWrites for Ecs {
         service: String,
         task_definition: String,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
-        Box::pin(async move { self.update(&cluster, &service, &task_definition).await })
+        Box::pin(async move {
+            let updated = self.update(&cluster, &service, &task_definition).await;
+            self.cache.forget(&format!("service/{cluster}/{service}/"));
+            self.cache.forget(&format!("events/{cluster}/"));
+            self.cache.forget(&format!("tasks/{cluster}/"));
+            updated
+        })
     }
 }

@@ -55,20 +55,31 @@ pub async fn services(
 ) -> Result<Vec<ServiceRow>, ServiceError> {
     let snapshot = lookup::snapshot(context)?;
     lookup::known_cluster(&snapshot, cluster)?;
+    let shown = || {
+        snapshot
+            .clusters
+            .iter()
+            .filter(|c| cluster.is_none_or(|name| c.name == name))
+    };
+    // Each running revision once, all at once: a slow or throttled ECS costs one wait, not one
+    // per service.
+    let mut arns: Vec<String> = shown()
+        .flat_map(|c| c.service_list.iter())
+        .map(|s| s.task_definition_arn.clone())
+        .collect();
+    arns.sort();
+    arns.dedup();
+    let found = futures::future::join_all(arns.iter().map(|arn| async move {
+        let runs = TaskDefinitionId::parse(arn).unwrap_or_else(|| TaskDefinitionId::new("", 0));
+        gpu_words(context, &runs).await
+    }))
+    .await;
+    let words: HashMap<String, Vec<String>> = arns.into_iter().zip(found).collect();
     let mut rows = Vec::new();
-    let mut words: HashMap<String, Vec<String>> = HashMap::new();
-    for view in snapshot
-        .clusters
-        .iter()
-        .filter(|c| cluster.is_none_or(|name| c.name == name))
-    {
+    for view in shown() {
         for service in &view.service_list {
             let runs = TaskDefinitionId::parse(&service.task_definition_arn)
                 .unwrap_or_else(|| TaskDefinitionId::new("", 0));
-            if !words.contains_key(&service.task_definition_arn) {
-                let found = gpu_words(context, &runs).await;
-                words.insert(service.task_definition_arn.clone(), found);
-            }
             rows.push(ServiceRow {
                 cluster: view.name.clone(),
                 gpu: words

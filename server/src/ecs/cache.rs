@@ -1,0 +1,192 @@
+//! A short-lived cache of what pages read from ECS on demand, keyed by what they read. A fresh
+//! entry answers at once and costs no ECS call; a stale one is read again, and when ECS takes
+//! longer than [`STALE_WAIT`] (throttled, slow) or fails, the page gets the last good answer
+//! while the read finishes in the background. Only a key never read waits for ECS.
+//!
+//! A task definition revision by ARN never changes, so it is kept until the cache is full.
+
+use std::{
+    any::Any,
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+/// How long a page waits for ECS when it has an older answer to show instead.
+pub const STALE_WAIT: Duration = Duration::from_millis(900);
+
+/// Entries kept at most; past it, the oldest half goes.
+const CAPACITY: usize = 2_000;
+
+struct Entry {
+    value: Arc<dyn Any + Send + Sync>,
+    at: Instant,
+}
+
+/// The cache of on-demand ECS reads.
+#[derive(Default)]
+pub struct ReadCache {
+    entries: Mutex<HashMap<String, Entry>>,
+    /// Keys being read again in the background.
+    reading: Mutex<std::collections::HashSet<String>>,
+}
+
+impl ReadCache {
+    fn get<T: Clone + Send + Sync + 'static>(&self, key: &str) -> Option<(T, Duration)> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = entries.get(key)?;
+        let value = entry.value.downcast_ref::<T>()?.clone();
+        Some((value, entry.at.elapsed()))
+    }
+
+    fn put<T: Send + Sync + 'static>(&self, key: &str, value: T) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= CAPACITY {
+            let mut ages: Vec<(String, Instant)> =
+                entries.iter().map(|(k, e)| (k.clone(), e.at)).collect();
+            ages.sort_by_key(|(_, at)| *at);
+            for (key, _) in ages.into_iter().take(CAPACITY / 2) {
+                entries.remove(&key);
+            }
+        }
+        entries.insert(
+            key.to_string(),
+            Entry {
+                value: Arc::new(value),
+                at: Instant::now(),
+            },
+        );
+    }
+
+    /// Forgets every entry whose key starts with `prefix` (after a write that changes it).
+    pub fn forget(&self, prefix: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|key, _| !key.starts_with(prefix));
+    }
+
+    /// The answer for `key`: cached while younger than `ttl` (`None`: for ever), else read by
+    /// `fetch`, waiting at most [`STALE_WAIT`] when an older answer exists.
+    pub async fn read<T, F>(
+        self: &Arc<Self>,
+        key: String,
+        ttl: Option<Duration>,
+        fetch: F,
+    ) -> Result<T, String>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: Future<Output = Result<T, String>> + Send + 'static,
+    {
+        let cached = self.get::<T>(&key);
+        if let Some((value, age)) = &cached {
+            if ttl.is_none_or(|ttl| *age < ttl) {
+                return Ok(value.clone());
+            }
+        }
+        let Some((stale, _)) = cached else {
+            let value = fetch.await?;
+            self.put(&key, value.clone());
+            return Ok(value);
+        };
+        // One background read per key at a time; others answer from the cache meanwhile.
+        if !self
+            .reading
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone())
+        {
+            return Ok(stale);
+        }
+        let cache = self.clone();
+        let task_key = key.clone();
+        let handle = tokio::spawn(async move {
+            let result = fetch.await;
+            if let Ok(value) = &result {
+                cache.put(&task_key, value.clone());
+            }
+            cache
+                .reading
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&task_key);
+            result
+        });
+        match tokio::time::timeout(STALE_WAIT, handle).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(%key, %error, "an ECS read failed; the page shows the last good answer");
+                Ok(stale)
+            }
+            // Still reading (or the read stopped): the last good answer now.
+            _ => Ok(stale),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn a_fresh_answer_costs_nothing_and_a_slow_or_failed_read_shows_the_last_good_one() {
+        let cache = Arc::new(ReadCache::default());
+        let calls = Arc::new(AtomicU32::new(0));
+        let read = |answer: Result<u32, String>, delay: Duration| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                answer
+            }
+        };
+        let ttl = Some(Duration::from_millis(50));
+        let first = cache
+            .read("k".into(), ttl, read(Ok(1), Duration::ZERO))
+            .await;
+        assert_eq!(first, Ok(1));
+        let again = cache
+            .read("k".into(), ttl, read(Ok(2), Duration::ZERO))
+            .await;
+        assert_eq!(again, Ok(1), "fresh: no read");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        // Stale and ECS fails: the last good answer.
+        let failed = cache
+            .read(
+                "k".into(),
+                ttl,
+                read(Err("throttled".into()), Duration::ZERO),
+            )
+            .await;
+        assert_eq!(failed, Ok(1));
+        // Stale and ECS is slow: the last good answer at once, the new one afterwards.
+        let started = Instant::now();
+        let slow = cache
+            .read("k".into(), ttl, read(Ok(3), Duration::from_millis(1_500)))
+            .await;
+        assert_eq!(slow, Ok(1));
+        assert!(started.elapsed() < Duration::from_millis(1_300));
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let later = cache
+            .read("k".into(), None, read(Ok(4), Duration::ZERO))
+            .await;
+        assert_eq!(later, Ok(3), "the background read landed");
+        // Never read: the error is the page's.
+        let missing = cache
+            .read::<u32, _>(
+                "other".into(),
+                ttl,
+                read(Err("throttled".into()), Duration::ZERO),
+            )
+            .await;
+        assert_eq!(missing, Err("throttled".to_string()));
+        cache.forget("k");
+        let forgotten = cache
+            .read("k".into(), ttl, read(Ok(5), Duration::ZERO))
+            .await;
+        assert_eq!(forgotten, Ok(5));
+    }
+}
