@@ -29,7 +29,12 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         value: mib(after.saturating_sub(before)),
     });
 
-    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, emulator::Faults::default());
+    // Throughput, not ECS's throttling: the rate limits are off here.
+    let no_limits = emulator::Faults {
+        rate_limits: Some(false),
+        ..emulator::Faults::default()
+    };
+    let em = emulator::Emulator::new(fleet, scenario.name(), 1.0, no_limits.clone());
     let status = em.status();
     rows.push(Row {
         what: "fleet".into(),
@@ -41,7 +46,7 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     let (_, clients) = crate::serve_emulator(&em).await?;
 
     for latency in [0_u64, 40] {
-        let mut faults = emulator::Faults::default();
+        let mut faults = no_limits.clone();
         faults.all.latency_ms = latency;
         em.set_faults(faults).map_err(anyhow::Error::msg)?;
         // The console's own full read: every list and describe, task definitions included.
@@ -61,8 +66,7 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             ),
         });
     }
-    em.set_faults(emulator::Faults::default())
-        .map_err(anyhow::Error::msg)?;
+    em.set_faults(no_limits).map_err(anyhow::Error::msg)?;
 
     // Throughput: DescribeContainerInstances of 100 ARNs from `concurrency` callers.
     let cluster = em.with_fleet(|f| {

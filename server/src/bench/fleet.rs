@@ -30,6 +30,8 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     for latency in [0_u64, 40] {
         let mut faults = emulator::Faults::default();
         faults.all.latency_ms = latency;
+        // The dependent-call bound assumes ECS answers every call: no throttling here.
+        faults.rate_limits = Some(false);
         em.set_faults(faults).map_err(anyhow::Error::msg)?;
         let reader =
             crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency)
@@ -80,8 +82,18 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             },
         });
     }
-    em.set_faults(emulator::Faults::default())
-        .map_err(anyhow::Error::msg)?;
+    match super::refresh::rows(&em, &endpoint, crate::aws::DEFAULT_ECS_API_SHARE).await {
+        Ok(more) => rows.extend(more),
+        Err(error) => rows.push(Row {
+            what: "the refresh within ECS's API budget".into(),
+            value: format!("not measured: {error:#}"),
+        }),
+    }
+    em.set_faults(emulator::Faults {
+        rate_limits: Some(false),
+        ..emulator::Faults::default()
+    })
+    .map_err(anyhow::Error::msg)?;
 
     match served(&endpoint, args.seconds).await {
         Ok(more) => rows.extend(more),
@@ -233,7 +245,16 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
         .port();
     let address = format!("127.0.0.1:{port}");
     let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["serve", "--endpoint-url", endpoint, "--listen", &address])
+        // The whole of ECS's rates (the emulator enforces none here): a quick first read.
+        .args([
+            "serve",
+            "--endpoint-url",
+            endpoint,
+            "--listen",
+            &address,
+            "--ecs-api-share",
+            "100",
+        ])
         .env("AWS_ACCESS_KEY_ID", "emulator")
         .env("AWS_SECRET_ACCESS_KEY", "emulator")
         .env("AWS_REGION", "us-east-1")

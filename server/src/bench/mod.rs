@@ -7,6 +7,7 @@ mod emulator;
 mod fit;
 mod fleet;
 mod precheck;
+mod refresh;
 mod validate;
 
 pub use audit::audit;
@@ -50,7 +51,11 @@ pub(crate) fn mib(bytes: u64) -> String {
 pub(crate) async fn scenario_snapshot(name: &str) -> anyhow::Result<app::model::FleetSnapshot> {
     let scenario = ::emulator::Scenario::parse(name).context("unknown scenario")?;
     let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
-    let em = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, ::emulator::Faults::default());
+    let faults = ::emulator::Faults {
+        rate_limits: Some(false),
+        ..::emulator::Faults::default()
+    };
+    let em = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, faults);
     let (_, clients) = crate::serve_emulator(&em).await?;
     crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
         .read()
