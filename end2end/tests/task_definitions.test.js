@@ -127,7 +127,7 @@ describe('task definitions', () => {
       await page.getByTestId('edit-register').click();
       const refusal = page.getByTestId('edit-ecs-error');
       await refusal.waitFor();
-      assert.match(await refusal.textContent(), /ECS refused RegisterTaskDefinition: ThrottlingException/);
+      assert.match(await refusal.textContent(), /ECS is throttling requests \(RegisterTaskDefinition: ThrottlingException: Rate exceeded\)/);
       assert.equal(await area.inputValue(), edited);
     } finally {
       await setFaults({});
