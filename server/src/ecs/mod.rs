@@ -94,24 +94,22 @@ impl EcsReads for Ecs {
         let me = self.clone();
         let reference = format!("{family}:{revision}");
         Box::pin(async move {
-            // A revision never changes; one that does not exist yet may be registered later.
+            // A revision never changes; one that does not exist yet may be registered later,
+            // so "no such revision" is not kept.
+            let key = format!("revision/{reference}");
             let found = self
                 .cache
-                .read(format!("revision/{reference}"), None, {
-                    let reference = reference.clone();
-                    async move {
-                        match me.describe(&reference).await? {
-                            Some(found) => Ok(Some(found)),
-                            None => Err(String::new()),
-                        }
-                    }
-                })
-                .await;
-            match found {
-                Ok(found) => Ok(found),
-                Err(error) if error.is_empty() => Ok(None),
-                Err(error) => Err(ServiceError::unavailable(error)),
+                .read(
+                    key.clone(),
+                    None,
+                    async move { me.describe(&reference).await },
+                )
+                .await
+                .map_err(ServiceError::unavailable)?;
+            if found.is_none() {
+                self.cache.forget(&key);
             }
+            Ok(found)
         })
     }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 use emulator::{placement::SharingMode, Emulator, Faults, Scenario};
 use gpushare::{
-    aws::{Clients, Target},
+    aws::Clients,
     fleet::{ec2::Ec2Reader, reader::FleetReader, usage::UsageReader},
 };
 
@@ -17,15 +17,7 @@ async fn demo() -> (Emulator, Clients) {
         1.0,
         Faults::default(),
     );
-    let address = emulator
-        .clone()
-        .spawn("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("bind");
-    let clients = Clients::new(&Target::Emulator {
-        endpoint: format!("http://{address}"),
-    })
-    .await;
+    let clients = crate::support::serve(&emulator).await;
     (emulator, clients)
 }
 

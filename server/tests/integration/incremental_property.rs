@@ -9,10 +9,7 @@ use chrono::Utc;
 use emulator::{
     engine::ServiceUpdate, model::ContainerInstance, placement::GpuSlot, Emulator, Faults, Scenario,
 };
-use gpushare::{
-    aws::{Clients, Target},
-    fleet::{ec2::Ec2Reader, reader::FleetReader},
-};
+use gpushare::fleet::{ec2::Ec2Reader, reader::FleetReader};
 use rand::{rngs::StdRng, seq::IndexedRandom, Rng, SeedableRng};
 
 /// The clusters as compared: everything ECS says of instances, GPUs and task counts.
@@ -195,15 +192,7 @@ async fn the_incremental_snapshot_equals_a_full_read_after_every_change() {
     let fleet = Scenario::Demo.build(3, Utc::now());
     // Clock stopped: the fleet moves only when the test advances it.
     let emulator = Emulator::new(fleet, "demo", 0.0, Faults::default());
-    let addr = emulator
-        .clone()
-        .spawn("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("bind");
-    let clients = Clients::new(&Target::Emulator {
-        endpoint: format!("http://{addr}"),
-    })
-    .await;
+    let clients = crate::support::serve(&emulator).await;
     let reader = FleetReader::new(clients.ecs.clone(), "team", 4)
         .with_ec2(Ec2Reader::new(clients.ec2.clone()));
     let first = reader.refresh().await.expect("first read");

@@ -16,10 +16,7 @@ use emulator::{
     placement::{GpuSlot, SharingMode},
     Emulator, Faults,
 };
-use gpushare::{
-    aws::{Clients, Target},
-    fleet::{ec2::Ec2Reader, reader::FleetReader},
-};
+use gpushare::fleet::{ec2::Ec2Reader, reader::FleetReader};
 use rand::{rngs::StdRng, seq::IndexedRandom, Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 
@@ -230,15 +227,7 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
         cases += 1;
         awsvpc_cases += u32::from(case.awsvpc);
         let emulator = Emulator::new(fleet, "property", 1.0, Faults::default());
-        let addr = emulator
-            .clone()
-            .spawn("127.0.0.1:0".parse().expect("addr"))
-            .await
-            .expect("bind");
-        let clients = Clients::new(&Target::Emulator {
-            endpoint: format!("http://{addr}"),
-        })
-        .await;
+        let clients = crate::support::serve(&emulator).await;
         let snapshot = FleetReader::new(clients.ecs.clone(), "team", 4)
             .with_ec2(Ec2Reader::new(clients.ec2.clone()))
             .read()

@@ -4,6 +4,19 @@
 
 use std::{path::PathBuf, process::Command};
 
+/// Serves `emulator` on a loopback port; the console's SDK clients for it.
+pub async fn serve(emulator: &emulator::Emulator) -> gpushare::aws::Clients {
+    let addr = emulator
+        .clone()
+        .spawn("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
+        endpoint: format!("http://{addr}"),
+    })
+    .await
+}
+
 /// A fresh directory under the system's temporary directory.
 pub fn temp_dir(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
