@@ -183,6 +183,12 @@ fn Freshness(overview: FleetOverview) -> impl IntoView {
     let stale_by_age = move || age().is_some_and(|a| a > 3 * interval.max(1) as i64);
     let error = overview.last_error.clone();
     let behind = overview.behind.clone();
+    // While backing off, the budget banner says when the next refresh comes.
+    let retry = if behind.is_some() {
+        "gpushare retries as the ECS API budget allows".to_string()
+    } else {
+        format!("gpushare keeps retrying every {interval} s")
+    };
     let usage_error = overview.usage_error.clone();
     let server_stale = overview.stale;
     view! {
@@ -206,7 +212,7 @@ fn Freshness(overview: FleetOverview) -> impl IntoView {
                 view! {
                     <p class="banner warn" role="alert" data-testid="stale-banner">
                         {format!(
-                            "Stale data: this snapshot is {} old and {why}. Showing the last good snapshot; gpushare keeps retrying every {interval} s.",
+                            "Stale data: this snapshot is {} old and {why}. Showing the last good snapshot; {retry}.",
                             format_age(age().unwrap_or(0)),
                         )}
                     </p>
