@@ -12,6 +12,7 @@ pub mod ec2;
 pub mod ecs_api;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod faults;
 pub mod instance_types;
 pub mod model;

@@ -192,6 +192,8 @@ pub struct Task {
     pub stop_code: Option<&'static str>,
     /// Whether it stopped before it ever ran, which counts against the circuit breaker.
     pub failed_to_start: bool,
+    /// ECS's `version`: one more for every state change event of the task.
+    pub version: u64,
 }
 
 impl Task {
@@ -392,6 +394,8 @@ pub struct Cluster {
     pub tasks: BTreeMap<String, Task>,
     /// Tasks with a transition still to come (starting, failing or stopping).
     pub moving: BTreeSet<String>,
+    /// Tasks whose status changed since the emulator last emitted events, in order of change.
+    pub changed: Vec<String>,
 }
 
 impl Cluster {

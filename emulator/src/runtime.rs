@@ -29,6 +29,7 @@ use crate::{
     cloudwatch::CloudWatchError,
     ec2, ecs_api,
     error::EcsError,
+    events::{EventQueue, QueueStatus, SqsError, SQS_TARGET_PREFIX},
     faults::{Faults, Outcome},
     model::Fleet,
     throttle::{Buckets, GroupStatus},
@@ -49,6 +50,8 @@ struct Inner {
     requests: AtomicU64,
     /// ECS's request throttling, and the calls per group of actions.
     buckets: Buckets,
+    /// The SQS queue ECS's events go to, when an EventBridge rule routes them there.
+    events: RwLock<Option<Arc<EventQueue>>>,
 }
 
 /// A handle to a running emulator; clones share it.
@@ -73,6 +76,9 @@ pub struct Status {
     pub rate_limits: bool,
     /// ECS calls per group of actions (the groups ECS throttles by).
     pub api_groups: Vec<GroupStatus>,
+    /// The SQS queue that receives ECS's task state change events, when there is one.
+    #[serde(default)]
+    pub events_queue: Option<QueueStatus>,
 }
 
 impl Emulator {
@@ -89,6 +95,7 @@ impl Emulator {
                 scenario: scenario.to_string(),
                 requests: AtomicU64::new(0),
                 buckets: Buckets::default(),
+                events: RwLock::new(None),
             }),
         }
     }
@@ -108,7 +115,32 @@ impl Emulator {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         fleet.advance(now);
-        f(&mut fleet)
+        let out = f(&mut fleet);
+        match self.events_queue() {
+            Some(queue) => queue.push(crate::events::task_events(&mut fleet)),
+            None => crate::events::forget_changes(&mut fleet),
+        }
+        out
+    }
+
+    /// Routes ECS's task state change events to an SQS queue from now on, as an EventBridge
+    /// rule on `source: aws.ecs` with the queue as its target would. Returns the path of the
+    /// queue's URL on the emulator's endpoint (`/<account>/ecs-events`).
+    pub fn enable_events_queue(&self) -> String {
+        let account = self.with_fleet(|fleet| fleet.account.clone());
+        let mut events = self.inner.events.write().unwrap_or_else(|p| p.into_inner());
+        events
+            .get_or_insert_with(|| Arc::new(EventQueue::new(&account)))
+            .path()
+    }
+
+    /// The events queue, when there is one.
+    pub fn events_queue(&self) -> Option<Arc<EventQueue>> {
+        self.inner
+            .events
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Moves simulated time forward at once.
@@ -187,6 +219,7 @@ impl Emulator {
                 .inner
                 .buckets
                 .status(self.rate_limits(), std::time::Instant::now()),
+            events_queue: self.events_queue().map(|q| q.status()),
         }
     }
 
@@ -286,6 +319,9 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     if let Some(operation) = target.strip_prefix(CLOUDWATCH_TARGET_PREFIX) {
         return cloudwatch_json(emulator, operation.to_string(), body).await;
     }
+    if let Some(operation) = target.strip_prefix(SQS_TARGET_PREFIX) {
+        return sqs(emulator, operation.to_string(), body).await;
+    }
     // EC2's query protocol: a form body and no target header.
     let form = headers
         .get(header::CONTENT_TYPE)
@@ -359,6 +395,83 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             response
         }
         Err(error) => ecs_error(&emulator, &error),
+    }
+}
+
+/// One SQS request (awsJson1_0) to the events queue: faults as for any operation, then the
+/// queue's answer.
+async fn sqs(emulator: Emulator, operation: String, body: Bytes) -> Response {
+    let id = request_id(&emulator);
+    let reply = |status: StatusCode, body: Value, query_error: Option<&str>| {
+        let mut response = (status, body.to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-amz-json-1.0"),
+        );
+        if let Ok(id) = HeaderValue::from_str(&id) {
+            headers.insert("x-amzn-requestid", id);
+        }
+        if let Some(code) = query_error.and_then(|c| HeaderValue::from_str(c).ok()) {
+            headers.insert("x-amzn-query-error", code);
+        }
+        response
+    };
+    let fail = |error: SqsError| {
+        reply(
+            StatusCode::BAD_REQUEST,
+            json!({"__type": format!("com.amazonaws.sqs#{}", error.code), "message": error.message}),
+            Some(error.query_code),
+        )
+    };
+    let outcome = injected(&emulator, &operation).await;
+    match outcome {
+        Outcome::Throttle => {
+            return fail(SqsError {
+                code: "RequestThrottled",
+                query_code: "RequestThrottled;Sender",
+                message: "Request is throttled.".into(),
+            })
+        }
+        Outcome::ServerError => {
+            return reply(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"__type": "com.amazonaws.sqs#InternalError", "message": "Injected server error."}),
+                Some("InternalError;Receiver"),
+            )
+        }
+        Outcome::Drop => return dropped(),
+        Outcome::Answer | Outcome::LoseAnswer => {}
+    }
+    let Some(queue) = emulator.events_queue() else {
+        return fail(SqsError {
+            code: "QueueDoesNotExist",
+            query_code: "AWS.SimpleQueueService.NonExistentQueue;Sender",
+            message: "The specified queue does not exist: this emulator routes no events to SQS (start it with its events queue on).".into(),
+        });
+    };
+    let input: Value = if body.is_empty() {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(value) => value,
+            Err(error) => {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    json!({"__type": "com.amazonaws.sqs#InvalidParameterValue", "message": format!("The request body is not valid JSON: {error}.")}),
+                    Some("InvalidParameterValue;Sender"),
+                )
+            }
+        }
+    };
+    let answer = queue.handle(&operation, &input).await;
+    // A lost answer: the messages it took stay in flight until their visibility timeout.
+    if outcome == Outcome::LoseAnswer {
+        return dropped();
+    }
+    match answer {
+        Ok(output) => reply(StatusCode::OK, output, None),
+        Err(error) => fail(error),
     }
 }
 

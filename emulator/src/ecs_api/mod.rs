@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::{error::EcsError, model::Fleet};
 
 pub use task_definitions::task_definition_json;
+pub use tasks::task_json;
 
 /// The ECS operations the emulator serves.
 pub const OPERATIONS: [&str; 19] = [

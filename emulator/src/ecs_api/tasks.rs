@@ -115,7 +115,8 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, Ec
     Ok(json!({"tasks": tasks, "failures": failures}))
 }
 
-fn task_json(task: &Task, zone: &str) -> Value {
+/// A task as DescribeTasks answers it (and as its state change events carry it).
+pub fn task_json(task: &Task, zone: &str) -> Value {
     let mut body = json!({
         "taskArn": task.arn,
         "clusterArn": task.cluster_arn,
@@ -129,7 +130,7 @@ fn task_json(task: &Task, zone: &str) -> Value {
         "createdAt": epoch(task.created_at),
         "launchType": "EC2",
         "availabilityZone": zone,
-        "version": 1,
+        "version": task.version.max(1),
         "containers": task.containers.iter().map(|c| {
             let mut container = json!({
                 "containerArn": c.arn,

@@ -42,6 +42,7 @@ impl Fleet {
                 services: Default::default(),
                 tasks: Default::default(),
                 moving: Default::default(),
+                changed: Vec::new(),
             }))
     }
 

@@ -35,6 +35,18 @@ impl Fleet {
             return;
         };
         let moving: Vec<String> = cluster.moving.iter().cloned().collect();
+        // What each moving task's status was, so that every change is told as an event.
+        let before: Vec<(TaskStatus, TaskStatus)> = moving
+            .iter()
+            .map(|arn| {
+                cluster
+                    .tasks
+                    .get(arn)
+                    .map_or((TaskStatus::Stopped, TaskStatus::Stopped), |t| {
+                        (t.last_status, t.desired_status)
+                    })
+            })
+            .collect();
         let mut failed: Vec<(String, String, String)> = Vec::new();
         let impaired: BTreeSet<String> = cluster
             .instances
@@ -42,7 +54,8 @@ impl Fleet {
             .filter(|i| i.mps_impaired.is_some())
             .map(|i| i.arn.clone())
             .collect();
-        for arn in moving {
+        for arn in &moving {
+            let arn = arn.clone();
             let Some(task) = cluster.tasks.get_mut(&arn) else {
                 cluster.moving.remove(&arn);
                 continue;
@@ -122,6 +135,15 @@ impl Fleet {
                     instance.running_tasks += 1;
                     instance.version += 1;
                 }
+            }
+        }
+        for (arn, was) in moving.into_iter().zip(before) {
+            let now_is = cluster
+                .tasks
+                .get(&arn)
+                .map(|t| (t.last_status, t.desired_status));
+            if now_is.is_some_and(|status| status != was) {
+                cluster.changed.push(arn);
             }
         }
         for (service, deployment, arn) in failed {
@@ -280,8 +302,10 @@ impl Fleet {
             stopped_reason: None,
             stop_code: None,
             failed_to_start: false,
+            version: 1,
         };
         cluster.tasks.insert(task_arn.clone(), task);
+        cluster.changed.push(task_arn.clone());
         cluster.moving.insert(task_arn.clone());
         Ok(task_arn)
     }
@@ -313,6 +337,7 @@ impl Fleet {
         }
         let group = task.group.clone();
         cluster.moving.insert(task_arn.to_string());
+        cluster.changed.push(task_arn.to_string());
         if let Some(service) = group.strip_prefix("service:") {
             if let Some(svc) = cluster.services.get_mut(service) {
                 svc.tasks.remove(task_arn);
