@@ -48,9 +48,10 @@ pub enum BenchCommand {
     Emulator(BenchEmulatorArgs),
     /// The fleet snapshot on an emulated fleet: wall time and calls at 0 and 40 ms of added
     /// latency against the fewest calls and the chain of dependent calls, a sequential boto3
-    /// walk, and a served console's memory, page render time and size, API throughput and time
-    /// to hydrate.
-    Fleet(BenchEmulatorArgs),
+    /// walk; the incremental refresh within ECS's API budget (polling, and following ECS's
+    /// events through SQS); and a served console's memory, page render time and size, API
+    /// throughput and time to hydrate.
+    Fleet(BenchFleetArgs),
     /// The fit check of one task against the fleet snapshot, for MPS and whole-GPU requests.
     Fit(BenchEmulatorArgs),
     /// The capacity pre-check of a 60-task rollout (one that completes, one that stalls at the
@@ -113,6 +114,17 @@ pub struct BenchEmulatorArgs {
     pub seconds: u64,
 }
 
+/// Options of `gpushare bench fleet`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchFleetArgs {
+    #[command(flatten)]
+    pub emulator: BenchEmulatorArgs,
+    /// Measure one part only: `reads` (full snapshots and the boto3 walk), `refresh` (the
+    /// incremental refresh within ECS's API budget) or `server` (the served console).
+    #[arg(long, value_parser = ["reads", "refresh", "server"])]
+    pub only: Option<String>,
+}
+
 /// Which fleet the console shows: the embedded emulator (default) or AWS.
 #[derive(Debug, Clone, Args)]
 pub struct FleetArgs {
@@ -160,6 +172,16 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_FULL_READ_INTERVAL", default_value_t = 600, value_parser = clap::value_parser!(u64).range(30..=86_400))]
     pub full_read_interval: u64,
 
+    /// An SQS queue that an EventBridge rule fills with ECS's events (a rule on `source:
+    /// aws.ecs`, `detail-type: ECS Task State Change`, with the queue as its target). The
+    /// refresh then describes the tasks the events name instead of listing the tasks of every
+    /// instance that changed; events are hints, checked through ECS, and the refresh polls as
+    /// before while the queue cannot be read. The console deletes what it reads: give it a
+    /// queue of its own. Needs sqs:ReceiveMessage and sqs:DeleteMessage. With the embedded
+    /// emulator, its own queue is used unless `--emulator-events off`.
+    #[arg(long, env = "GPUSHARE_EVENTS_QUEUE_URL", value_name = "URL", value_parser = parse_url)]
+    pub events_queue_url: Option<String>,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -176,6 +198,7 @@ impl Default for FleetArgs {
             usage_host_dimension: "host".into(),
             ecs_api_share: crate::aws::DEFAULT_ECS_API_SHARE,
             full_read_interval: 600,
+            events_queue_url: None,
             emulator: EmulatorArgs::default(),
         }
     }
@@ -216,6 +239,12 @@ pub struct EmulatorArgs {
         value_delimiter = ';'
     )]
     pub faults: Vec<String>,
+
+    /// Route ECS's task state change events to an SQS queue on the emulator's endpoint
+    /// (`/123456789012/ecs-events`), as an EventBridge rule would (`on`), or not (`off`: the
+    /// console then follows the fleet by polling alone).
+    #[arg(long, env = "GPUSHARE_EMULATOR_EVENTS", default_value = "on", value_parser = ["on", "off"])]
+    pub emulator_events: String,
 }
 
 impl Default for EmulatorArgs {
@@ -225,6 +254,7 @@ impl Default for EmulatorArgs {
             seed: 1,
             clock_speed: 10.0,
             faults: Vec::new(),
+            emulator_events: "on".into(),
         }
     }
 }

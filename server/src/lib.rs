@@ -158,12 +158,11 @@ pub async fn build_emulator(args: &config::EmulatorArgs) -> anyhow::Result<emula
     let fleet = tokio::task::spawn_blocking(move || scenario.build(seed, chrono::Utc::now()))
         .await
         .context("building the scenario failed")?;
-    Ok(emulator::Emulator::new(
-        fleet,
-        scenario.name(),
-        args.clock_speed,
-        faults,
-    ))
+    let emulator = emulator::Emulator::new(fleet, scenario.name(), args.clock_speed, faults);
+    if args.emulator_events == "on" {
+        emulator.enable_events_queue();
+    }
+    Ok(emulator)
 }
 
 /// Where the console's fleet comes from: AWS as the flags say, or an embedded emulator started
@@ -177,7 +176,8 @@ pub async fn connect_fleet(
             profile: fleet.profile.clone(),
             endpoint_url: fleet.endpoint_url.clone(),
         };
-        let clients = aws::Clients::with_share(&target, fleet.ecs_api_share).await;
+        let mut clients = aws::Clients::with_share(&target, fleet.ecs_api_share).await;
+        clients.events_queue_url = fleet.events_queue_url.clone();
         let source = app::model::FleetSource::Aws {
             region: clients.region.clone(),
         };
@@ -185,13 +185,18 @@ pub async fn connect_fleet(
     }
     let emulator = build_emulator(&fleet.emulator).await?;
     let (endpoint, _) = serve_emulator(&emulator).await?;
-    let clients = aws::Clients::with_share(
+    let mut clients = aws::Clients::with_share(
         &aws::Target::Emulator {
             endpoint: endpoint.clone(),
         },
         fleet.ecs_api_share,
     )
     .await;
+    clients.events_queue_url = fleet.events_queue_url.clone().or_else(|| {
+        emulator
+            .events_queue()
+            .map(|queue| format!("{endpoint}{}", queue.path()))
+    });
     tracing::info!(%endpoint, scenario = %fleet.emulator.scenario, "embedded emulator started");
     let source = app::model::FleetSource::Emulator {
         endpoint,

@@ -66,6 +66,10 @@ pub struct Clients {
     pub cloudwatch: aws_sdk_cloudwatch::Client,
     /// EC2, for the instances' hostnames, zones and lifecycles.
     pub ec2: aws_sdk_ec2::Client,
+    /// SQS, for ECS's events when a queue brings them.
+    pub sqs: aws_sdk_sqs::Client,
+    /// The SQS queue an EventBridge rule fills with ECS's events, when there is one.
+    pub events_queue_url: Option<String>,
     /// The region the clients use, for display.
     pub region: String,
     /// Every attempt of every call the clients made, for `/metrics`.
@@ -135,6 +139,12 @@ impl Clients {
                     .interceptor(count("ec2"))
                     .build(),
             ),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(&config)
+                    .interceptor(calls::CountCalls::new("sqs", counts.clone(), None))
+                    .build(),
+            ),
+            events_queue_url: None,
             calls: counts,
             budget,
         }

@@ -4,14 +4,16 @@
 use std::time::{Duration, Instant};
 
 use super::{mib, print_table, Row};
-use crate::config::BenchEmulatorArgs;
+use crate::config::BenchFleetArgs;
 use anyhow::Context;
 
 /// `gpushare bench fleet`: the fleet snapshot on an emulated fleet at 0 and 40 ms of added
 /// latency per call, against the fewest calls and the longest chain of dependent calls, and
 /// against a sequential boto3 script; then a `gpushare serve` process on that fleet: its memory,
 /// the fleet page's render time and size, `/api/v1/fleet` throughput and the time to hydrate.
-pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
+pub async fn fleet(args: BenchFleetArgs) -> anyhow::Result<()> {
+    let part = |name: &str| args.only.as_deref().is_none_or(|only| only == name);
+    let args = args.emulator;
     let scenario = emulator::Scenario::parse(&args.scenario).context("unknown scenario")?;
     let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
     let (minimum, chain) = fewest_calls(&fleet);
@@ -27,7 +29,8 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             minimum.cloudwatch
         ),
     }];
-    for latency in [0_u64, 40] {
+    let latencies: &[u64] = if part("reads") { &[0, 40] } else { &[] };
+    for &latency in latencies {
         let mut faults = emulator::Faults::default();
         faults.all.latency_ms = latency;
         // The dependent-call bound assumes ECS answers every call: no throttling here.
@@ -82,12 +85,14 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             },
         });
     }
-    match super::refresh::rows(&em, &endpoint, crate::aws::DEFAULT_ECS_API_SHARE).await {
-        Ok(more) => rows.extend(more),
-        Err(error) => rows.push(Row {
-            what: "the refresh within ECS's API budget".into(),
-            value: format!("not measured: {error:#}"),
-        }),
+    if part("refresh") {
+        match super::refresh::rows(&em, &endpoint, crate::aws::DEFAULT_ECS_API_SHARE).await {
+            Ok(more) => rows.extend(more),
+            Err(error) => rows.push(Row {
+                what: "the refresh within ECS's API budget".into(),
+                value: format!("not measured: {error:#}"),
+            }),
+        }
     }
     em.set_faults(emulator::Faults {
         rate_limits: Some(false),
@@ -95,12 +100,14 @@ pub async fn fleet(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     })
     .map_err(anyhow::Error::msg)?;
 
-    match served(&endpoint, args.seconds).await {
-        Ok(more) => rows.extend(more),
-        Err(error) => rows.push(Row {
-            what: "the console as a server process".into(),
-            value: format!("not measured: {error:#}"),
-        }),
+    if part("server") {
+        match served(&endpoint, args.seconds).await {
+            Ok(more) => rows.extend(more),
+            Err(error) => rows.push(Row {
+                what: "the console as a server process".into(),
+                value: format!("not measured: {error:#}"),
+            }),
+        }
     }
     print_table(
         &format!(

@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::Row;
-use crate::fleet::{ec2::Ec2Reader, reader::FleetReader, store::SnapshotStore};
+use crate::fleet::{ec2::Ec2Reader, events::EventFeed, reader::FleetReader, store::SnapshotStore};
 
 /// The refresh interval the figures are for.
 const INTERVAL: Duration = Duration::from_secs(15);
@@ -59,6 +59,19 @@ fn stop_tasks(em: &emulator::Emulator, count: usize, concentrated: bool) -> usiz
     })
 }
 
+/// Waits (up to 30 s) until the consumer has read and deleted every event on the queue.
+async fn drained(em: &emulator::Emulator) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && em
+            .status()
+            .events_queue
+            .is_some_and(|q| q.visible + q.in_flight > 0)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The budget figures, on `em` (rate limits on) served at `endpoint`.
 pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow::Result<Vec<Row>> {
     em.set_faults(emulator::Faults {
@@ -73,9 +86,16 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         share,
     )
     .await;
+    // The events feed is followed only from the second half on: until then the refresh polls.
+    let path = em.enable_events_queue();
+    let feed = Arc::new(EventFeed::new(
+        clients.sqs.clone(),
+        &format!("{endpoint}{path}"),
+    ));
     let reader = FleetReader::new(clients.ecs.clone(), "team", 16)
         .with_ec2(Ec2Reader::new(clients.ec2.clone()))
-        .with_budget(clients.budget.clone());
+        .with_budget(clients.budget.clone())
+        .with_events(feed.clone());
     let mut rows = Vec::new();
     let live = em.status().tasks;
 
@@ -137,14 +157,34 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         });
     }
 
-    // 1 % of the tasks change: stopped, and replaced by their services.
-    for (label, concentrated) in [
-        ("spread over the fleet", false),
-        ("on the fewest instances", true),
-    ] {
+    // 1 % of the tasks change: stopped, and replaced by their services. First by polling
+    // alone, then following ECS's task state change events through the SQS queue.
+    let changes = [
+        ("spread over the fleet", false, false),
+        ("on the fewest instances", true, false),
+        ("spread over the fleet, with events", false, true),
+        ("on the fewest instances, with events", true, true),
+    ];
+    for (label, concentrated, events) in changes {
+        if events && !feed.following() {
+            crate::fleet::events::spawn(&feed);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !feed.following() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // What the queue held from before: read, and the refresh brought level with it.
+            drained(em).await;
+            reader.refresh().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
         let count = (live / 100).max(1);
         let stopped = stop_tasks(em, count, concentrated);
         em.advance(20);
+        let sqs_before = clients.calls.total("sqs", crate::aws::calls::Outcome::Ok);
+        if events {
+            // The consumer reads the events as they come; the refresh comes after them.
+            drained(em).await;
+        }
+        let sqs_calls = clients.calls.total("sqs", crate::aws::calls::Outcome::Ok) - sqs_before;
         let before = group_calls(em);
         let refresh = reader.refresh().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let after = group_calls(em);
@@ -157,9 +197,14 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         rows.push(Row {
             what: format!("ECS calls per refresh, 1 % of tasks changed {label}"),
             value: format!(
-                "{} ({stopped} tasks stopped and replaced; {} cluster resource reads)",
+                "{} ({stopped} tasks stopped and replaced; {} cluster resource reads{})",
                 refresh.snapshot.api_calls,
-                resource(&after) - resource(&before)
+                resource(&after) - resource(&before),
+                if events {
+                    format!("; {sqs_calls} SQS calls to read the events")
+                } else {
+                    String::new()
+                }
             ),
         });
         // Settle before the next measure.

@@ -32,6 +32,8 @@ pub struct RawTask {
     pub started_at: Option<String>,
     /// `lastStatus`.
     pub last_status: Option<String>,
+    /// `desiredStatus`: `RUNNING`, or `STOPPED` for a task told to stop.
+    pub desired_status: Option<String>,
     pub containers: Vec<RawContainer>,
     /// The container instance it runs on.
     pub container_instance_arn: Option<String>,
@@ -188,6 +190,7 @@ mod tests {
             group: Some(format!("service:{service}")),
             started_at: Some("2026-11-30T00:00:00Z".into()),
             last_status: Some("RUNNING".into()),
+            desired_status: Some("RUNNING".into()),
             containers: containers
                 .iter()
                 .map(|(name, ids)| RawContainer {

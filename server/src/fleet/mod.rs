@@ -1,6 +1,7 @@
 //! The fleet snapshot: every GPU joined to the containers, tasks, services and teams on it.
 
 pub mod ec2;
+pub mod events;
 pub mod join;
 pub mod reader;
 pub mod store;

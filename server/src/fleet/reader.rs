@@ -36,6 +36,7 @@ use self::incremental::{ClusterState, Known};
 use super::{
     ec2::{host_names, Ec2Instance, Ec2Reader},
     ecs_failed as failed,
+    events::EventFeed,
     join::{DefinitionGpu, GpuAsk, RawContainer, RawGpu, RawTask},
     usage::{UsageMap, UsageReader},
     ReadError,
@@ -63,6 +64,8 @@ pub struct FleetReader {
     full_every: Duration,
     /// The last full read's comparison with the incremental state.
     checks: Mutex<Checks>,
+    /// ECS's task state change events, when a queue brings them: which tasks changed.
+    events: Option<Arc<EventFeed>>,
 }
 
 /// What the background full reads found, for `/metrics`.
@@ -99,6 +102,7 @@ impl FleetReader {
             known: tokio::sync::Mutex::new(None),
             full_every: FULL_READ_INTERVAL,
             checks: Mutex::new(Checks::default()),
+            events: None,
         }
     }
 
@@ -119,6 +123,20 @@ impl FleetReader {
     }
 
     /// Paces every ECS call to `budget`.
+    /// Follows ECS's task state change events through `feed`, so that a refresh describes the
+    /// tasks they name instead of listing the tasks of every instance that changed.
+    pub fn with_events(self, feed: Arc<EventFeed>) -> FleetReader {
+        FleetReader {
+            events: Some(feed),
+            ..self
+        }
+    }
+
+    /// The events feed, when the reader follows one.
+    pub fn events(&self) -> Option<&Arc<EventFeed>> {
+        self.events.as_ref()
+    }
+
     pub fn with_budget(self, budget: Arc<Budget>) -> FleetReader {
         FleetReader {
             budget: Some(budget),
@@ -857,6 +875,7 @@ fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
         task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
         group: task.group().map(str::to_string),
         last_status: task.last_status().map(str::to_string),
+        desired_status: task.desired_status().map(str::to_string),
         started_at: task.started_at().map(crate::aws::rfc3339),
         containers: task
             .containers()

@@ -272,6 +272,47 @@ fn write_costs(out: &mut String, costs: &crate::http::state::Costs) -> std::fmt:
         }
         writeln!(out, "{series} {value}")?;
     }
+    if let Some(feed) = costs.reader.events() {
+        let counts = feed.counts();
+        family(
+            out,
+            "gpushare_fleet_events_following",
+            "gauge",
+            "1 while the console reads ECS's events from the SQS queue; 0 while it cannot (the refresh then lists tasks).",
+        )?;
+        writeln!(
+            out,
+            "gpushare_fleet_events_following {}",
+            u8::from(feed.following())
+        )?;
+        family(
+            out,
+            "gpushare_fleet_events_total",
+            "counter",
+            "Messages read from the events queue, by kind: task state changes, other ECS events, unreadable messages.",
+        )?;
+        for (kind, value) in [
+            ("task_state_change", counts.task_events),
+            ("other", counts.other_events),
+            ("unreadable", counts.unreadable),
+        ] {
+            writeln!(
+                out,
+                "gpushare_fleet_events_total{{kind=\"{kind}\"}} {value}"
+            )?;
+        }
+        family(
+            out,
+            "gpushare_fleet_events_receive_errors_total",
+            "counter",
+            "Receives from the events queue that failed.",
+        )?;
+        writeln!(
+            out,
+            "gpushare_fleet_events_receive_errors_total {}",
+            counts.errors
+        )?;
+    }
     Ok(())
 }
 

@@ -90,19 +90,27 @@ impl AppState {
         let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(
             args.fleet.refresh_interval,
         )));
-        let reader = Arc::new(
-            FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16)
-                .with_usage(UsageReader::new(
-                    clients.cloudwatch.clone(),
-                    &args.fleet.usage_host_dimension,
-                    crate::fleet::usage::CONCURRENCY,
-                ))
-                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
-                .with_budget(clients.budget.clone())
-                .with_full_read_every(std::time::Duration::from_secs(
-                    args.fleet.full_read_interval,
-                )),
-        );
+        let mut reader = FleetReader::new(clients.ecs.clone(), &args.fleet.team_tag, 16)
+            .with_usage(UsageReader::new(
+                clients.cloudwatch.clone(),
+                &args.fleet.usage_host_dimension,
+                crate::fleet::usage::CONCURRENCY,
+            ))
+            .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+            .with_budget(clients.budget.clone())
+            .with_full_read_every(std::time::Duration::from_secs(
+                args.fleet.full_read_interval,
+            ));
+        if let Some(url) = &clients.events_queue_url {
+            let feed = Arc::new(crate::fleet::events::EventFeed::new(
+                clients.sqs.clone(),
+                url,
+            ));
+            crate::fleet::events::spawn(&feed);
+            tracing::info!(queue = %url, "following ECS's events through the SQS queue");
+            reader = reader.with_events(feed);
+        }
+        let reader = Arc::new(reader);
         spawn_refresher(&fleet, reader.clone());
         let costs = Arc::new(Costs {
             calls: clients.calls.clone(),

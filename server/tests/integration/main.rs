@@ -4,6 +4,7 @@
 
 mod audit_store;
 mod deploy_reconcile;
+mod events_queue;
 mod fleet_snapshot;
 mod http;
 mod incremental_property;

@@ -11,10 +11,15 @@ pub async fn serve(emulator: &emulator::Emulator) -> gpushare::aws::Clients {
         .spawn("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("bind");
-    gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
+    let mut clients = gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
         endpoint: format!("http://{addr}"),
     })
-    .await
+    .await;
+    // The emulator's events queue, when it routes events to one.
+    clients.events_queue_url = emulator
+        .events_queue()
+        .map(|queue| format!("http://{addr}{}", queue.path()));
+    clients
 }
 
 /// A fresh directory under the system's temporary directory.

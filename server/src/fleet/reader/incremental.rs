@@ -10,8 +10,13 @@
 //! - ListTasks only where something changed: per changed instance, or the whole cluster when
 //!   that is fewer calls (or when the cluster's task counts changed with no instance change);
 //!   DescribeTasks only for task ARNs not seen before and tasks not yet RUNNING;
-//! - DescribeServices of every service in a cluster that changed, of services in a rollout, and
-//!   of a rotating slice of ten others; ListServices when the count of services differs;
+//! - with ECS's task state change events (an EventBridge rule into an SQS queue), DescribeTasks
+//!   of the tasks they name instead: an instance that changed is listed only when the events do
+//!   not account for it (none named a task on it, or the tasks known there then are not as many
+//!   as ECS counts);
+//! - DescribeServices of every service in a cluster that changed (with events: of the services
+//!   whose tasks they named), of services in a rollout, and of a rotating slice of ten others;
+//!   ListServices when the count of services differs;
 //! - DescribeTaskDefinition once per ARN (a revision never changes).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,6 +30,7 @@ use app::model::{arn::arn_tail, ClusterView, FleetSnapshot, InstanceView, Servic
 
 use super::{instance_view, FleetReader, Listing};
 use crate::aws::budget::Lane;
+use crate::fleet::events::Hints;
 use crate::fleet::{
     join::{join, DefinitionGpu, RawGpu, RawTask},
     ReadError,
@@ -52,6 +58,9 @@ pub struct KnownInstance {
     pub fingerprint: u64,
     pub view: InstanceView,
     pub gpus: Vec<RawGpu>,
+    /// `runningTasksCount` and `pendingTasksCount`.
+    pub running_tasks: i32,
+    pub pending_tasks: i32,
 }
 
 impl KnownInstance {
@@ -75,7 +84,20 @@ impl KnownInstance {
             fingerprint: hasher.finish(),
             view,
             gpus,
+            running_tasks: instance.running_tasks_count(),
+            pending_tasks: instance.pending_tasks_count(),
         }
+    }
+
+    /// Whether the tasks known there (`known` in all, `known_pending` not yet RUNNING) are what
+    /// ECS counts on the instance. ECS documents `runningTasksCount` as the tasks whose desired
+    /// status is RUNNING and does not say whether that takes in those still PENDING (which
+    /// `pendingTasksCount` counts); the two readings agree only when nothing is pending, so
+    /// only then do the counts account for a change (inference: the cautious reading).
+    fn counts_agree(&self, known: usize, known_pending: usize) -> bool {
+        self.pending_tasks == 0
+            && known_pending == 0
+            && i64::from(self.running_tasks) == known as i64
     }
 
     /// Counted by DescribeClusters' `registeredContainerInstancesCount`.
@@ -322,19 +344,39 @@ impl FleetReader {
         // the next full read.
         known.clusters.retain(|c| counts.contains_key(&c.arn));
         let sweep = known.next_sweep();
+        // What the events said since the last refresh, per cluster; none when no queue is
+        // followed (or the consumer is not keeping up with it).
+        let mut hints = self.events.as_ref().and_then(|feed| feed.take());
         let states = std::mem::take(&mut known.clusters);
-        let updated = futures::future::join_all(states.into_iter().map(|state| {
+        let per_cluster: Vec<(ClusterState, Option<Hints>)> = states
+            .into_iter()
+            .map(|state| {
+                let mine = hints.as_mut().map(|h| h.take_cluster(&state.arn));
+                (state, mine)
+            })
+            .collect();
+        let sweep = &sweep;
+        let updated = futures::future::join_all(per_cluster.into_iter().map(|(state, mine)| {
             let counts = counts.get(&state.arn).copied();
-            self.refresh_cluster(state, counts, &sweep, calls)
+            async move {
+                let result = self
+                    .refresh_cluster(state, counts, sweep, mine.as_ref(), calls)
+                    .await;
+                (result, mine)
+            }
         }))
         .await;
         let mut failed = None;
-        for result in updated {
+        for (result, mine) in updated {
             match result {
                 Ok(state) => known.clusters.push(state),
                 Err((state, error)) => {
                     known.clusters.push(state);
                     failed.get_or_insert(error);
+                    // The next refresh starts from the state as it was: it needs the hints.
+                    if let (Some(feed), Some(mine)) = (&self.events, mine) {
+                        feed.give_back(mine);
+                    }
                 }
             }
         }
@@ -354,10 +396,11 @@ impl FleetReader {
         state: ClusterState,
         counts: Option<ClusterCounts>,
         sweep: &HashSet<String>,
+        hints: Option<&Hints>,
         calls: &AtomicU32,
     ) -> Result<ClusterState, (ClusterState, ReadError)> {
         let before = state.clone();
-        self.refresh_cluster_inner(state, counts, sweep, calls)
+        self.refresh_cluster_inner(state, counts, sweep, hints, calls)
             .await
             .map_err(|error| (before, error))
     }
@@ -367,6 +410,7 @@ impl FleetReader {
         mut state: ClusterState,
         counts: Option<ClusterCounts>,
         sweep: &HashSet<String>,
+        hints: Option<&Hints>,
         calls: &AtomicU32,
     ) -> Result<ClusterState, ReadError> {
         let lane = Lane::Foreground;
@@ -447,7 +491,81 @@ impl FleetReader {
                 .is_none_or(|arn| !removed.contains(arn))
         });
 
-        // Tasks: list where something changed.
+        // Events: the tasks they name are described again (a task told to stop leaves, as
+        // ListTasks lists only those whose desired status is RUNNING). An instance that
+        // changed is accounted for when events named tasks on it and the tasks known there now
+        // are as many as ECS counts; the others are listed below.
+        let mut unexplained = changed.clone();
+        if let Some(hints) = hints {
+            for (arn, hint) in &hints.tasks {
+                if hint.stopping {
+                    state.tasks.remove(arn);
+                }
+            }
+            // Also the tasks known on a changed instance that were not yet RUNNING: a lost
+            // event must not leave one PENDING for ever.
+            let changed_set: HashSet<&str> = changed.iter().map(String::as_str).collect();
+            let mut describe: Vec<String> = hints
+                .tasks
+                .iter()
+                .filter(|(_, hint)| !hint.stopping)
+                .map(|(arn, _)| arn.clone())
+                .collect();
+            describe.extend(
+                state
+                    .tasks
+                    .values()
+                    .filter(|t| {
+                        t.last_status.as_deref() != Some("RUNNING")
+                            && t.container_instance_arn
+                                .as_deref()
+                                .is_some_and(|i| changed_set.contains(i))
+                            && !hints.tasks.contains_key(&t.arn)
+                    })
+                    .map(|t| t.arn.clone()),
+            );
+            let described = self
+                .described(calls, 100, describe, self.describe_tasks(&cluster, lane))
+                .await?;
+            let mut new_tasks = Vec::new();
+            for result in described {
+                match result {
+                    Ok(task) if task.desired_status.as_deref() == Some("RUNNING") => {
+                        new_tasks.push(task);
+                    }
+                    Ok(task) => {
+                        state.tasks.remove(&task.arn);
+                    }
+                    Err(arn) => {
+                        state.tasks.remove(&arn);
+                    }
+                }
+            }
+            self.cache_definitions(&new_tasks, calls, lane).await?;
+            state
+                .tasks
+                .extend(new_tasks.into_iter().map(|t| (t.arn.clone(), t)));
+            let named = hints.instances();
+            let mut on_instance: HashMap<&str, (usize, usize)> = HashMap::new();
+            for task in state.tasks.values() {
+                if let Some(arn) = &task.container_instance_arn {
+                    let entry = on_instance.entry(arn.as_str()).or_default();
+                    entry.0 += 1;
+                    entry.1 += usize::from(task.last_status.as_deref() != Some("RUNNING"));
+                }
+            }
+            let by_arn: HashMap<&str, &KnownInstance> =
+                instances.iter().map(|i| (i.arn.as_str(), i)).collect();
+            unexplained.retain(|arn| {
+                let agree = by_arn.get(arn.as_str()).is_some_and(|instance| {
+                    let (all, pending) = on_instance.get(arn.as_str()).copied().unwrap_or((0, 0));
+                    instance.counts_agree(all, pending)
+                });
+                !(named.contains(arn.as_str()) && agree)
+            });
+        }
+
+        // Tasks: list where something changed that the events did not account for.
         let task_counts_changed = match (state.counts, counts) {
             (Some(old), Some(new)) => (old.running, old.pending) != (new.running, new.pending),
             _ => true,
@@ -459,7 +577,7 @@ impl FleetReader {
         let cluster_pages = state.tasks.len().div_ceil(100).max(1);
         let whole_cluster = unplaced
             || (task_counts_changed && changed.is_empty())
-            || changed.len() > cluster_pages;
+            || unexplained.len() > cluster_pages;
         let listed: Option<(Vec<String>, Option<HashSet<String>>)> = if whole_cluster {
             let arns = self
                 .listing(&cluster, Listing::Tasks(None), calls, lane)
@@ -467,8 +585,8 @@ impl FleetReader {
                 .await?
                 .concat();
             Some((arns, None))
-        } else if !changed.is_empty() {
-            let lists = futures::future::try_join_all(changed.iter().map(|instance| {
+        } else if !unexplained.is_empty() {
+            let lists = futures::future::try_join_all(unexplained.iter().map(|instance| {
                 self.listing(
                     &cluster,
                     Listing::Tasks(Some(instance.clone())),
@@ -478,11 +596,12 @@ impl FleetReader {
                 .try_collect::<Vec<Vec<String>>>()
             }))
             .await?;
-            let scope: HashSet<String> = changed.iter().cloned().collect();
+            let scope: HashSet<String> = unexplained.iter().cloned().collect();
             Some((lists.concat().concat(), Some(scope)))
         } else {
             None
         };
+        let listed_any = listed.is_some();
         if let Some((arns, scope)) = listed {
             let listed: HashSet<&String> = arns.iter().collect();
             state.tasks.retain(|arn, task| {
@@ -523,10 +642,21 @@ impl FleetReader {
                 .extend(new_tasks.into_iter().map(|t| (t.arn.clone(), t)));
         }
 
-        // Services: list again when the count differs; describe those of a changed cluster,
-        // those in a rollout and this refresh's slice.
-        let cluster_changed =
-            relist_instances || !changed.is_empty() || !removed.is_empty() || task_counts_changed;
+        // Services: list again when the count differs; describe those of a changed cluster
+        // (with events, of the services whose tasks they named), those in a rollout and this
+        // refresh's slice.
+        let cluster_changed = relist_instances
+            || !removed.is_empty()
+            || listed_any
+            || (hints.is_none() && (!changed.is_empty() || task_counts_changed));
+        let named_services: HashSet<&str> = hints
+            .map(|h| {
+                h.tasks
+                    .values()
+                    .filter_map(|t| t.group.as_deref()?.strip_prefix("service:"))
+                    .collect()
+            })
+            .unwrap_or_default();
         let active = state
             .services
             .values()
@@ -536,7 +666,12 @@ impl FleetReader {
         let mut describe: Vec<String> = state
             .services
             .values()
-            .filter(|s| cluster_changed || s.moving() || sweep.contains(&s.arn))
+            .filter(|s| {
+                cluster_changed
+                    || s.moving()
+                    || sweep.contains(&s.arn)
+                    || named_services.contains(s.service.name.as_str())
+            })
             .map(|s| s.arn.clone())
             .collect();
         if relist_services {
@@ -606,6 +741,8 @@ mod tests {
                 total_memory_mib: 24_000,
                 remaining_memory_mib: remaining,
             }],
+            running_tasks: 0,
+            pending_tasks: 0,
         }
     }
 
