@@ -124,15 +124,7 @@ async fn following_events_a_replaced_task_is_read_without_listing_tasks() {
     // The task stops, its service starts another, which comes to RUNNING.
     emulator.advance(30);
     while feed.receive_once(0).await.expect("receive") > 0 {}
-    let list_tasks = |clients: &gpushare::aws::Clients| -> u64 {
-        clients
-            .calls
-            .attempts()
-            .iter()
-            .filter(|(s, op, ..)| s == "ecs" && op == "ListTasks")
-            .map(|(.., n)| *n)
-            .sum()
-    };
+    let list_tasks = |clients| crate::support::ecs_calls(clients, "ListTasks");
     let before = list_tasks(&clients);
     let refreshed = reader.refresh().await.expect("refresh");
     assert_eq!(

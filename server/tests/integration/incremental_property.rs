@@ -181,17 +181,6 @@ fn change(emulator: &Emulator, rng: &mut StdRng, n: usize) -> String {
     })
 }
 
-/// ListTasks calls the clients made so far.
-fn list_tasks_calls(clients: &gpushare::aws::Clients) -> u64 {
-    clients
-        .calls
-        .attempts()
-        .iter()
-        .filter(|(service, operation, ..)| service == "ecs" && operation == "ListTasks")
-        .map(|(.., n)| *n)
-        .sum()
-}
-
 /// How the reader learns of changes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -309,9 +298,9 @@ async fn property(mode: Mode) -> u64 {
         if let Some(feed) = &feed {
             while feed.receive_once(0).await.expect("the events queue reads") > 0 {}
         }
-        let before = list_tasks_calls(&clients);
+        let before = crate::support::ecs_calls(&clients, "ListTasks");
         let refreshed = reader.refresh().await.expect("refresh");
-        list_tasks += list_tasks_calls(&clients) - before;
+        list_tasks += crate::support::ecs_calls(&clients, "ListTasks") - before;
         assert!(!refreshed.full, "later refreshes are incremental");
         let full = FleetReader::new(clients.ecs.clone(), "team", 4)
             .with_ec2(Ec2Reader::new(clients.ec2.clone()))

@@ -22,6 +22,17 @@ pub async fn serve(emulator: &emulator::Emulator) -> gpushare::aws::Clients {
     clients
 }
 
+/// Attempts of one ECS operation the clients made so far.
+pub fn ecs_calls(clients: &gpushare::aws::Clients, operation: &str) -> u64 {
+    clients
+        .calls
+        .attempts()
+        .iter()
+        .filter(|(service, op, ..)| service == "ecs" && op == operation)
+        .map(|(.., n)| *n)
+        .sum()
+}
+
 /// A fresh directory under the system's temporary directory.
 pub fn temp_dir(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};

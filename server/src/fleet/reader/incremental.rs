@@ -389,6 +389,38 @@ impl FleetReader {
         }
     }
 
+    /// Describes `arns` and brings them into `state`: a task ECS no longer has, or one told to
+    /// stop (which ListTasks no longer lists), leaves; the others replace what was known, and
+    /// their task definitions are read if new.
+    async fn describe_into(
+        &self,
+        state: &mut ClusterState,
+        arns: Vec<String>,
+        calls: &AtomicU32,
+    ) -> Result<(), ReadError> {
+        let lane = Lane::Foreground;
+        let described = self
+            .described(calls, 100, arns, self.describe_tasks(&state.arn, lane))
+            .await?;
+        let mut kept = Vec::new();
+        for result in described {
+            match result {
+                Ok(task) if task.desired_status.as_deref() != Some("STOPPED") => kept.push(task),
+                Ok(task) => {
+                    state.tasks.remove(&task.arn);
+                }
+                Err(arn) => {
+                    state.tasks.remove(&arn);
+                }
+            }
+        }
+        self.cache_definitions(&kept, calls, lane).await?;
+        state
+            .tasks
+            .extend(kept.into_iter().map(|t| (t.arn.clone(), t)));
+        Ok(())
+    }
+
     /// One cluster's refresh. On failure the cluster's state is given back as it was, so
     /// that the next refresh starts from a consistent base.
     async fn refresh_cluster(
@@ -524,27 +556,7 @@ impl FleetReader {
                     })
                     .map(|t| t.arn.clone()),
             );
-            let described = self
-                .described(calls, 100, describe, self.describe_tasks(&cluster, lane))
-                .await?;
-            let mut new_tasks = Vec::new();
-            for result in described {
-                match result {
-                    Ok(task) if task.desired_status.as_deref() == Some("RUNNING") => {
-                        new_tasks.push(task);
-                    }
-                    Ok(task) => {
-                        state.tasks.remove(&task.arn);
-                    }
-                    Err(arn) => {
-                        state.tasks.remove(&arn);
-                    }
-                }
-            }
-            self.cache_definitions(&new_tasks, calls, lane).await?;
-            state
-                .tasks
-                .extend(new_tasks.into_iter().map(|t| (t.arn.clone(), t)));
+            self.describe_into(&mut state, describe, calls).await?;
             let named = hints.instances();
             let mut on_instance: HashMap<&str, (usize, usize)> = HashMap::new();
             for task in state.tasks.values() {
@@ -624,22 +636,7 @@ impl FleetReader {
                 })
                 .cloned()
                 .collect();
-            let described = self
-                .described(calls, 100, describe, self.describe_tasks(&cluster, lane))
-                .await?;
-            let mut new_tasks = Vec::new();
-            for result in described {
-                match result {
-                    Ok(task) => new_tasks.push(task),
-                    Err(arn) => {
-                        state.tasks.remove(&arn);
-                    }
-                }
-            }
-            self.cache_definitions(&new_tasks, calls, lane).await?;
-            state
-                .tasks
-                .extend(new_tasks.into_iter().map(|t| (t.arn.clone(), t)));
+            self.describe_into(&mut state, describe, calls).await?;
         }
 
         // Services: list again when the count differs; describe those of a changed cluster
