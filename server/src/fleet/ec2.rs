@@ -4,7 +4,7 @@
 //!
 //! What EC2 says of an instance does not change while it runs, so each instance is described
 //! once: a refresh describes only instance IDs it has not seen, by the `instance-id` filter
-//! (an unknown ID in `InstanceIds` would fail the whole call), 200 IDs a call.
+//! (an unknown ID in `InstanceIds` would fail the whole call), 200 IDs a call, the calls at once.
 //!
 //! DescribeInstanceTypes gives each instance type's network interface limit, which bounds
 //! `awsvpc` tasks (one ENI each, the primary interface the instance's own); a type is
@@ -69,13 +69,16 @@ impl Ec2Reader {
         ids: &[String],
     ) -> Result<HashMap<String, Ec2Instance>, ReadError> {
         let missing = not_yet_known(&self.known, ids);
-        for chunk in missing.chunks(IDS_PER_CALL) {
+        // The chunks at once: on a first read they are on the way to the snapshot.
+        futures::future::try_join_all(missing.chunks(IDS_PER_CALL).map(|chunk| async move {
             let found = self.describe_chunk(chunk).await?;
             self.known
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(found);
-        }
+            Ok::<_, ReadError>(())
+        }))
+        .await?;
         let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
         Ok(ids
             .iter()

@@ -13,6 +13,9 @@ pub struct RawGpu {
     pub mode: SharingMode,
     pub total_memory_mib: u32,
     pub remaining_memory_mib: u32,
+    /// `containerCount`: the containers ECS assigned it; none for an instance that reports no
+    /// `gpuDevices`.
+    pub container_count: Option<u32>,
 }
 
 /// One container of a task, with the GPUs ECS assigned it.
@@ -180,6 +183,7 @@ mod tests {
             mode,
             total_memory_mib: 22_563,
             remaining_memory_mib: remaining,
+            container_count: None,
         }
     }
 
@@ -365,6 +369,7 @@ mod tests {
             mode: SharingMode::Idle,
             total_memory_mib: 100,
             remaining_memory_mib: 150,
+            container_count: None,
         }]];
         let joined = join(&instances, &[], &HashMap::new(), &HashMap::new());
         assert_eq!(joined.instances[0][0].allocated_memory_mib(), 0);

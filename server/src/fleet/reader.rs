@@ -358,12 +358,18 @@ impl FleetReader {
         lane: Lane,
     ) -> Result<ClusterState, ReadError> {
         let (instances, tasks, services) = tokio::try_join!(
-            self.pipelined(
-                calls,
-                100,
-                self.listing(cluster, Listing::Instances, calls, lane),
-                self.describe_instances(cluster, lane),
-            ),
+            async {
+                let instances = self
+                    .pipelined(
+                        calls,
+                        100,
+                        self.listing(cluster, Listing::Instances, calls, lane),
+                        self.describe_instances(cluster, lane),
+                    )
+                    .await?;
+                self.read_ec2_early(&instances).await;
+                Ok(instances)
+            },
             self.pipelined(
                 calls,
                 100,
@@ -382,6 +388,29 @@ impl FleetReader {
         Ok(ClusterState::from_reads(
             cluster, counts, instances, tasks, services,
         ))
+    }
+
+    /// Has EC2 describe `instances` and their types while the cluster's tasks are still being
+    /// read, so that the snapshot need not wait for it after ECS. What fails here is tried
+    /// again, and said, when the snapshot is finished.
+    async fn read_ec2_early(&self, instances: &[Result<incremental::KnownInstance, String>]) {
+        let Some(ec2) = &self.ec2 else {
+            return;
+        };
+        let ids: Vec<String> = instances
+            .iter()
+            .flatten()
+            .map(|i| i.view.ec2_instance_id.clone())
+            .collect();
+        let mut types: Vec<String> = instances
+            .iter()
+            .flatten()
+            .map(|i| i.view.instance_type.clone())
+            .filter(|t| t.contains('.'))
+            .collect();
+        types.sort();
+        types.dedup();
+        let _ = tokio::join!(ec2.describe(&ids), ec2.network_interfaces(&types));
     }
 
     /// Reads a list's pages, each after the budget allows it, as a stream.
@@ -1082,6 +1111,7 @@ fn devices(instance: &aws_sdk_ecs::types::ContainerInstance) -> Vec<RawGpu> {
             },
             total_memory_mib: g.total_memory_in_mib().unwrap_or(0).max(0) as u32,
             remaining_memory_mib: g.remaining_memory_in_mib().unwrap_or(0).max(0) as u32,
+            container_count: g.container_count().map(|n| n.max(0) as u32),
         })
         .collect()
 }
@@ -1115,6 +1145,7 @@ fn gpus_from_resources(
                 },
                 total_memory_mib: total,
                 remaining_memory_mib: if idle { total } else { 0 },
+                container_count: None,
             }
         })
         .collect()

@@ -12,8 +12,8 @@
 //!   DescribeTasks only for task ARNs not seen before and tasks not yet RUNNING;
 //! - with ECS's task state change events (an EventBridge rule into an SQS queue), DescribeTasks
 //!   of the tasks they name instead: an instance that changed is listed only when the events do
-//!   not account for it (none named a task on it, or the tasks known there then are not as many
-//!   as ECS counts);
+//!   not account for it (none named a task on it, the tasks known there then are not as many
+//!   as ECS counts, or its GPUs are not as they hold them);
 //! - DescribeServices of every service in a cluster that changed (with events: of the services
 //!   whose tasks they named), of services in a rollout, and of a rotating slice of ten others;
 //!   ListServices when the count of services differs;
@@ -26,13 +26,15 @@ use std::time::Instant;
 
 use futures::TryStreamExt;
 
-use app::model::{arn::arn_tail, ClusterView, FleetSnapshot, InstanceView, ServiceRef};
+use app::model::{
+    arn::arn_tail, ClusterView, FleetSnapshot, InstanceView, ServiceRef, SharingMode,
+};
 
 use super::{instance_view, FleetReader, Listing};
 use crate::aws::budget::Lane;
 use crate::fleet::events::Hints;
 use crate::fleet::{
-    join::{join, DefinitionGpu, RawGpu, RawTask},
+    join::{join, DefinitionGpu, GpuAsk, RawGpu, RawTask},
     ReadError,
 };
 
@@ -106,6 +108,90 @@ impl KnownInstance {
     }
 }
 
+/// The tasks of `tasks` by the container instance they are on.
+fn tasks_by_instance(tasks: &HashMap<String, RawTask>) -> HashMap<&str, Vec<&RawTask>> {
+    let mut by_instance: HashMap<&str, Vec<&RawTask>> = HashMap::new();
+    for task in tasks.values() {
+        if let Some(arn) = &task.container_instance_arn {
+            by_instance.entry(arn.as_str()).or_default().push(task);
+        }
+    }
+    by_instance
+}
+
+/// Whether what ECS says of `instance` is what the tasks known on it (`tasks`) make: its
+/// counts of tasks, and its GPUs.
+fn tasks_agree(
+    instance: &KnownInstance,
+    tasks: Option<&Vec<&RawTask>>,
+    definitions: &HashMap<String, DefinitionGpu>,
+) -> bool {
+    let tasks = tasks.map_or(&[][..], Vec::as_slice);
+    let pending = tasks
+        .iter()
+        .filter(|t| t.last_status.as_deref() != Some("RUNNING"))
+        .count();
+    instance.counts_agree(tasks.len(), pending) && gpus_agree(instance, tasks, definitions)
+}
+
+/// Whether `instance`'s GPUs are as the tasks known on it (`tasks`) hold them: each GPU's
+/// sharing mode, the count of containers ECS assigned it (when it reports one) and, under MPS,
+/// the memory ECS says is allocated (total less remaining). With the counts, this is what lets
+/// the events account for an instance's change: a lost start and a lost stop on one instance
+/// leave its task count as it was, but not its GPUs, unless the two tasks hold the same GPUs
+/// in the same way (then only the periodic full read finds the difference). A task told to stop
+/// holds its GPU until it has stopped, so an instance with one stopping is listed.
+fn gpus_agree(
+    instance: &KnownInstance,
+    tasks: &[&RawTask],
+    definitions: &HashMap<String, DefinitionGpu>,
+) -> bool {
+    #[derive(Default, Clone, Copy)]
+    struct Held {
+        containers: u32,
+        mps_mib: u64,
+        whole: bool,
+    }
+    let mut held = vec![Held::default(); instance.gpus.len()];
+    for task in tasks {
+        let Some(definition) = definitions.get(&task.task_definition_arn) else {
+            return false;
+        };
+        for container in &task.containers {
+            let ask = definition
+                .containers
+                .get(&container.name)
+                .copied()
+                .unwrap_or(GpuAsk::None);
+            for id in &container.gpu_ids {
+                let Some(index) = instance.gpus.iter().position(|g| &g.uuid == id) else {
+                    return false;
+                };
+                let gpu = &mut held[index];
+                gpu.containers += 1;
+                match ask {
+                    GpuAsk::Mps { memory_mib, .. } => gpu.mps_mib += u64::from(memory_mib),
+                    GpuAsk::Whole(_) | GpuAsk::None => gpu.whole = true,
+                }
+            }
+        }
+    }
+    instance.gpus.iter().zip(held).all(|(gpu, held)| {
+        gpu.container_count.is_none_or(|n| n == held.containers)
+            && match gpu.mode {
+                SharingMode::Idle => held.containers == 0,
+                SharingMode::Dedicated => held.containers > 0 && held.mps_mib == 0,
+                SharingMode::NvidiaMps => {
+                    !held.whole
+                        && u64::from(
+                            gpu.total_memory_mib
+                                .saturating_sub(gpu.remaining_memory_mib),
+                        ) == held.mps_mib
+                }
+            }
+    })
+}
+
 /// One service as last described.
 #[derive(Clone, Debug)]
 pub struct KnownService {
@@ -169,6 +255,11 @@ pub struct Known {
     pub full_at: Instant,
     /// Where the rotating slice of services starts next.
     sweep: usize,
+    /// Made by a full read and not refreshed since. A full read describes instances beside
+    /// listing their tasks, so a task that started or stopped in between can be in one answer
+    /// and not the other; the first refresh after it lists the instances whose counts or GPUs
+    /// disagree with the tasks known there.
+    fresh: bool,
 }
 
 impl Known {
@@ -177,6 +268,7 @@ impl Known {
             clusters,
             full_at: Instant::now(),
             sweep: 0,
+            fresh: true,
         }
     }
 
@@ -356,11 +448,12 @@ impl FleetReader {
             })
             .collect();
         let sweep = &sweep;
+        let fresh = known.fresh;
         let updated = futures::future::join_all(per_cluster.into_iter().map(|(state, mine)| {
             let counts = counts.get(&state.arn).copied();
             async move {
                 let result = self
-                    .refresh_cluster(state, counts, sweep, mine.as_ref(), calls)
+                    .refresh_cluster(state, counts, sweep, mine.as_ref(), fresh, calls)
                     .await;
                 (result, mine)
             }
@@ -385,7 +478,10 @@ impl FleetReader {
             .sort_by(|a, b| arn_tail(&a.arn).cmp(arn_tail(&b.arn)));
         match failed {
             Some(error) => Err(error),
-            None => Ok(()),
+            None => {
+                known.fresh = false;
+                Ok(())
+            }
         }
     }
 
@@ -429,10 +525,11 @@ impl FleetReader {
         counts: Option<ClusterCounts>,
         sweep: &HashSet<String>,
         hints: Option<&Hints>,
+        fresh: bool,
         calls: &AtomicU32,
     ) -> Result<ClusterState, (ClusterState, ReadError)> {
         let before = state.clone();
-        self.refresh_cluster_inner(state, counts, sweep, hints, calls)
+        self.refresh_cluster_inner(state, counts, sweep, hints, fresh, calls)
             .await
             .map_err(|error| (before, error))
     }
@@ -443,6 +540,7 @@ impl FleetReader {
         counts: Option<ClusterCounts>,
         sweep: &HashSet<String>,
         hints: Option<&Hints>,
+        fresh: bool,
         calls: &AtomicU32,
     ) -> Result<ClusterState, ReadError> {
         let lane = Lane::Foreground;
@@ -506,9 +604,22 @@ impl FleetReader {
             .filter_map(|arn| found.remove(arn))
             .filter(|i| i.status != "INACTIVE")
             .collect();
+        let disagreeing: HashSet<String> = if fresh {
+            let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+            let by_instance = tasks_by_instance(&state.tasks);
+            instances
+                .iter()
+                .filter(|i| !tasks_agree(i, by_instance.get(i.arn.as_str()), &definitions))
+                .map(|i| i.arn.clone())
+                .collect()
+        } else {
+            HashSet::new()
+        };
         let changed: Vec<String> = instances
             .iter()
-            .filter(|i| previous.get(i.arn.as_str()) != Some(&i.fingerprint))
+            .filter(|i| {
+                previous.get(i.arn.as_str()) != Some(&i.fingerprint) || disagreeing.contains(&i.arn)
+            })
             .map(|i| i.arn.clone())
             .collect();
         let present: HashSet<&str> = instances.iter().map(|i| i.arn.as_str()).collect();
@@ -558,23 +669,17 @@ impl FleetReader {
             );
             self.describe_into(&mut state, describe, calls).await?;
             let named = hints.instances();
-            let mut on_instance: HashMap<&str, (usize, usize)> = HashMap::new();
-            for task in state.tasks.values() {
-                if let Some(arn) = &task.container_instance_arn {
-                    let entry = on_instance.entry(arn.as_str()).or_default();
-                    entry.0 += 1;
-                    entry.1 += usize::from(task.last_status.as_deref() != Some("RUNNING"));
-                }
-            }
+            let by_instance = tasks_by_instance(&state.tasks);
             let by_arn: HashMap<&str, &KnownInstance> =
                 instances.iter().map(|i| (i.arn.as_str(), i)).collect();
+            let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
             unexplained.retain(|arn| {
                 let agree = by_arn.get(arn.as_str()).is_some_and(|instance| {
-                    let (all, pending) = on_instance.get(arn.as_str()).copied().unwrap_or((0, 0));
-                    instance.counts_agree(all, pending)
+                    tasks_agree(instance, by_instance.get(arn.as_str()), &definitions)
                 });
                 !(named.contains(arn.as_str()) && agree)
             });
+            drop(definitions);
         }
 
         // Tasks: list where something changed that the events did not account for.
@@ -712,7 +817,7 @@ impl FleetReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::model::SharingMode;
+    use crate::fleet::join::RawContainer;
 
     fn instance(arn: &str, fingerprint: u64, remaining: u32) -> KnownInstance {
         KnownInstance {
@@ -737,6 +842,7 @@ mod tests {
                 mode: SharingMode::NvidiaMps,
                 total_memory_mib: 24_000,
                 remaining_memory_mib: remaining,
+                container_count: None,
             }],
             running_tasks: 0,
             pending_tasks: 0,
@@ -791,5 +897,98 @@ mod tests {
             seen.extend(slice);
         }
         assert_eq!(seen.len(), 25, "three refreshes describe all 25 services");
+    }
+
+    fn task(arn: &str, definition: &str, gpu: &str) -> RawTask {
+        RawTask {
+            arn: arn.into(),
+            task_definition_arn: definition.into(),
+            group: None,
+            started_at: None,
+            last_status: Some("RUNNING".into()),
+            desired_status: Some("RUNNING".into()),
+            containers: vec![RawContainer {
+                name: "main".into(),
+                gpu_ids: vec![gpu.into()],
+            }],
+            container_instance_arn: Some("a".into()),
+            holds_eni: false,
+        }
+    }
+
+    fn definitions() -> HashMap<String, DefinitionGpu> {
+        let ask = |memory_mib| GpuAsk::Mps {
+            memory_mib,
+            max_compute_percent: None,
+        };
+        [
+            ("small", ask(4_000)),
+            ("large", ask(8_000)),
+            ("whole", GpuAsk::Whole(1)),
+        ]
+        .into_iter()
+        .map(|(name, ask)| {
+            (
+                name.to_string(),
+                DefinitionGpu {
+                    containers: HashMap::from([("main".to_string(), ask)]),
+                    team: None,
+                },
+            )
+        })
+        .collect()
+    }
+
+    #[test]
+    fn the_gpus_agree_only_with_the_tasks_that_hold_them() {
+        let definitions = definitions();
+        // 24,000 MiB, 12,000 left, two containers: a small and a large task.
+        let mut a = instance("a", 1, 12_000);
+        a.gpus[0].container_count = Some(2);
+        let (small, large) = (task("t1", "small", "GPU-a"), task("t2", "large", "GPU-a"));
+        assert!(gpus_agree(&a, &[&small, &large], &definitions));
+        // A lost start of another small task and a lost stop of the large one: one task each
+        // way, but 4,000 MiB less allocated than ECS says.
+        let other = task("t3", "small", "GPU-a");
+        assert!(!gpus_agree(&a, &[&small, &other], &definitions));
+        // Memory that adds up with a container too few.
+        let mut b = instance("a", 1, 16_000);
+        b.gpus[0].container_count = Some(2);
+        let big = task("t4", "large", "GPU-a");
+        assert!(!gpus_agree(&b, &[&big], &definitions));
+        b.gpus[0].container_count = None;
+        assert!(
+            gpus_agree(&b, &[&big], &definitions),
+            "no count: memory alone"
+        );
+        // A GPU not on the instance, a definition not yet read, a whole-GPU container on an
+        // MPS GPU: none of these is accounted for.
+        assert!(!gpus_agree(
+            &b,
+            &[&task("t5", "large", "GPU-b")],
+            &definitions
+        ));
+        assert!(!gpus_agree(
+            &b,
+            &[&task("t6", "unread", "GPU-a")],
+            &definitions
+        ));
+        let mut c = instance("a", 1, 24_000);
+        assert!(!gpus_agree(
+            &c,
+            &[&task("t7", "whole", "GPU-a")],
+            &definitions
+        ));
+        // A dedicated GPU needs a container; an idle one has none.
+        c.gpus[0].mode = SharingMode::Dedicated;
+        assert!(gpus_agree(
+            &c,
+            &[&task("t7", "whole", "GPU-a")],
+            &definitions
+        ));
+        assert!(!gpus_agree(&c, &[], &definitions));
+        c.gpus[0].mode = SharingMode::Idle;
+        assert!(gpus_agree(&c, &[], &definitions));
+        assert!(!gpus_agree(&c, &[&small], &definitions));
     }
 }
