@@ -10,4 +10,5 @@ pub mod gpu_editor;
 pub mod gpu_panel;
 pub mod heatmap;
 pub mod identity_badge;
+pub mod stale_reads;
 pub mod td_views;

@@ -53,6 +53,31 @@ pub struct ConsoleStatus {
     /// Who is asking, as the sign-in says.
     #[serde(default)]
     pub actor: Option<crate::model::identity::Actor>,
+    /// Whether pages lately showed ECS answers older than they asked for, because ECS was
+    /// slow, throttling or failing.
+    #[serde(default)]
+    pub stale_reads: Option<StaleReads>,
+}
+
+/// Pages that read ECS on demand showed a kept answer instead of a new one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleReads {
+    /// Age of the oldest answer shown so, in whole seconds.
+    pub age_seconds: u64,
+    /// Why ECS did not answer in time, in words: "ECS is throttling requests (Rate
+    /// exceeded)…", or that it took longer than a page waits.
+    pub reason: String,
+}
+
+impl StaleReads {
+    /// "ECS is throttling requests (Rate exceeded); showing data from 61 s ago."
+    pub fn sentence(&self) -> String {
+        let reason = self.reason.trim_end_matches('.');
+        format!(
+            "{reason}; showing data from {} s ago. It is read again in the background.",
+            self.age_seconds
+        )
+    }
 }
 
 #[cfg(test)]

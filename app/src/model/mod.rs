@@ -17,7 +17,7 @@ pub mod rollout;
 pub mod task_definition;
 mod theme;
 
-pub use console::{ClusterSummary, ConsoleStatus, FleetSource};
+pub use console::{ClusterSummary, ConsoleStatus, FleetSource, StaleReads};
 pub use error::ServiceError;
 pub use fleet::{
     gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, GpuContainer, GpuUsage,

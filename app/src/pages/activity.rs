@@ -8,7 +8,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    components::error_banner::ErrorBanner,
+    components::{error_banner::ErrorBanner, stale_reads::StaleReadsBanner},
     model::{
         activity::{
             when, ClusterEvent, EventFilter, EventKind, StopCode, StoppedFilter, TaskInfo,
@@ -144,6 +144,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
                     Ok(feed) => {
                         let shown = feed.events.len();
                         view! {
+                            <StaleReadsBanner />
                             {form(feed.services.clone())}
                             <p class="muted" data-testid="events-count">{format!("{shown} of {} events · read at {}", feed.total, feed.read_at)}</p>
                             <EventTable events=feed.events cluster=feed.cluster />
@@ -245,6 +246,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match stopped.await {
                     Ok(found) => view! {
+                        <StaleReadsBanner />
                         {form(found.services.clone())}
                         <p class="muted" data-testid="stopped-count">{format!("{} of {} stopped tasks · read at {}", found.tasks.len(), found.total, found.read_at)}</p>
                         <TaskTable tasks=found.tasks stopped=true />

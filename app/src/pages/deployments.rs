@@ -9,6 +9,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::{
     components::{
         error_banner::{set_status, ErrorBanner},
+        stale_reads::StaleReadsBanner,
         td_views::{DiffTable, GpuChanges},
     },
     model::{
@@ -42,7 +43,7 @@ pub fn DeploymentsPage() -> impl IntoView {
                     Ok(rows) if rows.is_empty() => view! {
                         <p data-testid="no-services">"There are no services in this fleet."</p>
                     }.into_any(),
-                    Ok(rows) => view! { <ClusterLinks rows=rows.clone() /><ServiceTable rows /> }.into_any(),
+                    Ok(rows) => view! { <StaleReadsBanner /><ClusterLinks rows=rows.clone() /><ServiceTable rows /> }.into_any(),
                     Err(error) => view! {
                         <p class="banner error" role="alert" data-testid="services-error">{format!("The services could not be read: {error}")}</p>
                     }.into_any(),
@@ -163,7 +164,7 @@ pub fn ServicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Checking the rollout…"</p> }>
             {move || Suspend::new(async move {
                 match check.await {
-                    Ok(Ok(found)) => view! { <ServiceRollout found /> }.into_any(),
+                    Ok(Ok(found)) => view! { <StaleReadsBanner /><ServiceRollout found /> }.into_any(),
                     Ok(Err(message)) => {
                         set_status(400);
                         view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }.into_any()

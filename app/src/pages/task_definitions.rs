@@ -11,6 +11,7 @@ use crate::{
     components::{
         error_banner::{set_status, ErrorBanner},
         gpu_editor::GpuEditor,
+        stale_reads::StaleReadsBanner,
         td_views::{DiffTable, Exports, GpuChanges},
     },
     model::{
@@ -41,7 +42,7 @@ pub fn TaskDefinitionsPage() -> impl IntoView {
                     Ok(list) if list.is_empty() => view! {
                         <p data-testid="no-families">"There are no active task definitions in this account and region."</p>
                     }.into_any(),
-                    Ok(list) => view! { <FamilyTable families=list /> }.into_any(),
+                    Ok(list) => view! { <StaleReadsBanner /><FamilyTable families=list /> }.into_any(),
                     Err(error) => view! {
                         <ErrorBanner error lead="The task definitions could not be read: " />
                     }.into_any(),
@@ -156,7 +157,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Reading the revisions…"</p> }>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(Some(data)) => view! { <FamilyRevisions data reveal=reveal.get_untracked() registered /> }.into_any(),
+                    Ok(Some(data)) => view! { <StaleReadsBanner /><FamilyRevisions data reveal=reveal.get_untracked() registered /> }.into_any(),
                     Ok(None) => {
                         set_status(404);
                         view! {

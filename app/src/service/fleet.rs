@@ -107,6 +107,7 @@ pub fn console_status(context: &ServiceContext, actor: Option<Actor>) -> Console
         uptime_seconds: context.started.elapsed().as_secs(),
         server_time: clock::now(),
         actor,
+        stale_reads: context.ecs.stale_reads(),
     }
 }
 

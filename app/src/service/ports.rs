@@ -93,6 +93,11 @@ pub trait EcsReads: Send + Sync {
         cluster: String,
         query: TaskQuery,
     ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>>;
+    /// Whether the reads above lately answered from an older answer because ECS was slow or
+    /// failing (none by default: a source that never does so).
+    fn stale_reads(&self) -> Option<crate::model::StaleReads> {
+        None
+    }
 }
 
 /// A revision ECS registered.

@@ -19,6 +19,17 @@ pub const STALE_WAIT: Duration = Duration::from_millis(900);
 /// Entries kept at most; past it, the oldest half goes.
 const CAPACITY: usize = 2_000;
 
+/// How long pages say that they showed older answers, after the last one.
+const STALE_SAID_FOR: Duration = Duration::from_secs(30);
+
+/// The last time a page got a kept answer instead of a new one.
+struct StaleServed {
+    at: Instant,
+    /// The answer's age then.
+    age: Duration,
+    reason: String,
+}
+
 struct Entry {
     value: Arc<dyn Any + Send + Sync>,
     at: Instant,
@@ -30,6 +41,7 @@ pub struct ReadCache {
     entries: Mutex<HashMap<String, Entry>>,
     /// Keys being read again in the background.
     reading: Mutex<std::collections::HashSet<String>>,
+    stale: Mutex<Option<StaleServed>>,
 }
 
 impl ReadCache {
@@ -59,6 +71,48 @@ impl ReadCache {
         );
     }
 
+    /// Whether pages lately got kept answers (in the last [`STALE_SAID_FOR`]), with the age of
+    /// that answer now and why ECS did not give a new one.
+    pub fn stale(&self) -> Option<app::model::StaleReads> {
+        let stale = self.stale.lock().unwrap_or_else(|p| p.into_inner());
+        let served = stale.as_ref().filter(|s| s.at.elapsed() < STALE_SAID_FOR)?;
+        Some(app::model::StaleReads {
+            age_seconds: (served.age + served.at.elapsed()).as_secs(),
+            reason: served.reason.clone(),
+        })
+    }
+
+    /// A page got a kept answer `age` old, because of `reason` (none: the reason already
+    /// known, as when an earlier read of the same thing has not answered yet).
+    fn served_stale(&self, age: Duration, reason: Option<String>) {
+        let mut stale = self.stale.lock().unwrap_or_else(|p| p.into_inner());
+        let reason = reason
+            .or_else(|| stale.as_ref().map(|s| s.reason.clone()))
+            .unwrap_or_else(|| "ECS has not yet answered an earlier read of it".into());
+        *stale = Some(StaleServed {
+            at: Instant::now(),
+            age,
+            reason,
+        });
+    }
+
+    /// A read that a page stopped waiting for failed: the reason pages give from now on.
+    fn failed_late(&self, error: &str) {
+        if let Some(served) = self
+            .stale
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            served.reason = error.to_string();
+        }
+    }
+
+    /// ECS answered in time: pages no longer say that they show older answers.
+    fn answered(&self) {
+        *self.stale.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// Forgets every entry whose key starts with `prefix` (after a write that changes it).
     pub fn forget(&self, prefix: &str) {
         self.entries
@@ -85,9 +139,10 @@ impl ReadCache {
                 return Ok(value.clone());
             }
         }
-        let Some((stale, _)) = cached else {
+        let Some((stale, age)) = cached else {
             let value = fetch.await?;
             self.put(&key, value.clone());
+            self.answered();
             return Ok(value);
         };
         // One background read per key at a time; others answer from the cache meanwhile.
@@ -97,14 +152,17 @@ impl ReadCache {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key.clone())
         {
+            self.served_stale(age, None);
             return Ok(stale);
         }
         let cache = self.clone();
         let task_key = key.clone();
         let handle = tokio::spawn(async move {
             let result = fetch.await;
-            if let Ok(value) = &result {
-                cache.put(&task_key, value.clone());
+            match &result {
+                Ok(value) => cache.put(&task_key, value.clone()),
+                // A page that stopped waiting said only that ECS was slow: now it is known why.
+                Err(error) => cache.failed_late(error),
             }
             cache
                 .reading
@@ -114,13 +172,26 @@ impl ReadCache {
             result
         });
         match tokio::time::timeout(STALE_WAIT, handle).await {
-            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Ok(value))) => {
+                self.answered();
+                Ok(value)
+            }
             Ok(Ok(Err(error))) => {
                 tracing::warn!(%key, %error, "an ECS read failed; the page shows the last good answer");
+                self.served_stale(age, Some(error));
                 Ok(stale)
             }
             // Still reading (or the read stopped): the last good answer now.
-            _ => Ok(stale),
+            _ => {
+                self.served_stale(
+                    age,
+                    Some(format!(
+                        "ECS took longer than {:.1} s to answer",
+                        STALE_WAIT.as_secs_f64()
+                    )),
+                );
+                Ok(stale)
+            }
         }
     }
 }
@@ -162,6 +233,11 @@ mod tests {
             )
             .await;
         assert_eq!(failed, Ok(1));
+        let said = cache.stale().expect("a kept answer is said");
+        assert_eq!(said.reason, "throttled");
+        assert!(said
+            .sentence()
+            .starts_with("throttled; showing data from 0 s ago"));
         // Stale and ECS is slow: the last good answer at once, the new one afterwards.
         let started = Instant::now();
         let slow = cache
@@ -170,6 +246,9 @@ mod tests {
         assert_eq!(slow, Ok(1));
         assert!(started.elapsed() < Duration::from_millis(1_300));
         tokio::time::sleep(Duration::from_millis(800)).await;
+        assert!(cache
+            .stale()
+            .is_some_and(|s| s.reason.starts_with("ECS took longer than 0.9 s")));
         let later = cache
             .read("k".into(), None, read(Ok(4), Duration::ZERO))
             .await;
@@ -188,5 +267,6 @@ mod tests {
             .read("k".into(), ttl, read(Ok(5), Duration::ZERO))
             .await;
         assert_eq!(forgotten, Ok(5));
+        assert_eq!(cache.stale(), None, "ECS answered in time again");
     }
 }

@@ -171,6 +171,10 @@ impl EcsReads for Ecs {
                 .map_err(ServiceError::unavailable)
         })
     }
+
+    fn stale_reads(&self) -> Option<app::model::StaleReads> {
+        self.cache.stale()
+    }
 }
 
 impl EcsWrites for Ecs {

@@ -339,21 +339,30 @@ impl FleetReader {
         lane: Lane,
     ) -> Result<Vec<ClusterState>, ReadError> {
         let clusters = self.list_cluster_arns(calls, lane).await?;
-        let counts = self.describe_clusters(&clusters, calls, lane).await?;
-        let mut states = futures::future::try_join_all(
-            clusters
-                .iter()
-                .map(|arn| self.read_cluster(arn, counts.get(arn).copied(), calls, lane)),
-        )
-        .await?;
+        // The counts beside the clusters' reads, not before them: a task that starts or stops
+        // while they run can be in the one and not the other either way, and the first refresh
+        // after a full read lists the instances whose counts disagree with the tasks known.
+        let (counts, states) = tokio::join!(
+            self.describe_clusters(&clusters, calls, lane),
+            futures::future::try_join_all(
+                clusters
+                    .iter()
+                    .map(|arn| self.read_cluster(arn, calls, lane)),
+            )
+        );
+        let (counts, mut states) = (counts?, states?);
+        for state in &mut states {
+            state.counts = counts.get(&state.arn).copied();
+        }
         states.sort_by(|a, b| arn_tail(&a.arn).cmp(arn_tail(&b.arn)));
         Ok(states)
     }
 
+    /// One cluster's instances, tasks (with their task definitions) and services, read at
+    /// once; its counts are left for the caller.
     async fn read_cluster(
         &self,
         cluster: &str,
-        counts: Option<incremental::ClusterCounts>,
         calls: &AtomicU32,
         lane: Lane,
     ) -> Result<ClusterState, ReadError> {
@@ -370,12 +379,21 @@ impl FleetReader {
                 self.read_ec2_early(&instances).await;
                 Ok(instances)
             },
-            self.pipelined(
-                calls,
-                100,
-                self.listing(cluster, Listing::Tasks(None), calls, lane),
-                self.describe_tasks(cluster, lane),
-            ),
+            async {
+                let tasks: Vec<RawTask> = self
+                    .pipelined(
+                        calls,
+                        100,
+                        self.listing(cluster, Listing::Tasks(None), calls, lane),
+                        self.describe_tasks(cluster, lane),
+                    )
+                    .await?
+                    .into_iter()
+                    .filter_map(Result::ok)
+                    .collect();
+                self.cache_definitions(&tasks, calls, lane).await?;
+                Ok(tasks)
+            },
             self.pipelined(
                 calls,
                 10,
@@ -383,10 +401,8 @@ impl FleetReader {
                 self.describe_services(cluster, lane),
             ),
         )?;
-        let tasks: Vec<RawTask> = tasks.into_iter().filter_map(Result::ok).collect();
-        self.cache_definitions(&tasks, calls, lane).await?;
         Ok(ClusterState::from_reads(
-            cluster, counts, instances, tasks, services,
+            cluster, None, instances, tasks, services,
         ))
     }
 

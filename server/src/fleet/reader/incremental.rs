@@ -255,10 +255,10 @@ pub struct Known {
     pub full_at: Instant,
     /// Where the rotating slice of services starts next.
     sweep: usize,
-    /// Made by a full read and not refreshed since. A full read describes instances beside
-    /// listing their tasks, so a task that started or stopped in between can be in one answer
-    /// and not the other; the first refresh after it lists the instances whose counts or GPUs
-    /// disagree with the tasks known there.
+    /// Made by a full read and not refreshed since. A full read describes instances and reads
+    /// the clusters' counts beside listing their tasks, so a task that started or stopped in
+    /// between can be in one answer and not the other; the first refresh after it lists the
+    /// instances whose counts or GPUs disagree with the tasks known there.
     fresh: bool,
 }
 

@@ -280,3 +280,54 @@ pub(super) async fn exiting_tasks_rolled_back(app: &Router) {
     );
     assert!(page.contains("exit 3"));
 }
+
+#[tokio::test]
+async fn while_ecs_throttles_a_page_shows_its_last_answer_and_says_how_old_it_is() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let path = "/clusters/inference-prod/stopped-tasks";
+    let page = text(send(&app, get(path)).await).await;
+    assert!(page.contains(r#"data-testid="stopped-count""#), "{page}");
+    assert!(
+        !page.contains(r#"data-testid="stale-reads""#),
+        "ECS answered: {page}"
+    );
+    // From now on ECS throttles every read of tasks, more than the SDK's retries absorb.
+    set_emulator_faults(
+        &app,
+        r#"{"default": {}, "operations": {"ListTasks": {"throttle_rate": 1.0}, "DescribeTasks": {"throttle_rate": 1.0}}}"#,
+    )
+    .await;
+    let response = send(&app, get(path)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let page = text(response).await;
+    assert!(
+        page.contains(r#"data-testid="stopped-count""#),
+        "the last answer is shown: {page}"
+    );
+    assert!(
+        page.contains(r#"data-testid="stale-reads""#) && page.contains("showing data from"),
+        "and said to be older: {page}"
+    );
+    // Once the read in the background has failed, the page says why.
+    let mut said = String::new();
+    for _ in 0..120 {
+        let page = text(send(&app, get(path)).await).await;
+        said = page
+            .split(r#"data-testid="stale-reads""#)
+            .nth(1)
+            .unwrap_or_default()
+            .chars()
+            .take(300)
+            .collect();
+        if said.contains("ECS is throttling requests") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(
+        said.contains("ECS is throttling requests") && said.contains("Rate exceeded"),
+        "{said}"
+    );
+    assert!(!said.contains("ServiceError"), "no Debug dump: {said}");
+}
