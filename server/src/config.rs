@@ -311,6 +311,12 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_LISTEN", default_value = "127.0.0.1:3000")]
     pub listen: SocketAddr,
 
+    /// A price file (TOML, `[[price]]` entries with instance_type, usd_per_hour and optionally
+    /// region, lifecycle = "on-demand" | "spot" and source) that replaces or adds to the built-in
+    /// on-demand estimates for the cost review; see prices.example.toml.
+    #[arg(long, env = "GPUSHARE_PRICES", value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+
     /// Folder with the built site: `pkg/` (script, WebAssembly, stylesheet) and the public assets.
     #[arg(long, env = "GPUSHARE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -510,6 +516,7 @@ impl Default for ServeArgs {
     fn default() -> Self {
         ServeArgs {
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            prices: None,
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod http;
 pub mod outbound;
 pub mod ports;
+pub mod prices;
 pub mod readiness;
 pub mod rollouts;
 pub mod telemetry;
@@ -88,6 +89,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         check("/api/v1/task-definitions/validate", post(td::validate)),
         check("/api/v1/task-definitions/fit-check", post(td::fit_check)),
         read("/api/v1/audit", get(http::audit::list)),
+        read("/api/v1/cost", get(http::cost::report)),
         read(
             "/api/v1/clusters/{cluster}/events",
             get(http::activity::events),

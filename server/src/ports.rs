@@ -5,7 +5,7 @@
 use std::{sync::Arc, time::Instant};
 
 use app::{
-    model::{policy::Policy, FleetSource},
+    model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{ports::AuditStore, rollouts::POLL, ServiceContext},
 };
 
@@ -38,6 +38,7 @@ pub fn service_context(
         watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
         audit,
         policy: Arc::new(Policy::default()),
+        prices: Arc::new(PriceBook::builtin(&clients.region)),
         team_tag: team_tag.to_string(),
         in_flight: Arc::default(),
     }

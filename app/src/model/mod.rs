@@ -5,6 +5,7 @@ pub mod activity;
 pub mod arn;
 pub mod audit;
 mod console;
+pub mod cost;
 pub mod deployment;
 pub mod error;
 pub mod fit;

@@ -6,6 +6,7 @@ pub mod activity;
 pub mod audit;
 pub mod clusters;
 pub mod console;
+pub mod cost;
 pub mod deployments;
 pub mod fleet;
 pub mod task_definitions;

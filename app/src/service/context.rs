@@ -3,7 +3,7 @@
 use std::{sync::Arc, time::Instant};
 
 use crate::{
-    model::{policy::Policy, FleetSource},
+    model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
         detached::InFlight,
         ports::{AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema},
@@ -34,6 +34,8 @@ pub struct ServiceContext {
     pub audit: Arc<dyn AuditStore>,
     /// Who may do what.
     pub policy: Arc<Policy>,
+    /// The prices cost reports use: the built-in table for the region and the price file.
+    pub prices: Arc<PriceBook>,
     /// The tag key that names the team a service or task definition belongs to.
     pub team_tag: String,
     /// The audit records whose change runs in this process now.

@@ -92,6 +92,7 @@ impl Fake {
                 }],
                 ..Policy::default()
             }),
+            prices: Arc::new(crate::model::cost::PriceBook::builtin("us-east-1")),
             team_tag: "team".into(),
             in_flight: Arc::default(),
         }

@@ -9,6 +9,7 @@ pub mod activity;
 pub mod audit;
 pub mod clock;
 pub mod context;
+pub mod cost;
 pub mod deployments;
 pub mod detached;
 #[cfg(test)]

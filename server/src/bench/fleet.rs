@@ -325,6 +325,33 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
     });
 
     for (what, path) in [
+        (
+            "/cost page server render, 100 requests",
+            "/cost?group=service",
+        ),
+        (
+            "/api/v1/cost by service, 100 requests",
+            "/api/v1/cost?group=service",
+        ),
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..100 {
+            let (status, _, elapsed) = http_get(&address, path, false).await?;
+            anyhow::ensure!(status == 200, "GET {path} answered {status}");
+            times.push(elapsed);
+        }
+        times.sort();
+        rows.push(Row {
+            what: what.into(),
+            value: format!(
+                "p50 {:.1} ms, p95 {:.1} ms",
+                times[49].as_secs_f64() * 1000.0,
+                times[94].as_secs_f64() * 1000.0
+            ),
+        });
+    }
+
+    for (what, path) in [
         ("the whole fleet", "/api/v1/fleet"),
         (
             "one cluster's p5.48xlarge",

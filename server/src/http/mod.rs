@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod api;
 pub mod audit;
+pub mod cost;
 pub mod fleet;
 pub mod health;
 pub mod metrics;

@@ -82,6 +82,8 @@ impl AppState {
             Some(path) => auth::policy::load(path).map_err(anyhow::Error::msg)?,
             None => Policy::default(),
         };
+        let prices = crate::prices::book(&clients.region, args.prices.as_deref())
+            .map_err(anyhow::Error::msg)?;
         let origin = OriginGuard::new(
             args.listen,
             access.public_url.as_deref(),
@@ -120,6 +122,7 @@ impl AppState {
         });
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
         services.policy = Arc::new(policy);
+        services.prices = Arc::new(prices);
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())

@@ -3,6 +3,7 @@
 mod access;
 mod activity;
 mod alb;
+mod cost;
 mod deployments;
 mod edge;
 mod fleet;

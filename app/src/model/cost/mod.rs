@@ -1,0 +1,768 @@
+//! Cost review: what the GPU fleet costs at today's allocations, split by team, service,
+//! cluster or instance type so that the shares and the idle rows add up to the instances' bill
+//! to the cent.
+//!
+//! The rule, as the page writes it: an instance's hourly price is split equally across its
+//! GPUs. A dedicated GPU's cost goes to its container's service. An MPS GPU's cost is split by
+//! each container's share of the GPU's memory (memory is what ECS reserves; the compute limit is
+//! a cap, not a reservation); the memory nobody holds is idle, counted per cluster. Unused is the
+//! part of an allocation the GPU did not use over the usage window, shown beside, never taken off.
+
+pub mod prices;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{FleetSnapshot, GpuView, SharingMode};
+pub use prices::{Lifecycle, Price, PriceBook, PriceFile};
+
+/// The rule, in the words the page, the CSV's readers and the API docs use.
+pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen). Unused is the part of an allocation the GPU did not use in the last 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs); it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
+
+/// How the rows are grouped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grouping {
+    #[default]
+    Team,
+    Service,
+    Cluster,
+    InstanceType,
+}
+
+impl Grouping {
+    pub const ALL: [Grouping; 4] = [
+        Grouping::Team,
+        Grouping::Service,
+        Grouping::Cluster,
+        Grouping::InstanceType,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grouping::Team => "team",
+            Grouping::Service => "service",
+            Grouping::Cluster => "cluster",
+            Grouping::InstanceType => "instance_type",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Grouping::Team => "Team",
+            Grouping::Service => "Service",
+            Grouping::Cluster => "Cluster",
+            Grouping::InstanceType => "Instance type",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Grouping, String> {
+        Grouping::ALL
+            .into_iter()
+            .find(|g| g.as_str() == text)
+            .ok_or_else(|| {
+                format!("group {text:?} is not one of team, service, cluster, instance_type")
+            })
+    }
+}
+
+/// The span the run rate is given for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Span {
+    Hour,
+    Day,
+    #[default]
+    Month,
+}
+
+impl Span {
+    pub const ALL: [Span; 3] = [Span::Hour, Span::Day, Span::Month];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Span::Hour => "hour",
+            Span::Day => "day",
+            Span::Month => "month",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Span::Hour => "an hour",
+            Span::Day => "a day",
+            Span::Month => "30 days",
+        }
+    }
+
+    pub fn hours(self) -> u32 {
+        match self {
+            Span::Hour => 1,
+            Span::Day => 24,
+            Span::Month => 720,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Span, String> {
+        Span::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| format!("span {text:?} is not one of hour, day, month"))
+    }
+}
+
+/// The column the rows are sorted by, largest first (name: A to Z).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    #[default]
+    Cost,
+    Name,
+    GpuHours,
+    Unused,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 4] = [
+        SortKey::Cost,
+        SortKey::Name,
+        SortKey::GpuHours,
+        SortKey::Unused,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortKey::Cost => "cost",
+            SortKey::Name => "name",
+            SortKey::GpuHours => "gpu_hours",
+            SortKey::Unused => "unused",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<SortKey, String> {
+        SortKey::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| format!("sort {text:?} is not one of cost, name, gpu_hours, unused"))
+    }
+}
+
+/// What a report asks for; every field has a default, so `/cost` alone is a report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostQuery {
+    pub group: Grouping,
+    pub span: Span,
+    pub sort: SortKey,
+    /// Share each cluster's idle cost out to its rows in proportion to their cost, instead of
+    /// idle rows.
+    pub share_idle: bool,
+    /// Only this cluster.
+    pub cluster: Option<String>,
+}
+
+impl CostQuery {
+    /// From the URL's parameters (page and API alike); an unknown value is an error naming the
+    /// ones that exist.
+    pub fn from_params<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<CostQuery, String> {
+        let mut query = CostQuery::default();
+        for (key, value) in params {
+            let value = value.trim();
+            if value.is_empty() {
+                continue;
+            }
+            match key {
+                "group" => query.group = Grouping::parse(value)?,
+                "span" => query.span = Span::parse(value)?,
+                "sort" => query.sort = SortKey::parse(value)?,
+                "idle" => {
+                    query.share_idle = match value {
+                        "row" => false,
+                        "share" => true,
+                        other => {
+                            return Err(format!("idle {other:?} is not row or share"));
+                        }
+                    }
+                }
+                "cluster" => query.cluster = Some(value.to_string()),
+                _ => {}
+            }
+        }
+        Ok(query)
+    }
+
+    /// This query as URL parameters, defaults left out, for links and the CSV export.
+    pub fn to_params(&self) -> String {
+        let mut parts = Vec::new();
+        let default = CostQuery::default();
+        if self.group != default.group {
+            parts.push(format!("group={}", self.group.as_str()));
+        }
+        if self.span != default.span {
+            parts.push(format!("span={}", self.span.as_str()));
+        }
+        if self.sort != default.sort {
+            parts.push(format!("sort={}", self.sort.as_str()));
+        }
+        if self.share_idle {
+            parts.push("idle=share".to_string());
+        }
+        if let Some(cluster) = &self.cluster {
+            parts.push(format!(
+                "cluster={}",
+                crate::model::fleet_view::encode(cluster)
+            ));
+        }
+        parts.join("&")
+    }
+}
+
+/// What a row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowKind {
+    /// What a team, service, cluster or instance type holds.
+    Allocated,
+    /// A cluster's GPU capacity that nobody holds.
+    Idle,
+    /// Memory ECS says is allocated on a GPU, with no container known to hold it (a task the
+    /// snapshot could not describe).
+    Unattributed,
+}
+
+/// One row of the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostRow {
+    /// The team, `cluster/service`, cluster or instance type; for idle rows, the cluster.
+    pub name: String,
+    pub kind: RowKind,
+    /// The cost over the span, in cents; the rows add up to the report's total.
+    pub cost_cents: i64,
+    /// Of the report's total, percent.
+    pub share_percent: f64,
+    /// GPU-hours over the span (a half GPU for a day is 12).
+    pub gpu_hours: f64,
+    /// Of this row's cost, the part the GPUs did not use, in cents; `None` when no usage was
+    /// reported for any of its GPUs.
+    pub unused_cents: Option<i64>,
+    /// Of this row's cost, the part on GPUs without usage data, in cents.
+    pub without_usage_cents: i64,
+}
+
+/// Instances of one type the report could not price.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unpriced {
+    pub instance_type: String,
+    pub lifecycle: Lifecycle,
+    pub instances: u32,
+    pub gpus: u32,
+}
+
+/// The price a report used for one instance type, with how many instances it priced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriceUsed {
+    pub price: Price,
+    pub instances: u32,
+}
+
+/// The report: rows that add up to the total, and what it rests on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostReport {
+    pub query: CostQuery,
+    /// When the fleet snapshot it prices was taken, RFC 3339.
+    pub taken_at: String,
+    pub region: String,
+    pub rows: Vec<CostRow>,
+    /// Σ instance-hours × price over the priced instances, in cents.
+    pub total_cents: i64,
+    pub idle_cents: i64,
+    pub unused_cents: i64,
+    pub gpus: u32,
+    pub instances: u32,
+    pub prices: Vec<PriceUsed>,
+    pub unpriced: Vec<Unpriced>,
+    pub notes: Vec<String>,
+    pub rule: String,
+    /// The clusters the fleet has, for the page's filter.
+    pub clusters: Vec<String>,
+}
+
+/// The key a container's share is counted under.
+fn key_of(
+    group: Grouping,
+    cluster: &str,
+    instance_type: &str,
+    service: Option<&str>,
+    team: Option<&str>,
+) -> String {
+    match group {
+        Grouping::Team => team.unwrap_or("(no team)").to_string(),
+        Grouping::Service => match service {
+            Some(service) => format!("{cluster}/{service}"),
+            None => format!("{cluster}/(tasks outside services)"),
+        },
+        Grouping::Cluster => cluster.to_string(),
+        Grouping::InstanceType => instance_type.to_string(),
+    }
+}
+
+/// A row's exact amounts, before rounding.
+#[derive(Default, Clone)]
+struct Exact {
+    dollars: f64,
+    gpu_hours: f64,
+    unused: f64,
+    with_usage: bool,
+    without_usage: f64,
+}
+
+impl Exact {
+    fn add(&mut self, dollars: f64, gpu_hours: f64, unused: Option<f64>) {
+        self.dollars += dollars;
+        self.gpu_hours += gpu_hours;
+        match unused {
+            Some(fraction) => {
+                self.unused += dollars * fraction;
+                self.with_usage = true;
+            }
+            None => self.without_usage += dollars,
+        }
+    }
+
+    fn scaled(&self, factor: f64) -> Exact {
+        Exact {
+            dollars: self.dollars * factor,
+            gpu_hours: self.gpu_hours * factor,
+            unused: self.unused * factor,
+            with_usage: self.with_usage,
+            without_usage: self.without_usage * factor,
+        }
+    }
+
+    fn merge(&mut self, other: &Exact) {
+        self.dollars += other.dollars;
+        self.gpu_hours += other.gpu_hours;
+        self.unused += other.unused;
+        self.with_usage |= other.with_usage;
+        self.without_usage += other.without_usage;
+    }
+}
+
+/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data.
+fn unused_fraction(gpu: &GpuView) -> Option<f64> {
+    let usage = gpu.usage?;
+    match gpu.mode {
+        SharingMode::NvidiaMps => {
+            let allocated = f64::from(gpu.allocated_memory_mib());
+            let used = usage.memory_used_mib?.average;
+            (allocated > 0.0).then(|| ((allocated - used) / allocated).clamp(0.0, 1.0))
+        }
+        _ => {
+            let busy = usage.utilization_percent?.average;
+            Some((1.0 - busy / 100.0).clamp(0.0, 1.0))
+        }
+    }
+}
+
+/// Splits `total` cents across `values` (exact amounts that add up to about `total`) so that
+/// the parts add up to `total` exactly: each gets its floor, and the cents left go to the
+/// largest remainders (ties to the earlier). Negative or non-finite values count as zero.
+pub fn largest_remainder(values: &[f64], total: i64) -> Vec<i64> {
+    let clean: Vec<f64> = values
+        .iter()
+        .map(|v| if v.is_finite() && *v > 0.0 { *v } else { 0.0 })
+        .collect();
+    let sum: f64 = clean.iter().sum();
+    if clean.is_empty() {
+        return Vec::new();
+    }
+    if sum <= 0.0 || total <= 0 {
+        let mut parts = vec![0; clean.len()];
+        parts[0] = total;
+        return parts;
+    }
+    // Scale so that the values add up to `total` exactly, whatever the float error.
+    let scaled: Vec<f64> = clean.iter().map(|v| v / sum * total as f64).collect();
+    #[allow(clippy::cast_possible_truncation)]
+    let mut parts: Vec<i64> = scaled.iter().map(|v| v.floor() as i64).collect();
+    let mut left = total - parts.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..scaled.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ra = scaled[a] - scaled[a].floor();
+        let rb = scaled[b] - scaled[b].floor();
+        rb.total_cmp(&ra).then(a.cmp(&b))
+    });
+    let mut i = 0;
+    while left > 0 {
+        parts[order[i % order.len()]] += 1;
+        left -= 1;
+        i += 1;
+    }
+    while left < 0 {
+        // Float error only: take back from the largest parts.
+        let at = order[i % order.len()];
+        if parts[at] > 0 {
+            parts[at] -= 1;
+            left += 1;
+        }
+        i += 1;
+    }
+    parts
+}
+
+/// The report for `query` over `snapshot` at `prices`. An unknown cluster is an error naming the
+/// ones that exist.
+pub fn report(
+    snapshot: &FleetSnapshot,
+    prices: &PriceBook,
+    query: &CostQuery,
+) -> Result<CostReport, String> {
+    let clusters: Vec<String> = snapshot.clusters.iter().map(|c| c.name.clone()).collect();
+    if let Some(wanted) = &query.cluster {
+        if !clusters.contains(wanted) {
+            return Err(format!(
+                "there is no cluster {wanted:?}; the fleet has {}",
+                if clusters.is_empty() {
+                    "none".to_string()
+                } else {
+                    clusters.join(", ")
+                }
+            ));
+        }
+    }
+    let hours = f64::from(query.span.hours());
+    // (cluster, key) → exact amounts; idle per cluster; unattributed per cluster.
+    let mut held: BTreeMap<(String, String), Exact> = BTreeMap::new();
+    let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
+    let mut unattributed: BTreeMap<String, Exact> = BTreeMap::new();
+    let mut instance_dollars = 0.0;
+    let mut used: BTreeMap<(String, Lifecycle), PriceUsed> = BTreeMap::new();
+    let mut unpriced: BTreeMap<(String, Lifecycle), Unpriced> = BTreeMap::new();
+    let (mut gpus, mut instances) = (0u32, 0u32);
+    // Instances EC2 could not be asked about: priced on demand, and said so.
+    let mut lifecycle_unknown = 0u32;
+    for cluster in &snapshot.clusters {
+        if query.cluster.as_ref().is_some_and(|c| c != &cluster.name) {
+            continue;
+        }
+        for instance in &cluster.instances {
+            let lifecycle = Lifecycle::of(instance.lifecycle.as_deref());
+            if instance.lifecycle.is_none() {
+                lifecycle_unknown += 1;
+            }
+            let Some(price) = prices.price(&instance.instance_type, lifecycle) else {
+                let entry = unpriced
+                    .entry((instance.instance_type.clone(), lifecycle))
+                    .or_insert_with(|| Unpriced {
+                        instance_type: instance.instance_type.clone(),
+                        lifecycle,
+                        instances: 0,
+                        gpus: 0,
+                    });
+                entry.instances += 1;
+                entry.gpus += u32::try_from(instance.gpus.len()).unwrap_or(u32::MAX);
+                continue;
+            };
+            instances += 1;
+            used.entry((price.instance_type.clone(), lifecycle))
+                .or_insert_with(|| PriceUsed {
+                    price: price.clone(),
+                    instances: 0,
+                })
+                .instances += 1;
+            let dollars = price.usd_per_hour * hours;
+            instance_dollars += dollars;
+            if instance.gpus.is_empty() {
+                idle.entry(cluster.name.clone())
+                    .or_default()
+                    .add(dollars, 0.0, None);
+                continue;
+            }
+            let per_gpu = dollars / instance.gpus.len() as f64;
+            for gpu in &instance.gpus {
+                gpus += 1;
+                let unused = unused_fraction(gpu);
+                let key = |service: Option<&str>, team: Option<&str>| {
+                    key_of(
+                        query.group,
+                        &cluster.name,
+                        &instance.instance_type,
+                        service,
+                        team,
+                    )
+                };
+                let mut holders: Vec<(String, f64)> = Vec::new();
+                let mut free = 0.0;
+                let mut unknown = 0.0;
+                let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
+                if !whole.is_empty() {
+                    let each = 1.0 / whole.len() as f64;
+                    for c in whole {
+                        holders.push((key(c.service.as_deref(), c.team.as_deref()), each));
+                    }
+                } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
+                    let total = f64::from(gpu.total_memory_mib);
+                    let allocated = f64::from(gpu.allocated_memory_mib());
+                    let known: f64 = gpu
+                        .containers
+                        .iter()
+                        .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
+                        .sum();
+                    // The containers' own asks, bounded by what ECS says is allocated.
+                    let scale = if known > allocated && known > 0.0 {
+                        allocated / known
+                    } else {
+                        1.0
+                    };
+                    for c in &gpu.containers {
+                        let part = f64::from(c.memory_mib.unwrap_or(0)) * scale / total;
+                        if part > 0.0 {
+                            holders.push((key(c.service.as_deref(), c.team.as_deref()), part));
+                        }
+                    }
+                    unknown = ((allocated - known.min(allocated)) / total).max(0.0);
+                    free = (1.0 - allocated / total).max(0.0);
+                } else {
+                    free = 1.0;
+                }
+                for (key, part) in holders {
+                    held.entry((cluster.name.clone(), key)).or_default().add(
+                        per_gpu * part,
+                        hours * part,
+                        unused,
+                    );
+                }
+                if unknown > 0.0 {
+                    unattributed.entry(cluster.name.clone()).or_default().add(
+                        per_gpu * unknown,
+                        hours * unknown,
+                        unused,
+                    );
+                }
+                if free > 0.0 {
+                    // Idle capacity: all of it unused by definition, so not counted as unused.
+                    idle.entry(cluster.name.clone()).or_default().add(
+                        per_gpu * free,
+                        hours * free,
+                        Some(0.0),
+                    );
+                }
+            }
+        }
+    }
+
+    // Idle shared out: each cluster's idle goes to that cluster's rows by their cost.
+    if query.share_idle {
+        let mut kept = BTreeMap::new();
+        for (cluster, amount) in idle {
+            let rows: Vec<(String, String)> = held
+                .keys()
+                .filter(|(c, _)| c == &cluster)
+                .cloned()
+                .collect();
+            let base: f64 = rows.iter().map(|k| held[k].dollars).sum();
+            if base <= 0.0 {
+                kept.insert(cluster, amount);
+                continue;
+            }
+            for k in rows {
+                let factor = held[&k].dollars / base;
+                let share = amount.scaled(factor);
+                if let Some(row) = held.get_mut(&k) {
+                    row.dollars += share.dollars;
+                    row.gpu_hours += share.gpu_hours;
+                }
+            }
+        }
+        idle = kept;
+    }
+
+    // Rows: allocated by key (summed over clusters), then idle and unattributed per cluster.
+    let mut exact: Vec<(String, RowKind, Exact)> = Vec::new();
+    let mut by_key: BTreeMap<String, Exact> = BTreeMap::new();
+    for ((_, key), amount) in held {
+        by_key.entry(key).or_default().merge(&amount);
+    }
+    exact.extend(by_key.into_iter().map(|(k, a)| (k, RowKind::Allocated, a)));
+    exact.extend(idle.into_iter().map(|(c, a)| (c, RowKind::Idle, a)));
+    exact.extend(
+        unattributed
+            .into_iter()
+            .map(|(c, a)| (c, RowKind::Unattributed, a)),
+    );
+    let total_cents = cents(instance_dollars);
+    let dollars: Vec<f64> = exact.iter().map(|(_, _, a)| a.dollars).collect();
+    let parts = largest_remainder(&dollars, total_cents);
+    let mut rows: Vec<CostRow> = exact
+        .into_iter()
+        .zip(parts)
+        .map(|((name, kind, amount), cost_cents)| CostRow {
+            name,
+            kind,
+            cost_cents,
+            share_percent: if total_cents > 0 {
+                cost_cents as f64 * 100.0 / total_cents as f64
+            } else {
+                0.0
+            },
+            gpu_hours: amount.gpu_hours,
+            // Idle is unused by definition: it has no "unused" of its own.
+            unused_cents: (amount.with_usage && kind != RowKind::Idle)
+                .then(|| cents(amount.unused).min(cost_cents)),
+            without_usage_cents: cents(amount.without_usage).min(cost_cents),
+        })
+        .collect();
+    sort_rows(&mut rows, query.sort);
+    let idle_cents = rows
+        .iter()
+        .filter(|r| r.kind == RowKind::Idle)
+        .map(|r| r.cost_cents)
+        .sum();
+    let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
+    let mut notes = prices.notes.clone();
+    let unknown_types: BTreeSet<String> = unpriced
+        .values()
+        .map(|u| format!("{} ({})", u.instance_type, u.lifecycle.as_str()))
+        .collect();
+    if lifecycle_unknown > 0 {
+        notes.push(format!(
+            "EC2 could not be read for {lifecycle_unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
+            if lifecycle_unknown == 1 { "instance" } else { "instances" },
+            if lifecycle_unknown == 1 { "it is" } else { "they are" }
+        ));
+    }
+    if !unknown_types.is_empty() {
+        notes.push(format!(
+            "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
+            unknown_types.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(CostReport {
+        query: query.clone(),
+        taken_at: snapshot.taken_at.clone(),
+        region: prices.region.clone(),
+        rows,
+        total_cents,
+        idle_cents,
+        unused_cents,
+        gpus,
+        instances,
+        prices: used.into_values().collect(),
+        unpriced: unpriced.into_values().collect(),
+        notes,
+        rule: RULE.to_string(),
+        clusters,
+    })
+}
+
+/// Dollars to whole cents, half away from zero.
+fn cents(dollars: f64) -> i64 {
+    #[allow(clippy::cast_possible_truncation)]
+    let cents = (dollars * 100.0).round() as i64;
+    cents
+}
+
+/// Allocated rows by the key (largest first; names A to Z), then idle and unattributed rows.
+fn sort_rows(rows: &mut [CostRow], key: SortKey) {
+    let rank = |kind: RowKind| match kind {
+        RowKind::Allocated => 0,
+        RowKind::Unattributed => 1,
+        RowKind::Idle => 2,
+    };
+    rows.sort_by(|a, b| {
+        rank(a.kind)
+            .cmp(&rank(b.kind))
+            .then_with(|| match key {
+                SortKey::Cost => b.cost_cents.cmp(&a.cost_cents),
+                SortKey::Name => std::cmp::Ordering::Equal,
+                SortKey::GpuHours => b.gpu_hours.total_cmp(&a.gpu_hours),
+                SortKey::Unused => b
+                    .unused_cents
+                    .unwrap_or(-1)
+                    .cmp(&a.unused_cents.unwrap_or(-1)),
+            })
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
+
+/// `$1,234.56`.
+pub fn money(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let cents = cents.unsigned_abs();
+    let dollars = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, digit) in dollars.chars().enumerate() {
+        if i > 0 && (dollars.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    format!("{sign}${grouped}.{:02}", cents % 100)
+}
+
+impl RowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowKind::Allocated => "allocated",
+            RowKind::Idle => "idle",
+            RowKind::Unattributed => "unattributed",
+        }
+    }
+
+    /// How the row is named in the table: idle rows carry their cluster.
+    pub fn label(self, name: &str) -> String {
+        match self {
+            RowKind::Allocated => name.to_string(),
+            RowKind::Idle => format!("idle · {name}"),
+            RowKind::Unattributed => format!("allocated, holder not known · {name}"),
+        }
+    }
+}
+
+/// The table as CSV: the same rows, columns and order, then the total.
+pub fn to_csv(report: &CostReport) -> String {
+    let mut out = format!(
+        "{},kind,cost_usd,share_percent,gpu_hours,unused_usd,without_usage_usd\n",
+        report.query.group.as_str()
+    );
+    let usd = |cents: i64| format!("{}.{:02}", cents / 100, (cents % 100).abs());
+    for row in &report.rows {
+        out.push_str(&format!(
+            "{},{},{},{:.2},{:.2},{},{}\n",
+            csv_field(&row.name),
+            row.kind.as_str(),
+            usd(row.cost_cents),
+            row.share_percent,
+            row.gpu_hours,
+            row.unused_cents.map(usd).unwrap_or_default(),
+            usd(row.without_usage_cents),
+        ));
+    }
+    out.push_str(&format!(
+        "total,total,{},100.00,{:.2},{},\n",
+        usd(report.total_cents),
+        report.rows.iter().map(|r| r.gpu_hours).sum::<f64>(),
+        usd(report.unused_cents),
+    ));
+    out
+}
+
+/// A CSV field, quoted when it must be; a leading `=`, `+`, `-` or `@` is prefixed with `'` so a
+/// spreadsheet does not run it as a formula.
+fn csv_field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,387 @@
+//! What an instance costs an hour: a built-in table of on-demand estimates, overridden or added
+//! to by the operator's price file, and the notes that say what could not be priced.
+
+use serde::{Deserialize, Serialize};
+
+/// When the built-in table was taken, and from where.
+pub const BUILTIN_SOURCE: &str =
+    "built-in estimate: AWS on-demand Linux, us-east-1, as of 2026-11 (give --prices for your rates)";
+
+/// The region the built-in table is for.
+pub const BUILTIN_REGION: &str = "us-east-1";
+
+/// On-demand Linux hourly prices in us-east-1 (USD), estimates for the GPU instance types ECS
+/// runs. Shipped as a default only: a price file replaces any of them.
+const BUILTIN: &[(&str, f64)] = &[
+    ("g4dn.xlarge", 0.526),
+    ("g4dn.2xlarge", 0.752),
+    ("g4dn.12xlarge", 3.912),
+    ("g4dn.metal", 7.824),
+    ("g5.xlarge", 1.006),
+    ("g5.2xlarge", 1.212),
+    ("g5.12xlarge", 5.672),
+    ("g5.24xlarge", 8.144),
+    ("g5.48xlarge", 16.288),
+    ("g6.xlarge", 0.805),
+    ("g6.2xlarge", 0.978),
+    ("g6.12xlarge", 4.602),
+    ("g6.48xlarge", 13.35),
+    ("g6e.xlarge", 1.861),
+    ("g6e.12xlarge", 10.493),
+    ("g6e.48xlarge", 30.131),
+    ("p4d.24xlarge", 21.958),
+    ("p5.48xlarge", 55.04),
+];
+
+/// How EC2 bills an instance.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lifecycle {
+    #[default]
+    OnDemand,
+    Spot,
+}
+
+impl Lifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::OnDemand => "on-demand",
+            Lifecycle::Spot => "spot",
+        }
+    }
+
+    /// From the snapshot's lifecycle (`spot` or `on-demand`, from EC2). Without one (EC2 could
+    /// not be read) the instance is taken as on demand; the report says so.
+    pub fn of(value: Option<&str>) -> Lifecycle {
+        match value {
+            Some("spot") => Lifecycle::Spot,
+            _ => Lifecycle::OnDemand,
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Lifecycle> {
+        match value {
+            "on-demand" => Some(Lifecycle::OnDemand),
+            "spot" => Some(Lifecycle::Spot),
+            _ => None,
+        }
+    }
+}
+
+/// One instance type's hourly price.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    pub instance_type: String,
+    pub lifecycle: Lifecycle,
+    pub usd_per_hour: f64,
+    /// Where the figure comes from: the built-in table or the price file's `source`.
+    pub source: String,
+}
+
+/// The prices a report uses, for the console's region.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceBook {
+    pub region: String,
+    pub prices: Vec<Price>,
+    /// What the operator should know about these prices (a region without built-in prices,
+    /// price file entries for other regions).
+    pub notes: Vec<String>,
+}
+
+impl PriceBook {
+    /// The built-in table, when `region` is the one it is for; otherwise no prices and a note.
+    pub fn builtin(region: &str) -> PriceBook {
+        if region != BUILTIN_REGION {
+            return PriceBook {
+                region: region.to_string(),
+                prices: Vec::new(),
+                notes: vec![format!(
+                    "The built-in prices are for {BUILTIN_REGION} only; the console runs in {region}, so every instance type needs a price from --prices."
+                )],
+            };
+        }
+        PriceBook {
+            region: region.to_string(),
+            prices: BUILTIN
+                .iter()
+                .map(|(instance_type, usd)| Price {
+                    instance_type: (*instance_type).to_string(),
+                    lifecycle: Lifecycle::OnDemand,
+                    usd_per_hour: *usd,
+                    source: BUILTIN_SOURCE.to_string(),
+                })
+                .collect(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Replaces or adds the price file's entries for this book's region; entries for other
+    /// regions are left out and named in a note.
+    pub fn with_file(mut self, file: &PriceFile) -> PriceBook {
+        let mut elsewhere = Vec::new();
+        for entry in &file.prices {
+            let region = entry.region.as_deref().unwrap_or(&self.region);
+            if region != self.region {
+                elsewhere.push(format!("{} ({region})", entry.instance_type));
+                continue;
+            }
+            let price = Price {
+                instance_type: entry.instance_type.clone(),
+                lifecycle: entry.lifecycle,
+                usd_per_hour: entry.usd_per_hour,
+                source: entry
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| format!("price file {}", file.name)),
+            };
+            match self
+                .prices
+                .iter_mut()
+                .find(|p| p.instance_type == price.instance_type && p.lifecycle == price.lifecycle)
+            {
+                Some(existing) => *existing = price,
+                None => self.prices.push(price),
+            }
+        }
+        if !elsewhere.is_empty() {
+            self.notes.push(format!(
+                "The price file {} also prices {} — not used: the console runs in {}.",
+                file.name,
+                elsewhere.join(", "),
+                self.region
+            ));
+        }
+        self.prices.sort_by(|a, b| {
+            (a.instance_type.as_str(), a.lifecycle).cmp(&(b.instance_type.as_str(), b.lifecycle))
+        });
+        self
+    }
+
+    /// The hourly price of `instance_type` billed as `lifecycle`, if known. A spot instance is
+    /// never priced at the on-demand rate: without a spot price it is unknown.
+    pub fn price(&self, instance_type: &str, lifecycle: Lifecycle) -> Option<&Price> {
+        self.prices
+            .iter()
+            .find(|p| p.instance_type == instance_type && p.lifecycle == lifecycle)
+    }
+}
+
+/// A price file, checked: what `--prices` gives.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceFile {
+    /// The file's name, for the sources and notes.
+    pub name: String,
+    pub prices: Vec<PriceEntry>,
+}
+
+/// One `[[price]]` of a price file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriceEntry {
+    pub instance_type: String,
+    /// Default: the console's region.
+    pub region: Option<String>,
+    pub lifecycle: Lifecycle,
+    pub usd_per_hour: f64,
+    pub source: Option<String>,
+}
+
+/// The longest price a file may give an hour: far above any GPU instance, so a price in cents
+/// or a misplaced digit is caught.
+const MAX_USD_PER_HOUR: f64 = 1_000.0;
+
+/// Checks one entry of a price file; `at` names it in the message ("[[price]] 3").
+pub fn check_entry(
+    at: &str,
+    instance_type: Option<&str>,
+    region: Option<&str>,
+    lifecycle: Option<&str>,
+    usd_per_hour: Option<f64>,
+    source: Option<&str>,
+) -> Result<PriceEntry, String> {
+    let instance_type = instance_type
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            format!("{at} has no instance_type: give one, as in instance_type = \"g5.xlarge\"")
+        })?;
+    if !is_instance_type(instance_type) {
+        return Err(format!(
+            "{at}: {instance_type:?} is not an EC2 instance type; write it as family.size, as in \"g5.xlarge\""
+        ));
+    }
+    if let Some(region) = region {
+        if !is_region(region) {
+            return Err(format!(
+                "{at}: {region:?} is not an AWS region; write it as in \"us-east-1\" or \"eu-west-1\""
+            ));
+        }
+    }
+    let lifecycle = match lifecycle {
+        None => Lifecycle::OnDemand,
+        Some(text) => Lifecycle::parse(text)
+            .ok_or_else(|| format!("{at}: lifecycle {text:?} is not on-demand or spot"))?,
+    };
+    let usd_per_hour = usd_per_hour.ok_or_else(|| {
+        format!("{at} ({instance_type}) has no usd_per_hour: give the hourly price in US dollars, as in usd_per_hour = 1.006")
+    })?;
+    if !usd_per_hour.is_finite() || usd_per_hour < 0.0 {
+        return Err(format!(
+            "{at} ({instance_type}): usd_per_hour {usd_per_hour} is not a price; give zero or more US dollars an hour"
+        ));
+    }
+    if usd_per_hour > MAX_USD_PER_HOUR {
+        return Err(format!(
+            "{at} ({instance_type}): usd_per_hour {usd_per_hour} is more than {MAX_USD_PER_HOUR} an hour; is it in cents? Give US dollars an hour"
+        ));
+    }
+    Ok(PriceEntry {
+        instance_type: instance_type.to_string(),
+        region: region.map(str::to_string),
+        lifecycle,
+        usd_per_hour,
+        source: source.map(str::to_string).filter(|s| !s.trim().is_empty()),
+    })
+}
+
+/// Refuses a file that prices one type, region and lifecycle twice.
+pub fn check_duplicates(entries: &[PriceEntry]) -> Result<(), String> {
+    for (i, a) in entries.iter().enumerate() {
+        if let Some(b) = entries[i + 1..].iter().find(|b| {
+            a.instance_type == b.instance_type && a.region == b.region && a.lifecycle == b.lifecycle
+        }) {
+            return Err(format!(
+                "{} ({}, {}) is priced twice ({} and {}); keep one",
+                a.instance_type,
+                a.region.as_deref().unwrap_or("the console's region"),
+                a.lifecycle.as_str(),
+                a.usd_per_hour,
+                b.usd_per_hour
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `family.size`: lowercase letters and digits (and `-`) on both sides of one dot.
+fn is_instance_type(text: &str) -> bool {
+    let mut parts = text.split('.');
+    let ok = |part: Option<&str>| {
+        part.is_some_and(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+    };
+    ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
+}
+
+/// `xx-name-N`, as AWS names regions (`us-east-1`, `ap-southeast-2`, `us-gov-west-1`).
+fn is_region(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    parts.len() >= 3
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts[parts.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && !parts[parts.len() - 1].is_empty()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_table_is_for_its_region_only() {
+        let book = PriceBook::builtin("us-east-1");
+        assert_eq!(
+            book.price("g5.xlarge", Lifecycle::OnDemand)
+                .unwrap()
+                .usd_per_hour,
+            1.006
+        );
+        assert!(book.price("g5.xlarge", Lifecycle::Spot).is_none());
+        let elsewhere = PriceBook::builtin("eu-west-1");
+        assert!(elsewhere.prices.is_empty());
+        assert!(
+            elsewhere.notes[0].contains("eu-west-1"),
+            "{:?}",
+            elsewhere.notes
+        );
+    }
+
+    #[test]
+    fn a_price_file_replaces_adds_and_names_what_it_left_out() {
+        let entry = |t: &str, region: Option<&str>, lifecycle: &str, usd: f64| {
+            check_entry(
+                "[[price]]",
+                Some(t),
+                region,
+                Some(lifecycle),
+                Some(usd),
+                Some("negotiated"),
+            )
+            .unwrap()
+        };
+        let file = PriceFile {
+            name: "prices.toml".into(),
+            prices: vec![
+                entry("g5.xlarge", None, "on-demand", 0.8),
+                entry("g5.xlarge", None, "spot", 0.4),
+                entry("g5.xlarge", Some("eu-west-1"), "on-demand", 1.2),
+            ],
+        };
+        let book = PriceBook::builtin("us-east-1").with_file(&file);
+        let on_demand = book.price("g5.xlarge", Lifecycle::OnDemand).unwrap();
+        assert_eq!(
+            (on_demand.usd_per_hour, on_demand.source.as_str()),
+            (0.8, "negotiated")
+        );
+        assert_eq!(
+            book.price("g5.xlarge", Lifecycle::Spot)
+                .unwrap()
+                .usd_per_hour,
+            0.4
+        );
+        assert!(
+            book.notes[0].contains("g5.xlarge (eu-west-1)"),
+            "{:?}",
+            book.notes
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_says_what_is_wrong() {
+        let check =
+            |t: Option<&str>, region: Option<&str>, lifecycle: Option<&str>, usd: Option<f64>| {
+                check_entry("[[price]] 2", t, region, lifecycle, usd, None).unwrap_err()
+            };
+        assert!(check(None, None, None, Some(1.0)).contains("has no instance_type"));
+        assert!(
+            check(Some("g5 xlarge"), None, None, Some(1.0)).contains("not an EC2 instance type")
+        );
+        assert!(check(Some("g5.xlarge"), Some("Virginia"), None, Some(1.0))
+            .contains("not an AWS region"));
+        assert!(check(Some("g5.xlarge"), None, Some("reserved"), Some(1.0))
+            .contains("not on-demand or spot"));
+        assert!(check(Some("g5.xlarge"), None, None, None).contains("has no usd_per_hour"));
+        assert!(check(Some("g5.xlarge"), None, None, Some(-1.0)).contains("not a price"));
+        assert!(check(Some("g5.xlarge"), None, None, Some(f64::NAN)).contains("not a price"));
+        assert!(check(Some("g5.xlarge"), None, None, Some(100_600.0)).contains("in cents"));
+        let ok = check_entry(
+            "[[price]] 1",
+            Some("g5.xlarge"),
+            Some("us-gov-west-1"),
+            None,
+            Some(1.0),
+            None,
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        let twice = [ok.clone().unwrap(), ok.unwrap()];
+        assert!(check_duplicates(&twice)
+            .unwrap_err()
+            .contains("priced twice"));
+    }
+}

@@ -1,0 +1,104 @@
+// The cost review: change the view, sort, export the table as CSV, print it, and the same page
+// with JavaScript off.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+const money = (cents) =>
+  '$' + Math.floor(cents / 100).toLocaleString('en-US') + '.' + String(cents % 100).padStart(2, '0');
+
+async function apiReport(query = '') {
+  const response = await fetch(`${BASE_URL}/api/v1/cost${query}`);
+  assert.equal(response.status, 200);
+  return response.json();
+}
+
+const rowNames = (page) => page.getByTestId('cost-table').locator('tbody th').allTextContents();
+
+describe('cost review', () => {
+  test('the view changes by its form, sorts by a column, and its CSV is its table', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/cost');
+    await waitForHydration(page);
+    const byTeam = await apiReport();
+    assert.equal(await page.getByTestId('cost-total').textContent(), money(byTeam.total_cents));
+    assert.equal(await page.getByTestId('cost-table-total').textContent(), money(byTeam.total_cents));
+
+    const form = page.getByTestId('cost-form');
+    await form.getByLabel('Group by').selectOption('cluster');
+    await form.getByLabel('Over').selectOption('day');
+    await form.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.get('group') === 'cluster' && url.searchParams.get('span') === 'day');
+    const byCluster = await apiReport('?group=cluster&span=day');
+    await page.waitForFunction(
+      (total) => document.querySelector('[data-testid="cost-total"]')?.textContent === total,
+      money(byCluster.total_cents),
+    );
+    const allocated = byCluster.rows.filter((r) => r.kind === 'allocated').map((r) => r.name);
+    assert.deepEqual((await rowNames(page)).slice(0, allocated.length), allocated);
+
+    await page.getByTestId('cost-sort-name').click();
+    await page.waitForURL((url) => url.searchParams.get('sort') === 'name' && url.searchParams.get('group') === 'cluster');
+    await page.waitForSelector('th[aria-sort="ascending"] [data-testid="cost-sort-name"]');
+    const names = (await rowNames(page)).slice(0, allocated.length);
+    assert.deepEqual(names, [...allocated].sort());
+
+    // The CSV link keeps the view, and its lines are the table's rows and total.
+    const href = await page.getByTestId('cost-csv').getAttribute('href');
+    assert.equal(href, '/api/v1/cost?group=cluster&span=day&sort=name&format=csv');
+    const csv = await (await fetch(BASE_URL + href)).text();
+    const lines = csv.trim().split('\n');
+    const rows = await page.getByTestId('cost-table').locator('tbody tr').count();
+    assert.equal(lines.length, rows + 2);
+    const sorted = await apiReport('?group=cluster&span=day&sort=name');
+    assert.deepEqual(lines.slice(1, rows + 1).map((line) => line.split(',').slice(0, 2).join(',')), sorted.rows.map((r) => `${r.name},${r.kind}`));
+    assert.match(lines.at(-1), new RegExp(`^total,total,${Math.floor(sorted.total_cents / 100)}\\.`));
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('printed, the report has its totals and tables and no navigation', async () => {
+    const { context, page } = await openPage(browser);
+    await page.goto(BASE_URL + '/cost?group=service');
+    await waitForHydration(page);
+    await page.emulateMedia({ media: 'print' });
+    assert.equal(await page.locator('.app-header').isVisible(), false, 'no navigation');
+    assert.equal(await page.getByTestId('cost-form').isVisible(), false, 'no form');
+    assert.equal(await page.getByTestId('cost-total').isVisible(), true);
+    assert.equal(await page.getByTestId('cost-table').isVisible(), true);
+    assert.equal(await page.getByTestId('cost-rule').isVisible(), true);
+    assert.match(await page.locator('.print-only').textContent(), /Grouped by service, over 30 days/);
+    const pdf = await page.pdf({ format: 'A4', printBackground: true });
+    assert.equal(pdf.subarray(0, 5).toString(), '%PDF-');
+    assert.ok(pdf.length > 10_000, `a PDF of ${pdf.length} bytes`);
+    await context.close();
+  });
+});
+
+describe('cost review, JavaScript off', () => {
+  test('the server renders the view of the URL, and the form and sort links work', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    await page.goto(BASE_URL + '/cost?group=instance_type&sort=name');
+    const report = await apiReport('?group=instance_type&sort=name');
+    assert.equal(await page.getByTestId('cost-total').textContent(), money(report.total_cents));
+    const allocated = report.rows.filter((r) => r.kind === 'allocated').map((r) => r.name);
+    assert.deepEqual((await rowNames(page)).slice(0, allocated.length), allocated);
+    await page.getByTestId('cost-form').getByLabel('Idle').selectOption('share');
+    await page.getByTestId('cost-form').getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && url.searchParams.get('sort') === 'name');
+    await page.getByTestId('cost-sort-cost').click();
+    await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && !url.searchParams.has('sort'));
+    const shared = await apiReport('?group=instance_type&idle=share');
+    assert.equal(await page.getByTestId('cost-table').locator('tbody tr').count(), shared.rows.length);
+    await context.close();
+  });
+});

@@ -1,0 +1,69 @@
+//! `GET /api/v1/cost`: what the fleet costs at today's allocations, grouped, as JSON or as the
+//! CSV of the page's table.
+
+use axum::{
+    extract::{rejection::QueryRejection, Query, State},
+    http::header,
+    response::{IntoResponse, Response},
+    Json,
+};
+
+use app::{
+    model::cost::{to_csv, CostQuery},
+    service::cost,
+};
+
+use crate::{error::AppError, http::api::parameters, http::state::AppState};
+
+/// The parameters there are.
+const KNOWN: &str = "group, span, sort, idle, cluster and format";
+
+/// `GET /api/v1/cost[?group=&span=&sort=&idle=&cluster=&format=csv]`.
+pub async fn report(
+    State(state): State<AppState>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Response, AppError> {
+    let pairs = parameters(query, KNOWN)?;
+    let mut csv = false;
+    for (key, value) in &pairs {
+        match key.as_str() {
+            "group" | "span" | "sort" | "idle" | "cluster" => {}
+            "format" => {
+                csv = match value.as_str() {
+                    "" | "json" => false,
+                    "csv" => true,
+                    other => {
+                        return Err(AppError::BadRequest(format!(
+                            "format {other:?} is not json or csv"
+                        )))
+                    }
+                }
+            }
+            other => {
+                return Err(AppError::BadRequest(format!(
+                    "there is no parameter {other:?}; the parameters are {KNOWN}"
+                )))
+            }
+        }
+    }
+    let query = CostQuery::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(AppError::BadRequest)?;
+    let report = cost::report(&state.services, &query)?;
+    Ok(if csv {
+        let name = format!(
+            "attachment; filename=\"gpushare-cost-by-{}-{}.csv\"",
+            query.group.as_str(),
+            query.span.as_str()
+        );
+        (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+                (header::CONTENT_DISPOSITION, name),
+            ],
+            to_csv(&report),
+        )
+            .into_response()
+    } else {
+        Json(report).into_response()
+    })
+}

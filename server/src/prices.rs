@@ -1,0 +1,148 @@
+//! The price file (`--prices`): hourly prices that replace or add to the built-in table, such
+//! as negotiated or Savings Plans effective rates, or spot prices.
+
+use std::path::Path;
+
+use app::model::cost::{
+    prices::{check_duplicates, check_entry},
+    PriceBook, PriceFile,
+};
+use serde::Deserialize;
+
+/// The file as written; every field is checked after reading, so a missing one gets a message
+/// that names the entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[serde(default)]
+    price: Vec<RawEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    instance_type: Option<String>,
+    region: Option<String>,
+    lifecycle: Option<String>,
+    usd_per_hour: Option<f64>,
+    source: Option<String>,
+}
+
+/// Reads and checks the price file at `path`.
+pub fn load(path: &Path) -> Result<PriceFile, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the price file {}: {e}", path.display()))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    parse(&name, &text).map_err(|e| format!("the price file {} is not valid: {e}", path.display()))
+}
+
+/// Reads a price file's TOML; `name` is how sources and notes call it.
+pub fn parse(name: &str, text: &str) -> Result<PriceFile, String> {
+    let raw: Raw = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    if raw.price.is_empty() {
+        return Err(
+            "it prices nothing: add [[price]] entries with instance_type and usd_per_hour".into(),
+        );
+    }
+    let prices = raw
+        .price
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            check_entry(
+                &format!("[[price]] {}", i + 1),
+                e.instance_type.as_deref(),
+                e.region.as_deref(),
+                e.lifecycle.as_deref(),
+                e.usd_per_hour,
+                e.source.as_deref(),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    check_duplicates(&prices)?;
+    Ok(PriceFile {
+        name: name.to_string(),
+        prices,
+    })
+}
+
+/// The prices for `region`: the built-in table, then the file at `path` when given.
+pub fn book(region: &str, path: Option<&Path>) -> Result<PriceBook, String> {
+    let book = PriceBook::builtin(region);
+    Ok(match path {
+        Some(path) => book.with_file(&load(path)?),
+        None => book,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use app::model::cost::Lifecycle;
+
+    #[test]
+    fn a_price_file_reads_and_overrides_the_table() {
+        let file = parse(
+            "prices.toml",
+            r#"
+            [[price]]
+            instance_type = "g5.12xlarge"
+            usd_per_hour = 4
+            source = "Savings Plan, 2026-11"
+
+            [[price]]
+            instance_type = "g5.12xlarge"
+            lifecycle = "spot"
+            usd_per_hour = 2.1
+            "#,
+        )
+        .unwrap();
+        let book = PriceBook::builtin("us-east-1").with_file(&file);
+        let price = book.price("g5.12xlarge", Lifecycle::OnDemand).unwrap();
+        assert_eq!(
+            (price.usd_per_hour, price.source.as_str()),
+            (4.0, "Savings Plan, 2026-11")
+        );
+        let spot = book.price("g5.12xlarge", Lifecycle::Spot).unwrap();
+        assert_eq!(spot.source, "price file prices.toml");
+    }
+
+    #[test]
+    fn the_example_price_file_reads() {
+        let file = parse(
+            "prices.example.toml",
+            include_str!("../../prices.example.toml"),
+        )
+        .unwrap();
+        assert_eq!(file.prices.len(), 2);
+    }
+
+    #[test]
+    fn a_bad_price_file_says_what_and_where() {
+        let error = |text: &str| parse("p.toml", text).unwrap_err();
+        assert!(error("").contains("prices nothing"));
+        assert!(error("[[price]]\nusd_per_hour = 1.0").contains("[[price]] 1 has no instance_type"));
+        assert!(
+            error("[[price]]\ninstance_type = \"g5.xlarge\"\nusd_per_hour = -2")
+                .contains("not a price")
+        );
+        assert!(error(
+            "[[price]]\ninstance_type = \"g5.xlarge\"\nusd_per_hour = 1\nregion = \"moon\""
+        )
+        .contains("not an AWS region"));
+        assert!(error("[[price]]\ninstance_type = \"g5.xlarge\"\ncost = 1").contains("cost"));
+        assert!(
+            error("[[price]]\ninstance_type = \"g5.xlarge\"\nusd_per_hour = \"cheap\"")
+                .contains("invalid type")
+        );
+        let missing = load(Path::new("/nonexistent/prices.toml")).unwrap_err();
+        assert!(
+            missing.starts_with("cannot read the price file"),
+            "{missing}"
+        );
+    }
+}

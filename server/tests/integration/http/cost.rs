@@ -1,0 +1,183 @@
+//! `/cost` and `GET /api/v1/cost`: the report adds up to the instances' bill at the console's
+//! prices (the price file's over the built-in ones), its CSV is its table, and bad parameters
+//! get a clear 400.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+
+use super::support::{fleet_json, get, json, send, test_app_configured, text};
+
+#[tokio::test]
+async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
+    let dir =
+        std::env::temp_dir().join(format!("gpushare-prices-{}", super::support::rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prices.toml");
+    std::fs::write(
+        &file,
+        "[[price]]\ninstance_type = \"g5.12xlarge\"\nusd_per_hour = 4.25\nsource = \"negotiated rate\"\n",
+    )
+    .unwrap();
+    let (app, _) = test_app_configured(false, Vec::new(), None, |args| {
+        args.prices = Some(file.clone());
+    })
+    .await;
+    let (_, fleet) = fleet_json(&app, "").await;
+
+    let response = send(&app, get("/api/v1/cost?group=service&span=day")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let report = json(response).await;
+    let rows = report["rows"].as_array().unwrap();
+    let total = report["total_cents"].as_i64().unwrap();
+    assert!(total > 0, "{report}");
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["cost_cents"].as_i64().unwrap())
+            .sum::<i64>(),
+        total
+    );
+
+    // The total is Σ instance-hours × price, computed here from the fleet and the prices used.
+    let prices: BTreeMap<String, f64> = report["prices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["price"]["instance_type"].as_str().unwrap().to_string(),
+                p["price"]["usd_per_hour"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        prices.get("g5.12xlarge"),
+        Some(&4.25),
+        "the price file wins: {report}"
+    );
+    let used = report["prices"].as_array().unwrap();
+    assert!(used
+        .iter()
+        .any(|p| p["price"]["source"] == "negotiated rate"));
+    let mut dollars = 0.0;
+    let mut spot = 0;
+    for cluster in fleet["snapshot"]["clusters"].as_array().unwrap() {
+        for instance in cluster["instances"].as_array().unwrap() {
+            if instance["lifecycle"] == "spot" {
+                // No spot price given: listed, never priced at zero or at the on-demand rate.
+                spot += 1;
+                continue;
+            }
+            let kind = instance["instance_type"].as_str().unwrap();
+            let price = prices
+                .get(kind)
+                .unwrap_or_else(|| panic!("{kind} has a price in the demo: {report}"));
+            dollars += price * 24.0;
+        }
+    }
+    assert_eq!(total, (dollars * 100.0).round() as i64);
+    assert!(spot > 0, "the demo has spot instances");
+    let unpriced: i64 = report["unpriced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["instances"].as_i64().unwrap())
+        .sum();
+    assert_eq!(unpriced, spot);
+    assert!(report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("(spot)")));
+    assert!(report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["kind"] == "idle"));
+
+    // The CSV is the table: the same rows in the same order, then the total.
+    let response = send(&app, get("/api/v1/cost?group=service&span=day&format=csv")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("gpushare-cost-by-service-day.csv"));
+    let csv = text(response).await;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), rows.len() + 2, "{csv}");
+    for (line, row) in lines[1..].iter().zip(rows) {
+        let cents = row["cost_cents"].as_i64().unwrap();
+        let expected = format!(
+            "{},{},{}.{:02},",
+            row["name"].as_str().unwrap(),
+            row["kind"].as_str().unwrap(),
+            cents / 100,
+            cents % 100
+        );
+        assert!(line.starts_with(&expected), "{line} vs {expected}");
+    }
+    assert!(lines.last().unwrap().starts_with(&format!(
+        "total,total,{}.{:02},",
+        total / 100,
+        total % 100
+    )));
+
+    // The page, without JavaScript: the view's table, its total and the rule.
+    let response = send(&app, get("/cost?group=cluster&idle=share")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let page = text(response).await;
+    let shared = json(send(&app, get("/api/v1/cost?group=cluster&idle=share")).await).await;
+    let money = app::model::cost::money(shared["total_cents"].as_i64().unwrap());
+    assert!(page.contains(r#"data-testid="cost-table""#), "{page}");
+    assert!(page.contains(&money), "{money} in the page");
+    assert!(page.contains("How the cost is split"));
+    assert!(page.contains("negotiated rate"));
+    // Idle shared out: only a cluster where nothing is allocated keeps an idle row.
+    let shared_rows = shared["rows"].as_array().unwrap();
+    for idle in shared_rows.iter().filter(|r| r["kind"] == "idle") {
+        assert!(
+            !shared_rows
+                .iter()
+                .any(|r| r["kind"] == "allocated" && r["name"] == idle["name"]),
+            "{idle} kept although its cluster has allocations"
+        );
+    }
+    let as_rows = json(send(&app, get("/api/v1/cost?group=cluster")).await).await;
+    assert_eq!(as_rows["total_cents"], shared["total_cents"]);
+    assert!(shared["idle_cents"].as_i64() < as_rows["idle_cents"].as_i64());
+    assert!(
+        page.contains("/api/v1/cost?group=cluster&amp;idle=share&amp;format=csv"),
+        "the CSV link keeps the view"
+    );
+
+    // A bad value on the page says so and shows the default view.
+    let page = text(send(&app, get("/cost?group=owner")).await).await;
+    assert!(page.contains(r#"data-testid="cost-query-error""#), "{page}");
+    assert!(page.contains(r#"data-testid="cost-table""#));
+}
+
+#[tokio::test]
+async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
+    let (app, _) = test_app_configured(false, Vec::new(), None, |_| {}).await;
+    fleet_json(&app, "").await;
+    for (query, says) in [
+        ("group=owner", "team, service, cluster, instance_type"),
+        ("span=week", "hour, day, month"),
+        ("idle=hide", "row or share"),
+        ("sort=size", "gpu_hours"),
+        ("cluster=nope", "inference-prod"),
+        ("format=xml", "json or csv"),
+        ("colour=red", "group, span, sort, idle, cluster and format"),
+    ] {
+        let response = send(&app, get(&format!("/api/v1/cost?{query}"))).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+        let body = text(response).await;
+        assert!(body.contains(says), "{query}: {body}");
+        assert!(
+            !body.contains("Error {") && !body.contains("Some("),
+            "{body}"
+        );
+    }
+}
