@@ -230,19 +230,7 @@ impl AuditFilter {
 
 /// The records as CSV, a header first; fields quoted as RFC 4180 says.
 pub fn to_csv(records: &[AuditRecord]) -> String {
-    fn field(text: &str) -> String {
-        // A leading =, +, - or @ would be a formula in a spreadsheet.
-        let text = if text.starts_with(['=', '+', '-', '@']) {
-            format!("'{text}")
-        } else {
-            text.to_string()
-        };
-        if text.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", text.replace('"', "\"\""))
-        } else {
-            text
-        }
-    }
+    use crate::model::csv::field;
     let mut out = String::from(
         "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail,actor_email,actor_role,auth_mode,source\n",
     );

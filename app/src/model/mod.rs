@@ -6,6 +6,7 @@ pub mod arn;
 pub mod audit;
 mod console;
 pub mod cost;
+mod csv;
 pub mod deployment;
 pub mod error;
 pub mod fit;

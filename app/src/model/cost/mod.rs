@@ -731,7 +731,7 @@ pub fn to_csv(report: &CostReport) -> String {
     for row in &report.rows {
         out.push_str(&format!(
             "{},{},{},{:.2},{:.2},{},{}\n",
-            csv_field(&row.name),
+            crate::model::csv::field(&row.name),
             row.kind.as_str(),
             usd(row.cost_cents),
             row.share_percent,
@@ -747,21 +747,6 @@ pub fn to_csv(report: &CostReport) -> String {
         usd(report.unused_cents),
     ));
     out
-}
-
-/// A CSV field, quoted when it must be; a leading `=`, `+`, `-` or `@` is prefixed with `'` so a
-/// spreadsheet does not run it as a formula.
-fn csv_field(text: &str) -> String {
-    let text = if text.starts_with(['=', '+', '-', '@']) {
-        format!("'{text}")
-    } else {
-        text.to_string()
-    };
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
-    }
 }
 
 #[cfg(test)]
