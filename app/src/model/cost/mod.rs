@@ -18,7 +18,7 @@ use crate::model::{FleetSnapshot, GpuView, SharingMode};
 pub use prices::{Lifecycle, Price, PriceBook, PriceFile};
 
 /// The rule, in the words the page, the CSV's readers and the API docs use.
-pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen). Unused is the part of an allocation the GPU did not use in the last 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs); it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
+pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use in the last 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs); it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
 
 /// How the rows are grouped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +150,7 @@ impl SortKey {
 
 /// What a report asks for; every field has a default, so `/cost` alone is a report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CostQuery {
     pub group: Grouping,
     pub span: Span,
@@ -524,6 +525,10 @@ pub fn report(
                     }
                     unknown = ((allocated - known.min(allocated)) / total).max(0.0);
                     free = (1.0 - allocated / total).max(0.0);
+                } else if gpu.mode == SharingMode::Dedicated {
+                    // ECS says a container has it, and no known container does: held, by whom
+                    // not known — never idle.
+                    unknown = 1.0;
                 } else {
                     free = 1.0;
                 }

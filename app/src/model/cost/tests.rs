@@ -220,6 +220,21 @@ fn unused_is_what_the_gpu_did_not_use_of_its_allocation() {
 }
 
 #[test]
+fn a_dedicated_gpu_whose_holder_is_not_known_is_not_idle() {
+    let mut fleet = hand_fleet();
+    fleet.clusters[0].instances[0].gpus[0].containers.clear();
+    let query = CostQuery {
+        span: Span::Hour,
+        ..CostQuery::default()
+    };
+    let report = report(&fleet, &PriceBook::builtin("us-east-1"), &query).unwrap();
+    // The whole GPU (141.8 ¢) joins the 47.27 ¢ held by nobody known; idle is unchanged.
+    assert_eq!(cents_of(&report, "prod", RowKind::Unattributed), 189);
+    assert_eq!(cents_of(&report, "prod", RowKind::Idle), 272);
+    assert_eq!(report.rows.iter().map(|r| r.cost_cents).sum::<i64>(), 567);
+}
+
+#[test]
 fn an_unknown_cluster_names_the_ones_there_are() {
     let query = CostQuery {
         cluster: Some("nope".into()),

@@ -291,6 +291,10 @@ fn rules() -> Vec<(&'static str, Rule)> {
             "/api/list_audit",
             Rule::Read(|| form("/api/list_audit", "")),
         ),
+        (
+            "/api/cost_report",
+            Rule::Read(|| form("/api/cost_report", "query[group]=team")),
+        ),
     ]
 }
 
