@@ -75,7 +75,7 @@ fn Report(report: CostReport) -> impl IntoView {
         <section class="summary" aria-label="Totals" data-testid="cost-totals">
             <div class="stat"><span class="value" data-testid="cost-total">{money(report.total_cents)}</span><span class="label">{format!("total over {span}")}</span></div>
             <div class="stat"><span class="value">{money(allocated)}</span><span class="label">{format!("allocated ({})", percent(allocated, report.total_cents))}</span></div>
-            <div class="stat"><span class="value" data-testid="cost-idle">{money(report.idle_cents)}</span><span class="label">{format!("idle ({})", percent(report.idle_cents, report.total_cents))}</span></div>
+            <div class="stat"><span class="value" data-testid="cost-idle">{money(report.idle_cents)}</span><span class="label">{format!("idle ({}){}", percent(report.idle_cents, report.total_cents), if query.share_idle { ", shared out in the rows" } else { "" })}</span></div>
             <div class="stat"><span class="value">{money(report.unused_cents)}</span><span class="label">"allocated but unused"</span></div>
             <div class="stat"><span class="value">{report.gpus}</span><span class="label">{format!("GPUs on {} priced instances", report.instances)}</span></div>
         </section>

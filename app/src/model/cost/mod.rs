@@ -278,6 +278,8 @@ pub struct CostReport {
     pub rows: Vec<CostRow>,
     /// Σ instance-hours × price over the priced instances, in cents.
     pub total_cents: i64,
+    /// The capacity nobody holds, in cents: the idle rows' sum, or, with idle shared out, what
+    /// was shared (plus any idle row left).
     pub idle_cents: i64,
     pub unused_cents: i64,
     pub gpus: u32,
@@ -558,6 +560,7 @@ pub fn report(
         }
     }
 
+    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
     // Idle shared out: each cluster's idle goes to that cluster's rows by their cost.
     if query.share_idle {
         let mut kept = BTreeMap::new();
@@ -620,11 +623,14 @@ pub fn report(
         })
         .collect();
     sort_rows(&mut rows, query.sort);
-    let idle_cents = rows
-        .iter()
-        .filter(|r| r.kind == RowKind::Idle)
-        .map(|r| r.cost_cents)
-        .sum();
+    let idle_cents = if query.share_idle {
+        cents(idle_dollars)
+    } else {
+        rows.iter()
+            .filter(|r| r.kind == RowKind::Idle)
+            .map(|r| r.cost_cents)
+            .sum()
+    };
     let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
     let mut notes = prices.notes.clone();
     let unknown_types: BTreeSet<String> = unpriced

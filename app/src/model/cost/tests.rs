@@ -149,6 +149,7 @@ fn shared_idle_goes_to_the_clusters_rows_by_their_cost() {
     assert_eq!(cents_of(&report, "x", RowKind::Allocated), 371);
     assert_eq!(cents_of(&report, "y", RowKind::Allocated), 149);
     assert_eq!(report.rows.iter().map(|r| r.cost_cents).sum::<i64>(), 567);
+    assert_eq!(report.idle_cents, 272, "idle shared out is still idle");
 }
 
 #[test]

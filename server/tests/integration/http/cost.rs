@@ -146,7 +146,12 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     }
     let as_rows = json(send(&app, get("/api/v1/cost?group=cluster")).await).await;
     assert_eq!(as_rows["total_cents"], shared["total_cents"]);
-    assert!(shared["idle_cents"].as_i64() < as_rows["idle_cents"].as_i64());
+    // Shared out or not, the idle figure is the capacity nobody holds (to a cent of rounding).
+    let idle = |r: &serde_json::Value| r["idle_cents"].as_i64().unwrap();
+    assert!(
+        (idle(&shared) - idle(&as_rows)).abs() <= 1,
+        "{shared} {as_rows}"
+    );
     assert!(
         page.contains("/api/v1/cost?group=cluster&amp;idle=share&amp;format=csv"),
         "the CSV link keeps the view"
