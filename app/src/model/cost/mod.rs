@@ -8,13 +8,15 @@
 //! a cap, not a reservation); the memory nobody holds is idle, counted per cluster. Unused is the
 //! part of an allocation the GPU did not use over the usage window, shown beside, never taken off.
 
+pub mod holdings;
 pub mod prices;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FleetSnapshot, GpuView, SharingMode};
+use crate::model::FleetSnapshot;
+pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Lifecycle, Price, PriceBook, PriceFile};
 
 /// The rule, in the words the page, the CSV's readers and the API docs use.
@@ -250,6 +252,10 @@ pub struct CostRow {
     pub unused_cents: Option<i64>,
     /// Of this row's cost, the part on GPUs without usage data, in cents.
     pub without_usage_cents: i64,
+    /// Against the previous period of the same length: this row's cost less what it was then,
+    /// in cents; `None` when there is no previous period or the row was not in it.
+    #[serde(default)]
+    pub change_cents: Option<i64>,
 }
 
 /// Instances of one type the report could not price.
@@ -292,22 +298,17 @@ pub struct CostReport {
     pub clusters: Vec<String>,
 }
 
-/// The key a container's share is counted under.
-fn key_of(
-    group: Grouping,
-    cluster: &str,
-    instance_type: &str,
-    service: Option<&str>,
-    team: Option<&str>,
-) -> String {
+/// The key a holding is counted under.
+fn key_of(group: Grouping, key: &HoldingKey) -> String {
     match group {
-        Grouping::Team => team.unwrap_or("(no team)").to_string(),
-        Grouping::Service => match service {
-            Some(service) => format!("{cluster}/{service}"),
-            None => format!("{cluster}/(tasks outside services)"),
-        },
-        Grouping::Cluster => cluster.to_string(),
-        Grouping::InstanceType => instance_type.to_string(),
+        Grouping::Team if key.team.is_empty() => "(no team)".to_string(),
+        Grouping::Team => key.team.clone(),
+        Grouping::Service if key.service.is_empty() => {
+            format!("{}/(tasks outside services)", key.cluster)
+        }
+        Grouping::Service => format!("{}/{}", key.cluster, key.service),
+        Grouping::Cluster => key.cluster.clone(),
+        Grouping::InstanceType => key.instance_type.clone(),
     }
 }
 
@@ -322,15 +323,14 @@ struct Exact {
 }
 
 impl Exact {
-    fn add(&mut self, dollars: f64, gpu_hours: f64, unused: Option<f64>) {
-        self.dollars += dollars;
-        self.gpu_hours += gpu_hours;
-        match unused {
-            Some(fraction) => {
-                self.unused += dollars * fraction;
-                self.with_usage = true;
-            }
-            None => self.without_usage += dollars,
+    /// A holding's amounts at `rate` dollars per GPU-hour.
+    fn priced(amounts: &Amounts, rate: f64) -> Exact {
+        Exact {
+            dollars: amounts.gpu_hours * rate,
+            gpu_hours: amounts.gpu_hours,
+            unused: amounts.unused_gpu_hours * rate,
+            with_usage: amounts.usage_gpu_hours > 0.0,
+            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0) * rate,
         }
     }
 
@@ -350,22 +350,6 @@ impl Exact {
         self.unused += other.unused;
         self.with_usage |= other.with_usage;
         self.without_usage += other.without_usage;
-    }
-}
-
-/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data.
-fn unused_fraction(gpu: &GpuView) -> Option<f64> {
-    let usage = gpu.usage?;
-    match gpu.mode {
-        SharingMode::NvidiaMps => {
-            let allocated = f64::from(gpu.allocated_memory_mib());
-            let used = usage.memory_used_mib?.average;
-            (allocated > 0.0).then(|| ((allocated - used) / allocated).clamp(0.0, 1.0))
-        }
-        _ => {
-            let busy = usage.utilization_percent?.average;
-            Some((1.0 - busy / 100.0).clamp(0.0, 1.0))
-        }
     }
 }
 
@@ -415,150 +399,143 @@ pub fn largest_remainder(values: &[f64], total: i64) -> Vec<i64> {
     parts
 }
 
-/// The report for `query` over `snapshot` at `prices`. An unknown cluster is an error naming the
-/// ones that exist.
+/// Checks that `cluster`, when given, is one of `clusters`; the error names the ones there are.
+pub fn check_cluster(cluster: Option<&String>, clusters: &[String]) -> Result<(), String> {
+    match cluster {
+        Some(wanted) if !clusters.contains(wanted) => Err(format!(
+            "there is no cluster {wanted:?}; the fleet has {}",
+            if clusters.is_empty() {
+                "none".to_string()
+            } else {
+                clusters.join(", ")
+            }
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The report for `query` over `snapshot` at `prices`: today's allocations, held for the
+/// query's span. An unknown cluster is an error naming the ones that exist.
 pub fn report(
     snapshot: &FleetSnapshot,
     prices: &PriceBook,
     query: &CostQuery,
 ) -> Result<CostReport, String> {
     let clusters: Vec<String> = snapshot.clusters.iter().map(|c| c.name.clone()).collect();
-    if let Some(wanted) = &query.cluster {
-        if !clusters.contains(wanted) {
-            return Err(format!(
-                "there is no cluster {wanted:?}; the fleet has {}",
-                if clusters.is_empty() {
-                    "none".to_string()
-                } else {
-                    clusters.join(", ")
-                }
-            ));
-        }
-    }
+    check_cluster(query.cluster.as_ref(), &clusters)?;
     let hours = f64::from(query.span.hours());
-    // (cluster, key) → exact amounts; idle per cluster; unattributed per cluster.
-    let mut held: BTreeMap<(String, String), Exact> = BTreeMap::new();
-    let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
-    let mut unattributed: BTreeMap<String, Exact> = BTreeMap::new();
+    let holdings = holdings::of_snapshot(snapshot, hours);
+    let mut report = price(&holdings, prices, query, hours);
+    report.taken_at = snapshot.taken_at.clone();
+    report.clusters = clusters;
+    Ok(report)
+}
+
+/// An average count over `hours` from a sum of hours: never 0 for something that was there.
+fn average_count(sum_hours: f64, hours: f64) -> u32 {
+    if sum_hours <= 0.0 || hours <= 0.0 {
+        return 0;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let count = (sum_hours / hours).round().max(1.0) as u32;
+    count
+}
+
+/// Prices `holdings`, which stand for `hours` hours in all, for `query`: the rows, the totals
+/// and what they rest on. The idle rows are what the instances cost less what is held, so the
+/// rows add up to Σ instance-hours × price whatever the holdings.
+pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
+    type Group = (String, String, String);
+    let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
+    // (cluster, type, lifecycle) → dollars per GPU-hour, for the priced ones.
+    let mut rates: BTreeMap<Group, (f64, f64, f64)> = BTreeMap::new();
     let mut instance_dollars = 0.0;
-    let mut used: BTreeMap<(String, Lifecycle), PriceUsed> = BTreeMap::new();
-    let mut unpriced: BTreeMap<(String, Lifecycle), Unpriced> = BTreeMap::new();
-    let (mut gpus, mut instances) = (0u32, 0u32);
-    // Instances EC2 could not be asked about: priced on demand, and said so.
-    let mut lifecycle_unknown = 0u32;
-    for cluster in &snapshot.clusters {
-        if query.cluster.as_ref().is_some_and(|c| c != &cluster.name) {
+    let mut used: BTreeMap<(String, Lifecycle), (Price, f64)> = BTreeMap::new();
+    let mut unpriced: BTreeMap<(String, Lifecycle), (f64, f64)> = BTreeMap::new();
+    let (mut gpu_hours, mut instance_hours, mut lifecycle_unknown) = (0.0, 0.0, 0.0);
+    for (key, amounts) in holdings {
+        if key.kind != HoldingKind::Capacity || !wanted(key) {
             continue;
         }
-        for instance in &cluster.instances {
-            let lifecycle = Lifecycle::of(instance.lifecycle.as_deref());
-            if instance.lifecycle.is_none() {
-                lifecycle_unknown += 1;
-            }
-            let Some(price) = prices.price(&instance.instance_type, lifecycle) else {
-                let entry = unpriced
-                    .entry((instance.instance_type.clone(), lifecycle))
-                    .or_insert_with(|| Unpriced {
-                        instance_type: instance.instance_type.clone(),
-                        lifecycle,
-                        instances: 0,
-                        gpus: 0,
-                    });
-                entry.instances += 1;
-                entry.gpus += u32::try_from(instance.gpus.len()).unwrap_or(u32::MAX);
-                continue;
-            };
-            instances += 1;
-            used.entry((price.instance_type.clone(), lifecycle))
-                .or_insert_with(|| PriceUsed {
-                    price: price.clone(),
-                    instances: 0,
-                })
-                .instances += 1;
-            let dollars = price.usd_per_hour * hours;
-            instance_dollars += dollars;
-            if instance.gpus.is_empty() {
-                idle.entry(cluster.name.clone())
-                    .or_default()
-                    .add(dollars, 0.0, None);
-                continue;
-            }
-            let per_gpu = dollars / instance.gpus.len() as f64;
-            for gpu in &instance.gpus {
-                gpus += 1;
-                let unused = unused_fraction(gpu);
-                let key = |service: Option<&str>, team: Option<&str>| {
-                    key_of(
-                        query.group,
-                        &cluster.name,
-                        &instance.instance_type,
-                        service,
-                        team,
-                    )
-                };
-                let mut holders: Vec<(String, f64)> = Vec::new();
-                let mut free = 0.0;
-                let mut unknown = 0.0;
-                let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
-                if !whole.is_empty() {
-                    let each = 1.0 / whole.len() as f64;
-                    for c in whole {
-                        holders.push((key(c.service.as_deref(), c.team.as_deref()), each));
-                    }
-                } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
-                    let total = f64::from(gpu.total_memory_mib);
-                    let allocated = f64::from(gpu.allocated_memory_mib());
-                    let known: f64 = gpu
-                        .containers
-                        .iter()
-                        .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
-                        .sum();
-                    // The containers' own asks, bounded by what ECS says is allocated.
-                    let scale = if known > allocated && known > 0.0 {
-                        allocated / known
-                    } else {
-                        1.0
-                    };
-                    for c in &gpu.containers {
-                        let part = f64::from(c.memory_mib.unwrap_or(0)) * scale / total;
-                        if part > 0.0 {
-                            holders.push((key(c.service.as_deref(), c.team.as_deref()), part));
-                        }
-                    }
-                    unknown = ((allocated - known.min(allocated)) / total).max(0.0);
-                    free = (1.0 - allocated / total).max(0.0);
-                } else if gpu.mode == SharingMode::Dedicated {
-                    // ECS says a container has it, and no known container does: held, by whom
-                    // not known — never idle.
-                    unknown = 1.0;
-                } else {
-                    free = 1.0;
-                }
-                for (key, part) in holders {
-                    held.entry((cluster.name.clone(), key)).or_default().add(
-                        per_gpu * part,
-                        hours * part,
-                        unused,
-                    );
-                }
-                if unknown > 0.0 {
-                    unattributed.entry(cluster.name.clone()).or_default().add(
-                        per_gpu * unknown,
-                        hours * unknown,
-                        unused,
-                    );
-                }
-                if free > 0.0 {
-                    // Idle capacity: all of it unused by definition, so not counted as unused.
-                    idle.entry(cluster.name.clone()).or_default().add(
-                        per_gpu * free,
-                        hours * free,
-                        Some(0.0),
-                    );
-                }
-            }
+        // Instances EC2 could not be asked about: priced on demand, and said so.
+        let lifecycle = Lifecycle::of(Some(key.lifecycle.as_str()));
+        let Some(price) = prices.price(&key.instance_type, lifecycle) else {
+            let entry = unpriced
+                .entry((key.instance_type.clone(), lifecycle))
+                .or_default();
+            entry.0 += amounts.instance_hours;
+            entry.1 += amounts.gpu_hours;
+            continue;
+        };
+        if key.lifecycle.is_empty() {
+            lifecycle_unknown += amounts.instance_hours;
+        }
+        let dollars = price.usd_per_hour * amounts.instance_hours;
+        instance_dollars += dollars;
+        instance_hours += amounts.instance_hours;
+        gpu_hours += amounts.gpu_hours;
+        used.entry((price.instance_type.clone(), lifecycle))
+            .or_insert_with(|| (price.clone(), 0.0))
+            .1 += amounts.instance_hours;
+        let rate = if amounts.gpu_hours > 0.0 {
+            dollars / amounts.gpu_hours
+        } else {
+            0.0
+        };
+        let group = (
+            key.cluster.clone(),
+            key.instance_type.clone(),
+            key.lifecycle.clone(),
+        );
+        let entry = rates.entry(group).or_insert((0.0, 0.0, 0.0));
+        // The rate, what the capacity costs, and its GPU-hours.
+        *entry = (rate, entry.1 + dollars, entry.2 + amounts.gpu_hours);
+    }
+
+    // (cluster, key) → exact amounts; unattributed per cluster; what each group's holders took.
+    let mut held: BTreeMap<(String, String), Exact> = BTreeMap::new();
+    let mut unattributed: BTreeMap<String, Exact> = BTreeMap::new();
+    let mut taken: BTreeMap<Group, (f64, f64)> = BTreeMap::new();
+    for (key, amounts) in holdings {
+        if key.kind == HoldingKind::Capacity || !wanted(key) {
+            continue;
+        }
+        let group = (
+            key.cluster.clone(),
+            key.instance_type.clone(),
+            key.lifecycle.clone(),
+        );
+        let Some((rate, _, _)) = rates.get(&group) else {
+            continue;
+        };
+        let exact = Exact::priced(amounts, *rate);
+        let took = taken.entry(group).or_default();
+        took.0 += exact.dollars;
+        took.1 += exact.gpu_hours;
+        match key.kind {
+            HoldingKind::Held => held
+                .entry((key.cluster.clone(), key_of(query.group, key)))
+                .or_default()
+                .merge(&exact),
+            _ => unattributed
+                .entry(key.cluster.clone())
+                .or_default()
+                .merge(&exact),
         }
     }
+    // Idle: what each cluster's capacity costs less what is held of it — all of it unused by
+    // definition, so not counted as unused.
+    let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
+    for (group, (_, dollars, gpus)) in &rates {
+        let (took_dollars, took_gpus) = taken.get(group).copied().unwrap_or_default();
+        let entry = idle.entry(group.0.clone()).or_insert_with(|| Exact {
+            with_usage: true,
+            ..Exact::default()
+        });
+        entry.dollars += (dollars - took_dollars).max(0.0);
+        entry.gpu_hours += (gpus - took_gpus).max(0.0);
+    }
+    idle.retain(|_, e| e.dollars > 0.0 || e.gpu_hours > 0.0);
 
     let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
     // Idle shared out: each cluster's idle goes to that cluster's rows by their cost.
@@ -620,6 +597,7 @@ pub fn report(
             unused_cents: (amount.with_usage && kind != RowKind::Idle)
                 .then(|| cents(amount.unused).min(cost_cents)),
             without_usage_cents: cents(amount.without_usage).min(cost_cents),
+            change_cents: None,
         })
         .collect();
     sort_rows(&mut rows, query.sort);
@@ -634,14 +612,15 @@ pub fn report(
     let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
     let mut notes = prices.notes.clone();
     let unknown_types: BTreeSet<String> = unpriced
-        .values()
-        .map(|u| format!("{} ({})", u.instance_type, u.lifecycle.as_str()))
+        .keys()
+        .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
         .collect();
-    if lifecycle_unknown > 0 {
+    let unknown = average_count(lifecycle_unknown, hours);
+    if unknown > 0 {
         notes.push(format!(
-            "EC2 could not be read for {lifecycle_unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
-            if lifecycle_unknown == 1 { "instance" } else { "instances" },
-            if lifecycle_unknown == 1 { "it is" } else { "they are" }
+            "EC2 could not be read for {unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
+            if unknown == 1 { "instance" } else { "instances" },
+            if unknown == 1 { "it is" } else { "they are" }
         ));
     }
     if !unknown_types.is_empty() {
@@ -650,28 +629,44 @@ pub fn report(
             unknown_types.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
-    Ok(CostReport {
+    CostReport {
         query: query.clone(),
-        taken_at: snapshot.taken_at.clone(),
         region: prices.region.clone(),
         rows,
         total_cents,
         idle_cents,
         unused_cents,
-        gpus,
-        instances,
-        prices: used.into_values().collect(),
-        unpriced: unpriced.into_values().collect(),
+        gpus: average_count(gpu_hours, hours),
+        instances: average_count(instance_hours, hours),
+        prices: used
+            .into_values()
+            .map(|(price, hours_used)| PriceUsed {
+                price,
+                instances: average_count(hours_used, hours),
+            })
+            .collect(),
+        unpriced: unpriced
+            .into_iter()
+            .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
+                instance_type,
+                lifecycle,
+                instances: average_count(inst, hours),
+                gpus: average_count(gpus, hours),
+            })
+            .collect(),
         notes,
         rule: RULE.to_string(),
-        clusters,
-    })
+        ..CostReport::default()
+    }
 }
 
-/// Dollars to whole cents, half away from zero.
+/// Dollars to whole cents, half away from zero — first to a millionth of a dollar, so that sums
+/// that are exactly half a cent in decimal (prices have four decimals) round the same whatever
+/// order the float additions took.
 fn cents(dollars: f64) -> i64 {
+    let micros = (dollars * 1_000_000.0).round();
     #[allow(clippy::cast_possible_truncation)]
-    let cents = (dollars * 100.0).round() as i64;
+    let cents = (micros / 10_000.0).round() as i64;
     cents
 }
 

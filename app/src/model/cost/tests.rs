@@ -3,7 +3,9 @@
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
-use crate::model::{ClusterView, GpuContainer, GpuUsage, InstanceView, Reading};
+use crate::model::{
+    ClusterView, GpuContainer, GpuUsage, GpuView, InstanceView, Reading, SharingMode,
+};
 
 fn container(service: &str, team: Option<&str>, memory: Option<u32>) -> GpuContainer {
     GpuContainer {

@@ -1,0 +1,212 @@
+//! What the fleet holds, before any price: per cluster, instance type and lifecycle, the
+//! capacity (instance-hours and GPU-hours) and who holds how much of it (GPU-hours, GPU memory
+//! MiB-hours, whole-GPU-hours, and how much of it the GPUs did not use).
+//!
+//! One snapshot gives the holdings of one moment, weighted by how long it stands for; the
+//! recorder adds them up hour by hour, and a report over any period prices their sum. Prices
+//! are applied only when a report is made, so a price file changed today re-prices the past.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{FleetSnapshot, GpuView, SharingMode};
+
+/// What a holding stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldingKind {
+    /// The instances themselves: instance-hours and the GPU-hours they offer.
+    Capacity,
+    /// What a service's containers hold.
+    Held,
+    /// What ECS counts as allocated with no known container holding it.
+    Unattributed,
+}
+
+impl HoldingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldingKind::Capacity => "capacity",
+            HoldingKind::Held => "held",
+            HoldingKind::Unattributed => "unattributed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<HoldingKind> {
+        [
+            HoldingKind::Capacity,
+            HoldingKind::Held,
+            HoldingKind::Unattributed,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+    }
+}
+
+/// Who or what a holding is counted under. Text fields are empty when not known (no team tag,
+/// a task outside any service, a capacity row), so that the key stores as it compares.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct HoldingKey {
+    pub cluster: String,
+    pub instance_type: String,
+    /// `on-demand`, `spot`, or empty when EC2 could not say.
+    pub lifecycle: String,
+    pub kind: HoldingKind,
+    pub team: String,
+    pub service: String,
+}
+
+/// Amounts over some time, in hours (an instance for a day is 24 instance-hours).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Amounts {
+    /// Capacity only: instance-hours.
+    pub instance_hours: f64,
+    /// Capacity: the GPU-hours the instances offer; held: the GPU-hours held (a quarter of a
+    /// GPU's memory for a day is 6).
+    pub gpu_hours: f64,
+    /// GPU memory held on MPS GPUs, MiB-hours.
+    pub memory_mib_hours: f64,
+    /// Whole GPUs held, GPU-hours.
+    pub whole_gpu_hours: f64,
+    /// Of `gpu_hours`, those on GPUs with usage data.
+    pub usage_gpu_hours: f64,
+    /// Of `gpu_hours`, the part the GPUs did not use.
+    pub unused_gpu_hours: f64,
+}
+
+impl Amounts {
+    pub fn add(&mut self, other: &Amounts) {
+        self.instance_hours += other.instance_hours;
+        self.gpu_hours += other.gpu_hours;
+        self.memory_mib_hours += other.memory_mib_hours;
+        self.whole_gpu_hours += other.whole_gpu_hours;
+        self.usage_gpu_hours += other.usage_gpu_hours;
+        self.unused_gpu_hours += other.unused_gpu_hours;
+    }
+
+    /// These amounts times `factor` (a snapshot standing for `factor` hours).
+    pub fn scaled(&self, factor: f64) -> Amounts {
+        Amounts {
+            instance_hours: self.instance_hours * factor,
+            gpu_hours: self.gpu_hours * factor,
+            memory_mib_hours: self.memory_mib_hours * factor,
+            whole_gpu_hours: self.whole_gpu_hours * factor,
+            usage_gpu_hours: self.usage_gpu_hours * factor,
+            unused_gpu_hours: self.unused_gpu_hours * factor,
+        }
+    }
+}
+
+/// Holdings by key.
+pub type Holdings = BTreeMap<HoldingKey, Amounts>;
+
+/// Adds `more` into `into`.
+pub fn merge(into: &mut Holdings, more: &Holdings) {
+    for (key, amounts) in more {
+        into.entry(key.clone()).or_default().add(amounts);
+    }
+}
+
+/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data.
+pub(super) fn unused_fraction(gpu: &GpuView) -> Option<f64> {
+    let usage = gpu.usage?;
+    match gpu.mode {
+        SharingMode::NvidiaMps => {
+            let allocated = f64::from(gpu.allocated_memory_mib());
+            let used = usage.memory_used_mib?.average;
+            (allocated > 0.0).then(|| ((allocated - used) / allocated).clamp(0.0, 1.0))
+        }
+        _ => {
+            let busy = usage.utilization_percent?.average;
+            Some((1.0 - busy / 100.0).clamp(0.0, 1.0))
+        }
+    }
+}
+
+/// What `snapshot` holds, standing for `hours` hours.
+pub fn of_snapshot(snapshot: &FleetSnapshot, hours: f64) -> Holdings {
+    let mut out = Holdings::new();
+    for cluster in &snapshot.clusters {
+        for instance in &cluster.instances {
+            let key = |kind: HoldingKind, team: Option<&str>, service: Option<&str>| HoldingKey {
+                cluster: cluster.name.clone(),
+                instance_type: instance.instance_type.clone(),
+                lifecycle: instance.lifecycle.clone().unwrap_or_default(),
+                kind,
+                team: team.unwrap_or_default().to_string(),
+                service: service.unwrap_or_default().to_string(),
+            };
+            out.entry(key(HoldingKind::Capacity, None, None))
+                .or_default()
+                .add(&Amounts {
+                    instance_hours: hours,
+                    gpu_hours: hours * instance.gpus.len() as f64,
+                    ..Amounts::default()
+                });
+            for gpu in &instance.gpus {
+                let unused = unused_fraction(gpu);
+                let share = |part: f64, memory: f64, whole: f64| Amounts {
+                    instance_hours: 0.0,
+                    gpu_hours: hours * part,
+                    memory_mib_hours: hours * memory,
+                    whole_gpu_hours: hours * whole,
+                    usage_gpu_hours: if unused.is_some() { hours * part } else { 0.0 },
+                    unused_gpu_hours: hours * part * unused.unwrap_or(0.0),
+                };
+                let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
+                if !whole.is_empty() {
+                    let each = 1.0 / whole.len() as f64;
+                    for c in whole {
+                        out.entry(key(
+                            HoldingKind::Held,
+                            c.team.as_deref(),
+                            c.service.as_deref(),
+                        ))
+                        .or_default()
+                        .add(&share(each, 0.0, each));
+                    }
+                } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
+                    let total = f64::from(gpu.total_memory_mib);
+                    let allocated = f64::from(gpu.allocated_memory_mib());
+                    let known: f64 = gpu
+                        .containers
+                        .iter()
+                        .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
+                        .sum();
+                    // The containers' own asks, bounded by what ECS says is allocated.
+                    let scale = if known > allocated && known > 0.0 {
+                        allocated / known
+                    } else {
+                        1.0
+                    };
+                    for c in &gpu.containers {
+                        let memory = f64::from(c.memory_mib.unwrap_or(0)) * scale;
+                        if memory > 0.0 {
+                            out.entry(key(
+                                HoldingKind::Held,
+                                c.team.as_deref(),
+                                c.service.as_deref(),
+                            ))
+                            .or_default()
+                            .add(&share(memory / total, memory, 0.0));
+                        }
+                    }
+                    let unknown = (allocated - known.min(allocated)).max(0.0);
+                    if unknown > 0.0 {
+                        out.entry(key(HoldingKind::Unattributed, None, None))
+                            .or_default()
+                            .add(&share(unknown / total, unknown, 0.0));
+                    }
+                } else if gpu.mode == SharingMode::Dedicated {
+                    // ECS says a container has it, and no known container does: held, by whom
+                    // not known — never idle.
+                    out.entry(key(HoldingKind::Unattributed, None, None))
+                        .or_default()
+                        .add(&share(1.0, 0.0, 1.0));
+                }
+            }
+        }
+    }
+    out
+}
