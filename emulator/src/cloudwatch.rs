@@ -134,6 +134,8 @@ struct GpuSource<'a> {
     instance: &'a ContainerInstance,
     index: usize,
     slot: &'a GpuSlot,
+    /// The minute from which its only holders are services left idle.
+    idle_from: Option<i64>,
 }
 
 /// The GPU architecture the `arch` dimension names, from the model.
@@ -192,11 +194,43 @@ impl Fleet {
         let index: usize = metric.dimension("index")?.parse().ok()?;
         let instance = *hosts.get(host)?;
         let slot = instance.gpus.get(index)?;
-        (gpu_dimensions(instance, &self.region, index) == metric.dimensions).then_some(GpuSource {
+        (gpu_dimensions(instance, &self.region, index) == metric.dimensions).then(|| GpuSource {
             instance,
             index,
             slot,
+            idle_from: self.idle_from(instance, index),
         })
+    }
+
+    /// When every live task holding GPU `index` of `instance` belongs to a service left idle,
+    /// the minute from which all of them are.
+    fn idle_from(&self, instance: &ContainerInstance, index: usize) -> Option<i64> {
+        if self.idle_services.is_empty() {
+            return None;
+        }
+        let cluster = self
+            .clusters
+            .values()
+            .find(|c| c.instance_index.contains_key(&instance.arn))?;
+        let mut from: Option<i64> = None;
+        for task in cluster.tasks.values() {
+            if !task.is_live()
+                || task.instance_arn != instance.arn
+                || !task
+                    .assignment
+                    .per_container
+                    .iter()
+                    .any(|gpus| gpus.contains(&index))
+            {
+                continue;
+            }
+            let service = task.group.strip_prefix("service:")?;
+            let since = self
+                .idle_services
+                .get(&format!("{}/{service}", cluster.name))?;
+            from = Some(from.unwrap_or(i64::MIN).max(since.timestamp() / 60));
+        }
+        from
     }
 
     /// ListMetrics: every GPU metric and every stored one, filtered.
@@ -401,7 +435,9 @@ fn gpu_value(gpu: &GpuSource<'_>, metric: &str, minute: i64) -> f64 {
         f64::from(slot.total_memory_mib - slot.remaining_memory_mib.min(slot.total_memory_mib))
             / f64::from(slot.total_memory_mib.max(1));
     // One GPU in eight that has work on it sits idle: allocated, not used.
-    let idle_but_allocated = slot.mode != SharingMode::Idle && seed.is_multiple_of(8);
+    // So do the GPUs of services whose work moved elsewhere.
+    let idle_but_allocated = slot.mode != SharingMode::Idle
+        && (seed.is_multiple_of(8) || gpu.idle_from.is_some_and(|from| minute >= from));
     let hour_of_day = (minute.rem_euclid(1440)) as f64 / 60.0;
     let daily = 0.65 + 0.35 * ((hour_of_day - 15.0) / 24.0 * std::f64::consts::TAU).cos();
     let noise = unit(seed ^ (minute as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) - 0.5;

@@ -436,6 +436,20 @@ pub struct Fleet {
     pub now: DateTime<Utc>,
     /// Data points stored through PutMetricData.
     pub metrics: crate::cloudwatch::MetricStore,
+    /// Changes the scenario's story makes at set times (scale-ups, weekend dips), soonest first.
+    pub schedule: std::collections::VecDeque<Scheduled>,
+    /// Services (`cluster/service`) whose GPUs sit idle from a time on: their work moved
+    /// elsewhere and they were left running.
+    pub idle_services: BTreeMap<String, DateTime<Utc>>,
+}
+
+/// A change the scenario's story makes at a set time: a service's desired count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scheduled {
+    pub at: DateTime<Utc>,
+    pub cluster: String,
+    pub service: String,
+    pub desired: u32,
 }
 
 impl Fleet {
@@ -451,6 +465,8 @@ impl Fleet {
             next_id: 1,
             now,
             metrics: Default::default(),
+            schedule: Default::default(),
+            idle_services: BTreeMap::new(),
         }
     }
 

@@ -151,6 +151,14 @@ impl Emulator {
         self.with_fleet(|_| ());
     }
 
+    /// Moves simulated time forward to `to`, when that is later than now.
+    pub fn advance_to(&self, to: DateTime<Utc>) {
+        let seconds = (to - self.now()).num_seconds();
+        if seconds > 0 {
+            self.advance(seconds);
+        }
+    }
+
     /// The fault settings now.
     pub fn faults(&self) -> Faults {
         self.inner

@@ -1,7 +1,7 @@
 //! Fleets to emulate, deterministic from a seed: `demo` to look at, `large` to measure,
 //! `empty` for a new account.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, Utc};
 use serde_json::{json, Value};
 
 use crate::{
@@ -40,6 +40,18 @@ impl Scenario {
             Scenario::Large => "large",
             Scenario::Empty => "empty",
         }
+    }
+
+    /// Builds the fleet as it stood `days` days before `now`, with the story of those days
+    /// scheduled, so that running its clock to `now` walks through them and ends where
+    /// [`Scenario::build`] starts. Only `demo` has a past; the others are built at `now`.
+    pub fn build_with_past(self, seed: u64, now: DateTime<Utc>, days: u32) -> Fleet {
+        if days == 0 || self != Scenario::Demo {
+            return self.build(seed, now);
+        }
+        let mut fleet = demo(seed, now - Duration::days(i64::from(days)));
+        demo_story(&mut fleet, now);
+        fleet
     }
 
     /// Builds the fleet as it stands at `now`.
@@ -496,6 +508,65 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     fleet
 }
 
+/// The demo's last two weeks, as a cost review would find them: the search team grew (embed-api
+/// from 3 tasks to 5 ten days ago, to 8 with rerank from 2 to 4 four days ago); speech moved
+/// alignment into asr-stream five days ago (2 tasks to 4) and left speech-align running idle;
+/// and the batch cluster dips at weekends (physics-sim and notebook-gpu down to one task from
+/// Saturday to Monday). Changes before the fleet's time are made at once; the others scheduled.
+fn demo_story(fleet: &mut Fleet, present: DateTime<Utc>) {
+    let day = |days: i64, hour: u32| {
+        let date = (present - Duration::days(days)).date_naive();
+        date.and_hms_opt(hour, 0, 0)
+            .map_or(present, |t| t.and_utc())
+    };
+    let long_ago = DateTime::<Utc>::MIN_UTC;
+    let mut changes: Vec<(DateTime<Utc>, &str, &str, u32)> = vec![
+        (long_ago, "inference-prod", "embed-api", 3),
+        (long_ago, "inference-prod", "rerank", 2),
+        (long_ago, "inference-prod", "asr-stream", 2),
+        (day(10, 9), "inference-prod", "embed-api", 5),
+        (day(5, 10), "inference-prod", "asr-stream", 4),
+        (day(4, 9), "inference-prod", "embed-api", 8),
+        (day(4, 9), "inference-prod", "rerank", 4),
+    ];
+    // Weekends that ended before today: down on Saturday, back on Monday.
+    let today = day(0, 0);
+    let mut monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    while monday > fleet.now - Duration::days(2) {
+        for (service, cluster, weekday) in [
+            ("physics-sim", "batch-sim", 5),
+            ("notebook-gpu", "ml-dev", 5),
+        ] {
+            changes.push((monday - Duration::days(2), cluster, service, 1));
+            changes.push((monday, cluster, service, weekday));
+        }
+        monday -= Duration::days(7);
+    }
+    changes.sort_by_key(|(at, ..)| *at);
+    for (at, cluster, service, desired) in changes {
+        if at <= fleet.now {
+            let update = ServiceUpdate {
+                desired_count: Some(desired),
+                ..ServiceUpdate::default()
+            };
+            let _ = fleet.update_service(cluster, service, update);
+        } else {
+            fleet.schedule.push_back(crate::model::Scheduled {
+                at,
+                cluster: cluster.to_string(),
+                service: service.to_string(),
+                desired,
+            });
+        }
+    }
+    fleet
+        .idle_services
+        .insert("ml-dev/speech-align".to_string(), day(5, 10));
+    // Let the changes made at once settle before the clock runs.
+    let settle = fleet.now + Duration::seconds(120);
+    fleet.advance(settle);
+}
+
 /// 1,000 instances with 8 GPUs each in four clusters, 60 services, about 20,000 tasks.
 fn large(seed: u64, now: DateTime<Utc>) -> Fleet {
     let start = now - Duration::hours(1);
@@ -577,6 +648,58 @@ mod tests {
         };
         assert_eq!(ids(&a), ids(&b));
         assert_ne!(ids(&a), ids(&Scenario::Demo.build(8, now)));
+    }
+
+    #[test]
+    fn the_demos_past_walks_its_story_to_where_the_demo_starts() {
+        // A Wednesday: the two weekends before it dip.
+        let now = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut fleet = Scenario::Demo.build_with_past(7, now, 14);
+        let desired = |fleet: &Fleet, cluster: &str, service: &str| {
+            fleet.clusters[cluster].services[service].desired_count
+        };
+        assert_eq!(desired(&fleet, "inference-prod", "embed-api"), 3);
+        // Saturday 21 November to Monday 23, and 28 to 30: four changes each for two services.
+        let dips: Vec<_> = fleet
+            .schedule
+            .iter()
+            .filter(|s| s.service == "physics-sim")
+            .map(|s| (s.at.to_rfc3339(), s.desired))
+            .collect();
+        assert_eq!(
+            dips,
+            [
+                ("2026-11-21T00:00:00+00:00".to_string(), 1),
+                ("2026-11-23T00:00:00+00:00".to_string(), 5),
+                ("2026-11-28T00:00:00+00:00".to_string(), 1),
+                ("2026-11-30T00:00:00+00:00".to_string(), 5),
+            ]
+        );
+        fleet.advance(now - Duration::days(7));
+        assert_eq!(desired(&fleet, "inference-prod", "embed-api"), 5);
+        assert_eq!(
+            desired(&fleet, "batch-sim", "physics-sim"),
+            5,
+            "a Wednesday"
+        );
+        fleet.advance(now - Duration::days(3));
+        assert_eq!(desired(&fleet, "inference-prod", "embed-api"), 8);
+        assert_eq!(desired(&fleet, "batch-sim", "physics-sim"), 1, "a Sunday");
+        fleet.advance(now);
+        assert!(fleet.schedule.is_empty());
+        let plain = Scenario::Demo.build(7, now);
+        for (cluster, c) in &plain.clusters {
+            for (name, service) in &c.services {
+                assert_eq!(
+                    desired(&fleet, cluster, name),
+                    service.desired_count,
+                    "{cluster}/{name}"
+                );
+            }
+        }
+        assert!(fleet.idle_services.contains_key("ml-dev/speech-align"));
     }
 
     #[test]

@@ -149,6 +149,15 @@ impl Fleet {
     /// One step: task transitions, then every service's reconciliation.
     pub fn step(&mut self, now: DateTime<Utc>) {
         self.now = now;
+        while self.schedule.front().is_some_and(|s| s.at <= now) {
+            if let Some(change) = self.schedule.pop_front() {
+                let update = ServiceUpdate {
+                    desired_count: Some(change.desired),
+                    ..ServiceUpdate::default()
+                };
+                let _ = self.update_service(&change.cluster, &change.service, update);
+            }
+        }
         let keys: Vec<String> = self.clusters.keys().cloned().collect();
         for key in &keys {
             self.move_tasks(key);
