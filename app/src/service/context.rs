@@ -6,7 +6,10 @@ use crate::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
         detached::InFlight,
-        ports::{AuditStore, EcsReads, EcsWrites, FleetFeed, RolloutWatches, TaskDefinitionSchema},
+        ports::{
+            AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches,
+            TaskDefinitionSchema,
+        },
     },
 };
 
@@ -36,6 +39,8 @@ pub struct ServiceContext {
     pub policy: Arc<Policy>,
     /// The prices cost reports use: the built-in table for the region and the price file.
     pub prices: Arc<PriceBook>,
+    /// The allocation history cost reports over past periods read.
+    pub history: Arc<dyn CostHistory>,
     /// The tag key that names the team a service or task definition belongs to.
     pub team_tag: String,
     /// The audit records whose change runs in this process now.

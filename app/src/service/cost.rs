@@ -1,23 +1,58 @@
-//! Cost review: what the fleet costs at today's allocations, from the in-memory snapshot and
-//! the console's prices. Never waits on AWS.
+//! Cost review: what the fleet costs at today's allocations, from the in-memory snapshot, or
+//! over a recorded period, from the allocation history; priced at the console's prices.
+//! Never waits on AWS.
 
 use crate::{
     model::{
-        cost::{report as price, CostQuery, CostReport},
+        cost::{check_cluster, history, report as price, CostQuery, CostReport, HoldingKind},
         ServiceError,
     },
     service::context::ServiceContext,
 };
 
-/// The report for `query`; before the first snapshot, an error that says to wait.
-pub fn report(context: &ServiceContext, query: &CostQuery) -> Result<CostReport, ServiceError> {
+/// The report for `query`: today's allocations from the snapshot (an error that says to wait
+/// before the first one), or a recorded period from the history.
+pub async fn report(
+    context: &ServiceContext,
+    query: &CostQuery,
+) -> Result<CostReport, ServiceError> {
     let state = context.fleet.state();
-    let Some(snapshot) = state.snapshot else {
-        return Err(ServiceError::unavailable(
-            "the fleet has not been read yet, so there is nothing to price; try again in a few seconds",
-        ));
+    let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
+        .map_err(ServiceError::invalid)?;
+    let Some(range) = range else {
+        let Some(snapshot) = state.snapshot else {
+            return Err(ServiceError::unavailable(
+                "the fleet has not been read yet, so there is nothing to price; try again in a few seconds",
+            ));
+        };
+        return price(&snapshot, &context.prices, query).map_err(ServiceError::invalid);
     };
-    price(&snapshot, &context.prices, query).map_err(ServiceError::invalid)
+    let previous = range.previous();
+    let (recorded, before) = futures::future::try_join(
+        context.history.recorded(range.from, range.to),
+        context.history.recorded(previous.from, previous.to),
+    )
+    .await?;
+    // The clusters there are now and those the period held.
+    let mut clusters: std::collections::BTreeSet<String> = state
+        .snapshot
+        .iter()
+        .flat_map(|s| s.clusters.iter().map(|c| c.name.clone()))
+        .collect();
+    for day in recorded.days.values() {
+        clusters.extend(
+            day.keys()
+                .filter(|k| k.kind == HoldingKind::Capacity)
+                .map(|k| k.cluster.clone()),
+        );
+    }
+    let clusters: Vec<String> = clusters.into_iter().collect();
+    check_cluster(query.cluster.as_ref(), &clusters).map_err(ServiceError::invalid)?;
+    let mut report = history::report(&recorded, &before, &context.prices, query, range);
+    report.clusters = clusters;
+    report.taken_at = crate::service::clock::now();
+    report.replaying = context.history.replaying();
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -26,11 +61,15 @@ mod tests {
     use super::*;
     use crate::service::fake::Fake;
 
-    #[test]
-    fn the_report_prices_the_snapshot_and_refuses_an_unknown_cluster() {
+    #[tokio::test]
+    async fn the_report_prices_the_snapshot_and_refuses_an_unknown_cluster() {
         let fake = Fake::new();
         let context = fake.context();
-        let report = report(&context, &CostQuery::default()).unwrap();
+        let now = CostQuery {
+            period: crate::model::cost::Period::Now,
+            ..CostQuery::default()
+        };
+        let report = report(&context, &now).await.unwrap();
         assert!(report.total_cents > 0, "{report:?}");
         assert_eq!(
             report.rows.iter().map(|r| r.cost_cents).sum::<i64>(),
@@ -40,10 +79,74 @@ mod tests {
             &context,
             &CostQuery {
                 cluster: Some("nope".into()),
-                ..CostQuery::default()
+                ..now.clone()
             },
         )
+        .await
         .unwrap_err();
         assert_eq!(error.status(), 400, "{error:?}");
+    }
+
+    /// Two recorded hours of today's fleet, in the last 7 days: the same cost as two hours at
+    /// today's allocations, a note that the rest of the week was not recorded, and a chart.
+    #[tokio::test]
+    async fn a_recorded_period_costs_what_its_recorded_hours_held() {
+        use crate::model::cost::{holdings, Period, Span};
+        let fake = Fake::new();
+        let context = fake.context();
+        let snapshot = context.fleet.state().snapshot.unwrap();
+        let per_hour = holdings::of_snapshot(&snapshot, 1.0);
+        let now = chrono::Utc::now().timestamp().div_euclid(60) * 60;
+        *fake.history.lock().unwrap() = (1..=120)
+            .map(|m| (now - m * 60, per_hour.clone()))
+            .collect();
+        let hour = CostQuery {
+            period: Period::Now,
+            span: Span::Hour,
+            ..CostQuery::default()
+        };
+        let one_hour = report(&context, &hour).await.unwrap();
+        let week = CostQuery {
+            period: Period::Last7,
+            ..CostQuery::default()
+        };
+        let week = report(&context, &week).await.unwrap();
+        assert!(
+            (week.total_cents - 2 * one_hour.total_cents).abs() <= 1,
+            "{} vs 2 × {}",
+            week.total_cents,
+            one_hour.total_cents
+        );
+        assert_eq!(
+            week.rows.iter().map(|r| r.cost_cents).sum::<i64>(),
+            week.total_cents
+        );
+        assert!((week.recorded_hours - 2.0).abs() < 1e-9);
+        assert!(
+            week.notes.iter().any(|n| n.contains("covers 1 %")),
+            "{:?}",
+            week.notes
+        );
+        assert!(week.previous_total_cents.is_none());
+        let chart = week.chart.unwrap();
+        assert!((7..=8).contains(&chart.days.len()), "{:?}", chart.days);
+        let charted: i64 = chart.days.iter().flat_map(|d| d.cents.iter()).sum();
+        assert!((charted - week.total_cents).abs() <= 2, "{charted}");
+        // A custom period that is reversed, or after today, says so.
+        for (from, to, says) in [
+            ("2026-11-10", "2026-11-01", "reversed"),
+            ("2999-01-01", "2999-01-02", "after today"),
+            ("2020-01-01", "2020-01-02", "kept for 400 days"),
+        ] {
+            let query = CostQuery {
+                period: Period::Custom,
+                from: Some(from.into()),
+                to: Some(to.into()),
+                ..CostQuery::default()
+            };
+            let error = report(&context, &query).await.unwrap_err();
+            assert_eq!(error.status(), 400);
+            assert!(error.to_string().contains(says), "{error}");
+        }
     }
 }

@@ -50,6 +50,8 @@ pub struct Fake {
     pub fail_finish: AtomicBool,
     pub lock_taken: AtomicBool,
     pub refuse_writes: AtomicBool,
+    /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
+    pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
 }
 
 impl Fake {
@@ -93,6 +95,7 @@ impl Fake {
                 ..Policy::default()
             }),
             prices: Arc::new(crate::model::cost::PriceBook::builtin("us-east-1")),
+            history: self.clone(),
             team_tag: "team".into(),
             in_flight: Arc::default(),
         }
@@ -255,6 +258,48 @@ fn snapshot() -> FleetSnapshot {
             running_tasks: 1,
             pending_tasks: 0,
         }],
+    }
+}
+
+impl crate::service::ports::CostHistory for Fake {
+    fn recorded(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'_, Result<crate::model::cost::Recorded, ServiceError>> {
+        let history = self
+            .history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Box::pin(async move {
+            let mut recorded = crate::model::cost::Recorded::default();
+            for (minute, holdings) in history {
+                recorded.first = Some(recorded.first.map_or(minute, |f: i64| f.min(minute)));
+                if minute < from || minute >= to {
+                    continue;
+                }
+                let day = minute.div_euclid(86_400) * 86_400;
+                *recorded.minutes.entry(day).or_default() += 1;
+                let per_minute: crate::model::cost::Holdings = holdings
+                    .iter()
+                    .map(|(k, a)| (k.clone(), a.scaled(1.0 / 60.0)))
+                    .collect();
+                crate::model::cost::holdings::merge(
+                    recorded.days.entry(day).or_default(),
+                    &per_minute,
+                );
+            }
+            Ok(recorded)
+        })
+    }
+
+    fn retention_days(&self) -> u32 {
+        400
+    }
+
+    fn replaying(&self) -> Option<String> {
+        None
     }
 }
 

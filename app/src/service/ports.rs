@@ -186,3 +186,17 @@ pub trait AuditStore: Send + Sync {
     /// settle: its own, and those of replicas no longer alive. Oldest first.
     fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
 }
+
+/// The allocation history the recorder keeps: hourly sums of what the fleet held.
+pub trait CostHistory: Send + Sync {
+    /// What was recorded over `[from, to)` (Unix seconds): holdings and minutes per UTC day.
+    fn recorded(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'_, Result<crate::model::cost::Recorded, ServiceError>>;
+    /// How many days of history are kept.
+    fn retention_days(&self) -> u32;
+    /// While the emulator's past is being replayed into the history: how far it has got.
+    fn replaying(&self) -> Option<String>;
+}

@@ -48,7 +48,7 @@ pub async fn report(
     }
     let query = CostQuery::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(AppError::BadRequest)?;
-    let report = cost::report(&state.services, &query)?;
+    let report = cost::report(&state.services, &query).await?;
     Ok(if csv {
         let name = format!(
             "attachment; filename=\"gpushare-cost-by-{}-{}.csv\"",

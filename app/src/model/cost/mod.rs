@@ -8,6 +8,7 @@
 //! a cap, not a reservation); the memory nobody holds is idle, counted per cluster. Unused is the
 //! part of an allocation the GPU did not use over the usage window, shown beside, never taken off.
 
+pub mod history;
 pub mod holdings;
 pub mod prices;
 
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::model::FleetSnapshot;
+pub use history::{Chart, ChartDay, Period, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Lifecycle, Price, PriceBook, PriceFile};
 
@@ -154,6 +156,11 @@ impl SortKey {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CostQuery {
+    /// The period: today's allocations (for `span`) or a recorded one.
+    pub period: Period,
+    /// A custom period's first and last day, `YYYY-MM-DD`.
+    pub from: Option<String>,
+    pub to: Option<String>,
     pub group: Grouping,
     pub span: Span,
     pub sort: SortKey,
@@ -171,14 +178,22 @@ impl CostQuery {
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<CostQuery, String> {
         let mut query = CostQuery::default();
+        let mut period = None;
         for (key, value) in params {
             let value = value.trim();
             if value.is_empty() {
                 continue;
             }
             match key {
+                "period" => period = Some(Period::parse(value)?),
+                "from" => query.from = Some(day(key, value)?),
+                "to" => query.to = Some(day(key, value)?),
                 "group" => query.group = Grouping::parse(value)?,
-                "span" => query.span = Span::parse(value)?,
+                "span" => {
+                    query.span = Span::parse(value)?;
+                    // A span is for today's allocations: alone, it asks for them.
+                    period.get_or_insert(Period::Now);
+                }
                 "sort" => query.sort = SortKey::parse(value)?,
                 "idle" => {
                     query.share_idle = match value {
@@ -193,6 +208,16 @@ impl CostQuery {
                 _ => {}
             }
         }
+        query.period = match period {
+            Some(period) => period,
+            // Days alone ask for a custom period.
+            None if query.from.is_some() || query.to.is_some() => Period::Custom,
+            None => Period::default(),
+        };
+        if query.period != Period::Custom {
+            query.from = None;
+            query.to = None;
+        }
         Ok(query)
     }
 
@@ -200,10 +225,20 @@ impl CostQuery {
     pub fn to_params(&self) -> String {
         let mut parts = Vec::new();
         let default = CostQuery::default();
+        if self.period != default.period {
+            parts.push(format!("period={}", self.period.as_str()));
+        }
+        if self.period == Period::Custom {
+            for (key, value) in [("from", &self.from), ("to", &self.to)] {
+                if let Some(value) = value {
+                    parts.push(format!("{key}={value}"));
+                }
+            }
+        }
         if self.group != default.group {
             parts.push(format!("group={}", self.group.as_str()));
         }
-        if self.span != default.span {
+        if self.period == Period::Now && self.span != default.span {
             parts.push(format!("span={}", self.span.as_str()));
         }
         if self.sort != default.sort {
@@ -222,8 +257,26 @@ impl CostQuery {
     }
 }
 
+/// A day as `YYYY-MM-DD`, checked for its shape here (the server checks it is a real day).
+fn day(key: &str, value: &str) -> Result<String, String> {
+    let parts: Vec<&str> = value.split('-').collect();
+    let number = |text: &str, digits: usize, range: std::ops::RangeInclusive<u32>| {
+        text.len() == digits
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && text.parse::<u32>().is_ok_and(|n| range.contains(&n))
+    };
+    match parts.as_slice() {
+        [y, m, d] if number(y, 4, 1970..=9999) && number(m, 2, 1..=12) && number(d, 2, 1..=31) => {
+            Ok(value.to_string())
+        }
+        _ => Err(format!(
+            "{key} {value:?} is not a day: give it as YYYY-MM-DD, e.g. 2026-11-01"
+        )),
+    }
+}
+
 /// What a row stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowKind {
     /// What a team, service, cluster or instance type holds.
@@ -296,6 +349,18 @@ pub struct CostReport {
     pub rule: String,
     /// The clusters the fleet has, for the page's filter.
     pub clusters: Vec<String>,
+    /// A recorded period's times, and `2026-11-02 – 2026-12-01`; `None` for today's
+    /// allocations.
+    pub range: Option<Range>,
+    pub period_label: String,
+    /// Of the period, the hours recorded.
+    pub recorded_hours: f64,
+    /// The previous period's total, when it has any history.
+    pub previous_total_cents: Option<i64>,
+    /// Cost per day, stacked by the largest rows.
+    pub chart: Option<Chart>,
+    /// While the emulator's past is being replayed into the history: how far it has got.
+    pub replaying: Option<String>,
 }
 
 /// The key a holding is counted under.

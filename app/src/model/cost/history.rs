@@ -1,0 +1,365 @@
+//! Cost over a recorded period: the period a report asks for, what the recorder holds for it
+//! (holdings per UTC day and the minutes recorded), and the report, the change against the
+//! previous period and the chart made from them.
+
+use std::collections::BTreeMap;
+
+#[cfg(feature = "ssr")]
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::holdings::{merge, Holdings};
+#[cfg(feature = "ssr")]
+use super::{price, CostQuery, CostReport, PriceBook, RowKind};
+
+/// Which period a report covers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Period {
+    /// Today's allocations, held for the query's span (no history needed).
+    Now,
+    /// The last 7 days, up to now.
+    Last7,
+    /// The last 30 days, up to now.
+    #[default]
+    Last30,
+    /// From the first of this month (UTC) to now.
+    ThisMonth,
+    /// The whole of last month (UTC).
+    LastMonth,
+    /// From one day to another, both included.
+    Custom,
+}
+
+impl Period {
+    pub const ALL: [Period; 6] = [
+        Period::Now,
+        Period::Last7,
+        Period::Last30,
+        Period::ThisMonth,
+        Period::LastMonth,
+        Period::Custom,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Period::Now => "now",
+            Period::Last7 => "7d",
+            Period::Last30 => "30d",
+            Period::ThisMonth => "this_month",
+            Period::LastMonth => "last_month",
+            Period::Custom => "custom",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Period::Now => "Today's allocations",
+            Period::Last7 => "Last 7 days",
+            Period::Last30 => "Last 30 days",
+            Period::ThisMonth => "This month",
+            Period::LastMonth => "Last month",
+            Period::Custom => "Custom",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Period, String> {
+        Period::ALL
+            .into_iter()
+            .find(|p| p.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "period {text:?} is not one of now, 7d, 30d, this_month, last_month, custom"
+                )
+            })
+    }
+}
+
+/// A period resolved to times: `[from, to)`, whole hours, Unix seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range {
+    pub from: i64,
+    pub to: i64,
+}
+
+#[cfg(feature = "ssr")]
+impl Range {
+    pub fn hours(&self) -> f64 {
+        (self.to - self.from) as f64 / 3600.0
+    }
+
+    /// The period of the same length just before.
+    pub fn previous(&self) -> Range {
+        Range {
+            from: self.from - (self.to - self.from),
+            to: self.from,
+        }
+    }
+
+    /// `2026-11-02 – 2026-12-01` (the last day included).
+    pub fn label(&self) -> String {
+        let day = |t: i64| {
+            DateTime::from_timestamp(t, 0)
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default()
+        };
+        let last = day(self.to - 1);
+        let first = day(self.from);
+        if first == last {
+            first
+        } else {
+            format!("{first} – {last}")
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn start_of_month(date: NaiveDate) -> NaiveDate {
+    date.with_day(1).unwrap_or(date)
+}
+
+#[cfg(feature = "ssr")]
+fn midnight(date: NaiveDate) -> i64 {
+    Utc.from_utc_datetime(&date.and_time(chrono::NaiveTime::MIN))
+        .timestamp()
+}
+
+#[cfg(feature = "ssr")]
+/// Resolves `query`'s period at `now`, checked against what can be kept (`retention_days`).
+/// `Ok(None)` for [`Period::Now`]. Errors say what is wrong and what would do.
+pub fn resolve(
+    query: &CostQuery,
+    now: DateTime<Utc>,
+    retention_days: u32,
+) -> Result<Option<Range>, String> {
+    // Up to the end of the hour under way: its recorded minutes count.
+    let end = (now.timestamp().div_euclid(3600) + 1) * 3600;
+    let today = now.date_naive();
+    let range = match query.period {
+        Period::Now => return Ok(None),
+        Period::Last7 => Range {
+            from: end - 7 * 86_400,
+            to: end,
+        },
+        Period::Last30 => Range {
+            from: end - 30 * 86_400,
+            to: end,
+        },
+        Period::ThisMonth => Range {
+            from: midnight(start_of_month(today)),
+            to: end,
+        },
+        Period::LastMonth => {
+            let this = start_of_month(today);
+            let last = start_of_month(this - Duration::days(1));
+            Range {
+                from: midnight(last),
+                to: midnight(this),
+            }
+        }
+        Period::Custom => {
+            let (Some(from), Some(to)) = (query.from.as_deref(), query.to.as_deref()) else {
+                return Err(
+                    "a custom period needs from and to, as days (from=2026-11-01&to=2026-11-30)"
+                        .to_string(),
+                );
+            };
+            let day = |name: &str, text: &str| {
+                NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
+                    format!("{name} {text:?} is not a day: give it as YYYY-MM-DD, e.g. 2026-11-01")
+                })
+            };
+            let (from, to) = (day("from", from)?, day("to", to)?);
+            if to < from {
+                return Err(format!(
+                    "the period is reversed: from {from} is after to {to}; swap them"
+                ));
+            }
+            if from > today {
+                return Err(format!(
+                    "the period starts after today ({today}): nothing has been recorded for {from}"
+                ));
+            }
+            Range {
+                from: midnight(from),
+                to: midnight(to + Duration::days(1)).min(end),
+            }
+        }
+    };
+    let oldest = end - i64::from(retention_days) * 86_400;
+    if range.from < oldest {
+        return Err(format!(
+            "the period starts before the oldest history kept: history is kept for {retention_days} days (--cost-retention-days), so from {} on",
+            DateTime::from_timestamp(oldest, 0)
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default()
+        ));
+    }
+    Ok(Some(range))
+}
+
+/// What the recorder holds for a period.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// Holdings per UTC day (the day's midnight, Unix seconds).
+    pub days: BTreeMap<i64, Holdings>,
+    /// Minutes recorded per UTC day.
+    pub minutes: BTreeMap<i64, u32>,
+    /// The first minute ever recorded (Unix seconds), when any.
+    pub first: Option<i64>,
+}
+
+impl Recorded {
+    pub fn total(&self) -> Holdings {
+        let mut total = Holdings::new();
+        for day in self.days.values() {
+            merge(&mut total, day);
+        }
+        total
+    }
+
+    pub fn recorded_hours(&self) -> f64 {
+        self.minutes.values().map(|m| f64::from(*m)).sum::<f64>() / 60.0
+    }
+}
+
+/// The chart over days: one stacked bar per day, one series per row shown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Chart {
+    /// The series' names, in stacking order (bottom first): the largest rows, then "other",
+    /// then "idle".
+    pub series: Vec<String>,
+    pub days: Vec<ChartDay>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChartDay {
+    /// `2026-11-18`.
+    pub day: String,
+    /// Of the day, the part recorded, percent.
+    pub recorded_percent: u32,
+    /// Cents per series, in the order of `series`.
+    pub cents: Vec<i64>,
+}
+
+/// Named series in a chart; the rest is "other".
+pub const CHART_SERIES: usize = 7;
+pub const OTHER: &str = "other";
+pub const IDLE: &str = "idle";
+
+#[cfg(feature = "ssr")]
+/// The report over a recorded period: the rows priced from the period's holdings, each row's
+/// change against `previous`, the chart over days, and notes on what was not recorded.
+pub fn report(
+    recorded: &Recorded,
+    previous: &Recorded,
+    prices: &PriceBook,
+    query: &CostQuery,
+    range: Range,
+) -> CostReport {
+    let hours = recorded.recorded_hours();
+    let mut report = price(&recorded.total(), prices, query, hours);
+    let previous_hours = previous.recorded_hours();
+    if previous_hours > 0.0 {
+        let before = price(&previous.total(), prices, query, previous_hours);
+        let then: BTreeMap<(String, RowKind), i64> = before
+            .rows
+            .iter()
+            .map(|r| ((r.name.clone(), r.kind), r.cost_cents))
+            .collect();
+        for row in &mut report.rows {
+            row.change_cents = then
+                .get(&(row.name.clone(), row.kind))
+                .map(|cents| row.cost_cents - cents);
+        }
+        report.previous_total_cents = Some(before.total_cents);
+    }
+    report.range = Some(range);
+    report.period_label = range.label();
+    report.recorded_hours = hours;
+    let wanted = range.hours();
+    if hours + 0.01 < wanted {
+        let percent = if wanted > 0.0 {
+            hours / wanted * 100.0
+        } else {
+            0.0
+        };
+        let since = recorded
+            .first
+            .and_then(|t| DateTime::from_timestamp(t, 0))
+            .map(|t| format!(" (recording began {} UTC)", t.format("%Y-%m-%d %H:%M")))
+            .unwrap_or_default();
+        report.notes.push(format!(
+            "The history covers {percent:.0} % of this period{since}: hours the console was not recording are not in the figures."
+        ));
+    }
+    if previous_hours + 0.01 < range.hours() && previous_hours > 0.0 {
+        report.notes.push(format!(
+            "The previous period ({}) is only {:.0} % recorded, so the changes compare unlike spans.",
+            range.previous().label(),
+            previous_hours / range.hours() * 100.0
+        ));
+    }
+    report.chart = Some(chart(recorded, prices, query, &report));
+    report
+}
+
+#[cfg(feature = "ssr")]
+/// One bar per day of the period, priced alike; the largest rows of the report by name.
+fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &CostReport) -> Chart {
+    // The report's rows are sorted by the chosen key; the chart stacks the largest by cost.
+    let mut allocated: Vec<(&str, i64)> = report
+        .rows
+        .iter()
+        .filter(|r| r.kind == RowKind::Allocated)
+        .map(|r| (r.name.as_str(), r.cost_cents))
+        .collect();
+    allocated.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let named: Vec<&str> = allocated
+        .into_iter()
+        .take(CHART_SERIES)
+        .map(|(name, _)| name)
+        .collect();
+    let mut series: Vec<String> = named.iter().map(|s| s.to_string()).collect();
+    series.push(OTHER.to_string());
+    series.push(IDLE.to_string());
+    let (range_from, range_to) = report.range.map_or((0, 0), |r| (r.from, r.to));
+    let mut days = Vec::new();
+    let mut day = range_from.div_euclid(86_400) * 86_400;
+    while day < range_to {
+        let minutes = recorded.minutes.get(&day).copied().unwrap_or(0);
+        let mut cents = vec![0; series.len()];
+        if let Some(holdings) = recorded.days.get(&day) {
+            let priced = price(holdings, prices, query, f64::from(minutes) / 60.0);
+            for row in priced.rows {
+                let at = match row.kind {
+                    RowKind::Idle => series.len() - 1,
+                    _ => named
+                        .iter()
+                        .position(|n| *n == row.name)
+                        .unwrap_or(series.len() - 2),
+                };
+                cents[at] += row.cost_cents;
+            }
+        }
+        // The day's part inside the period.
+        let span = (day + 86_400).min(range_to) - day.max(range_from);
+        days.push(ChartDay {
+            day: DateTime::from_timestamp(day, 0)
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default(),
+            recorded_percent: if span > 0 {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let p = (f64::from(minutes) * 60.0 / span as f64 * 100.0)
+                    .round()
+                    .min(100.0) as u32;
+                p
+            } else {
+                0
+            },
+            cents,
+        });
+        day += 86_400;
+    }
+    Chart { series, days }
+}
