@@ -543,6 +543,55 @@ mod tests {
     }
 
     #[test]
+    fn a_service_left_idle_uses_its_gpus_no_more_from_then_on() {
+        let mut fleet = Scenario::Demo.build(3, Utc::now());
+        let now = fleet.now;
+        let since = now - Duration::minutes(30);
+        fleet
+            .idle_services
+            .insert("inference-prod/tts".to_string(), since);
+        // A GPU whose only live tasks are tts's.
+        let cluster = &fleet.clusters["inference-prod"];
+        let (instance, index) = cluster
+            .instances
+            .iter()
+            .find_map(|i| {
+                (0..i.gpus.len()).find_map(|g| {
+                    let groups: Vec<&str> = cluster
+                        .tasks
+                        .values()
+                        .filter(|t| t.is_live() && t.instance_arn == i.arn)
+                        .filter(|t| t.assignment.per_container.iter().any(|c| c.contains(&g)))
+                        .map(|t| t.group.as_str())
+                        .collect();
+                    (!groups.is_empty() && groups.iter().all(|g| *g == "service:tts"))
+                        .then_some((i, g))
+                })
+            })
+            .expect("a GPU of tts alone");
+        let q = MetricQuery {
+            metric: MetricId::new(
+                NAMESPACE,
+                "nvidia_smi_utilization_gpu",
+                gpu_dimensions(instance, &fleet.region, index),
+            ),
+            ..query(&fleet, 60, "Average")
+        };
+        let data = fleet
+            .get_metric_data(&[q], now - Duration::minutes(60), now, now)
+            .expect("data");
+        let result = &data[0];
+        let (after, before): (Vec<_>, Vec<_>) = result
+            .timestamps
+            .iter()
+            .zip(&result.values)
+            .partition(|(t, _)| **t >= since);
+        assert!(after.len() >= 25 && before.len() >= 25, "{result:?}");
+        assert!(after.iter().all(|(_, v)| **v <= 2.0), "{after:?}");
+        assert!(before.iter().any(|(_, v)| **v > 5.0), "{before:?}");
+    }
+
+    #[test]
     fn nothing_older_than_fourteen_days_and_idle_gpus_use_nothing() {
         let fleet = Scenario::Demo.build(3, Utc::now());
         let now = fleet.now;

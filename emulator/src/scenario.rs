@@ -510,7 +510,8 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
 
 /// The demo's last two weeks, as a cost review would find them: the search team grew (embed-api
 /// from 3 tasks to 5 ten days ago, to 8 with rerank from 2 to 4 four days ago); speech moved
-/// alignment into asr-stream five days ago (2 tasks to 4) and left speech-align running idle;
+/// its text-to-speech into asr-stream's new release five days ago (2 tasks to 4) and left tts
+/// running idle;
 /// and the batch cluster dips at weekends (physics-sim and notebook-gpu down to one task from
 /// Saturday to Monday). Changes before the fleet's time are made at once; the others scheduled.
 fn demo_story(fleet: &mut Fleet, present: DateTime<Utc>) {
@@ -561,7 +562,7 @@ fn demo_story(fleet: &mut Fleet, present: DateTime<Utc>) {
     }
     fleet
         .idle_services
-        .insert("ml-dev/speech-align".to_string(), day(5, 10));
+        .insert("inference-prod/tts".to_string(), day(5, 10));
     // Let the changes made at once settle before the clock runs.
     let settle = fleet.now + Duration::seconds(120);
     fleet.advance(settle);
@@ -699,7 +700,7 @@ mod tests {
                 );
             }
         }
-        assert!(fleet.idle_services.contains_key("ml-dev/speech-align"));
+        assert!(fleet.idle_services.contains_key("inference-prod/tts"));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 4] = [
+const MIGRATIONS: [(i64, &str, &str); 5] = [
     (
         1,
         "audit log and deploy locks",
@@ -95,6 +95,34 @@ const MIGRATIONS: [(i64, &str, &str); 4] = [
         nonce TEXT NOT NULL,
         next TEXT NOT NULL,
         created_at TEXT NOT NULL
+    );",
+    ),
+    (
+        5,
+        "allocation history: hourly holdings by key, and the minutes recorded",
+        "CREATE TABLE IF NOT EXISTS cost_keys (
+        id BIGINT PRIMARY KEY,
+        cluster TEXT NOT NULL,
+        instance_type TEXT NOT NULL,
+        lifecycle TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        team TEXT NOT NULL,
+        service TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS cost_hours (
+        hour BIGINT NOT NULL,
+        key_id BIGINT NOT NULL,
+        instance_hours DOUBLE PRECISION NOT NULL,
+        gpu_hours DOUBLE PRECISION NOT NULL,
+        memory_mib_hours DOUBLE PRECISION NOT NULL,
+        whole_gpu_hours DOUBLE PRECISION NOT NULL,
+        usage_gpu_hours DOUBLE PRECISION NOT NULL,
+        unused_gpu_hours DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (hour, key_id)
+    );
+    CREATE TABLE IF NOT EXISTS cost_minutes (
+        minute BIGINT PRIMARY KEY,
+        replica TEXT NOT NULL
     );",
     ),
 ];

@@ -245,9 +245,16 @@ pub struct EmulatorArgs {
     /// console then follows the fleet by polling alone).
     #[arg(long, env = "GPUSHARE_EMULATOR_EVENTS", default_value = "on", value_parser = ["on", "off"])]
     pub emulator_events: String,
+
+    /// Days of the scenario's past to replay into the cost history at start (0: none): the
+    /// emulator starts that far back and its clock is run forward, the console recording as it
+    /// goes; `/readyz` says so until done. Only `demo` has a past.
+    #[arg(long, env = "GPUSHARE_HISTORY_DAYS", default_value_t = 14, value_parser = clap::value_parser!(u32).range(0..=60))]
+    pub history_days: u32,
 }
 
 impl Default for EmulatorArgs {
+    /// As the flags' defaults, without a past to replay (tests ask for one when they want it).
     fn default() -> Self {
         EmulatorArgs {
             scenario: "demo".into(),
@@ -255,11 +262,21 @@ impl Default for EmulatorArgs {
             clock_speed: 10.0,
             faults: Vec::new(),
             emulator_events: "on".into(),
+            history_days: 0,
         }
     }
 }
 
 impl EmulatorArgs {
+    /// The days of past to replay: only the demo has one.
+    pub fn past_days(&self) -> u32 {
+        if self.scenario == "demo" {
+            self.history_days
+        } else {
+            0
+        }
+    }
+
     /// The fault settings the flags describe, or what is wrong with them.
     pub fn faults(&self) -> Result<emulator::Faults, String> {
         let mut faults = emulator::Faults::default();
@@ -316,6 +333,11 @@ pub struct ServeArgs {
     /// on-demand estimates for the cost review; see prices.example.toml.
     #[arg(long, env = "GPUSHARE_PRICES", value_name = "FILE")]
     pub prices: Option<PathBuf>,
+
+    /// Days of allocation history kept for the cost review (older hours are pruned daily); a
+    /// report may not reach further back.
+    #[arg(long, env = "GPUSHARE_COST_RETENTION_DAYS", default_value_t = crate::cost_history::RETENTION_DAYS, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub cost_retention_days: u32,
 
     /// Folder with the built site: `pkg/` (script, WebAssembly, stylesheet) and the public assets.
     #[arg(long, env = "GPUSHARE_SITE_ROOT", default_value = "target/site")]
@@ -517,6 +539,7 @@ impl Default for ServeArgs {
         ServeArgs {
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
             prices: None,
+            cost_retention_days: crate::cost_history::RETENTION_DAYS,
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,

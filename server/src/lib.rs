@@ -5,6 +5,7 @@ pub mod auth;
 pub mod aws;
 pub mod bench;
 pub mod config;
+pub mod cost_history;
 pub mod ecs;
 pub mod error;
 pub mod fleet;
@@ -151,15 +152,21 @@ pub fn router(state: AppState) -> Router {
     http::with_layers(router, &state).with_state(state)
 }
 
-/// Builds the emulator the flags describe (a large scenario takes a few seconds).
-pub async fn build_emulator(args: &config::EmulatorArgs) -> anyhow::Result<emulator::Emulator> {
+/// Builds the emulator the flags describe (a large scenario takes a few seconds), as it stood
+/// `past_days` days ago when it is to replay its past.
+pub async fn build_emulator(
+    args: &config::EmulatorArgs,
+    past_days: u32,
+) -> anyhow::Result<emulator::Emulator> {
     let faults = args.faults().map_err(anyhow::Error::msg)?;
     let scenario = emulator::Scenario::parse(&args.scenario)
         .with_context(|| format!("unknown scenario {:?}", args.scenario))?;
     let seed = args.seed;
-    let fleet = tokio::task::spawn_blocking(move || scenario.build(seed, chrono::Utc::now()))
-        .await
-        .context("building the scenario failed")?;
+    let fleet = tokio::task::spawn_blocking(move || {
+        scenario.build_with_past(seed, chrono::Utc::now(), past_days)
+    })
+    .await
+    .context("building the scenario failed")?;
     let emulator = emulator::Emulator::new(fleet, scenario.name(), args.clock_speed, faults);
     if args.emulator_events == "on" {
         emulator.enable_events_queue();
@@ -172,6 +179,19 @@ pub async fn build_emulator(args: &config::EmulatorArgs) -> anyhow::Result<emula
 pub async fn connect_fleet(
     fleet: &config::FleetArgs,
 ) -> anyhow::Result<(app::model::FleetSource, aws::Clients)> {
+    let (source, clients, _) = connect_fleet_with_emulator(fleet).await?;
+    Ok((source, clients))
+}
+
+/// As [`connect_fleet`], with the embedded emulator when there is one (built back in time by
+/// `--history-days` when its scenario has a past to replay).
+pub async fn connect_fleet_with_emulator(
+    fleet: &config::FleetArgs,
+) -> anyhow::Result<(
+    app::model::FleetSource,
+    aws::Clients,
+    Option<emulator::Emulator>,
+)> {
     if fleet.uses_aws() {
         let target = aws::Target::Aws {
             region: fleet.region.clone(),
@@ -183,9 +203,9 @@ pub async fn connect_fleet(
         let source = app::model::FleetSource::Aws {
             region: clients.region.clone(),
         };
-        return Ok((source, clients));
+        return Ok((source, clients, None));
     }
-    let emulator = build_emulator(&fleet.emulator).await?;
+    let emulator = build_emulator(&fleet.emulator, fleet.emulator.past_days()).await?;
     let (endpoint, _) = serve_emulator(&emulator).await?;
     let mut clients = aws::Clients::with_share(
         &aws::Target::Emulator {
@@ -204,7 +224,7 @@ pub async fn connect_fleet(
         endpoint,
         scenario: fleet.emulator.scenario.clone(),
     };
-    Ok((source, clients))
+    Ok((source, clients, Some(emulator)))
 }
 
 /// Serves `emulator` on a free loopback port; returns its endpoint and SDK clients for it.
@@ -226,7 +246,7 @@ pub async fn serve_emulator(
 
 /// Runs the emulator alone until Ctrl-C or SIGTERM.
 pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
-    let emulator = build_emulator(&args.emulator).await?;
+    let emulator = build_emulator(&args.emulator, 0).await?;
     let listener = bind(args.listen).await?;
     let status = emulator.status();
     tracing::info!(
@@ -247,10 +267,18 @@ pub async fn emulate(args: config::EmulateArgs) -> anyhow::Result<()> {
 
 /// Runs the console's HTTP server until Ctrl-C or SIGTERM.
 pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
-    let (source, clients) = connect_fleet(&args.fleet).await?;
+    let (source, clients, emulator) = connect_fleet_with_emulator(&args.fleet).await?;
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
     tracing::info!(backend = audit.backend, replica = %audit.replica, "audit log open");
-    let state = AppState::new(&args, source, clients, std::sync::Arc::new(audit.clone()))?;
+    let state = AppState::new(
+        &args,
+        source,
+        clients.clone(),
+        std::sync::Arc::new(audit.clone()),
+    )?;
+    if let Some(emulator) = emulator.filter(|_| args.fleet.emulator.past_days() > 0) {
+        spawn_replay(emulator, &clients, &args.fleet, state.history.clone());
+    }
     // What earlier runs left unsettled is listed before any request can start a change.
     let backlog = app::service::deployments::unsettled(&state.services, std::time::Duration::ZERO)
         .await
@@ -289,6 +317,42 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
         tracing::warn!(%error, "could not tell the audit database that this replica stopped");
     }
     Ok(())
+}
+
+/// Replays the emulator's past into the cost history in the background; readiness says so
+/// until it is done.
+fn spawn_replay(
+    emulator: emulator::Emulator,
+    clients: &aws::Clients,
+    fleet: &config::FleetArgs,
+    history: std::sync::Arc<cost_history::SqlCostHistory>,
+) {
+    let reader = fleet::reader::FleetReader::new(clients.ecs.clone(), &fleet.team_tag, 16)
+        .with_usage(fleet::usage::UsageReader::new(
+            clients.cloudwatch.clone(),
+            &fleet.usage_host_dimension,
+            fleet::usage::CONCURRENCY,
+        ))
+        .with_ec2(fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
+    let days = fleet.emulator.past_days();
+    history.set_replaying(Some(format!(
+        "replaying the emulator's past into the cost history: day 1 of {days}"
+    )));
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        match cost_history::replay(emulator, reader, history.clone(), chrono::Utc::now()).await {
+            Ok(minutes) => tracing::info!(
+                days,
+                minutes,
+                seconds = started.elapsed().as_secs_f64(),
+                "the emulator's past is in the cost history"
+            ),
+            Err(error) => {
+                history.set_replaying(None);
+                tracing::warn!(%error, "the emulator's past could not be replayed; the cost history starts now");
+            }
+        }
+    });
 }
 
 /// Settles `backlog` (what earlier runs left), then says every few seconds that this replica is

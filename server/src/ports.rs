@@ -39,7 +39,32 @@ pub fn service_context(
         audit,
         policy: Arc::new(Policy::default()),
         prices: Arc::new(PriceBook::builtin(&clients.region)),
+        history: Arc::new(NoHistory),
         team_tag: team_tag.to_string(),
         in_flight: Arc::default(),
+    }
+}
+
+/// A history with nothing recorded, until the server gives the context its own.
+struct NoHistory;
+
+impl app::service::ports::CostHistory for NoHistory {
+    fn recorded(
+        &self,
+        _from: i64,
+        _to: i64,
+    ) -> app::service::ports::BoxFuture<
+        '_,
+        Result<app::model::cost::Recorded, app::model::ServiceError>,
+    > {
+        Box::pin(async { Ok(app::model::cost::Recorded::default()) })
+    }
+
+    fn retention_days(&self) -> u32 {
+        crate::cost_history::RETENTION_DAYS
+    }
+
+    fn replaying(&self) -> Option<String> {
+        None
     }
 }

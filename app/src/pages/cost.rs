@@ -1,5 +1,6 @@
-//! `/cost`: what the GPU fleet costs at today's allocations, by team, service, cluster or
-//! instance type, adding up to the instances' bill, with idle and unused beside it. The form is
+//! `/cost`: what the GPU fleet cost over a recorded period (or costs at today's allocations),
+//! by team, service, cluster or instance type, adding up to the instances' bill, with idle and
+//! unused beside it, the change against the previous period and a chart over days. The form is
 //! a GET form and the sort links are links, so the page works without JavaScript, every view
 //! has its URL, and the CSV export is exactly the table.
 
@@ -9,7 +10,9 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     components::error_banner::ErrorBanner,
-    model::cost::{money, CostQuery, CostReport, CostRow, Grouping, RowKind, SortKey, Span},
+    model::cost::{
+        money, Chart, CostQuery, CostReport, CostRow, Grouping, Period, RowKind, SortKey, Span,
+    },
     server_fns::cost::cost_report,
 };
 
@@ -19,7 +22,7 @@ pub fn CostPage() -> impl IntoView {
     let params = use_query_map();
     let parsed = Memo::new(move |_| {
         params.with(|q| {
-            let pairs: Vec<(String, String)> = ["group", "span", "sort", "idle", "cluster"]
+            let pairs: Vec<(String, String)> = CostQuery::KEYS
                 .into_iter()
                 .filter_map(|k| q.get(k).map(|v| (k.to_string(), v)))
                 .collect();
@@ -32,7 +35,7 @@ pub fn CostPage() -> impl IntoView {
         <Title text="Cost" />
         <div class="cost-page">
             <h1>"Cost"</h1>
-            <p class="muted">"What the GPU fleet costs at today's allocations, and each team's share of every shared GPU — adding up to the instances' bill, to the cent. Reports over past days need the allocation history, which is not recorded yet: these figures are today's run rate."</p>
+            <p class="muted">"What the GPU fleet cost, and each team's share of every shared GPU — adding up to the instances' bill, to the cent. Past periods come from the allocation history the console records every minute; \"today's allocations\" prices the fleet as it stands now."</p>
             {move || parsed.get().err().map(|error| view! {
                 <p class="banner error" role="alert" data-testid="cost-query-error">{format!("{error}. Showing the default view instead.")}</p>
             })}
@@ -67,13 +70,39 @@ fn Report(report: CostReport) -> impl IntoView {
             "—".to_string()
         }
     };
-    let span = query.span.label();
+    let span = match &report.range {
+        Some(_) => format!(
+            "{} ({})",
+            query.period.label().to_lowercase(),
+            report.period_label
+        ),
+        None => format!("{} at today's allocations", query.span.label()),
+    };
+    let change = report.previous_total_cents.map(|before| {
+        let delta = report.total_cents - before;
+        let sign = if delta > 0 { "+" } else { "" };
+        let relative = if before > 0 {
+            format!(" ({sign}{:.0} %)", delta as f64 * 100.0 / before as f64)
+        } else {
+            String::new()
+        };
+        format!("{sign}{}{relative}", money(delta))
+    });
     view! {
         <CostForm query=query.clone() clusters=report.clusters.clone() csv />
+        {report.replaying.clone().map(|progress| view! {
+            <p class="banner info" role="status" data-testid="cost-replaying">{format!("The console is {progress}; the history fills in as it goes.")}</p>
+        })}
         <p class="muted print-only">{format!("Grouped by {}, over {span}, idle {}{}.", query.group.label().to_lowercase(), if query.share_idle { "shared out" } else { "as rows" }, query.cluster.as_ref().map(|c| format!(", cluster {c}")).unwrap_or_default())}</p>
-        <p class="freshness" data-testid="cost-taken-at">{format!("Fleet as read at {}; prices for {}.", report.taken_at, report.region)}</p>
+        <p class="freshness" data-testid="cost-taken-at">{match &report.range {
+            Some(_) => format!("{:.0} hours recorded of the period; made at {}; prices for {}, applied to every hour.", report.recorded_hours, report.taken_at, report.region),
+            None => format!("Fleet as read at {}; prices for {}.", report.taken_at, report.region),
+        }}</p>
         <section class="summary" aria-label="Totals" data-testid="cost-totals">
-            <div class="stat"><span class="value" data-testid="cost-total">{money(report.total_cents)}</span><span class="label">{format!("total over {span}")}</span></div>
+            <div class="stat"><span class="value" data-testid="cost-total">{money(report.total_cents)}</span><span class="label">{format!("total, {span}")}</span></div>
+            {change.map(|change| view! {
+                <div class="stat"><span class="value" data-testid="cost-change">{change}</span><span class="label">"against the previous period"</span></div>
+            })}
             <div class="stat"><span class="value">{money(allocated)}</span><span class="label">{format!("allocated ({})", percent(allocated, report.total_cents))}</span></div>
             <div class="stat"><span class="value" data-testid="cost-idle">{money(report.idle_cents)}</span><span class="label">{format!("idle ({}){}", percent(report.idle_cents, report.total_cents), if query.share_idle { ", shared out in the rows" } else { "" })}</span></div>
             <div class="stat"><span class="value">{money(report.unused_cents)}</span><span class="label">"allocated but unused"</span></div>
@@ -84,6 +113,7 @@ fn Report(report: CostReport) -> impl IntoView {
                 {report.notes.iter().map(|n| view! { <p>{n.clone()}</p> }).collect_view()}
             </div>
         })}
+        {report.chart.clone().filter(|c| !c.days.is_empty()).map(|chart| view! { <CostChart chart group=query.group /> })}
         <CostTable report=report.clone() />
         <section class="card" aria-labelledby="cost-prices-title" data-testid="cost-prices">
             <h2 id="cost-prices-title" class="card-title">"Prices used"</h2>
@@ -130,6 +160,19 @@ fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> impl IntoVi
     let cluster = query.cluster.clone();
     view! {
         <form class="compare-picker card no-print" method="get" action="/cost" data-testid="cost-form">
+            <label><span>"Period"</span>
+                <select name="period">
+                    {Period::ALL.map(|p| view! {
+                        <option value=p.as_str() selected=query.period == p>{p.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label><span>"From (custom)"</span>
+                <input type="date" name="from" value=query.from.clone().unwrap_or_default() />
+            </label>
+            <label><span>"To (custom)"</span>
+                <input type="date" name="to" value=query.to.clone().unwrap_or_default() />
+            </label>
             <label><span>"Group by"</span>
                 <select name="group">
                     {Grouping::ALL.map(|g| view! {
@@ -137,7 +180,7 @@ fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> impl IntoVi
                     }).collect_view()}
                 </select>
             </label>
-            <label><span>"Over"</span>
+            <label><span>"Today's allocations over"</span>
                 <select name="span">
                     {Span::ALL.map(|s| view! {
                         <option value=s.as_str() selected=query.span == s>{s.label()}</option>
@@ -197,6 +240,7 @@ fn CostTable(report: CostReport) -> impl IntoView {
     };
     let total_hours: f64 = report.rows.iter().map(|r| r.gpu_hours).sum();
     let group = report.query.group.label();
+    let with_change = report.previous_total_cents;
     view! {
         <table class="data-table cost-table" data-testid="cost-table">
             <caption class="visually-hidden">{format!("Cost by {}", group.to_lowercase())}</caption>
@@ -206,9 +250,10 @@ fn CostTable(report: CostReport) -> impl IntoView {
                 <th scope="col" class="num">"Share"</th>
                 {header(SortKey::GpuHours, "GPU-hours", true)}
                 {header(SortKey::Unused, "Unused", true)}
+                {with_change.is_some().then(|| view! { <th scope="col" class="num">"Change"</th> })}
             </tr></thead>
             <tbody>
-                {report.rows.iter().map(|row| view! { <Row row=row.clone() /> }).collect_view()}
+                {report.rows.iter().map(|row| view! { <Row row=row.clone() change=with_change.is_some() /> }).collect_view()}
             </tbody>
             <tfoot><tr>
                 <th scope="row">"Total"</th>
@@ -216,13 +261,23 @@ fn CostTable(report: CostReport) -> impl IntoView {
                 <td class="num">"100 %"</td>
                 <td class="num">{format!("{total_hours:.1}")}</td>
                 <td class="num">{money(report.unused_cents)}</td>
+                {with_change.map(|before| view! { <td class="num">{signed(report.total_cents - before)}</td> })}
             </tr></tfoot>
         </table>
     }
 }
 
+/// `+$12.00`, `-$3.50`, `$0.00`.
+fn signed(cents: i64) -> String {
+    if cents > 0 {
+        format!("+{}", money(cents))
+    } else {
+        money(cents)
+    }
+}
+
 #[component]
-fn Row(row: CostRow) -> impl IntoView {
+fn Row(row: CostRow, change: bool) -> impl IntoView {
     // An SVG bar: its width is an attribute, which the content security policy allows where an
     // inline style is not.
     let width = format!("{:.1}", row.share_percent.clamp(0.0, 100.0));
@@ -251,6 +306,102 @@ fn Row(row: CostRow) -> impl IntoView {
             </td>
             <td class="num">{format!("{:.1}", row.gpu_hours)}</td>
             <td class="num">{unused}</td>
+            {change.then(|| view! {
+                <td class="num">{row.change_cents.map_or_else(|| "new".to_string(), signed)}</td>
+            })}
         </tr>
+    }
+}
+
+/// Colour-blind-safe colours (Okabe and Ito) for the named series; grey for "other", light
+/// grey for idle.
+const PALETTE: [&str; 7] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+];
+
+fn series_colour(index: usize, name: &str) -> &'static str {
+    match name {
+        crate::model::cost::history::IDLE => "#d4d4d4",
+        crate::model::cost::history::OTHER => "#7f7f7f",
+        _ => PALETTE[index % PALETTE.len()],
+    }
+}
+
+/// Cost per day as stacked bars, drawn on the server: an SVG that scales with its box, each
+/// segment titled with its day, name and amount, and a legend beside it.
+#[component]
+fn CostChart(chart: Chart, group: Grouping) -> impl IntoView {
+    const WIDTH: f64 = 800.0;
+    const HEIGHT: f64 = 220.0;
+    const LEFT: f64 = 70.0;
+    const BOTTOM: f64 = 24.0;
+    let plot_h = HEIGHT - BOTTOM - 8.0;
+    let max = chart
+        .days
+        .iter()
+        .map(|d| d.cents.iter().sum::<i64>())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let slot = (WIDTH - LEFT) / chart.days.len().max(1) as f64;
+    let bar = (slot * 0.75).max(1.0);
+    let label_every = (chart.days.len() / 10).max(1);
+    let grid = (1..=4)
+        .map(|i| {
+            let value = max * f64::from(i) / 4.0;
+            let y = 8.0 + plot_h - plot_h * f64::from(i) / 4.0;
+            #[allow(clippy::cast_possible_truncation)]
+            let label = money(value.round() as i64);
+            view! {
+                <line class="chart-grid" x1=LEFT x2=WIDTH y1=y y2=y></line>
+                <text class="chart-axis" x=LEFT - 6.0 y=y + 4.0 text-anchor="end">{label}</text>
+            }
+        })
+        .collect_view();
+    let series = chart.series.clone();
+    let bars = chart.days.iter().enumerate().map(|(i, day)| {
+        let x = LEFT + slot * i as f64 + (slot - bar) / 2.0;
+        let mut y = 8.0 + plot_h;
+        let partial = day.recorded_percent < 100;
+        let segments = day.cents.iter().enumerate().filter(|(_, c)| **c > 0).map(|(s, cents)| {
+            let h = *cents as f64 / max * plot_h;
+            y -= h;
+            let name = series.get(s).cloned().unwrap_or_default();
+            let title = format!(
+                "{} · {name}: {}{}",
+                day.day,
+                money(*cents),
+                if partial { format!(" ({} % of the day recorded)", day.recorded_percent) } else { String::new() }
+            );
+            view! {
+                <rect x=format!("{x:.1}") y=format!("{y:.1}") width=format!("{bar:.1}") height=format!("{h:.1}") fill=series_colour(s, &name) class=if partial { "partial" } else { "" }>
+                    <title>{title}</title>
+                </rect>
+            }
+        }).collect_view();
+        let label = (i % label_every == 0).then(|| view! {
+            <text class="chart-axis" x=format!("{:.1}", x + bar / 2.0) y=HEIGHT - 6.0 text-anchor="middle">{day.day.get(5..).unwrap_or(&day.day).to_string()}</text>
+        });
+        view! { <g data-day=day.day.clone()>{segments}{label}</g> }
+    }).collect_view();
+    let legend = chart.series.iter().enumerate().map(|(i, name)| view! {
+        <li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect width="10" height="10" fill=series_colour(i, name)></rect></svg>{name.clone()}</li>
+    }).collect_view();
+    let description = format!(
+        "Cost per day by {}, {} days, stacked: the largest rows, other, and idle.",
+        group.label().to_lowercase(),
+        chart.days.len()
+    );
+    let label = description.clone();
+    view! {
+        <section class="card cost-chart" aria-labelledby="cost-chart-title" data-testid="cost-chart">
+            <h2 id="cost-chart-title" class="card-title">"Cost per day"</h2>
+            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img" aria-label=label preserveAspectRatio="xMidYMid meet">
+                <title>{description}</title>
+                {grid}
+                {bars}
+            </svg>
+            <ul class="chart-legend">{legend}</ul>
+        </section>
     }
 }

@@ -66,6 +66,8 @@ pub struct FleetReader {
     checks: Mutex<Checks>,
     /// ECS's task state change events, when a queue brings them: which tasks changed.
     events: Option<Arc<EventFeed>>,
+    /// The time usage is read up to: now, or the emulator's time while its past is replayed.
+    clock: Arc<dyn Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync>,
 }
 
 /// What the background full reads found, for `/metrics`.
@@ -103,7 +105,16 @@ impl FleetReader {
             full_every: FULL_READ_INTERVAL,
             checks: Mutex::new(Checks::default()),
             events: None,
+            clock: Arc::new(chrono::Utc::now),
         }
+    }
+
+    /// Reads usage up to the time `clock` gives instead of now.
+    pub fn with_clock(
+        self,
+        clock: Arc<dyn Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync>,
+    ) -> FleetReader {
+        FleetReader { clock, ..self }
     }
 
     /// Also reads the instances' EC2 side: hostnames (to join usage), zones and lifecycles.
@@ -263,7 +274,7 @@ impl FleetReader {
 
     async fn read_usage(&self) -> Option<Result<UsageMap, ReadError>> {
         match &self.usage {
-            Some(reader) => Some(reader.read(chrono::Utc::now()).await),
+            Some(reader) => Some(reader.read((self.clock)()).await),
             None => None,
         }
     }

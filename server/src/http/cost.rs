@@ -15,19 +15,17 @@ use app::{
 
 use crate::{error::AppError, http::api::parameters, http::state::AppState};
 
-/// The parameters there are.
-const KNOWN: &str = "group, span, sort, idle, cluster and format";
-
-/// `GET /api/v1/cost[?group=&span=&sort=&idle=&cluster=&format=csv]`.
+/// `GET /api/v1/cost[?period=&from=&to=&group=&span=&sort=&idle=&cluster=&format=csv]`.
 pub async fn report(
     State(state): State<AppState>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let pairs = parameters(query, KNOWN)?;
+    let known = format!("{} and format", CostQuery::KEYS.join(", "));
+    let pairs = parameters(query, &known)?;
     let mut csv = false;
     for (key, value) in &pairs {
         match key.as_str() {
-            "group" | "span" | "sort" | "idle" | "cluster" => {}
+            key if CostQuery::KEYS.contains(&key) => {}
             "format" => {
                 csv = match value.as_str() {
                     "" | "json" => false,
@@ -41,7 +39,7 @@ pub async fn report(
             }
             other => {
                 return Err(AppError::BadRequest(format!(
-                    "there is no parameter {other:?}; the parameters are {KNOWN}"
+                    "there is no parameter {other:?}; the parameters are {known}"
                 )))
             }
         }
@@ -50,10 +48,13 @@ pub async fn report(
         .map_err(AppError::BadRequest)?;
     let report = cost::report(&state.services, &query).await?;
     Ok(if csv {
+        let over = match &report.range {
+            Some(_) => report.period_label.replace(" – ", "-to-"),
+            None => query.span.as_str().to_string(),
+        };
         let name = format!(
-            "attachment; filename=\"gpushare-cost-by-{}-{}.csv\"",
+            "attachment; filename=\"gpushare-cost-by-{}-{over}.csv\"",
             query.group.as_str(),
-            query.span.as_str()
         );
         (
             [

@@ -54,6 +54,8 @@ pub struct AppState {
     /// What reading the fleet costs, for `/metrics`: the AWS calls, the budget, the refresher
     /// and the full reads' checks.
     pub costs: Arc<Costs>,
+    /// The allocation history the cost review reads and the recorder writes.
+    pub history: Arc<crate::cost_history::SqlCostHistory>,
 }
 
 /// What reading AWS costs, for `/metrics`.
@@ -120,9 +122,15 @@ impl AppState {
             store: fleet.clone(),
             reader,
         });
+        let history = Arc::new(crate::cost_history::SqlCostHistory::new(
+            &audit,
+            args.cost_retention_days,
+        ));
+        crate::cost_history::spawn_recorder(history.clone(), fleet.clone());
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
         services.policy = Arc::new(policy);
         services.prices = Arc::new(prices);
+        services.history = history.clone();
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())
@@ -139,12 +147,14 @@ impl AppState {
             )),
             readiness: Readiness::for_site(&args.site_root)
                 .with(EcsReachable::new(clients.ecs.clone()))
-                .with(CloudWatchReachable::new(clients.cloudwatch.clone())),
+                .with(CloudWatchReachable::new(clients.cloudwatch.clone()))
+                .with(crate::readiness::HistoryReplay(history.clone())),
             leptos_options,
             services,
             fleet_json: Arc::default(),
             metrics: Arc::new(HttpMetrics::default()),
             costs,
+            history,
             body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
             request_timeout: std::time::Duration::from_secs(args.request_timeout),
         })

@@ -47,7 +47,7 @@ async fn pending_intents_are_settled_with_ecs_at_start_on_postgresql() {
 
 /// Two intents left by a crash, one sent and one not, settled by the next start.
 async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) {
-    let emulator = gpushare::build_emulator(&EmulatorArgs::default())
+    let emulator = gpushare::build_emulator(&EmulatorArgs::default(), 0)
         .await
         .expect("the demo fleet");
     let (_, clients) = gpushare::serve_emulator(&emulator).await.expect("serves");

@@ -172,6 +172,11 @@ pub struct CostQuery {
 }
 
 impl CostQuery {
+    /// The URL parameters a query reads, for the page, the API and their messages.
+    pub const KEYS: [&'static str; 8] = [
+        "period", "from", "to", "group", "span", "sort", "idle", "cluster",
+    ];
+
     /// From the URL's parameters (page and API alike); an unknown value is an error naming the
     /// ones that exist.
     pub fn from_params<'a>(
@@ -794,14 +799,19 @@ impl RowKind {
 
 /// The table as CSV: the same rows, columns and order, then the total.
 pub fn to_csv(report: &CostReport) -> String {
+    let change = report.previous_total_cents.is_some();
     let mut out = format!(
-        "{},kind,cost_usd,share_percent,gpu_hours,unused_usd,without_usage_usd\n",
-        report.query.group.as_str()
+        "{},kind,cost_usd,share_percent,gpu_hours,unused_usd,without_usage_usd{}\n",
+        report.query.group.as_str(),
+        if change { ",change_usd" } else { "" }
     );
-    let usd = |cents: i64| format!("{}.{:02}", cents / 100, (cents % 100).abs());
+    let usd = |cents: i64| {
+        let sign = if cents < 0 { "-" } else { "" };
+        format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
+    };
     for row in &report.rows {
         out.push_str(&format!(
-            "{},{},{},{:.2},{:.2},{},{}\n",
+            "{},{},{},{:.2},{:.2},{},{}{}\n",
             crate::model::csv::field(&row.name),
             row.kind.as_str(),
             usd(row.cost_cents),
@@ -809,13 +819,22 @@ pub fn to_csv(report: &CostReport) -> String {
             row.gpu_hours,
             row.unused_cents.map(usd).unwrap_or_default(),
             usd(row.without_usage_cents),
+            if change {
+                format!(",{}", row.change_cents.map(usd).unwrap_or_default())
+            } else {
+                String::new()
+            }
         ));
     }
     out.push_str(&format!(
-        "total,total,{},100.00,{:.2},{},\n",
+        "total,total,{},100.00,{:.2},{},{}\n",
         usd(report.total_cents),
         report.rows.iter().map(|r| r.gpu_hours).sum::<f64>(),
         usd(report.unused_cents),
+        report
+            .previous_total_cents
+            .map(|before| format!(",{}", usd(report.total_cents - before)))
+            .unwrap_or_default(),
     ));
     out
 }

@@ -1,0 +1,423 @@
+//! The allocation history behind cost reports over past periods: what the fleet held, summed
+//! per hour and per (cluster, instance type, lifecycle, kind, team, service), in the console's
+//! database beside the audit log (SQLite by default, PostgreSQL with `DATABASE_URL`).
+//!
+//! The recorder adds one minute at a time. Each minute is claimed once in `cost_minutes` in the
+//! same transaction that adds it, so several replicas recording the same fleet into one
+//! database never count a minute twice (the second insert of a claimed minute does nothing,
+//! and PostgreSQL makes it wait for the first to commit). Storage grows with hours × keys,
+//! never with snapshots: a key's row for an hour is updated in place.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::{Arc, Mutex, RwLock},
+};
+
+use app::{
+    model::{
+        cost::{holdings, Amounts, HoldingKey, HoldingKind, Holdings, Recorded},
+        ServiceError,
+    },
+    service::ports::{BoxFuture, CostHistory},
+};
+use sqlx::{AnyPool, Row};
+
+/// How many days of history are kept by default.
+pub const RETENTION_DAYS: u32 = 400;
+
+/// Rows per INSERT statement (each binds 8 values).
+const BATCH: usize = 100;
+
+/// The history in SQL.
+pub struct SqlCostHistory {
+    pool: AnyPool,
+    replica: String,
+    retention_days: u32,
+    /// Key ids this process knows are stored.
+    known: Mutex<HashSet<i64>>,
+    /// While the emulator's past is replayed: how far it has got.
+    replay: RwLock<Option<String>>,
+}
+
+/// A key's id: a stable 63-bit hash of its fields, the same on every replica and backend.
+fn key_id(key: &HoldingKey) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for field in [
+        key.cluster.as_str(),
+        key.instance_type.as_str(),
+        key.lifecycle.as_str(),
+        key.kind.as_str(),
+        key.team.as_str(),
+        key.service.as_str(),
+    ] {
+        for byte in field.bytes().chain([0x1f]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    i64::try_from(hash >> 1).unwrap_or(i64::MAX)
+}
+
+fn failed(what: &str) -> impl Fn(sqlx::Error) -> ServiceError + '_ {
+    move |error| {
+        ServiceError::unavailable(format!(
+            "the allocation history could not be {what}: {error}"
+        ))
+    }
+}
+
+impl SqlCostHistory {
+    /// The history in the audit log's database (its migrations made the tables).
+    pub fn new(audit: &crate::audit::SqlAuditLog, retention_days: u32) -> SqlCostHistory {
+        SqlCostHistory {
+            pool: audit.pool().clone(),
+            replica: audit.replica.clone(),
+            retention_days: retention_days.max(1),
+            known: Mutex::default(),
+            replay: RwLock::default(),
+        }
+    }
+
+    /// Says how far the replay of the emulator's past has got, or that it is done.
+    pub fn set_replaying(&self, progress: Option<String>) {
+        *self.replay.write().unwrap_or_else(|p| p.into_inner()) = progress;
+    }
+
+    async fn store_keys(&self, holdings: &Holdings) -> Result<(), sqlx::Error> {
+        let new: Vec<(i64, &HoldingKey)> = {
+            let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            holdings
+                .keys()
+                .map(|k| (key_id(k), k))
+                .filter(|(id, _)| !known.contains(id))
+                .collect()
+        };
+        for chunk in new.chunks(BATCH) {
+            let values: Vec<String> = (0..chunk.len())
+                .map(|i| {
+                    let b = i * 7;
+                    format!(
+                        "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5,
+                        b + 6,
+                        b + 7
+                    )
+                })
+                .collect();
+            let sql = format!(
+                "INSERT INTO cost_keys (id, cluster, instance_type, lifecycle, kind, team, service) VALUES {} ON CONFLICT (id) DO NOTHING",
+                values.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for (id, key) in chunk {
+                query = query
+                    .bind(*id)
+                    .bind(key.cluster.clone())
+                    .bind(key.instance_type.clone())
+                    .bind(key.lifecycle.clone())
+                    .bind(key.kind.as_str())
+                    .bind(key.team.clone())
+                    .bind(key.service.clone());
+            }
+            query.execute(&self.pool).await?;
+        }
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.extend(new.into_iter().map(|(id, _)| id));
+        Ok(())
+    }
+
+    /// Adds `per_hour` (what the fleet held, for one hour) for each minute of `minutes` (Unix
+    /// minutes) that no replica has recorded yet. Returns how many minutes this call added.
+    pub async fn record(
+        &self,
+        per_hour: &Holdings,
+        minutes: std::ops::Range<i64>,
+    ) -> Result<u32, sqlx::Error> {
+        if minutes.is_empty() {
+            return Ok(0);
+        }
+        self.store_keys(per_hour).await?;
+        let mut tx = self.pool.begin().await?;
+        let all: Vec<i64> = minutes.collect();
+        let mut claimed = Vec::new();
+        for chunk in all.chunks(BATCH * 4) {
+            let values: Vec<String> = (0..chunk.len())
+                .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+                .collect();
+            let sql = format!(
+                "INSERT INTO cost_minutes (minute, replica) VALUES {} ON CONFLICT (minute) DO NOTHING RETURNING minute",
+                values.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for minute in chunk {
+                query = query.bind(*minute).bind(self.replica.clone());
+            }
+            for row in query.fetch_all(&mut *tx).await? {
+                claimed.push(row.try_get::<i64, _>(0)?);
+            }
+        }
+        let mut hours: BTreeMap<i64, u32> = BTreeMap::new();
+        for minute in &claimed {
+            *hours.entry(minute.div_euclid(60) * 3600).or_default() += 1;
+        }
+        let rows: Vec<(i64, &HoldingKey, &Amounts)> =
+            per_hour.iter().map(|(k, a)| (key_id(k), k, a)).collect();
+        for (hour, count) in hours {
+            let factor = f64::from(count) / 60.0;
+            for chunk in rows.chunks(BATCH) {
+                let values: Vec<String> = (0..chunk.len())
+                    .map(|i| {
+                        let b = i * 8;
+                        format!(
+                            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                            b + 1,
+                            b + 2,
+                            b + 3,
+                            b + 4,
+                            b + 5,
+                            b + 6,
+                            b + 7,
+                            b + 8
+                        )
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO cost_hours (hour, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours) VALUES {}
+                     ON CONFLICT (hour, key_id) DO UPDATE SET
+                        instance_hours = cost_hours.instance_hours + excluded.instance_hours,
+                        gpu_hours = cost_hours.gpu_hours + excluded.gpu_hours,
+                        memory_mib_hours = cost_hours.memory_mib_hours + excluded.memory_mib_hours,
+                        whole_gpu_hours = cost_hours.whole_gpu_hours + excluded.whole_gpu_hours,
+                        usage_gpu_hours = cost_hours.usage_gpu_hours + excluded.usage_gpu_hours,
+                        unused_gpu_hours = cost_hours.unused_gpu_hours + excluded.unused_gpu_hours",
+                    values.join(", ")
+                );
+                let mut query = sqlx::query(&sql);
+                for (id, _, amounts) in chunk {
+                    let a = amounts.scaled(factor);
+                    query = query
+                        .bind(hour)
+                        .bind(*id)
+                        .bind(a.instance_hours)
+                        .bind(a.gpu_hours)
+                        .bind(a.memory_mib_hours)
+                        .bind(a.whole_gpu_hours)
+                        .bind(a.usage_gpu_hours)
+                        .bind(a.unused_gpu_hours);
+                }
+                query.execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(u32::try_from(claimed.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Forgets what is older than the retention.
+    pub async fn prune(&self, now: i64) -> Result<(), sqlx::Error> {
+        let oldest = now - i64::from(self.retention_days) * 86_400;
+        sqlx::query("DELETE FROM cost_hours WHERE hour < $1")
+            .bind(oldest.div_euclid(3600) * 3600)
+            .execute(&self.pool)
+            .await?;
+        sqlx::query("DELETE FROM cost_minutes WHERE minute < $1")
+            .bind(oldest.div_euclid(60))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// What was recorded over `[from, to)` (Unix seconds).
+    pub async fn select(&self, from: i64, to: i64) -> Result<Recorded, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT (h.hour / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
+                SUM(h.instance_hours), SUM(h.gpu_hours), SUM(h.memory_mib_hours), SUM(h.whole_gpu_hours),
+                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours)
+             FROM cost_hours h JOIN cost_keys k ON k.id = h.key_id
+             WHERE h.hour >= $1 AND h.hour < $2
+             GROUP BY (h.hour / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service",
+        )
+        .bind(from.div_euclid(3600) * 3600)
+        .bind(to)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut recorded = Recorded::default();
+        for row in rows {
+            let Some(kind) = HoldingKind::parse(&row.try_get::<String, _>(4)?) else {
+                continue;
+            };
+            let key = HoldingKey {
+                cluster: row.try_get(1)?,
+                instance_type: row.try_get(2)?,
+                lifecycle: row.try_get(3)?,
+                kind,
+                team: row.try_get(5)?,
+                service: row.try_get(6)?,
+            };
+            let amounts = Amounts {
+                instance_hours: row.try_get(7)?,
+                gpu_hours: row.try_get(8)?,
+                memory_mib_hours: row.try_get(9)?,
+                whole_gpu_hours: row.try_get(10)?,
+                usage_gpu_hours: row.try_get(11)?,
+                unused_gpu_hours: row.try_get(12)?,
+            };
+            recorded
+                .days
+                .entry(row.try_get::<i64, _>(0)?)
+                .or_default()
+                .entry(key)
+                .or_default()
+                .add(&amounts);
+        }
+        let minutes = sqlx::query(
+            "SELECT (minute / 1440) * 86400 AS day, COUNT(*) FROM cost_minutes
+             WHERE minute >= $1 AND minute < $2 GROUP BY (minute / 1440) * 86400",
+        )
+        .bind(from.div_euclid(60))
+        .bind(to.div_euclid(60))
+        .fetch_all(&self.pool)
+        .await?;
+        for row in minutes {
+            let count: i64 = row.try_get(1)?;
+            recorded
+                .minutes
+                .insert(row.try_get(0)?, u32::try_from(count).unwrap_or(u32::MAX));
+        }
+        recorded.first = sqlx::query("SELECT MIN(minute) FROM cost_minutes")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get::<Option<i64>, _>(0)?
+            .map(|minute| minute * 60);
+        Ok(recorded)
+    }
+
+    /// The history's size on disk, in bytes, where the backend can say: the whole SQLite file
+    /// less what the audit log takes is not separable, so this is the tables' share on
+    /// PostgreSQL and the database's pages on SQLite.
+    pub async fn storage_bytes(&self, backend: &str) -> Result<i64, sqlx::Error> {
+        if backend == "postgres" {
+            let row = sqlx::query(
+                "SELECT CAST(pg_total_relation_size('cost_hours') + pg_total_relation_size('cost_keys') + pg_total_relation_size('cost_minutes') AS BIGINT)",
+            )
+            .fetch_one(&self.pool)
+            .await?;
+            return row.try_get(0);
+        }
+        let pages: i64 = sqlx::query("PRAGMA page_count")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let size: i64 = sqlx::query("PRAGMA page_size")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        Ok(pages * size)
+    }
+}
+
+impl CostHistory for SqlCostHistory {
+    fn recorded(&self, from: i64, to: i64) -> BoxFuture<'_, Result<Recorded, ServiceError>> {
+        Box::pin(async move { self.select(from, to).await.map_err(failed("read")) })
+    }
+
+    fn retention_days(&self) -> u32 {
+        self.retention_days
+    }
+
+    fn replaying(&self) -> Option<String> {
+        self.replay
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// Records the latest snapshot every minute, for the minutes since the last record (at most
+/// five, when a tick ran late); a snapshot older than five minutes is not recorded, and the
+/// minutes it would have stood for stay unrecorded, which the reports say. Prunes daily.
+pub fn spawn_recorder(
+    history: Arc<SqlCostHistory>,
+    store: Arc<crate::fleet::store::SnapshotStore>,
+) {
+    tokio::spawn(async move {
+        let mut last: Option<i64> = None;
+        let mut pruned = 0;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if history.replaying().is_some() {
+                continue;
+            }
+            let now = chrono::Utc::now();
+            let minute = now.timestamp().div_euclid(60);
+            let state = store.state();
+            let (Some(snapshot), Some(taken_at)) = (state.snapshot, state.taken_at) else {
+                continue;
+            };
+            if (now - taken_at).num_seconds() > 300 {
+                continue;
+            }
+            let from = last.map_or(minute, |l| (l + 1).max(minute - 4));
+            let per_hour = holdings::of_snapshot(&snapshot, 1.0);
+            match history.record(&per_hour, from..minute + 1).await {
+                Ok(_) => last = Some(minute),
+                Err(error) => {
+                    tracing::warn!(%error, "the allocation history could not be written; the minute stays unrecorded");
+                }
+            }
+            if now.timestamp() - pruned > 86_400 {
+                pruned = now.timestamp();
+                if let Err(error) = history.prune(pruned).await {
+                    tracing::warn!(%error, "old allocation history could not be pruned");
+                }
+            }
+        }
+    });
+}
+
+/// How much simulated time one step of the replay records.
+pub const REPLAY_STEP_MINUTES: i64 = 15;
+
+/// Replays the emulator's past into the history: from the emulator's time (built days back) to
+/// `until`, moves its clock a step at a time, reads the fleet through the SDK as the refresher
+/// does (usage included, read up to the emulator's time), and records each step with the
+/// same recorder the live console uses. Says how far it has got until done.
+pub async fn replay(
+    emulator: emulator::Emulator,
+    reader: crate::fleet::reader::FleetReader,
+    history: Arc<SqlCostHistory>,
+    until: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<u32> {
+    let step = REPLAY_STEP_MINUTES * 60;
+    let begin = emulator.now().timestamp().div_euclid(step) * step + step;
+    let end = until.timestamp().div_euclid(60) * 60;
+    let total_days = ((end - begin) as f64 / 86_400.0).ceil().max(1.0);
+    let clock = emulator.clone();
+    let reader = reader.with_clock(Arc::new(move || clock.now()));
+    let mut recorded = 0;
+    let mut at = begin;
+    while at < end {
+        let day = ((at - begin) as f64 / 86_400.0).floor() + 1.0;
+        history.set_replaying(Some(format!(
+            "replaying the emulator's past into the cost history: day {day:.0} of {total_days:.0}"
+        )));
+        if let Some(to) = chrono::DateTime::from_timestamp(at, 0) {
+            emulator.advance_to(to);
+        }
+        let refresh = reader
+            .refresh()
+            .await
+            .map_err(|error| anyhow::anyhow!("reading the emulator's past failed: {error}"))?;
+        let per_hour = holdings::of_snapshot(&refresh.snapshot, 1.0);
+        let to = (at + step).min(end);
+        recorded += history.record(&per_hour, at / 60..to / 60).await?;
+        at += step;
+    }
+    history.set_replaying(None);
+    Ok(recorded)
+}
