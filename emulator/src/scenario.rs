@@ -655,7 +655,7 @@ mod tests {
     fn the_demos_past_walks_its_story_to_where_the_demo_starts() {
         // A Wednesday: the two weekends before it dip.
         let now = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
-            .unwrap()
+            .expect("a time")
             .with_timezone(&Utc);
         let mut fleet = Scenario::Demo.build_with_past(7, now, 14);
         let desired = |fleet: &Fleet, cluster: &str, service: &str| {

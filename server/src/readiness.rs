@@ -179,6 +179,22 @@ impl ReadinessCheck for CloudWatchReachable {
     }
 }
 
+/// The replay of the emulator's past into the cost history: the console is not ready until
+/// it is done, since the fleet it shows walks through those days meanwhile.
+pub struct HistoryReplay(pub Arc<crate::cost_history::SqlCostHistory>);
+
+impl ReadinessCheck for HistoryReplay {
+    fn name(&self) -> &'static str {
+        "cost_history"
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        use app::service::ports::CostHistory as _;
+        let replaying = self.0.replaying();
+        Box::pin(async move { replaying.map_or(Ok(()), Err) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,21 +218,5 @@ mod tests {
         let results = Readiness::for_site(&dir).run().await;
         assert!(results[0].ok, "{results:?}");
         std::fs::remove_dir_all(&dir).ok();
-    }
-}
-
-/// The replay of the emulator's past into the cost history: the console is not ready until
-/// it is done, since the fleet it shows walks through those days meanwhile.
-pub struct HistoryReplay(pub Arc<crate::cost_history::SqlCostHistory>);
-
-impl ReadinessCheck for HistoryReplay {
-    fn name(&self) -> &'static str {
-        "cost_history"
-    }
-
-    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
-        use app::service::ports::CostHistory as _;
-        let replaying = self.0.replaying();
-        Box::pin(async move { replaying.map_or(Ok(()), Err) })
     }
 }

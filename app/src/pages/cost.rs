@@ -204,7 +204,10 @@ fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> impl IntoVi
             </label>
             <input type="hidden" name="sort" value=query.sort.as_str() />
             <button type="submit">"Show"</button>
-            <a href=csv data-testid="cost-csv" download>"Download CSV"</a>
+            <a href=csv.clone() data-testid="cost-csv" download>"Download CSV"</a>
+            {(query.period != Period::Now).then(|| view! {
+                <a href=format!("{csv}&detail=day") data-testid="cost-csv-daily" download>"Daily CSV"</a>
+            })}
         </form>
     }
 }

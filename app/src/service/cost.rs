@@ -10,6 +10,22 @@ use crate::{
     service::context::ServiceContext,
 };
 
+/// The detailed CSV of `query`'s recorded period: a line per day and row.
+pub async fn daily_csv(
+    context: &ServiceContext,
+    query: &CostQuery,
+) -> Result<String, ServiceError> {
+    let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
+        .map_err(ServiceError::invalid)?
+        .ok_or_else(|| {
+            ServiceError::invalid(
+                "a daily CSV is of a recorded period: give period=7d, 30d, this_month, last_month or custom",
+            )
+        })?;
+    let recorded = context.history.recorded(range.from, range.to).await?;
+    Ok(history::daily_csv(&recorded, &context.prices, query))
+}
+
 /// The report for `query`: today's allocations from the snapshot (an error that says to wait
 /// before the first one), or a recorded period from the history.
 pub async fn report(

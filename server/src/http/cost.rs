@@ -20,12 +20,24 @@ pub async fn report(
     State(state): State<AppState>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let known = format!("{} and format", CostQuery::KEYS.join(", "));
+    let known = format!("{}, format and detail", CostQuery::KEYS.join(", "));
     let pairs = parameters(query, &known)?;
     let mut csv = false;
+    let mut daily = false;
     for (key, value) in &pairs {
         match key.as_str() {
             key if CostQuery::KEYS.contains(&key) => {}
+            "detail" => {
+                daily = match value.as_str() {
+                    "" | "rows" => false,
+                    "day" => true,
+                    other => {
+                        return Err(AppError::BadRequest(format!(
+                            "detail {other:?} is not rows or day"
+                        )))
+                    }
+                }
+            }
             "format" => {
                 csv = match value.as_str() {
                     "" | "json" => false,
@@ -46,6 +58,27 @@ pub async fn report(
     }
     let query = CostQuery::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(AppError::BadRequest)?;
+    if daily {
+        if !csv {
+            return Err(AppError::BadRequest(
+                "detail=day is a CSV: add format=csv".to_string(),
+            ));
+        }
+        let body = cost::daily_csv(&state.services, &query).await?;
+        let name = format!(
+            "attachment; filename=\"gpushare-cost-by-day-and-{}-{}.csv\"",
+            query.group.as_str(),
+            query.period.as_str()
+        );
+        return Ok((
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+                (header::CONTENT_DISPOSITION, name),
+            ],
+            body,
+        )
+            .into_response());
+    }
     let report = cost::report(&state.services, &query).await?;
     Ok(if csv {
         let over = match &report.range {

@@ -363,3 +363,39 @@ fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &Co
     }
     Chart { series, days }
 }
+
+/// The detailed CSV: one line per day of the period and row of the report's grouping, each
+/// day priced alike and adding up to that day's total; days with nothing recorded left out.
+#[cfg(feature = "ssr")]
+pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
+    let usd = |cents: i64| {
+        let sign = if cents < 0 { "-" } else { "" };
+        format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
+    };
+    let mut out = format!(
+        "day,{},kind,cost_usd,gpu_hours,unused_usd,recorded_hours\n",
+        query.group.as_str()
+    );
+    for (day, holdings) in &recorded.days {
+        let minutes = recorded.minutes.get(day).copied().unwrap_or(0);
+        if minutes == 0 {
+            continue;
+        }
+        let hours = f64::from(minutes) / 60.0;
+        let priced = price(holdings, prices, query, hours);
+        let date = DateTime::from_timestamp(*day, 0)
+            .map(|d| d.format("%Y-%m-%d").to_string())
+            .unwrap_or_default();
+        for row in priced.rows {
+            out.push_str(&format!(
+                "{date},{},{},{},{:.2},{},{hours:.2}\n",
+                crate::model::csv::field(&row.name),
+                row.kind.as_str(),
+                usd(row.cost_cents),
+                row.gpu_hours,
+                row.unused_cents.map(usd).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}

@@ -125,10 +125,17 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     )));
 
     // The page, without JavaScript: the view's table, its total and the rule.
-    let response = send(&app, get("/cost?group=cluster&idle=share")).await;
+    let response = send(&app, get("/cost?period=now&group=cluster&idle=share")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let page = text(response).await;
-    let shared = json(send(&app, get("/api/v1/cost?group=cluster&idle=share")).await).await;
+    let shared = json(
+        send(
+            &app,
+            get("/api/v1/cost?period=now&group=cluster&idle=share"),
+        )
+        .await,
+    )
+    .await;
     let money = app::model::cost::money(shared["total_cents"].as_i64().unwrap());
     assert!(page.contains(r#"data-testid="cost-table""#), "{page}");
     assert!(page.contains(&money), "{money} in the page");
@@ -144,7 +151,7 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
             "{idle} kept although its cluster has allocations"
         );
     }
-    let as_rows = json(send(&app, get("/api/v1/cost?group=cluster")).await).await;
+    let as_rows = json(send(&app, get("/api/v1/cost?period=now&group=cluster")).await).await;
     assert_eq!(as_rows["total_cents"], shared["total_cents"]);
     // Shared out or not, the idle figure is the capacity nobody holds (to a cent of rounding).
     let idle = |r: &serde_json::Value| r["idle_cents"].as_i64().unwrap();
@@ -153,9 +160,34 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         "{shared} {as_rows}"
     );
     assert!(
-        page.contains("/api/v1/cost?group=cluster&amp;idle=share&amp;format=csv"),
+        page.contains("/api/v1/cost?period=now&amp;group=cluster&amp;idle=share&amp;format=csv"),
         "the CSV link keeps the view"
     );
+
+    // A recorded period this server has barely recorded: rows that still add up, and a note
+    // that says how little of the period the history covers.
+    let week = json(send(&app, get("/api/v1/cost?period=7d&group=service")).await).await;
+    let sum: i64 = week["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cost_cents"].as_i64().unwrap())
+        .sum();
+    assert_eq!(sum, week["total_cents"].as_i64().unwrap(), "{week}");
+    assert!(
+        week["notes"].to_string().contains("The history covers"),
+        "{week}"
+    );
+    assert_eq!(week["chart"]["days"].as_array().unwrap().len(), 8, "{week}");
+    let page = text(
+        send(
+            &app,
+            get("/cost?period=custom&from=2026-11-01&to=2026-11-02"),
+        )
+        .await,
+    )
+    .await;
+    assert!(page.contains(r#"data-testid="cost-form""#), "{page}");
 
     // A bad value on the page says so and shows the default view.
     let page = text(send(&app, get("/cost?group=owner")).await).await;
@@ -174,7 +206,23 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
         ("sort=size", "gpu_hours"),
         ("cluster=nope", "inference-prod"),
         ("format=xml", "json or csv"),
-        ("colour=red", "group, span, sort, idle, cluster and format"),
+        (
+            "colour=red",
+            "period, from, to, group, span, sort, idle, cluster, format and detail",
+        ),
+        ("period=week", "7d, 30d, this_month"),
+        ("detail=day", "add format=csv"),
+        (
+            "detail=day&format=csv&period=now",
+            "a daily CSV is of a recorded period",
+        ),
+        ("detail=hour&format=csv", "rows or day"),
+        ("period=custom", "needs from and to"),
+        ("from=1%20Nov&to=2026-11-02", "YYYY-MM-DD"),
+        ("from=2026-02-30&to=2026-03-02", "is not a day"),
+        ("from=2026-11-05&to=2026-11-01", "reversed"),
+        ("from=2999-01-01&to=2999-01-02", "after today"),
+        ("from=2020-01-01&to=2020-01-02", "kept for 400 days"),
     ] {
         let response = send(&app, get(&format!("/api/v1/cost?{query}"))).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");

@@ -1,0 +1,279 @@
+//! The allocation history: minutes recorded once whatever the replicas, hours summed in place,
+//! on SQLite and PostgreSQL; and the recorder over the emulator's replayed past, checked
+//! against figures worked out by hand.
+
+use std::{path::Path, sync::Arc};
+
+use crate::support::{temp_dir, Postgres};
+
+use app::model::cost::{
+    history, Amounts, CostQuery, HoldingKey, HoldingKind, Holdings, Period, PriceBook,
+};
+use gpushare::{audit::SqlAuditLog, config::EmulatorArgs, cost_history::SqlCostHistory};
+
+fn key(kind: HoldingKind, team: &str, service: &str) -> HoldingKey {
+    HoldingKey {
+        cluster: "prod".into(),
+        instance_type: "g5.12xlarge".into(),
+        lifecycle: "on-demand".into(),
+        kind,
+        team: team.into(),
+        service: service.into(),
+    }
+}
+
+/// One g5.12xlarge for an hour, half a GPU of it held by team x's service a.
+fn an_hour() -> Holdings {
+    let mut holdings = Holdings::new();
+    holdings.insert(
+        key(HoldingKind::Capacity, "", ""),
+        Amounts {
+            instance_hours: 1.0,
+            gpu_hours: 4.0,
+            ..Amounts::default()
+        },
+    );
+    holdings.insert(
+        key(HoldingKind::Held, "x", "a"),
+        Amounts {
+            gpu_hours: 0.5,
+            memory_mib_hours: 12_000.0,
+            usage_gpu_hours: 0.5,
+            unused_gpu_hours: 0.25,
+            ..Amounts::default()
+        },
+    );
+    holdings
+}
+
+/// Two replicas record overlapping minutes at once: every minute counts once.
+async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
+    assert_ne!(first.replica, second.replica);
+    let a = SqlCostHistory::new(&first, 400);
+    let b = SqlCostHistory::new(&second, 400);
+    // 2026-11-30 00:00 UTC, in minutes.
+    let base = 1_796_083_200 / 60;
+    let holdings = an_hour();
+    let (one, two) = tokio::join!(
+        a.record(&holdings, base..base + 120),
+        b.record(&holdings, base + 60..base + 180)
+    );
+    let (one, two) = (one.expect("records"), two.expect("records"));
+    assert_eq!(one + two, 180, "{one} + {two}");
+    // Again: nothing new.
+    assert_eq!(
+        a.record(&holdings, base..base + 180).await.expect("again"),
+        0
+    );
+    let recorded = b.select(base * 60, (base + 240) * 60).await.expect("reads");
+    assert_eq!(recorded.minutes.values().sum::<u32>(), 180);
+    assert_eq!(recorded.first, Some(base * 60));
+    let total = recorded.total();
+    let capacity = &total[&key(HoldingKind::Capacity, "", "")];
+    let held = &total[&key(HoldingKind::Held, "x", "a")];
+    assert!((capacity.instance_hours - 3.0).abs() < 1e-9, "{capacity:?}");
+    assert!((capacity.gpu_hours - 12.0).abs() < 1e-9, "{capacity:?}");
+    assert!((held.gpu_hours - 1.5).abs() < 1e-9, "{held:?}");
+    assert!((held.memory_mib_hours - 36_000.0).abs() < 1e-6, "{held:?}");
+    assert!((held.unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
+    // Three hours of a g5.12xlarge at $5.672: $17.016, of which x holds an eighth.
+    let query = CostQuery {
+        period: Period::Custom,
+        ..CostQuery::default()
+    };
+    let range = history::Range {
+        from: base * 60,
+        to: (base + 240) * 60,
+    };
+    let report = history::report(
+        &recorded,
+        &app::model::cost::Recorded::default(),
+        &PriceBook::builtin("us-east-1"),
+        &query,
+        range,
+    );
+    assert_eq!(report.total_cents, 1702);
+    let x = report.rows.iter().find(|r| r.name == "x").expect("x");
+    assert_eq!(x.cost_cents, 213, "{report:?}");
+    assert!(
+        report.notes.iter().any(|n| n.contains("75 %")),
+        "{:?}",
+        report.notes
+    );
+    // Pruned past the retention: nothing left.
+    a.prune((base + 400 * 1440 + 600) * 60)
+        .await
+        .expect("prunes");
+    let after = a.select(base * 60, (base + 240) * 60).await.expect("reads");
+    assert!(
+        after.days.is_empty() && after.minutes.is_empty(),
+        "{after:?}"
+    );
+}
+
+#[tokio::test]
+async fn replicas_on_sqlite_count_each_minute_once() {
+    let dir = temp_dir("history-sqlite");
+    let first = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let second = SqlAuditLog::open(None, &dir).await.expect("opens");
+    check_replicas(first, second).await;
+}
+
+#[tokio::test]
+async fn replicas_on_postgresql_count_each_minute_once() {
+    let server = Postgres::start();
+    let first = SqlAuditLog::open(Some(&server.url()), Path::new("/nonexistent"))
+        .await
+        .expect("opens");
+    let second = SqlAuditLog::open(Some(&server.url()), Path::new("/nonexistent"))
+        .await
+        .expect("opens");
+    assert_eq!(first.backend, "postgres");
+    check_replicas(first, second).await;
+}
+
+/// The demo's last five days replayed through the SDK into the recorder: the instances' hours
+/// are every recorded hour of every instance, and embed-api holds what its tasks reserve — 8
+/// tasks of 4,096 MiB all day once search scaled it up, 5 before.
+#[tokio::test]
+async fn the_recorder_over_the_emulators_past_matches_figures_worked_out_by_hand() {
+    let days = 5;
+    let args = EmulatorArgs {
+        history_days: days,
+        ..EmulatorArgs::default()
+    };
+    let now = chrono::Utc::now();
+    let emulator = gpushare::build_emulator(&args, days)
+        .await
+        .expect("the demo");
+    let (_, clients) = gpushare::serve_emulator(&emulator).await.expect("serves");
+    let dir = temp_dir("history-replay");
+    let audit = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let history = Arc::new(SqlCostHistory::new(&audit, 400));
+    let reader = gpushare::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_usage(gpushare::fleet::usage::UsageReader::new(
+            clients.cloudwatch.clone(),
+            "host",
+            4,
+        ))
+        .with_ec2(gpushare::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
+    let minutes = gpushare::cost_history::replay(emulator.clone(), reader, history.clone(), now)
+        .await
+        .expect("replays");
+    assert!(minutes >= 5 * 1440 - 30, "{minutes}");
+
+    let recorded = history
+        .select(now.timestamp() - 6 * 86_400, now.timestamp() + 3600)
+        .await
+        .expect("reads");
+    let hours = recorded.recorded_hours();
+    assert!((hours - f64::from(minutes) / 60.0).abs() < 1e-9);
+    let instances = emulator.status().container_instances as f64;
+    let total = recorded.total();
+    let instance_hours: f64 = total
+        .iter()
+        .filter(|(k, _)| k.kind == HoldingKind::Capacity)
+        .map(|(_, a)| a.instance_hours)
+        .sum();
+    assert!(
+        (instance_hours - instances * hours).abs() < 1e-6,
+        "{instance_hours} instance-hours for {instances} instances over {hours} h"
+    );
+
+    // embed-api's memory, day by day: 8 × 4,096 MiB on the days after the scale-up (four days
+    // ago at 09:00 UTC), 5 × 4,096 on the day before, and on the day itself 9 hours of 5 and
+    // 15 of 8, to within the replay's 15-minute step.
+    let embed = |day: i64| -> f64 {
+        recorded.days[&day]
+            .iter()
+            .filter(|(k, _)| k.kind == HoldingKind::Held && k.service == "embed-api")
+            .map(|(_, a)| a.memory_mib_hours)
+            .sum()
+    };
+    let today = now.timestamp().div_euclid(86_400) * 86_400;
+    let mib = 4096.0;
+    for ago in [1, 2, 3] {
+        let day = today - ago * 86_400;
+        assert!(
+            (embed(day) - 8.0 * mib * 24.0).abs() < 1.0,
+            "{ago} days ago: {}",
+            embed(day)
+        );
+    }
+    let change_day = embed(today - 4 * 86_400);
+    let by_hand = 5.0 * mib * 9.0 + 8.0 * mib * 15.0;
+    assert!(
+        (change_day - by_hand).abs() <= 3.0 * mib * 0.25 + 1.0,
+        "{change_day} vs {by_hand}"
+    );
+
+    // Priced: every on-demand instance's price for every recorded hour, to the cent.
+    let book = PriceBook::builtin("us-east-1");
+    let snapshot = gpushare::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_ec2(gpushare::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+        .refresh()
+        .await
+        .expect("reads")
+        .snapshot;
+    let by_hand: f64 = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| c.instances.iter())
+        .filter_map(|i| {
+            book.price(
+                &i.instance_type,
+                app::model::cost::Lifecycle::of(i.lifecycle.as_deref()),
+            )
+        })
+        .map(|p| p.usd_per_hour * hours)
+        .sum();
+    let range = history::Range {
+        from: now.timestamp() - 6 * 86_400,
+        to: now.timestamp() + 3600,
+    };
+    let report = history::report(
+        &recorded,
+        &app::model::cost::Recorded::default(),
+        &book,
+        &CostQuery::default(),
+        range,
+    );
+    assert!(
+        (report.total_cents as f64 - by_hand * 100.0).abs() <= 1.0,
+        "{} vs {by_hand}",
+        report.total_cents
+    );
+    assert_eq!(
+        report.rows.iter().map(|r| r.cost_cents).sum::<i64>(),
+        report.total_cents
+    );
+
+    // The daily CSV: a line per day and service; the days add up to the period, to a cent a day.
+    let by_service = CostQuery {
+        group: app::model::cost::Grouping::Service,
+        ..CostQuery::default()
+    };
+    let csv = history::daily_csv(&recorded, &book, &by_service);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "day,service,kind,cost_usd,gpu_hours,unused_usd,recorded_hours"
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l.contains(",inference-prod/embed-api,allocated,")));
+    let cents: i64 = lines[1..]
+        .iter()
+        .map(|l| {
+            let usd = l.split(',').nth(3).unwrap_or_default();
+            let (dollars, cents) = usd.split_once('.').unwrap_or((usd, "0"));
+            dollars.parse::<i64>().unwrap_or(0) * 100 + cents.parse::<i64>().unwrap_or(0)
+        })
+        .sum();
+    let days = recorded.days.len() as i64;
+    assert!(
+        (cents - report.total_cents).abs() <= days,
+        "{cents} vs {}",
+        report.total_cents
+    );
+}
