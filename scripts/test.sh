@@ -55,13 +55,14 @@ free_port() {
 }
 port="$(free_port)"
 # A fresh audit log, so that every run starts from the same state; a short refresh interval,
-# so that the live-update test sees a new snapshot soon.
+# so that the live-update test sees a new snapshot soon; two days of the demo's past replayed
+# into the cost history (the server is ready once they are in).
 data_dir="$(mktemp -d)"
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 \
+  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=2 \
   "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
   if ! kill -0 "$server_pid" 2>/dev/null; then
     cat "$logs/server.log"
@@ -77,7 +78,7 @@ echo
 proxied_port="$(free_port)"
 proxied_data="$(mktemp -d)"
 GPUSHARE_LISTEN="127.0.0.1:$proxied_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_DATA_DIR="$proxied_data" GPUSHARE_AUTH=proxy GPUSHARE_TRUSTED_PROXY=127.0.0.1 \
+  GPUSHARE_DATA_DIR="$proxied_data" GPUSHARE_AUTH=proxy GPUSHARE_TRUSTED_PROXY=127.0.0.1 GPUSHARE_HISTORY_DAYS=0 \
   GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" \
   "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/proxied.log" 2>&1 &
 proxied_pid=$!
@@ -98,7 +99,7 @@ GPUSHARE_LISTEN="127.0.0.1:$oidc_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target
   GPUSHARE_DATA_DIR="$oidc_data" GPUSHARE_AUTH=oidc GPUSHARE_PUBLIC_URL="http://127.0.0.1:$oidc_port" \
   GPUSHARE_OIDC_ISSUER="http://127.0.0.1:$provider_port" GPUSHARE_OIDC_CLIENT_ID=gpushare \
   GPUSHARE_OIDC_CLIENT_SECRET=gpushare-test-secret GPUSHARE_OIDC_SCOPES="openid email groups" \
-  GPUSHARE_SESSION_TTL=20 GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" \
+  GPUSHARE_SESSION_TTL=20 GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" GPUSHARE_HISTORY_DAYS=0 \
   "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/oidc.log" 2>&1 &
 oidc_pid=$!
 for _ in $(seq 1 100); do

@@ -27,18 +27,18 @@ const rowNames = (page) => page.getByTestId('cost-table').locator('tbody th').al
 describe('cost review', () => {
   test('the view changes by its form, sorts by a column, and its CSV is its table', async () => {
     const { context, page, problems } = await openPage(browser);
-    await page.goto(BASE_URL + '/cost');
+    await page.goto(BASE_URL + '/cost?period=now');
     await waitForHydration(page);
-    const byTeam = await apiReport();
+    const byTeam = await apiReport('?period=now');
     assert.equal(await page.getByTestId('cost-total').textContent(), money(byTeam.total_cents));
     assert.equal(await page.getByTestId('cost-table-total').textContent(), money(byTeam.total_cents));
 
     const form = page.getByTestId('cost-form');
     await form.getByLabel('Group by').selectOption('cluster');
-    await form.getByLabel('Over').selectOption('day');
+    await form.getByLabel("Today's allocations over").selectOption('day');
     await form.getByRole('button', { name: 'Show' }).click();
     await page.waitForURL((url) => url.searchParams.get('group') === 'cluster' && url.searchParams.get('span') === 'day');
-    const byCluster = await apiReport('?group=cluster&span=day');
+    const byCluster = await apiReport('?period=now&group=cluster&span=day');
     await page.waitForFunction(
       (total) => document.querySelector('[data-testid="cost-total"]')?.textContent === total,
       money(byCluster.total_cents),
@@ -54,14 +54,55 @@ describe('cost review', () => {
 
     // The CSV link keeps the view, and its lines are the table's rows and total.
     const href = await page.getByTestId('cost-csv').getAttribute('href');
-    assert.equal(href, '/api/v1/cost?group=cluster&span=day&sort=name&format=csv');
+    assert.equal(href, '/api/v1/cost?period=now&group=cluster&span=day&sort=name&format=csv');
     const csv = await (await fetch(BASE_URL + href)).text();
     const lines = csv.trim().split('\n');
     const rows = await page.getByTestId('cost-table').locator('tbody tr').count();
     assert.equal(lines.length, rows + 2);
-    const sorted = await apiReport('?group=cluster&span=day&sort=name');
+    const sorted = await apiReport('?period=now&group=cluster&span=day&sort=name');
     assert.deepEqual(lines.slice(1, rows + 1).map((line) => line.split(',').slice(0, 2).join(',')), sorted.rows.map((r) => `${r.name},${r.kind}`));
     assert.match(lines.at(-1), new RegExp(`^total,total,${Math.floor(sorted.total_cents / 100)}\\.`));
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('a recorded period: the last 7 days charted by day, and a custom day against the day before', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/cost?period=now');
+    await waitForHydration(page);
+    const form = page.getByTestId('cost-form');
+    await form.getByLabel('Period').selectOption('7d');
+    await form.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.get('period') === '7d');
+    // One bar per calendar day the 7 days touch, the replayed days with cost on them.
+    await page.waitForSelector('[data-testid="cost-chart"] g[data-day]');
+    const days = page.getByTestId('cost-chart').locator('g[data-day]');
+    assert.equal(await days.count(), 8);
+    const drawn = await page.getByTestId('cost-chart').locator('rect[fill]').count();
+    assert.ok(drawn > 5, `${drawn} segments drawn`);
+
+    // Yesterday, a day the server replayed in full, against the day before it.
+    const day = (ago) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
+    await form.getByLabel('Period').selectOption('custom');
+    await form.getByLabel('From (custom)').fill(day(1));
+    await form.getByLabel('To (custom)').fill(day(1));
+    await form.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.get('period') === 'custom' && url.searchParams.get('from') === day(1));
+    const report = await apiReport(`?period=custom&from=${day(1)}&to=${day(1)}`);
+    assert.ok(report.total_cents > 0, JSON.stringify(report.notes));
+    await page.waitForFunction(
+      (total) => document.querySelector('[data-testid="cost-total"]')?.textContent === total,
+      money(report.total_cents),
+    );
+    assert.ok(report.previous_total_cents !== null, 'the day before has history');
+    assert.match(await page.getByTestId('cost-change').textContent(), /\$/);
+    assert.equal(await page.getByTestId('cost-table').locator('thead th').last().textContent(), 'Change');
+
+    // The daily CSV: a line per day and team.
+    const daily = await (await fetch(BASE_URL + (await page.getByTestId('cost-csv-daily').getAttribute('href')))).text();
+    const lines = daily.trim().split('\n');
+    assert.equal(lines[0], 'day,team,kind,cost_usd,gpu_hours,unused_usd,recorded_hours');
+    assert.ok(lines.slice(1).every((line) => line.startsWith(day(1) + ',')), daily);
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -76,7 +117,8 @@ describe('cost review', () => {
     assert.equal(await page.getByTestId('cost-total').isVisible(), true);
     assert.equal(await page.getByTestId('cost-table').isVisible(), true);
     assert.equal(await page.getByTestId('cost-rule').isVisible(), true);
-    assert.match(await page.locator('.print-only').textContent(), /Grouped by service, over 30 days/);
+    assert.match(await page.locator('.print-only').textContent(), /Grouped by service, over last 30 days \(/);
+    assert.equal(await page.getByTestId('cost-chart').isVisible(), true, 'the chart is printed');
     const pdf = await page.pdf({ format: 'A4', printBackground: true });
     assert.equal(pdf.subarray(0, 5).toString(), '%PDF-');
     assert.ok(pdf.length > 10_000, `a PDF of ${pdf.length} bytes`);
@@ -87,8 +129,8 @@ describe('cost review', () => {
 describe('cost review, JavaScript off', () => {
   test('the server renders the view of the URL, and the form and sort links work', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
-    await page.goto(BASE_URL + '/cost?group=instance_type&sort=name');
-    const report = await apiReport('?group=instance_type&sort=name');
+    await page.goto(BASE_URL + '/cost?period=now&group=instance_type&sort=name');
+    const report = await apiReport('?period=now&group=instance_type&sort=name');
     assert.equal(await page.getByTestId('cost-total').textContent(), money(report.total_cents));
     const allocated = report.rows.filter((r) => r.kind === 'allocated').map((r) => r.name);
     assert.deepEqual((await rowNames(page)).slice(0, allocated.length), allocated);
@@ -97,7 +139,7 @@ describe('cost review, JavaScript off', () => {
     await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && url.searchParams.get('sort') === 'name');
     await page.getByTestId('cost-sort-cost').click();
     await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && !url.searchParams.has('sort'));
-    const shared = await apiReport('?group=instance_type&idle=share');
+    const shared = await apiReport('?period=now&group=instance_type&idle=share');
     assert.equal(await page.getByTestId('cost-table').locator('tbody tr').count(), shared.rows.length);
     await context.close();
   });

@@ -65,6 +65,29 @@ pub enum BenchCommand {
     /// What sign-in costs a request: the same console under each sign-in mode (none, proxy,
     /// alb, oidc), the time to work out who is asking and the fleet page's requests per second.
     Auth(BenchAuthArgs),
+    /// The cost history: the recorder's cost per minute, its storage for a month of the
+    /// scenario, a 30-day report's time, and the demo's start-up with its past replayed.
+    Cost(BenchCostArgs),
+}
+
+/// Options of `gpushare bench cost`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchCostArgs {
+    /// The scenario whose allocations are recorded.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Days of history to write.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=400))]
+    pub days: u32,
+    /// Reports timed.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// Days of the demo's past replayed for the start-up figure.
+    #[arg(long, default_value_t = 14, value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub replay_days: u32,
+    /// Measure this database instead of SQLite in a temporary directory.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
 }
 
 /// Options of `gpushare bench auth`.

@@ -295,9 +295,9 @@ impl SqlCostHistory {
         Ok(recorded)
     }
 
-    /// The history's size on disk, in bytes, where the backend can say: the whole SQLite file
-    /// less what the audit log takes is not separable, so this is the tables' share on
-    /// PostgreSQL and the database's pages on SQLite.
+    /// The history's size in bytes: its three tables on PostgreSQL; on SQLite the whole
+    /// database after a checkpoint (the audit log shares the file, so measure where it is
+    /// empty).
     pub async fn storage_bytes(&self, backend: &str) -> Result<i64, sqlx::Error> {
         if backend == "postgres" {
             let row = sqlx::query(
@@ -307,6 +307,9 @@ impl SqlCostHistory {
             .await?;
             return row.try_get(0);
         }
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await?;
         let pages: i64 = sqlx::query("PRAGMA page_count")
             .fetch_one(&self.pool)
             .await?

@@ -3,6 +3,7 @@
 
 mod audit;
 mod auth;
+mod cost;
 mod emulator;
 mod fit;
 mod fleet;
@@ -12,6 +13,7 @@ mod validate;
 
 pub use audit::audit;
 pub use auth::auth;
+pub use cost::cost;
 pub use emulator::emulator;
 pub use fit::fit;
 pub use fleet::fleet;

@@ -1,0 +1,127 @@
+//! `gpushare bench cost`: the allocation history's figures — the recorder's cost per minute
+//! recorded, its storage for a month of the scenario, a 30-day report's time — and the demo's
+//! start-up with the replay of its past.
+
+use std::time::Instant;
+
+use super::{print_table, Row};
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let at = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples.get(at).copied().unwrap_or(0.0)
+}
+
+/// `gpushare bench cost`.
+pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
+    use app::model::cost::{history, holdings, CostQuery, PriceBook};
+    let snapshot = super::scenario_snapshot(&args.scenario).await?;
+    let per_hour = holdings::of_snapshot(&snapshot, 1.0);
+    let dir = std::env::temp_dir().join(format!("gpushare-bench-cost-{}", std::process::id()));
+    let audit = crate::audit::SqlAuditLog::open(args.database_url.as_deref(), &dir).await?;
+    let store = crate::cost_history::SqlCostHistory::new(&audit, 400);
+    // A month of hours, ending at the last whole hour.
+    let end_hour = chrono::Utc::now().timestamp().div_euclid(3600);
+    let hours = i64::from(args.days) * 24;
+    let started = Instant::now();
+    for hour in end_hour - hours..end_hour {
+        store.record(&per_hour, hour * 60..hour * 60 + 60).await?;
+    }
+    let filled = started.elapsed().as_secs_f64();
+    // The recorder's own work: one minute at a time, as it runs.
+    let mut minute_ms = Vec::new();
+    let base = end_hour * 60;
+    for minute in base..base + 30 {
+        let started = Instant::now();
+        store.record(&per_hour, minute..minute + 1).await?;
+        minute_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let storage = store.storage_bytes(audit.backend).await?;
+    // The 30-day report: both periods read, priced and charted, as the page asks.
+    let book = PriceBook::builtin("us-east-1");
+    let query = CostQuery::default();
+    let mut report_ms = Vec::new();
+    let mut rows = 0;
+    for _ in 0..args.rounds {
+        let started = Instant::now();
+        let range =
+            history::resolve(&query, chrono::Utc::now(), 400).map_err(anyhow::Error::msg)?;
+        let Some(range) = range else { break };
+        let previous = range.previous();
+        let (now, before) = tokio::try_join!(
+            store.select(range.from, range.to),
+            store.select(previous.from, previous.to)
+        )?;
+        let report = history::report(&now, &before, &book, &query, range);
+        rows = report.rows.len();
+        report_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    // The demo's start-up with the replay of its past.
+    let started = Instant::now();
+    let emulator_args = crate::config::EmulatorArgs {
+        history_days: args.replay_days,
+        ..crate::config::EmulatorArgs::default()
+    };
+    let emulator = crate::build_emulator(&emulator_args, args.replay_days).await?;
+    let (_, clients) = crate::serve_emulator(&emulator).await?;
+    let replay_dir = dir.join("replay");
+    let replay_audit = crate::audit::SqlAuditLog::open(None, &replay_dir).await?;
+    let replay_store =
+        std::sync::Arc::new(crate::cost_history::SqlCostHistory::new(&replay_audit, 400));
+    let reader = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_usage(crate::fleet::usage::UsageReader::new(
+            clients.cloudwatch.clone(),
+            "host",
+            crate::fleet::usage::CONCURRENCY,
+        ))
+        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
+    let minutes =
+        crate::cost_history::replay(emulator, reader, replay_store, chrono::Utc::now()).await?;
+    let replay = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&dir);
+    print_table(
+        &format!(
+            "gpushare bench cost — {} ({} holdings per hour), {} days on {}",
+            args.scenario,
+            per_hour.len(),
+            args.days,
+            audit.backend
+        ),
+        &[
+            Row {
+                what: format!("history of {} days written, an hour at a time", args.days),
+                value: format!("{filled:.1} s"),
+            },
+            Row {
+                what: "recorder: one minute recorded, p50 / p95".into(),
+                value: format!(
+                    "{:.2} ms / {:.2} ms",
+                    percentile(&mut minute_ms.clone(), 0.5),
+                    percentile(&mut minute_ms, 0.95)
+                ),
+            },
+            Row {
+                what: format!("storage for {} days", args.days),
+                value: super::mib(u64::try_from(storage).unwrap_or(0)),
+            },
+            Row {
+                what: format!(
+                    "30-day report with the previous period and chart ({rows} rows), p50 / p95"
+                ),
+                value: format!(
+                    "{:.1} ms / {:.1} ms",
+                    percentile(&mut report_ms.clone(), 0.5),
+                    percentile(&mut report_ms, 0.95)
+                ),
+            },
+            Row {
+                what: format!(
+                    "demo start-up with {} days of past replayed ({minutes} minutes)",
+                    args.replay_days
+                ),
+                value: format!("{replay:.1} s"),
+            },
+        ],
+    );
+    Ok(())
+}
