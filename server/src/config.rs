@@ -269,9 +269,10 @@ pub struct EmulatorArgs {
     #[arg(long, env = "GPUSHARE_EMULATOR_EVENTS", default_value = "on", value_parser = ["on", "off"])]
     pub emulator_events: String,
 
-    /// Days of the scenario's past to replay into the cost history at start (0: none): the
-    /// emulator starts that far back and its clock is run forward, the console recording as it
-    /// goes; `/readyz` says so until done. Only `demo` has a past.
+    /// Days of the scenario's past the console replays into its cost history at start (0:
+    /// none): the emulator starts that far back and its clock is run forward, the console
+    /// recording as it goes; `/readyz` says so until done. Only `demo` has a past, and
+    /// `gpushare emulate` always starts at now.
     #[arg(long, env = "GPUSHARE_HISTORY_DAYS", default_value_t = 14, value_parser = clap::value_parser!(u32).range(0..=60))]
     pub history_days: u32,
 }
