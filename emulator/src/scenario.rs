@@ -544,14 +544,30 @@ fn demo_story(fleet: &mut Fleet, present: DateTime<Utc>) {
         monday -= Duration::days(7);
     }
     changes.sort_by_key(|(at, ..)| *at);
-    for (at, cluster, service, desired) in changes {
-        if at <= fleet.now {
+    // What stands at the fleet's time: each service's last count by then, set once (a service
+    // already at it is left as built).
+    let mut standing: std::collections::BTreeMap<(&str, &str), u32> = Default::default();
+    for (at, cluster, service, desired) in &changes {
+        if *at <= fleet.now {
+            standing.insert((cluster, service), *desired);
+        }
+    }
+    for ((cluster, service), desired) in standing {
+        let built = fleet
+            .clusters
+            .get(cluster)
+            .and_then(|c| c.services.get(service))
+            .map(|s| s.desired_count);
+        if built != Some(desired) {
             let update = ServiceUpdate {
                 desired_count: Some(desired),
                 ..ServiceUpdate::default()
             };
             let _ = fleet.update_service(cluster, service, update);
-        } else {
+        }
+    }
+    for (at, cluster, service, desired) in changes {
+        if at > fleet.now {
             fleet.schedule.push_back(crate::model::Scheduled {
                 at,
                 cluster: cluster.to_string(),

@@ -58,6 +58,19 @@ fn key_id(key: &HoldingKey) -> i64 {
     i64::try_from(hash >> 1).unwrap_or(i64::MAX)
 }
 
+/// `($1, $2), ($3, $4)` for `rows` rows of `columns` values.
+fn placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let values: Vec<String> = (1..=columns)
+                .map(|column| format!("${}", row * columns + column))
+                .collect();
+            format!("({})", values.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn failed(what: &str) -> impl Fn(sqlx::Error) -> ServiceError + '_ {
     move |error| {
         ServiceError::unavailable(format!(
@@ -93,24 +106,9 @@ impl SqlCostHistory {
                 .collect()
         };
         for chunk in new.chunks(BATCH) {
-            let values: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    let b = i * 7;
-                    format!(
-                        "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                        b + 1,
-                        b + 2,
-                        b + 3,
-                        b + 4,
-                        b + 5,
-                        b + 6,
-                        b + 7
-                    )
-                })
-                .collect();
             let sql = format!(
                 "INSERT INTO cost_keys (id, cluster, instance_type, lifecycle, kind, team, service) VALUES {} ON CONFLICT (id) DO NOTHING",
-                values.join(", ")
+                placeholders(chunk.len(), 7)
             );
             let mut query = sqlx::query(&sql);
             for (id, key) in chunk {
@@ -145,12 +143,9 @@ impl SqlCostHistory {
         let all: Vec<i64> = minutes.collect();
         let mut claimed = Vec::new();
         for chunk in all.chunks(BATCH * 4) {
-            let values: Vec<String> = (0..chunk.len())
-                .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
-                .collect();
             let sql = format!(
                 "INSERT INTO cost_minutes (minute, replica) VALUES {} ON CONFLICT (minute) DO NOTHING RETURNING minute",
-                values.join(", ")
+                placeholders(chunk.len(), 2)
             );
             let mut query = sqlx::query(&sql);
             for minute in chunk {
@@ -169,22 +164,6 @@ impl SqlCostHistory {
         for (hour, count) in hours {
             let factor = f64::from(count) / 60.0;
             for chunk in rows.chunks(BATCH) {
-                let values: Vec<String> = (0..chunk.len())
-                    .map(|i| {
-                        let b = i * 8;
-                        format!(
-                            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                            b + 1,
-                            b + 2,
-                            b + 3,
-                            b + 4,
-                            b + 5,
-                            b + 6,
-                            b + 7,
-                            b + 8
-                        )
-                    })
-                    .collect();
                 let sql = format!(
                     "INSERT INTO cost_hours (hour, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours) VALUES {}
                      ON CONFLICT (hour, key_id) DO UPDATE SET
@@ -194,7 +173,7 @@ impl SqlCostHistory {
                         whole_gpu_hours = cost_hours.whole_gpu_hours + excluded.whole_gpu_hours,
                         usage_gpu_hours = cost_hours.usage_gpu_hours + excluded.usage_gpu_hours,
                         unused_gpu_hours = cost_hours.unused_gpu_hours + excluded.unused_gpu_hours",
-                    values.join(", ")
+                    placeholders(chunk.len(), 8)
                 );
                 let mut query = sqlx::query(&sql);
                 for (id, _, amounts) in chunk {

@@ -368,10 +368,7 @@ fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &Co
 /// day priced alike and adding up to that day's total; days with nothing recorded left out.
 #[cfg(feature = "ssr")]
 pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
-    let usd = |cents: i64| {
-        let sign = if cents < 0 { "-" } else { "" };
-        format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
-    };
+    use super::usd;
     let mut out = format!(
         "day,{},kind,cost_usd,gpu_hours,unused_usd,recorded_hours\n",
         query.group.as_str()

@@ -797,6 +797,12 @@ impl RowKind {
     }
 }
 
+/// Cents as dollars for a spreadsheet: `1234.05`, `-3.50`.
+pub(crate) fn usd(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
+}
+
 /// The table as CSV: the same rows, columns and order, then the total.
 pub fn to_csv(report: &CostReport) -> String {
     let change = report.previous_total_cents.is_some();
@@ -805,10 +811,6 @@ pub fn to_csv(report: &CostReport) -> String {
         report.query.group.as_str(),
         if change { ",change_usd" } else { "" }
     );
-    let usd = |cents: i64| {
-        let sign = if cents < 0 { "-" } else { "" };
-        format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
-    };
     for row in &report.rows {
         out.push_str(&format!(
             "{},{},{},{:.2},{:.2},{},{}{}\n",
