@@ -99,7 +99,7 @@ const MIGRATIONS: [(i64, &str, &str); 5] = [
     ),
     (
         5,
-        "allocation history: hourly holdings by key, and the minutes recorded",
+        "allocation history: hourly and daily holdings by key, and the minutes recorded",
         "CREATE TABLE IF NOT EXISTS cost_keys (
         id BIGINT PRIMARY KEY,
         cluster TEXT NOT NULL,
@@ -119,6 +119,17 @@ const MIGRATIONS: [(i64, &str, &str); 5] = [
         usage_gpu_hours DOUBLE PRECISION NOT NULL,
         unused_gpu_hours DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (hour, key_id)
+    );
+    CREATE TABLE IF NOT EXISTS cost_days (
+        day BIGINT NOT NULL,
+        key_id BIGINT NOT NULL,
+        instance_hours DOUBLE PRECISION NOT NULL,
+        gpu_hours DOUBLE PRECISION NOT NULL,
+        memory_mib_hours DOUBLE PRECISION NOT NULL,
+        whole_gpu_hours DOUBLE PRECISION NOT NULL,
+        usage_gpu_hours DOUBLE PRECISION NOT NULL,
+        unused_gpu_hours DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (day, key_id)
     );
     CREATE TABLE IF NOT EXISTS cost_minutes (
         minute BIGINT PRIMARY KEY,

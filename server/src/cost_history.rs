@@ -155,40 +155,44 @@ impl SqlCostHistory {
                 claimed.push(row.try_get::<i64, _>(0)?);
             }
         }
+        // The minutes per hour and per day: each adds to its hour's rows and its day's.
         let mut hours: BTreeMap<i64, u32> = BTreeMap::new();
+        let mut days: BTreeMap<i64, u32> = BTreeMap::new();
         for minute in &claimed {
             *hours.entry(minute.div_euclid(60) * 3600).or_default() += 1;
+            *days.entry(minute.div_euclid(1440) * 86_400).or_default() += 1;
         }
-        let rows: Vec<(i64, &HoldingKey, &Amounts)> =
-            per_hour.iter().map(|(k, a)| (key_id(k), k, a)).collect();
-        for (hour, count) in hours {
-            let factor = f64::from(count) / 60.0;
-            for chunk in rows.chunks(BATCH) {
-                let sql = format!(
-                    "INSERT INTO cost_hours (hour, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours) VALUES {}
-                     ON CONFLICT (hour, key_id) DO UPDATE SET
-                        instance_hours = cost_hours.instance_hours + excluded.instance_hours,
-                        gpu_hours = cost_hours.gpu_hours + excluded.gpu_hours,
-                        memory_mib_hours = cost_hours.memory_mib_hours + excluded.memory_mib_hours,
-                        whole_gpu_hours = cost_hours.whole_gpu_hours + excluded.whole_gpu_hours,
-                        usage_gpu_hours = cost_hours.usage_gpu_hours + excluded.usage_gpu_hours,
-                        unused_gpu_hours = cost_hours.unused_gpu_hours + excluded.unused_gpu_hours",
-                    placeholders(chunk.len(), 8)
-                );
-                let mut query = sqlx::query(&sql);
-                for (id, _, amounts) in chunk {
-                    let a = amounts.scaled(factor);
-                    query = query
-                        .bind(hour)
-                        .bind(*id)
-                        .bind(a.instance_hours)
-                        .bind(a.gpu_hours)
-                        .bind(a.memory_mib_hours)
-                        .bind(a.whole_gpu_hours)
-                        .bind(a.usage_gpu_hours)
-                        .bind(a.unused_gpu_hours);
+        let rows: Vec<(i64, &Amounts)> = per_hour.iter().map(|(k, a)| (key_id(k), a)).collect();
+        for (table, column, spans) in [("cost_hours", "hour", hours), ("cost_days", "day", days)] {
+            for (at, count) in spans {
+                let factor = f64::from(count) / 60.0;
+                for chunk in rows.chunks(BATCH) {
+                    let sql = format!(
+                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours) VALUES {}
+                         ON CONFLICT ({column}, key_id) DO UPDATE SET
+                            instance_hours = {table}.instance_hours + excluded.instance_hours,
+                            gpu_hours = {table}.gpu_hours + excluded.gpu_hours,
+                            memory_mib_hours = {table}.memory_mib_hours + excluded.memory_mib_hours,
+                            whole_gpu_hours = {table}.whole_gpu_hours + excluded.whole_gpu_hours,
+                            usage_gpu_hours = {table}.usage_gpu_hours + excluded.usage_gpu_hours,
+                            unused_gpu_hours = {table}.unused_gpu_hours + excluded.unused_gpu_hours",
+                        placeholders(chunk.len(), 8)
+                    );
+                    let mut query = sqlx::query(&sql);
+                    for (id, amounts) in chunk {
+                        let a = amounts.scaled(factor);
+                        query = query
+                            .bind(at)
+                            .bind(*id)
+                            .bind(a.instance_hours)
+                            .bind(a.gpu_hours)
+                            .bind(a.memory_mib_hours)
+                            .bind(a.whole_gpu_hours)
+                            .bind(a.usage_gpu_hours)
+                            .bind(a.unused_gpu_hours);
+                    }
+                    query.execute(&mut *tx).await?;
                 }
-                query.execute(&mut *tx).await?;
             }
         }
         tx.commit().await?;
@@ -202,6 +206,10 @@ impl SqlCostHistory {
             .bind(oldest.div_euclid(3600) * 3600)
             .execute(&self.pool)
             .await?;
+        sqlx::query("DELETE FROM cost_days WHERE day < $1")
+            .bind(oldest.div_euclid(86_400) * 86_400)
+            .execute(&self.pool)
+            .await?;
         sqlx::query("DELETE FROM cost_minutes WHERE minute < $1")
             .bind(oldest.div_euclid(60))
             .execute(&self.pool)
@@ -209,21 +217,70 @@ impl SqlCostHistory {
         Ok(())
     }
 
-    /// What was recorded over `[from, to)` (Unix seconds).
+    /// What was recorded over `[from, to)` (Unix seconds): whole days from the daily rows,
+    /// the hours at either end from the hourly ones.
     pub async fn select(&self, from: i64, to: i64) -> Result<Recorded, sqlx::Error> {
-        let rows = sqlx::query(
-            "SELECT (h.hour / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
+        let from = from.div_euclid(3600) * 3600;
+        let first_day = (from + 86_399).div_euclid(86_400) * 86_400;
+        let last_day = to.div_euclid(86_400) * 86_400;
+        let mut recorded = Recorded::default();
+        if first_day < last_day {
+            self.add_rows(&mut recorded, "cost_days", "day", first_day, last_day)
+                .await?;
+            self.add_rows(&mut recorded, "cost_hours", "hour", from, first_day)
+                .await?;
+            self.add_rows(&mut recorded, "cost_hours", "hour", last_day, to)
+                .await?;
+        } else {
+            self.add_rows(&mut recorded, "cost_hours", "hour", from, to)
+                .await?;
+        }
+        let minutes = sqlx::query(
+            "SELECT (minute / 1440) * 86400 AS day, COUNT(*) FROM cost_minutes
+             WHERE minute >= $1 AND minute < $2 GROUP BY (minute / 1440) * 86400",
+        )
+        .bind(from.div_euclid(60))
+        .bind(to.div_euclid(60))
+        .fetch_all(&self.pool)
+        .await?;
+        for row in minutes {
+            let count: i64 = row.try_get(1)?;
+            recorded
+                .minutes
+                .insert(row.try_get(0)?, u32::try_from(count).unwrap_or(u32::MAX));
+        }
+        recorded.first = sqlx::query("SELECT MIN(minute) FROM cost_minutes")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get::<Option<i64>, _>(0)?
+            .map(|minute| minute * 60);
+        Ok(recorded)
+    }
+
+    /// Adds the rows of `table` whose `column` is in `[from, to)`, summed per UTC day.
+    async fn add_rows(
+        &self,
+        recorded: &mut Recorded,
+        table: &str,
+        column: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<(), sqlx::Error> {
+        if from >= to {
+            return Ok(());
+        }
+        let rows = sqlx::query(&format!(
+            "SELECT (h.{column} / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
                 SUM(h.instance_hours), SUM(h.gpu_hours), SUM(h.memory_mib_hours), SUM(h.whole_gpu_hours),
                 SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours)
-             FROM cost_hours h JOIN cost_keys k ON k.id = h.key_id
-             WHERE h.hour >= $1 AND h.hour < $2
-             GROUP BY (h.hour / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service",
-        )
-        .bind(from.div_euclid(3600) * 3600)
+             FROM {table} h JOIN cost_keys k ON k.id = h.key_id
+             WHERE h.{column} >= $1 AND h.{column} < $2
+             GROUP BY (h.{column} / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service"
+        ))
+        .bind(from)
         .bind(to)
         .fetch_all(&self.pool)
         .await?;
-        let mut recorded = Recorded::default();
         for row in rows {
             let Some(kind) = HoldingKind::parse(&row.try_get::<String, _>(4)?) else {
                 continue;
@@ -252,26 +309,7 @@ impl SqlCostHistory {
                 .or_default()
                 .add(&amounts);
         }
-        let minutes = sqlx::query(
-            "SELECT (minute / 1440) * 86400 AS day, COUNT(*) FROM cost_minutes
-             WHERE minute >= $1 AND minute < $2 GROUP BY (minute / 1440) * 86400",
-        )
-        .bind(from.div_euclid(60))
-        .bind(to.div_euclid(60))
-        .fetch_all(&self.pool)
-        .await?;
-        for row in minutes {
-            let count: i64 = row.try_get(1)?;
-            recorded
-                .minutes
-                .insert(row.try_get(0)?, u32::try_from(count).unwrap_or(u32::MAX));
-        }
-        recorded.first = sqlx::query("SELECT MIN(minute) FROM cost_minutes")
-            .fetch_one(&self.pool)
-            .await?
-            .try_get::<Option<i64>, _>(0)?
-            .map(|minute| minute * 60);
-        Ok(recorded)
+        Ok(())
     }
 
     /// The history's size in bytes: its three tables on PostgreSQL; on SQLite the whole
@@ -280,7 +318,7 @@ impl SqlCostHistory {
     pub async fn storage_bytes(&self, backend: &str) -> Result<i64, sqlx::Error> {
         if backend == "postgres" {
             let row = sqlx::query(
-                "SELECT CAST(pg_total_relation_size('cost_hours') + pg_total_relation_size('cost_keys') + pg_total_relation_size('cost_minutes') AS BIGINT)",
+                "SELECT CAST(pg_total_relation_size('cost_hours') + pg_total_relation_size('cost_days') + pg_total_relation_size('cost_keys') + pg_total_relation_size('cost_minutes') AS BIGINT)",
             )
             .fetch_one(&self.pool)
             .await?;

@@ -76,6 +76,20 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
     assert!((held.gpu_hours - 1.5).abs() < 1e-9, "{held:?}");
     assert!((held.memory_mib_hours - 36_000.0).abs() < 1e-6, "{held:?}");
     assert!((held.unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
+    // Over whole days the daily rows are read, with the hours at either end: the same sums.
+    let wide = a
+        .select(base * 60 - 86_400 + 7200, base * 60 + 2 * 86_400 + 3600)
+        .await
+        .expect("reads");
+    assert_eq!(wide.minutes, recorded.minutes);
+    for (key, amounts) in &wide.total() {
+        let hourly = &total[key];
+        assert!(
+            (amounts.gpu_hours - hourly.gpu_hours).abs() < 1e-9
+                && (amounts.instance_hours - hourly.instance_hours).abs() < 1e-9,
+            "{key:?}: {amounts:?} vs {hourly:?}"
+        );
+    }
     // Three hours of a g5.12xlarge at $5.672: $17.016, of which x holds an eighth.
     let query = CostQuery {
         period: Period::Custom,
