@@ -82,7 +82,10 @@ fn Report(report: CostReport) -> impl IntoView {
         let delta = report.total_cents - before;
         let sign = if delta > 0 { "+" } else { "" };
         let relative = if before > 0 {
-            format!(" ({sign}{:.0} %)", delta as f64 * 100.0 / before as f64)
+            let percent = delta as f64 * 100.0 / before as f64;
+            // Below one percent a whole number would say "-0 %".
+            let digits = if percent.abs() < 1.0 { 1 } else { 0 };
+            format!(" ({sign}{percent:.digits$} %)")
         } else {
             String::new()
         };
