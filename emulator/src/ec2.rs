@@ -2,7 +2,9 @@
 //! form body with `Action=…`, an XML answer), as aws-sdk-ec2 and botocore speak it: the
 //! container instances' EC2 side — private IP address and DNS name (the hostname the
 //! CloudWatch agent publishes), Availability Zone, instance type, state, and spot or
-//! on-demand — and each instance type's vCPUs, memory, GPUs and network interface limit.
+//! on-demand — and each instance type's vCPUs, memory, GPUs and network interface limit; and
+//! DescribeSpotPriceHistory: an emulated spot market for the GPU instance types, a price per
+//! type and Availability Zone that changes every six hours.
 
 use std::fmt::Write as _;
 
@@ -12,7 +14,11 @@ use crate::{
 };
 
 /// The EC2 operations the emulator serves.
-pub const OPERATIONS: [&str; 2] = ["DescribeInstances", "DescribeInstanceTypes"];
+pub const OPERATIONS: [&str; 3] = [
+    "DescribeInstances",
+    "DescribeInstanceTypes",
+    "DescribeSpotPriceHistory",
+];
 /// The namespace of EC2's XML answers.
 const XMLNS: &str = "http://ec2.amazonaws.com/doc/2016-11-15/";
 
@@ -87,9 +93,13 @@ pub fn handle(
     match get("Action") {
         Some("DescribeInstances") => describe_instances(fleet, params, request_id),
         Some("DescribeInstanceTypes") => describe_instance_types(params, request_id),
+        Some("DescribeSpotPriceHistory") => describe_spot_price_history(fleet, params, request_id),
         Some(other) => Err(Ec2Error::new(
             "InvalidAction",
-            format!("The action {other} is not valid for this web service (this emulator serves DescribeInstances and DescribeInstanceTypes)."),
+            format!(
+                "The action {other} is not valid for this web service (this emulator serves {}).",
+                OPERATIONS.join(", ")
+            ),
         )),
         None => Err(Ec2Error::new(
             "MissingAction",
@@ -369,6 +379,162 @@ fn describe_instance_types(
     Ok(xml)
 }
 
+/// The Availability Zones of the emulated region.
+const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+
+/// How often the emulated spot price of a type in a zone changes.
+const SPOT_PERIOD_SECONDS: i64 = 6 * 3600;
+
+/// The emulated market's middle price of each GPU instance type, USD an hour (about a third of
+/// on demand, as GPU spot prices often are); none for a type with no spot market here.
+fn spot_middle(instance_type: &str) -> Option<f64> {
+    Some(match instance_type {
+        "g5.xlarge" => 0.36,
+        "g5.12xlarge" => 2.05,
+        "g5.48xlarge" => 5.90,
+        "g6.12xlarge" => 1.65,
+        "g6.48xlarge" => 4.80,
+        "g6e.12xlarge" => 3.80,
+        "g6e.48xlarge" => 10.90,
+        "p4d.24xlarge" => 8.10,
+        "p5.48xlarge" => 19.80,
+        _ => return None,
+    })
+}
+
+/// The spot price of `instance_type` in `zone` in the period starting at `period_start`: the
+/// middle price moved up to 12 % either way by a hash of the three, to four decimals.
+fn spot_price(instance_type: &str, zone: &str, period_start: i64) -> Option<f64> {
+    let middle = spot_middle(instance_type)?;
+    let mut hash: u64 = 1469598103934665603;
+    for byte in instance_type
+        .bytes()
+        .chain(zone.bytes())
+        .chain(period_start.to_le_bytes())
+    {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(1099511628211);
+    }
+    let swing = (hash % 2401) as f64 / 10_000.0 - 0.12;
+    Some((middle * (1.0 + swing) * 10_000.0).round() / 10_000.0)
+}
+
+/// An EC2 timestamp: `2026-12-02T06:00:00.000Z`.
+fn ec2_time(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S.000Z").to_string()
+}
+
+/// DescribeSpotPriceHistory: for each type and zone asked (all by default), the price in effect
+/// at `StartTime` and every change after it up to `EndTime` (both default to now), newest first,
+/// as EC2 answers. Only `Linux/UNIX` is sold here.
+fn describe_spot_price_history(
+    fleet: &Fleet,
+    params: &[(String, String)],
+    request_id: &str,
+) -> Result<String, Ec2Error> {
+    let get = |key: &str| param(params, key);
+    let time = |key: &str| -> Result<Option<chrono::DateTime<chrono::Utc>>, Ec2Error> {
+        get(key)
+            .map(|text| {
+                chrono::DateTime::parse_from_rfc3339(text)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|_| {
+                        Ec2Error::new(
+                            "InvalidParameterValue",
+                            format!("Value ({text}) for parameter {key} is invalid."),
+                        )
+                    })
+            })
+            .transpose()
+    };
+    let now = fleet.now;
+    let start = time("StartTime")?.unwrap_or(now).min(now);
+    let end = time("EndTime")?.unwrap_or(now).min(now);
+    if end < start {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "The end time must be after the start time.",
+        ));
+    }
+    if params.iter().any(|(k, _)| k.starts_with("Filter.")) {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "This emulator answers DescribeSpotPriceHistory by InstanceType, ProductDescription and AvailabilityZone only, without filters.",
+        ));
+    }
+    let products = list(params, "ProductDescription");
+    let linux = products.is_empty() || products.contains(&"Linux/UNIX");
+    let types = list(params, "InstanceType");
+    let zone = get("AvailabilityZone");
+    if let Some(zone) = zone {
+        if !ZONES.contains(&zone) {
+            return Err(Ec2Error::new(
+                "InvalidParameterValue",
+                format!("Invalid availability zone: [{zone}]"),
+            ));
+        }
+    }
+    let max_results = match get("MaxResults") {
+        None => 1000,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => n,
+            _ => {
+                return Err(Ec2Error::new(
+                    "InvalidParameterValue",
+                    format!(
+                        "MaxResults '{text}' is invalid. Expecting a value between 1 and 1000."
+                    ),
+                ))
+            }
+        },
+    };
+    let mut items: Vec<(i64, &str, &str, f64)> = Vec::new();
+    if linux {
+        let first = start.timestamp().div_euclid(SPOT_PERIOD_SECONDS) * SPOT_PERIOD_SECONDS;
+        for kind in instance_types::ALL
+            .iter()
+            .filter(|t| types.is_empty() || types.contains(&t.name))
+        {
+            for z in ZONES
+                .iter()
+                .filter(|z| zone.is_none_or(|asked| asked == **z))
+            {
+                let mut at = first;
+                while at <= end.timestamp() {
+                    if let Some(price) = spot_price(kind.name, z, at) {
+                        items.push((at, kind.name, z, price));
+                    }
+                    at += SPOT_PERIOD_SECONDS;
+                }
+            }
+        }
+    }
+    items.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
+    let begin = page_start(params, "emulator-ec2-spot:")?;
+    let stop = (begin + max_results).min(items.len());
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DescribeSpotPriceHistoryResponse xmlns=\"{XMLNS}\"><requestId>{}</requestId><spotPriceHistorySet>",
+        escape(request_id)
+    );
+    for (at, kind, z, price) in items.get(begin..stop).unwrap_or_default() {
+        let stamp = chrono::DateTime::from_timestamp(*at, 0).unwrap_or(now);
+        let _ = write!(
+            xml,
+            "<item><instanceType>{}</instanceType><productDescription>Linux/UNIX</productDescription><spotPrice>{price:.6}</spotPrice><timestamp>{}</timestamp><availabilityZone>{}</availabilityZone></item>",
+            escape(kind),
+            ec2_time(stamp),
+            escape(z)
+        );
+    }
+    xml.push_str("</spotPriceHistorySet>");
+    if stop < items.len() {
+        let _ = write!(xml, "<nextToken>emulator-ec2-spot:{stop}</nextToken>");
+    } else {
+        xml.push_str("<nextToken/>");
+    }
+    xml.push_str("</DescribeSpotPriceHistoryResponse>");
+    Ok(xml)
+}
+
 /// Text for XML.
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -378,6 +544,7 @@ fn escape(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -389,5 +556,108 @@ mod tests {
         assert_eq!(form[0], ("Action".into(), "DescribeInstances".into()));
         assert_eq!(form[2].1, "i-0a+b");
         assert_eq!(form[3].1, "a b");
+    }
+
+    fn spot(fleet: &Fleet, pairs: &[(&str, &str)]) -> Result<String, Ec2Error> {
+        let mut params = vec![("Action".to_string(), "DescribeSpotPriceHistory".to_string())];
+        params.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        handle(fleet, &params, "r-1")
+    }
+
+    /// Now: one price per zone for the type asked, within the market's swing; over a day: the
+    /// price at the start and each six-hourly change after it, newest first.
+    #[test]
+    fn spot_price_history_answers_the_price_then_and_its_changes_newest_first() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-02T09:30:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let fleet = Fleet::new(1, now);
+        let xml = spot(&fleet, &[("InstanceType.1", "g5.xlarge")]).unwrap();
+        assert_eq!(xml.matches("<item>").count(), 3, "{xml}");
+        for zone in ZONES {
+            assert!(xml.contains(&format!("<availabilityZone>{zone}</availabilityZone>")));
+        }
+        let prices: Vec<f64> = xml
+            .split("<spotPrice>")
+            .skip(1)
+            .map(|s| s.split('<').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(
+            prices
+                .iter()
+                .all(|p| (0.36 * 0.88..=0.36 * 1.12).contains(p)),
+            "{prices:?}"
+        );
+        assert!(
+            xml.contains("<timestamp>2026-12-02T06:00:00.000Z</timestamp>"),
+            "the price in effect at 09:30 was set at 06:00"
+        );
+
+        let day = spot(
+            &fleet,
+            &[
+                ("InstanceType.1", "p5.48xlarge"),
+                ("AvailabilityZone", "us-east-1b"),
+                ("StartTime", "2026-12-01T09:30:00Z"),
+                ("EndTime", "2026-12-02T09:30:00Z"),
+            ],
+        )
+        .unwrap();
+        let stamps: Vec<&str> = day
+            .split("<timestamp>")
+            .skip(1)
+            .map(|s| s.split('<').next().unwrap())
+            .collect();
+        assert_eq!(
+            stamps,
+            [
+                "2026-12-02T06:00:00.000Z",
+                "2026-12-02T00:00:00.000Z",
+                "2026-12-01T18:00:00.000Z",
+                "2026-12-01T12:00:00.000Z",
+                "2026-12-01T06:00:00.000Z",
+            ]
+        );
+        // Paged: two at a time, the token carries on.
+        let first = spot(
+            &fleet,
+            &[("InstanceType.1", "g5.xlarge"), ("MaxResults", "2")],
+        )
+        .unwrap();
+        assert!(
+            first.contains("<nextToken>emulator-ec2-spot:2</nextToken>"),
+            "{first}"
+        );
+        let rest = spot(
+            &fleet,
+            &[
+                ("InstanceType.1", "g5.xlarge"),
+                ("MaxResults", "2"),
+                ("NextToken", "emulator-ec2-spot:2"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(rest.matches("<item>").count(), 1);
+        // Windows sold: only Linux/UNIX here.
+        let windows = spot(&fleet, &[("ProductDescription.1", "Windows")]).unwrap();
+        assert_eq!(windows.matches("<item>").count(), 0);
+        for (pairs, says) in [
+            (
+                vec![("AvailabilityZone", "us-east-1z")],
+                "Invalid availability zone",
+            ),
+            (vec![("StartTime", "yesterday")], "StartTime"),
+            (
+                vec![
+                    ("StartTime", "2026-12-02T09:00:00Z"),
+                    ("EndTime", "2026-12-01T09:00:00Z"),
+                ],
+                "end time",
+            ),
+            (vec![("MaxResults", "0")], "between 1 and 1000"),
+        ] {
+            let error = spot(&fleet, &pairs).unwrap_err();
+            assert!(error.message.contains(says), "{pairs:?}: {error:?}");
+        }
     }
 }

@@ -40,6 +40,7 @@ pub fn service_context(
         policy: Arc::new(Policy::default()),
         prices: Arc::new(PriceBook::builtin(&clients.region)),
         history: Arc::new(NoHistory),
+        spot: Arc::new(app::service::ports::NoSpotMarket),
         team_tag: team_tag.to_string(),
         in_flight: Arc::default(),
     }

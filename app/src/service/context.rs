@@ -7,7 +7,7 @@ use crate::{
     service::{
         detached::InFlight,
         ports::{
-            AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches,
+            AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches, SpotMarket,
             TaskDefinitionSchema,
         },
     },
@@ -39,6 +39,8 @@ pub struct ServiceContext {
     pub policy: Arc<Policy>,
     /// The prices cost reports use: the built-in table for the region and the price file.
     pub prices: Arc<PriceBook>,
+    /// EC2's spot prices, for spot instances the price file does not price.
+    pub spot: Arc<dyn SpotMarket>,
     /// The allocation history cost reports over past periods read.
     pub history: Arc<dyn CostHistory>,
     /// The tag key that names the team a service or task definition belongs to.

@@ -52,6 +52,8 @@ pub struct Fake {
     pub refuse_writes: AtomicBool,
     /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
+    /// What the spot market says.
+    pub spot: Mutex<crate::model::cost::SpotQuote>,
 }
 
 impl Fake {
@@ -96,6 +98,7 @@ impl Fake {
             }),
             prices: Arc::new(crate::model::cost::PriceBook::builtin("us-east-1")),
             history: self.clone(),
+            spot: self.clone(),
             team_tag: "team".into(),
             in_flight: Arc::default(),
         }
@@ -581,5 +584,11 @@ impl AuditStore for Fake {
             records.sort_by(|a, b| a.at.cmp(&b.at));
             Ok(records)
         })
+    }
+}
+
+impl crate::service::ports::SpotMarket for Fake {
+    fn quote(&self) -> crate::model::cost::SpotQuote {
+        self.spot.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

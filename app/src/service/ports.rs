@@ -187,6 +187,21 @@ pub trait AuditStore: Send + Sync {
     fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
 }
 
+/// The spot market: EC2's latest spot prices for the spot instance types the fleet runs.
+pub trait SpotMarket: Send + Sync {
+    /// The prices read last, and why there are none when they could not be read.
+    fn quote(&self) -> crate::model::cost::SpotQuote;
+}
+
+/// No spot market: spot instances are priced only by the price file.
+pub struct NoSpotMarket;
+
+impl SpotMarket for NoSpotMarket {
+    fn quote(&self) -> crate::model::cost::SpotQuote {
+        crate::model::cost::SpotQuote::default()
+    }
+}
+
 /// The allocation history the recorder keeps: hourly sums of what the fleet held.
 pub trait CostHistory: Send + Sync {
     /// What was recorded over `[from, to)` (Unix seconds): holdings and minutes per UTC day.

@@ -127,10 +127,13 @@ impl AppState {
             args.cost_retention_days,
         ));
         crate::cost_history::spawn_recorder(history.clone(), fleet.clone());
+        let spot = Arc::new(crate::spot_prices::SpotPrices::new(clients.ec2.clone()));
+        crate::spot_prices::spawn(spot.clone(), fleet.clone());
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
         services.policy = Arc::new(policy);
         services.prices = Arc::new(prices);
         services.history = history.clone();
+        services.spot = spot;
         let leptos_options = LeptosOptions::builder()
             .output_name("gpushare")
             .site_root(args.site_root.to_string_lossy().into_owned())

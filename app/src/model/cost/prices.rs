@@ -168,6 +168,37 @@ impl PriceBook {
     }
 }
 
+/// What the spot market says now: a price per spot instance type the fleet runs, read from
+/// EC2's spot price history, and why there is none when it could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpotQuote {
+    pub prices: Vec<Price>,
+    /// Why spot prices are unknown, in words, when they are.
+    pub note: Option<String>,
+}
+
+impl PriceBook {
+    /// This book with the spot market's prices added for the spot instance types it does not
+    /// price itself: a price file's spot rate (a negotiated one, say) wins over the market's.
+    pub fn with_market(&self, quote: &SpotQuote) -> PriceBook {
+        let mut book = self.clone();
+        for price in &quote.prices {
+            if price.lifecycle == Lifecycle::Spot
+                && book.price(&price.instance_type, Lifecycle::Spot).is_none()
+            {
+                book.prices.push(price.clone());
+            }
+        }
+        book.prices.sort_by(|a, b| {
+            (a.instance_type.as_str(), a.lifecycle).cmp(&(b.instance_type.as_str(), b.lifecycle))
+        });
+        if let Some(note) = &quote.note {
+            book.notes.push(note.clone());
+        }
+        book
+    }
+}
+
 /// A price file, checked: what `--prices` gives.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PriceFile {
