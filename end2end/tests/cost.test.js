@@ -144,3 +144,59 @@ describe('cost review, JavaScript off', () => {
     await context.close();
   });
 });
+
+describe('consolidation plan', () => {
+  async function apiPlan(query = '') {
+    const response = await fetch(`${BASE_URL}/api/v1/cost/plan${query}`);
+    assert.equal(response.status, 200);
+    return response.json();
+  }
+
+  test('reached from the cost page, it lists what to drain and where tasks go, and its form keeps the view', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/cost?period=now');
+    await waitForHydration(page);
+    await page.getByTestId('cost-plan-link').click();
+    await page.waitForURL(BASE_URL + '/cost/plan');
+    const plan = await apiPlan();
+    assert.ok(plan.drains.length > 0, 'the demo has instances to drain');
+    await page.waitForSelector('[data-testid="plan-saving"]');
+    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.saving_cents_per_month));
+    assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
+    const first = plan.drains[0];
+    assert.match(await page.getByTestId('plan-table').textContent(), new RegExp(first.ec2_instance_id));
+    assert.equal(await page.getByTestId('plan-blast').locator('tbody tr').count(), 6);
+
+    // More spare keeps more instances: the form's URL is the view, and the page follows it.
+    await page.getByTestId('plan-form').getByLabel('Spare GPU memory, %').fill('60');
+    await page.getByTestId('plan-form').getByRole('button', { name: 'Plan' }).click();
+    await page.waitForURL((url) => url.searchParams.get('spare') === '60');
+    const spared = await apiPlan('?spare=60');
+    assert.ok(spared.saving_cents_per_month <= plan.saving_cents_per_month);
+    await page.waitForFunction(
+      (saving) => document.querySelector('[data-testid="plan-saving"]')?.textContent === saving,
+      money(spared.saving_cents_per_month),
+    );
+    const href = await page.getByTestId('plan-csv').getAttribute('href');
+    assert.equal(href, '/api/v1/cost/plan?spare=60&format=csv');
+    const csv = (await (await fetch(BASE_URL + href)).text()).trim().split('\n');
+    const moves = spared.drains.reduce((n, d) => n + d.moves.length, 0);
+    assert.equal(csv.length, moves + 2);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('without JavaScript the server renders the plan of the URL, and a bad spare says what to give', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    await page.goto(BASE_URL + '/cost/plan?spare=0');
+    const plan = await apiPlan('?spare=0');
+    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.saving_cents_per_month));
+    assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
+    await page.goto(BASE_URL + '/cost/plan?spare=200');
+    assert.match(await page.getByTestId('plan-query-error').textContent(), /0 to 90/);
+    await page.emulateMedia({ media: 'print' });
+    assert.equal(await page.getByTestId('plan-form').isVisible(), false, 'the form is not printed');
+    assert.equal(await page.getByTestId('plan-method').isVisible(), true);
+    await context.close();
+  });
+});

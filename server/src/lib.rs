@@ -15,6 +15,7 @@ pub mod ports;
 pub mod prices;
 pub mod readiness;
 pub mod rollouts;
+pub mod spot_prices;
 pub mod telemetry;
 
 use std::time::Duration;
@@ -91,6 +92,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         check("/api/v1/task-definitions/fit-check", post(td::fit_check)),
         read("/api/v1/audit", get(http::audit::list)),
         read("/api/v1/cost", get(http::cost::report)),
+        read("/api/v1/cost/plan", get(http::plan::plan)),
         read(
             "/api/v1/clusters/{cluster}/events",
             get(http::activity::events),

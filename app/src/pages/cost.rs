@@ -211,6 +211,7 @@ fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> impl IntoVi
             {(query.period != Period::Now).then(|| view! {
                 <a href=format!("{csv}&detail=day") data-testid="cost-csv-daily" download>"Daily CSV"</a>
             })}
+            <a href="/cost/plan" data-testid="cost-plan-link">"Consolidation plan"</a>
         </form>
     }
 }

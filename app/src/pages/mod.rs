@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod audit;
 pub mod cost;
+pub mod cost_plan;
 pub mod deployments;
 pub mod fleet;
 pub mod not_found;

@@ -2,13 +2,75 @@
 //! over a recorded period, from the allocation history; priced at the console's prices.
 //! Never waits on AWS.
 
+use std::collections::HashMap;
+
+use placement::resources::Needs;
+use serde_json::{Map, Value};
+
 use crate::{
     model::{
-        cost::{check_cluster, history, report as price, CostQuery, CostReport, HoldingKind},
-        ServiceError,
+        arn::TaskDefinitionId,
+        cost::{
+            check_cluster,
+            consolidate::{self, ConsolidationPlan, PlanQuery},
+            history, report as price, CostQuery, CostReport, HoldingKind, PriceBook,
+        },
+        ServiceError, ServiceRef,
     },
-    service::context::ServiceContext,
+    service::{context::ServiceContext, lookup, task_definitions::find_revision},
 };
+
+/// The console's prices with the spot market's latest added.
+fn book(context: &ServiceContext) -> PriceBook {
+    context.prices.with_market(&context.spot.quote())
+}
+
+/// The consolidation plan for `query`, from the latest snapshot: the task definition each
+/// service runs is read once (all at once) for what its tasks need besides GPUs; a revision that
+/// cannot be read leaves that service checked by its GPUs only, and the plan says so.
+pub async fn plan(
+    context: &ServiceContext,
+    query: &PlanQuery,
+) -> Result<ConsolidationPlan, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    let prices = book(context);
+    let services: Vec<(String, ServiceRef)> = snapshot
+        .clusters
+        .iter()
+        .filter(|c| query.cluster.as_ref().is_none_or(|name| &c.name == name))
+        .flat_map(|c| c.service_list.iter().map(|s| (c.name.clone(), s.clone())))
+        .collect();
+    let mut arns: Vec<&str> = services
+        .iter()
+        .map(|(_, s)| s.task_definition_arn.as_str())
+        .collect();
+    arns.sort_unstable();
+    arns.dedup();
+    let read = futures::future::join_all(arns.iter().map(|arn| async move {
+        let id = TaskDefinitionId::parse(arn)?;
+        find_revision(context, &id.family, id.revision)
+            .await
+            .ok()
+            .flatten()
+            .map(|source| source.task)
+    }))
+    .await;
+    let tasks: HashMap<&str, Map<String, Value>> = arns
+        .into_iter()
+        .zip(read)
+        .filter_map(|(arn, task)| Some((arn, task?)))
+        .collect();
+    let needs: HashMap<(String, String), Needs> = services
+        .iter()
+        .filter_map(|(cluster, service)| {
+            let task = tasks.get(service.task_definition_arn.as_str())?;
+            let needs =
+                placement::resources::needs_of(task, &service.placement_constraints).ok()?;
+            Some(((cluster.clone(), service.name.clone()), needs))
+        })
+        .collect();
+    consolidate::plan(&snapshot, &prices, &needs, query).map_err(ServiceError::invalid)
+}
 
 /// The detailed CSV of `query`'s recorded period: a line per day and row.
 pub async fn daily_csv(
@@ -23,7 +85,8 @@ pub async fn daily_csv(
             )
         })?;
     let recorded = context.history.recorded(range.from, range.to).await?;
-    Ok(history::daily_csv(&recorded, &context.prices, query))
+    let prices = book(context);
+    Ok(history::daily_csv(&recorded, &prices, query))
 }
 
 /// The report for `query`: today's allocations from the snapshot (an error that says to wait
@@ -33,6 +96,7 @@ pub async fn report(
     query: &CostQuery,
 ) -> Result<CostReport, ServiceError> {
     let state = context.fleet.state();
+    let prices = book(context);
     let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
         .map_err(ServiceError::invalid)?;
     let Some(range) = range else {
@@ -41,7 +105,7 @@ pub async fn report(
                 "the fleet has not been read yet, so there is nothing to price; try again in a few seconds",
             ));
         };
-        return price(&snapshot, &context.prices, query).map_err(ServiceError::invalid);
+        return price(&snapshot, &prices, query).map_err(ServiceError::invalid);
     };
     let previous = range.previous();
     let (recorded, before) = futures::future::try_join(
@@ -64,7 +128,7 @@ pub async fn report(
     }
     let clusters: Vec<String> = clusters.into_iter().collect();
     check_cluster(query.cluster.as_ref(), &clusters).map_err(ServiceError::invalid)?;
-    let mut report = history::report(&recorded, &before, &context.prices, query, range);
+    let mut report = history::report(&recorded, &before, &prices, query, range);
     report.clusters = clusters;
     report.taken_at = crate::service::clock::now();
     report.replaying = context.history.replaying();

@@ -17,6 +17,7 @@ use crate::pages::{
     activity::{ClusterEventsPage, StoppedTasksPage},
     audit::AuditPage,
     cost::CostPage,
+    cost_plan::CostPlanPage,
     deployments::{DeploymentWatchPage, DeploymentsPage, ServicePage},
     fleet::FleetPage,
     not_found::NotFound,
@@ -118,6 +119,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/rollouts/:id") view=DeploymentWatchPage ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
+                    <Route path=path!("/cost/plan") view=CostPlanPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

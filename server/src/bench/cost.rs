@@ -12,6 +12,57 @@ fn percentile(samples: &mut [f64], p: f64) -> f64 {
     samples.get(at).copied().unwrap_or(0.0)
 }
 
+/// The consolidation plan on `scenario`, made the way the page makes it (the services' task
+/// definitions read through the SDK from the emulator): the time of each plan, and the plan.
+async fn plan_on(
+    scenario: &str,
+    rounds: u32,
+) -> anyhow::Result<(Vec<f64>, app::model::cost::consolidate::ConsolidationPlan)> {
+    use anyhow::Context;
+    let scenario = ::emulator::Scenario::parse(scenario).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let faults = ::emulator::Faults {
+        rate_limits: Some(false),
+        ..::emulator::Faults::default()
+    };
+    let emulator = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, faults);
+    let (_, clients) = crate::serve_emulator(&emulator).await?;
+    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+        .read()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = std::sync::Arc::new(crate::fleet::store::SnapshotStore::new(
+        std::time::Duration::from_secs(15),
+    ));
+    store.store(snapshot, chrono::Utc::now());
+    let dir = std::env::temp_dir().join(format!("gpushare-bench-plan-{}", std::process::id()));
+    let audit = std::sync::Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
+    let context = crate::ports::service_context(
+        &clients,
+        "team",
+        store,
+        audit,
+        app::model::FleetSource::Emulator {
+            endpoint: "embedded".to_string(),
+            scenario: scenario.name().to_string(),
+        },
+    );
+    let query = app::model::cost::consolidate::PlanQuery::default();
+    let mut times = Vec::new();
+    let mut plan = None;
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let made = app::service::cost::plan(&context, &query)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        plan = Some(made);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((times, plan.context("no round")?))
+}
+
 /// `gpushare bench cost`.
 pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
     use app::model::cost::{history, holdings, CostQuery, PriceBook};
@@ -79,6 +130,31 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
         crate::cost_history::replay(emulator, reader, replay_store, chrono::Utc::now()).await?;
     let replay = started.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&dir);
+    let mut plans = Vec::new();
+    for scenario in ["demo", "large"] {
+        let (mut times, plan) = plan_on(scenario, args.rounds.min(10)).await?;
+        let instances: u32 = plan.clusters.iter().map(|c| c.instances_before).sum();
+        plans.push(Row {
+            what: format!("consolidation plan on {scenario} ({instances} instances), p50 / p95"),
+            value: format!(
+                "{:.0} ms / {:.0} ms",
+                percentile(&mut times.clone(), 0.5),
+                percentile(&mut times, 0.95)
+            ),
+        });
+        plans.push(Row {
+            what: format!(
+                "  its saving: {} instances drained, {} tasks moved, of {} a month",
+                plan.drains.len(),
+                plan.tasks_moved,
+                app::model::cost::money(plan.monthly_before_cents)
+            ),
+            value: format!(
+                "{} a month",
+                app::model::cost::money(plan.saving_cents_per_month)
+            ),
+        });
+    }
     print_table(
         &format!(
             "gpushare bench cost — {} ({} holdings per hour), {} days on {}",
@@ -121,7 +197,10 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
                 ),
                 value: format!("{replay:.1} s"),
             },
-        ],
+        ]
+        .into_iter()
+        .chain(plans)
+        .collect::<Vec<_>>(),
     );
     Ok(())
 }

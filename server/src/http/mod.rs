@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod health;
 pub mod metrics;
 pub mod origin;
+pub mod plan;
 pub mod security;
 pub mod services;
 pub mod state;

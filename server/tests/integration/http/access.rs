@@ -295,6 +295,10 @@ fn rules() -> Vec<(&'static str, Rule)> {
             "/api/cost_report",
             Rule::Read(|| form("/api/cost_report", "query[group]=team")),
         ),
+        (
+            "/api/consolidation_plan",
+            Rule::Read(|| form("/api/consolidation_plan", "query[spare_percent]=10")),
+        ),
     ]
 }
 

@@ -27,9 +27,22 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     .await;
     let (_, fleet) = fleet_json(&app, "").await;
 
-    let response = send(&app, get("/api/v1/cost?group=service&span=day")).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let report = json(response).await;
+    // The spot prices are read once the fleet has been: wait for them.
+    let mut report = serde_json::Value::Null;
+    for _ in 0..100 {
+        let response = send(&app, get("/api/v1/cost?group=service&span=day")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        report = json(response).await;
+        if report["prices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["price"]["lifecycle"] == "spot")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let rows = report["rows"].as_array().unwrap();
     let total = report["total_cents"].as_i64().unwrap();
     assert!(total > 0, "{report}");
@@ -41,19 +54,22 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     );
 
     // The total is Σ instance-hours × price, computed here from the fleet and the prices used.
-    let prices: BTreeMap<String, f64> = report["prices"]
+    let prices: BTreeMap<(String, String), f64> = report["prices"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| {
             (
-                p["price"]["instance_type"].as_str().unwrap().to_string(),
+                (
+                    p["price"]["instance_type"].as_str().unwrap().to_string(),
+                    p["price"]["lifecycle"].as_str().unwrap().to_string(),
+                ),
                 p["price"]["usd_per_hour"].as_f64().unwrap(),
             )
         })
         .collect();
     assert_eq!(
-        prices.get("g5.12xlarge"),
+        prices.get(&("g5.12xlarge".to_string(), "on-demand".to_string())),
         Some(&4.25),
         "the price file wins: {report}"
     );
@@ -65,32 +81,31 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     let mut spot = 0;
     for cluster in fleet["snapshot"]["clusters"].as_array().unwrap() {
         for instance in cluster["instances"].as_array().unwrap() {
-            if instance["lifecycle"] == "spot" {
-                // No spot price given: listed, never priced at zero or at the on-demand rate.
+            let lifecycle = instance["lifecycle"].as_str().unwrap();
+            if lifecycle == "spot" {
                 spot += 1;
-                continue;
             }
             let kind = instance["instance_type"].as_str().unwrap();
             let price = prices
-                .get(kind)
-                .unwrap_or_else(|| panic!("{kind} has a price in the demo: {report}"));
+                .get(&(kind.to_string(), lifecycle.to_string()))
+                .unwrap_or_else(|| {
+                    panic!("{kind} ({lifecycle}) has a price in the demo: {report}")
+                });
             dollars += price * 24.0;
         }
     }
     assert_eq!(total, (dollars * 100.0).round() as i64);
     assert!(spot > 0, "the demo has spot instances");
-    let unpriced: i64 = report["unpriced"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u["instances"].as_i64().unwrap())
-        .sum();
-    assert_eq!(unpriced, spot);
-    assert!(report["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|n| n.as_str().unwrap().contains("(spot)")));
+    // The spot instances at EC2's spot price, named as such; nothing unpriced.
+    assert!(used.iter().any(|p| p["price"]["lifecycle"] == "spot"
+        && p["price"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("EC2 spot price history")));
+    assert!(
+        report["unpriced"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
     assert!(report["rows"]
         .as_array()
         .unwrap()
@@ -195,6 +210,72 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     assert!(page.contains(r#"data-testid="cost-table""#));
 }
 
+/// When EC2 refuses DescribeSpotPriceHistory, spot instances are listed as unpriced — never
+/// priced at zero or at the on-demand rate — and the report says why and what to do.
+#[tokio::test]
+async fn spot_instances_without_a_spot_price_are_listed_and_the_report_says_why() {
+    let (app, _) = test_app_configured(
+        false,
+        vec!["DescribeSpotPriceHistory:error=1".into()],
+        None,
+        |_| {},
+    )
+    .await;
+    let (_, fleet) = fleet_json(&app, "").await;
+    let spot = fleet["snapshot"]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["instances"].as_array().unwrap())
+        .filter(|i| i["lifecycle"] == "spot")
+        .count() as i64;
+    assert!(spot > 0);
+    let mut report = serde_json::Value::Null;
+    for _ in 0..200 {
+        report = json(send(&app, get("/api/v1/cost?span=day")).await).await;
+        if report["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("Spot prices unknown"))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let why = notes
+        .iter()
+        .find(|n| n.starts_with("Spot prices unknown"))
+        .unwrap_or_else(|| panic!("no note on spot prices: {notes:?}"));
+    assert!(
+        why.contains("DescribeSpotPriceHistory") && why.contains("--prices"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("ServiceError") && !why.contains("Some("),
+        "{why}"
+    );
+    let unpriced: i64 = report["unpriced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["lifecycle"] == "spot")
+        .map(|u| u["instances"].as_i64().unwrap())
+        .sum();
+    assert_eq!(unpriced, spot);
+    assert!(!report["prices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["price"]["lifecycle"] == "spot"));
+}
+
 #[tokio::test]
 async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
     let (app, _) = test_app_configured(false, Vec::new(), None, |_| {}).await;
@@ -232,5 +313,114 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
             !body.contains("Error {") && !body.contains("Some("),
             "{body}"
         );
+    }
+}
+
+/// The consolidation plan on the demo: every instance it drains is one of the fleet's, its tasks
+/// go to instances of the same cluster that are kept, the instances kept hold all the GPU memory
+/// allocated now with the spare left, the saving is the drained instances' price, and the CSV
+/// is the table; the page renders it without JavaScript.
+#[tokio::test]
+async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_its_table() {
+    let (app, _) = test_app_configured(false, Vec::new(), None, |_| {}).await;
+    let (_, fleet) = fleet_json(&app, "").await;
+    let response = send(&app, get("/api/v1/cost/plan?spare=10")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let plan = json(response).await;
+    let drains = plan["drains"].as_array().unwrap();
+    assert!(!drains.is_empty(), "the demo has thin instances: {plan}");
+    // The fleet's instances by ID: cluster, GPU memory allocated and in all.
+    let mut instances: BTreeMap<String, (String, u64, u64)> = BTreeMap::new();
+    for cluster in fleet["snapshot"]["clusters"].as_array().unwrap() {
+        for instance in cluster["instances"].as_array().unwrap() {
+            let gpus = instance["gpus"].as_array().unwrap();
+            let total: u64 = gpus
+                .iter()
+                .map(|g| g["total_memory_mib"].as_u64().unwrap())
+                .sum();
+            let free: u64 = gpus
+                .iter()
+                .map(|g| g["remaining_memory_mib"].as_u64().unwrap())
+                .sum();
+            instances.insert(
+                instance["ec2_instance_id"].as_str().unwrap().to_string(),
+                (
+                    cluster["name"].as_str().unwrap().to_string(),
+                    total - free,
+                    total,
+                ),
+            );
+        }
+    }
+    let drained: Vec<&str> = drains
+        .iter()
+        .map(|d| d["ec2_instance_id"].as_str().unwrap())
+        .collect();
+    let mut moves = 0;
+    let mut saving = 0;
+    for drain in drains {
+        let (cluster, _, _) = &instances[drain["ec2_instance_id"].as_str().unwrap()];
+        assert_eq!(drain["cluster"].as_str().unwrap(), cluster);
+        saving += drain["monthly_cents"].as_i64().unwrap();
+        for step in drain["moves"].as_array().unwrap() {
+            moves += 1;
+            for to in step["to"].as_array().unwrap() {
+                let to = to.as_str().unwrap();
+                assert!(!drained.contains(&to), "{to} is drained too");
+                assert_eq!(&instances[to].0, cluster, "tasks stay in their cluster");
+            }
+        }
+    }
+    assert_eq!(plan["saving_cents_per_month"].as_i64().unwrap(), saving);
+    // Per cluster, the instances kept hold what is allocated now, with 10 % spare.
+    for cluster in plan["clusters"].as_array().unwrap() {
+        let name = cluster["name"].as_str().unwrap();
+        let (allocated, kept) = instances.iter().filter(|(_, (c, _, _))| c == name).fold(
+            (0u64, 0u64),
+            |(a, k), (id, (_, used, total))| {
+                (
+                    a + used,
+                    k + if drained.contains(&id.as_str()) {
+                        0
+                    } else {
+                        *total
+                    },
+                )
+            },
+        );
+        assert!(
+            allocated as f64 <= kept as f64 * 0.9,
+            "{name}: {allocated} of {kept}"
+        );
+    }
+
+    let response = send(&app, get("/api/v1/cost/plan?spare=10&format=csv")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let csv = text(response).await;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), moves + 2, "{csv}");
+    assert!(lines[0].starts_with("cluster,instance,instance_type"));
+    assert!(lines
+        .last()
+        .unwrap()
+        .starts_with(&format!("total,{} instances", drains.len())));
+
+    let page = text(send(&app, get("/cost/plan")).await).await;
+    assert!(
+        page.contains("Consolidation plan") && page.contains(drained[0]),
+        "the page lists the instances to drain"
+    );
+
+    for (query, says) in [
+        ("spare=95", "0 to 90"),
+        ("spare=x", "spare=10"),
+        ("cluster=nope", "inference-prod"),
+        ("format=pdf", "json or csv"),
+        ("group=team", "cluster, spare and format"),
+    ] {
+        let response = send(&app, get(&format!("/api/v1/cost/plan?{query}"))).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+        let body = text(response).await;
+        assert!(body.contains(says), "{query}: {body}");
     }
 }
