@@ -451,6 +451,15 @@ async fn every_answer_of_every_operation_matches_the_botocore_models() {
         full["containerInstances"][0].get("healthStatus").is_some(),
         "healthStatus when asked for"
     );
+    // Set ACTIVE (as it is), with an instance that is not there: the instance and a failure.
+    let updated = run
+        .ecs(
+            "UpdateContainerInstancesState",
+            json!({"cluster": cluster, "containerInstances": [instance_arns[0].clone(), "arn:aws:ecs:us-east-1:123456789012:container-instance/inference-prod/0000"], "status": "ACTIVE"}),
+        )
+        .await;
+    assert_eq!(updated["containerInstances"][0]["status"], "ACTIVE");
+    assert_eq!(updated["failures"][0]["reason"], "MISSING");
 
     // Every instance of every cluster, with everything it can carry: the impaired daemon, the
     // GPUs of an instance that does not share them.

@@ -89,6 +89,15 @@ pub struct ListContainerInstances {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub struct UpdateContainerInstancesState {
+    pub cluster: Option<String>,
+    #[serde(default)]
+    pub container_instances: Vec<String>,
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DescribeContainerInstances {
     pub cluster: Option<String>,
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! ListContainerInstances and DescribeContainerInstances. The answer is written straight to
+//! ListContainerInstances, DescribeContainerInstances and UpdateContainerInstancesState. The answer is written straight to
 //! text through typed structs, without a `serde_json::Value` tree (a hundred GPU instances are
 //! about 300 KB of JSON).
 
@@ -81,6 +81,93 @@ pub fn describe(
             None => failures.push(missing(&arn)),
         }
     }
+    serde_json::to_string(&Described {
+        container_instances: found,
+        failures,
+    })
+    .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
+}
+
+/// UpdateContainerInstancesState: sets up to 10 instances `ACTIVE` or `DRAINING`. A DRAINING
+/// instance takes no new task; its services' tasks are replaced elsewhere within each service's
+/// `minimumHealthyPercent` and `maximumPercent` and then stopped (the service scheduler does it
+/// as it reconciles); standalone tasks keep running. The answer describes the instances.
+pub fn update_state(
+    fleet: &mut Fleet,
+    input: &input::UpdateContainerInstancesState,
+) -> Result<String, EcsError> {
+    let status = match input.status.as_deref() {
+        Some(status @ ("ACTIVE" | "DRAINING")) => status,
+        Some(other) => {
+            return Err(invalid(format!(
+                "status '{other}' is not valid: give ACTIVE or DRAINING."
+            )))
+        }
+        None => return Err(invalid("status is required: give ACTIVE or DRAINING.")),
+    };
+    let wanted = &input.container_instances;
+    if wanted.is_empty() {
+        return Err(invalid(
+            "containerInstances must list at least one container instance.",
+        ));
+    }
+    if wanted.len() > 10 {
+        return Err(invalid("containerInstances can have at most 10 items."));
+    }
+    let key = fleet
+        .cluster_key(input.cluster.as_deref().unwrap_or("default"))
+        .ok_or(EcsError::ClusterNotFound)?;
+    let mut changed = Vec::new();
+    let mut failures = Vec::new();
+    {
+        let cluster = fleet
+            .clusters
+            .get_mut(&key)
+            .ok_or(EcsError::ClusterNotFound)?;
+        let prefix = cluster
+            .arn
+            .split(":cluster/")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        for reference in wanted {
+            let arn = if reference.starts_with("arn:") {
+                reference.clone()
+            } else {
+                format!("{prefix}:container-instance/{}/{reference}", cluster.name)
+            };
+            match cluster.instance_mut(&arn) {
+                Some(instance) => {
+                    if instance.room.status != status {
+                        instance.room.status = status.to_string();
+                        instance.version += 1;
+                    }
+                    changed.push(arn);
+                }
+                None => failures.push(missing(&arn)),
+            }
+        }
+        // The services with tasks on a draining instance have work to do.
+        if status == "DRAINING" {
+            let services: std::collections::BTreeSet<String> = cluster
+                .tasks
+                .values()
+                .filter(|t| changed.contains(&t.instance_arn))
+                .filter_map(|t| t.group.strip_prefix("service:").map(str::to_string))
+                .collect();
+            for name in services {
+                if let Some(service) = cluster.services.get_mut(&name) {
+                    service.steady = false;
+                }
+            }
+        }
+    }
+    let cluster = &fleet.clusters[&key];
+    let found = changed
+        .iter()
+        .filter_map(|arn| cluster.instance(arn))
+        .map(|instance| InstanceOut::new(instance, None, false))
+        .collect();
     serde_json::to_string(&Described {
         container_instances: found,
         failures,

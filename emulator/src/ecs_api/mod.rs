@@ -18,12 +18,13 @@ pub use task_definitions::task_definition_json;
 pub use tasks::task_json;
 
 /// The ECS operations the emulator serves.
-pub const OPERATIONS: [&str; 19] = [
+pub const OPERATIONS: [&str; 20] = [
     "ListClusters",
     "DescribeClusters",
     "CreateCluster",
     "ListContainerInstances",
     "DescribeContainerInstances",
+    "UpdateContainerInstancesState",
     "ListServices",
     "DescribeServices",
     "CreateService",
@@ -50,6 +51,7 @@ pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String,
     let answer = match operation {
         // The largest answer is written straight to text.
         "DescribeContainerInstances" => return instances::describe(fleet, &read(body)?),
+        "UpdateContainerInstancesState" => return instances::update_state(fleet, &read(body)?),
         "ListClusters" => clusters::list(fleet, &read(body)?),
         "DescribeClusters" => clusters::describe(fleet, read(body)?),
         "CreateCluster" => clusters::create(fleet, read(body)?),

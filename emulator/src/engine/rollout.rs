@@ -2,6 +2,8 @@
 //! deployments' counts, new tasks started under `maximumPercent`, old tasks stopped while
 //! `minimumHealthyPercent` allows, placement failures recorded, and the rollout settled.
 
+use std::collections::BTreeSet;
+
 use chrono::Duration;
 
 use super::{circuit_breaker, scheduling::Unplaced, services::start_deployment, task_list};
@@ -41,6 +43,11 @@ struct Pass {
     primary_id: String,
     primary_td: String,
     group: String,
+    /// The service's tasks on DRAINING instances: replaced within the bounds, then stopped.
+    draining: BTreeSet<String>,
+    /// PRIMARY tasks among them, running or pending, and running.
+    draining_primary_live: u32,
+    draining_primary_running: u32,
 }
 
 /// The bounds of a rolling update of `desired` tasks: at most `max_total` tasks at once, at
@@ -130,8 +137,37 @@ impl Fleet {
             deployment.pending_count = pending;
         }
         let primary = svc.deployments.first()?;
+        // Tasks on DRAINING instances (UpdateContainerInstancesState): ECS replaces them
+        // within the deployment configuration's bounds and then stops them.
+        let draining_instances: BTreeSet<&str> = cluster
+            .instances
+            .iter()
+            .filter(|i| i.room.status == "DRAINING")
+            .map(|i| i.arn.as_str())
+            .collect();
+        let mut draining = BTreeSet::new();
+        let (mut draining_primary_live, mut draining_primary_running) = (0, 0);
+        if !draining_instances.is_empty() {
+            for task in svc.tasks.iter().filter_map(|arn| cluster.tasks.get(arn)) {
+                if task.desired_status == TaskStatus::Stopped
+                    || !draining_instances.contains(task.instance_arn.as_str())
+                {
+                    continue;
+                }
+                draining.insert(task.arn.clone());
+                if task.started_by.as_deref() == Some(primary.id.as_str()) {
+                    draining_primary_live += 1;
+                    if task.last_status == TaskStatus::Running {
+                        draining_primary_running += 1;
+                    }
+                }
+            }
+        }
         let (max_total, min_healthy) = bounds(svc.desired_count, &svc.config);
         Some(Pass {
+            draining,
+            draining_primary_live,
+            draining_primary_running,
             desired: svc.desired_count,
             max_total,
             min_healthy,
@@ -155,7 +191,9 @@ impl Fleet {
                 .iter()
                 .map(|d| d.running_count + d.pending_count)
                 .sum();
-            let primary_live = primary.running_count + primary.pending_count;
+            // Tasks on draining instances are to be replaced: they do not count as live.
+            let primary_live = (primary.running_count + primary.pending_count)
+                .saturating_sub(pass.draining_primary_live);
             if primary_live >= pass.desired
                 || live_total >= pass.max_total
                 || primary.rollout_state == RolloutState::Failed
@@ -221,12 +259,17 @@ impl Fleet {
             let cluster = &self.clusters[key];
             let svc = &cluster.services[name];
             let ours = |by: Option<&str>| by == Some(pass.primary_id.as_str());
+            // The old deployments' tasks, and the PRIMARY's on draining instances, go as the
+            // new ones replace them; the PRIMARY's elsewhere only beyond the desired count.
             let tasks_of = |primary: bool| {
                 let mut tasks: Vec<(bool, String)> = svc
                     .tasks
                     .iter()
                     .filter_map(|arn| cluster.tasks.get(arn))
-                    .filter(|t| ours(t.started_by.as_deref()) == primary)
+                    .filter(|t| {
+                        (ours(t.started_by.as_deref()) && !pass.draining.contains(&t.arn))
+                            == primary
+                    })
                     .map(|t| (t.last_status == TaskStatus::Running, t.arn.clone()))
                     .collect();
                 tasks.sort();
@@ -234,14 +277,18 @@ impl Fleet {
             };
             let running: u32 = svc.deployments.iter().map(|d| d.running_count).sum();
             let primary = &svc.deployments[0];
-            let primary_live = primary.running_count + primary.pending_count;
+            let primary_live = (primary.running_count + primary.pending_count)
+                .saturating_sub(pass.draining_primary_live);
+            let primary_running = primary
+                .running_count
+                .saturating_sub(pass.draining_primary_running);
             let old = old_tasks_to_stop(
                 &tasks_of(false),
                 running,
                 pass.min_healthy,
                 pass.desired,
                 primary_live,
-                primary.running_count,
+                primary_running,
             );
             let excess: Vec<String> = tasks_of(true)
                 .into_iter()
@@ -493,6 +540,76 @@ mod tests {
             old_tasks_to_stop(&old, 4, 2, 2, 2, 2),
             ["pending", "a", "b"]
         );
+    }
+
+    /// Draining an instance (UpdateContainerInstancesState) moves the service's tasks off it:
+    /// replacements start elsewhere first (maximumPercent 200), the drained ones stop once they
+    /// run, and the running count never goes under minimumHealthyPercent (100).
+    #[test]
+    fn a_drained_instances_tasks_are_replaced_elsewhere_within_the_bounds() {
+        let mut fleet = fixture::fleet(2, 1);
+        let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+        service(&mut fleet, &td, 2, false);
+        fixture::run(&mut fleet, 30);
+        let on = |fleet: &Fleet, instance: &str| -> usize {
+            let cluster = &fleet.clusters["prod"];
+            cluster.services["embed"]
+                .tasks
+                .iter()
+                .filter_map(|arn| cluster.tasks.get(arn))
+                .filter(|t| t.instance_arn == instance && t.desired_status != TaskStatus::Stopped)
+                .count()
+        };
+        // Best fit puts both on one GPU; drain that instance.
+        let instances: Vec<String> = fleet.clusters["prod"]
+            .instances
+            .iter()
+            .map(|i| i.arn.clone())
+            .collect();
+        let (busy, other) = if on(&fleet, &instances[0]) == 2 {
+            (instances[0].clone(), instances[1].clone())
+        } else {
+            (instances[1].clone(), instances[0].clone())
+        };
+        assert_eq!(on(&fleet, &busy), 2);
+        let answer = crate::ecs_api::handle(
+            &mut fleet,
+            "UpdateContainerInstancesState",
+            serde_json::json!({"cluster": "prod", "containerInstances": [busy], "status": "DRAINING"}),
+        )
+        .expect("drained");
+        assert!(answer.contains("\"status\":\"DRAINING\""), "{answer}");
+        for _ in 0..60 {
+            fixture::run(&mut fleet, 1);
+            let running = fleet.clusters["prod"].services["embed"].deployments[0].running_count;
+            assert!(
+                running >= 2,
+                "minimumHealthyPercent 100 keeps 2 running: {running}"
+            );
+        }
+        assert_eq!(
+            on(&fleet, &busy),
+            0,
+            "nothing of the service is left on the drained instance"
+        );
+        assert_eq!(on(&fleet, &other), 2);
+        let svc = &fleet.clusters["prod"].services["embed"];
+        assert_eq!(svc.deployments[0].running_count, 2);
+        // Bad states and unknown instances say so.
+        let error = crate::ecs_api::handle(
+            &mut fleet,
+            "UpdateContainerInstancesState",
+            serde_json::json!({"cluster": "prod", "containerInstances": [other], "status": "REGISTERING"}),
+        )
+        .expect_err("refused");
+        assert!(format!("{error:?}").contains("ACTIVE or DRAINING"));
+        let missing = crate::ecs_api::handle(
+            &mut fleet,
+            "UpdateContainerInstancesState",
+            serde_json::json!({"cluster": "prod", "containerInstances": ["nope"], "status": "ACTIVE"}),
+        )
+        .expect("answers");
+        assert!(missing.contains("MISSING"), "{missing}");
     }
 
     #[test]

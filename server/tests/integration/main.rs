@@ -3,6 +3,7 @@
 //! definition corpus, and the whole HTTP surface by area.
 
 mod audit_store;
+mod consolidation;
 mod cost_history;
 mod deploy_reconcile;
 mod events_queue;
