@@ -1,5 +1,6 @@
 //! The allocation history: minutes recorded once whatever the replicas, hours summed in place,
-//! on SQLite and PostgreSQL; and the recorder over the emulator's replayed past, checked
+//! on SQLite and PostgreSQL; the recorder over the emulator's replayed past, and over a day with
+//! a scale-up, a deploy and a drained instance made through the API, checked
 //! against figures worked out by hand.
 
 use std::{path::Path, sync::Arc};
@@ -289,5 +290,183 @@ async fn the_recorder_over_the_emulators_past_matches_figures_worked_out_by_hand
         (cents - report.total_cents).abs() <= days,
         "{cents} vs {}",
         report.total_cents
+    );
+}
+
+/// A simulated day of the demo recorded through the SDK in 15-minute steps, with three changes
+/// made through ECS's API between steps: rerank scaled from 4 to 5 tasks, then deployed with
+/// 6,144 MiB per task instead of 8,192, then one instance holding a rerank task drained. The
+/// recorder's rerank memory-hours match the hand-computed sum over the four stretches (within
+/// the rollout's overlap, at most two steps per change), and the instance-hours are every
+/// instance's every recorded hour — a drained instance is still billed.
+#[tokio::test]
+#[allow(clippy::unwrap_used)]
+async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
+    use app::service::ports::{EcsReads, EcsWrites};
+    use aws_sdk_ecs::types::ContainerInstanceStatus;
+
+    let args = EmulatorArgs {
+        history_days: 1,
+        ..EmulatorArgs::default()
+    };
+    let emulator = gpushare::build_emulator(&args, 1).await.expect("the demo");
+    let (_, clients) = gpushare::serve_emulator(&emulator).await.expect("serves");
+    let dir = temp_dir("history-day");
+    let audit = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let history = Arc::new(SqlCostHistory::new(&audit, 400));
+    let clock = emulator.clone();
+    let reader = || {
+        gpushare::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+            .with_ec2(gpushare::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+    };
+    let step = gpushare::cost_history::REPLAY_STEP_MINUTES * 60;
+    let begin = emulator.now().timestamp().div_euclid(step) * step + step;
+    let at = |hours: i64| chrono::DateTime::from_timestamp(begin + hours * 3600, 0).unwrap();
+    let replay =
+        |until| gpushare::cost_history::replay(emulator.clone(), reader(), history.clone(), until);
+    let now_reader = {
+        let clock = clock.clone();
+        reader().with_clock(Arc::new(move || clock.now()))
+    };
+    let rerank = |snapshot: &app::model::FleetSnapshot| {
+        snapshot.clusters[1]
+            .service_list
+            .iter()
+            .find(|s| s.name == "rerank")
+            .cloned()
+            .unwrap()
+    };
+    let settled = |what: &str, snapshot: &app::model::FleetSnapshot, desired: u32| {
+        let service = rerank(snapshot);
+        assert_eq!(snapshot.clusters[1].name, "inference-prod");
+        assert_eq!(
+            (service.desired, service.running, service.pending),
+            (desired, desired, 0),
+            "{what}: {service:?}"
+        );
+    };
+
+    // 6 hours as built: 4 tasks of 8,192 MiB.
+    replay(at(6)).await.expect("replays");
+    settled("as built", &now_reader.refresh().await.unwrap().snapshot, 4);
+    clients
+        .ecs
+        .update_service()
+        .cluster("inference-prod")
+        .service("rerank")
+        .desired_count(5)
+        .send()
+        .await
+        .expect("scales");
+    // 6 hours at 5 tasks.
+    replay(at(12)).await.expect("replays");
+    let snapshot = now_reader.refresh().await.unwrap().snapshot;
+    settled("scaled up", &snapshot, 5);
+    let store = Arc::new(gpushare::fleet::store::SnapshotStore::new(
+        std::time::Duration::from_secs(15),
+    ));
+    store.store(snapshot.clone(), chrono::Utc::now());
+    let ecs = gpushare::ecs::Ecs::new(clients.ecs.clone(), "team", store);
+    let running =
+        app::model::arn::TaskDefinitionId::parse(&rerank(&snapshot).task_definition_arn).unwrap();
+    let mut task = ecs
+        .revision(running.family.clone(), running.revision)
+        .await
+        .unwrap()
+        .unwrap()
+        .task;
+    let text = serde_json::to_string(&task).unwrap();
+    assert!(text.contains("\"memory\":8192"), "{text}");
+    let containers = task["containerDefinitions"].as_array_mut().unwrap();
+    for container in containers {
+        if let Some(mps) =
+            container.pointer_mut("/resourceRequirements/0/sharingStrategy/nvidiaMps/memory")
+        {
+            *mps = serde_json::json!(6144);
+        }
+    }
+    let registered = ecs.register(task).await.expect("registers");
+    ecs.update_service(
+        "inference-prod".into(),
+        "rerank".into(),
+        format!(
+            "{}:{}",
+            registered.revision.family, registered.revision.revision
+        ),
+    )
+    .await
+    .expect("deploys");
+    // 6 hours at 5 tasks of 6,144 MiB.
+    replay(at(18)).await.expect("replays");
+    let snapshot = now_reader.refresh().await.unwrap().snapshot;
+    settled("deployed", &snapshot, 5);
+    let drained = snapshot.clusters[1]
+        .instances
+        .iter()
+        .find(|i| {
+            i.gpus
+                .iter()
+                .flat_map(|g| g.containers.iter())
+                .any(|c| c.service.as_deref() == Some("rerank"))
+        })
+        .unwrap();
+    clients
+        .ecs
+        .update_container_instances_state()
+        .cluster("inference-prod")
+        .container_instances(drained.arn.clone())
+        .status(ContainerInstanceStatus::Draining)
+        .send()
+        .await
+        .expect("drains");
+    // The rest of the day with that instance drained.
+    let end = chrono::Utc::now();
+    let minutes_total = replay(end).await.expect("replays");
+    let snapshot = now_reader.refresh().await.unwrap().snapshot;
+    settled("drained", &snapshot, 5);
+    assert!(snapshot.clusters[1]
+        .instances
+        .iter()
+        .find(|i| i.arn == drained.arn)
+        .unwrap()
+        .gpus
+        .iter()
+        .flat_map(|g| g.containers.iter())
+        .all(|c| c.service.as_deref() != Some("rerank")));
+
+    let recorded = history
+        .select(begin - 86_400, end.timestamp() + 3600)
+        .await
+        .expect("reads");
+    let hours = recorded.recorded_hours();
+    assert!(
+        hours > 23.0,
+        "{hours} hours recorded ({minutes_total} minutes in the last stretch)"
+    );
+    let total = recorded.total();
+    let rerank_mib_hours: f64 = total
+        .iter()
+        .filter(|(k, _)| {
+            k.kind == HoldingKind::Held && k.cluster == "inference-prod" && k.service == "rerank"
+        })
+        .map(|(_, a)| a.memory_mib_hours)
+        .sum();
+    let last = hours - 18.0;
+    let by_hand = 6.0 * 4.0 * 8192.0 + 6.0 * 5.0 * 8192.0 + (6.0 + last) * 5.0 * 6144.0;
+    // The rollout runs old and new tasks together for a step or two.
+    let overlap = 2.0 * 0.25 * 5.0 * (8192.0 + 6144.0);
+    assert!(
+        rerank_mib_hours >= by_hand - 1.0 && rerank_mib_hours <= by_hand + overlap,
+        "rerank held {rerank_mib_hours} MiB-hours; by hand {by_hand} (+ up to {overlap} of overlap)"
+    );
+    let instances = emulator.status().container_instances as f64;
+    let instance_hours: f64 = total
+        .iter()
+        .filter(|(k, _)| k.kind == HoldingKind::Capacity)
+        .map(|(_, a)| a.instance_hours)
+        .sum();
+    assert!(
+        (instance_hours - instances * hours).abs() < 1e-6,
+        "{instance_hours} instance-hours for {instances} instances over {hours} h, one drained"
     );
 }
