@@ -167,25 +167,12 @@ impl Cluster {
                                 per_container: Vec::new(),
                             },
                         });
-                    match &mut task.request {
-                        GpuRequest::Mps(memories) => {
-                            memories.push(container.memory_mib.unwrap_or(0));
-                            task.assignment.per_container.push(vec![gpu_index]);
-                        }
-                        GpuRequest::Whole(counts) => {
-                            // One container with N whole GPUs shows on N GPUs.
-                            if let Some(last) = task.assignment.per_container.last_mut() {
-                                last.push(gpu_index);
-                                if let Some(count) = counts.last_mut() {
-                                    *count += 1;
-                                }
-                            } else {
-                                counts.push(1);
-                                task.assignment.per_container.push(vec![gpu_index]);
-                            }
-                        }
-                        GpuRequest::None => {}
-                    }
+                    add_container(
+                        &mut task.request,
+                        &mut task.assignment,
+                        container,
+                        gpu_index,
+                    );
                 }
             }
         }
@@ -250,6 +237,35 @@ impl Cluster {
             }
         }
         cluster
+    }
+}
+
+/// Adds what one GPU container of a task holds, on the GPU at `gpu_index`, to the task's
+/// request and assignment as the snapshot shows them: an MPS container's memory on its GPU, or
+/// one more GPU of a whole-GPU container (a container with N whole GPUs shows on N GPUs).
+pub fn add_container(
+    request: &mut GpuRequest,
+    assignment: &mut GpuAssignment,
+    container: &crate::model::GpuContainer,
+    gpu_index: usize,
+) {
+    match request {
+        GpuRequest::Mps(memories) => {
+            memories.push(container.memory_mib.unwrap_or(0));
+            assignment.per_container.push(vec![gpu_index]);
+        }
+        GpuRequest::Whole(counts) => {
+            if let Some(last) = assignment.per_container.last_mut() {
+                last.push(gpu_index);
+                if let Some(count) = counts.last_mut() {
+                    *count += 1;
+                }
+            } else {
+                counts.push(1);
+                assignment.per_container.push(vec![gpu_index]);
+            }
+        }
+        GpuRequest::None => {}
     }
 }
 

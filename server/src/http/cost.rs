@@ -15,6 +15,17 @@ use app::{
 
 use crate::{error::AppError, http::api::parameters, http::state::AppState};
 
+/// Whether a `format` parameter asks for CSV (`csv`) rather than JSON (`json` or empty).
+pub(super) fn wants_csv(format: &str) -> Result<bool, AppError> {
+    match format {
+        "" | "json" => Ok(false),
+        "csv" => Ok(true),
+        other => Err(AppError::BadRequest(format!(
+            "format {other:?} is not json or csv"
+        ))),
+    }
+}
+
 /// `GET /api/v1/cost[?period=&from=&to=&group=&span=&sort=&idle=&cluster=&format=csv]`.
 pub async fn report(
     State(state): State<AppState>,
@@ -38,17 +49,7 @@ pub async fn report(
                     }
                 }
             }
-            "format" => {
-                csv = match value.as_str() {
-                    "" | "json" => false,
-                    "csv" => true,
-                    other => {
-                        return Err(AppError::BadRequest(format!(
-                            "format {other:?} is not json or csv"
-                        )))
-                    }
-                }
-            }
+            "format" => csv = wants_csv(value)?,
             other => {
                 return Err(AppError::BadRequest(format!(
                     "there is no parameter {other:?}; the parameters are {known}"

@@ -25,17 +25,7 @@ pub async fn plan(
     let mut rest = Vec::new();
     for (key, value) in &pairs {
         match key.as_str() {
-            "format" => {
-                csv = match value.as_str() {
-                    "" | "json" => false,
-                    "csv" => true,
-                    other => {
-                        return Err(AppError::BadRequest(format!(
-                            "format {other:?} is not json or csv"
-                        )))
-                    }
-                }
-            }
+            "format" => csv = super::cost::wants_csv(value)?,
             key if PlanQuery::KEYS.contains(&key) => rest.push((key, value.as_str())),
             other => {
                 return Err(AppError::BadRequest(format!(

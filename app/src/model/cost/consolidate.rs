@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{
     cost::{Lifecycle, PriceBook},
     fleet_view::slot,
+    rollout::add_container,
     FleetSnapshot, ServiceRef,
 };
 
@@ -604,25 +605,12 @@ pub fn plan(
                         }
                     };
                     let task = &mut sim.tasks[task];
-                    match &mut task.request {
-                        GpuRequest::Mps(memories) => {
-                            memories.push(container.memory_mib.unwrap_or(0));
-                            task.assignment.per_container.push(vec![gpu_index]);
-                        }
-                        GpuRequest::Whole(counts) => {
-                            // One container with N whole GPUs shows on N GPUs.
-                            if let Some(last) = task.assignment.per_container.last_mut() {
-                                last.push(gpu_index);
-                                if let Some(count) = counts.last_mut() {
-                                    *count += 1;
-                                }
-                            } else {
-                                counts.push(1);
-                                task.assignment.per_container.push(vec![gpu_index]);
-                            }
-                        }
-                        GpuRequest::None => {}
-                    }
+                    add_container(
+                        &mut task.request,
+                        &mut task.assignment,
+                        container,
+                        gpu_index,
+                    );
                 }
             }
         }
@@ -912,15 +900,27 @@ fn combine(parts: &[Blast]) -> Blast {
     all
 }
 
-/// The plan as CSV: a line per instance to drain and service moving off it, as the page's
-/// table, then the total saving.
+/// The plan as CSV: a line per instance to drain and service moving off it (one line for an
+/// instance with nothing to move), as the page's table, then the total saving.
 pub fn to_csv(plan: &ConsolidationPlan) -> String {
     use crate::model::{cost::usd, csv::field};
     let mut out = String::from(
         "cluster,instance,instance_type,lifecycle,monthly_usd,service,team,tasks,to\n",
     );
+    let nothing = [Move {
+        service: String::new(),
+        team: None,
+        tasks: 0,
+        to: Vec::new(),
+    }];
     for drain in &plan.drains {
-        for step in &drain.moves {
+        // An instance with no GPU task still has its line, as in the table.
+        let moves = if drain.moves.is_empty() {
+            &nothing[..]
+        } else {
+            &drain.moves[..]
+        };
+        for step in moves {
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{}\n",
                 field(&drain.cluster),

@@ -324,6 +324,14 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
 async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_its_table() {
     let (app, _) = test_app_configured(false, Vec::new(), None, |_| {}).await;
     let (_, fleet) = fleet_json(&app, "").await;
+    // Spot instances are priced once the spot prices are read: wait, so that the plan holds still.
+    for _ in 0..100 {
+        let report = json(send(&app, get("/api/v1/cost?span=day")).await).await;
+        if report["unpriced"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let response = send(&app, get("/api/v1/cost/plan?spare=10")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let plan = json(response).await;
@@ -362,8 +370,8 @@ async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_i
         let (cluster, _, _) = &instances[drain["ec2_instance_id"].as_str().unwrap()];
         assert_eq!(drain["cluster"].as_str().unwrap(), cluster);
         saving += drain["monthly_cents"].as_i64().unwrap();
+        moves += drain["moves"].as_array().unwrap().len().max(1);
         for step in drain["moves"].as_array().unwrap() {
-            moves += 1;
             for to in step["to"].as_array().unwrap() {
                 let to = to.as_str().unwrap();
                 assert!(!drained.contains(&to), "{to} is drained too");
