@@ -109,7 +109,7 @@ fn Plan(plan: ConsolidationPlan) -> impl IntoView {
                             <td class="num">{money(c.monthly_before_cents)}</td>
                             <td class="num">{money(c.monthly_after_cents)}</td>
                             <td class="num">{format!("{:.0} GiB of {:.0} GiB", c.free_after_mib as f64 / 1024.0, c.kept_mib as f64 / 1024.0)}</td>
-                            <td>{c.headroom.clone().unwrap_or_else(|| "no service deploys beside its old tasks".to_string())}{(c.held_for_spare > 0).then(|| format!("; {} instance(s) kept for the spare", c.held_for_spare))}</td>
+                            <td>{c.headroom.clone().unwrap_or_else(|| "no service deploys beside its old tasks".to_string())}{(c.held_for_spare > 0).then(|| format!("; {} more instance(s) kept: without any of them the rest could not hold what is allocated with the spare", c.held_for_spare))}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

@@ -166,7 +166,8 @@ pub struct ClusterPlan {
     /// GPU memory of the instances kept, MiB, and what stays free there after the plan.
     pub kept_mib: u64,
     pub free_after_mib: u64,
-    /// The instances not drained because the spare share would have gone below the limit.
+    /// The instances not drained because the rest could not hold what is allocated (and the
+    /// rollout room) with the spare share free.
     pub held_for_spare: u32,
 }
 
