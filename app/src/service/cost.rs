@@ -1,6 +1,7 @@
 //! Cost review: what the fleet costs at today's allocations, from the in-memory snapshot, or
-//! over a recorded period, from the allocation history; priced at the console's prices.
-//! Never waits on AWS.
+//! over a recorded period, from the allocation history; priced at the console's prices and the
+//! spot market's last read. The reports never wait on AWS; the consolidation plan reads the task
+//! definitions the services run (through the ECS read cache).
 
 use std::collections::HashMap;
 
