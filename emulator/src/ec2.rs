@@ -127,6 +127,22 @@ fn page_start(params: &[(String, String)], prefix: &str) -> Result<usize, Ec2Err
     }
 }
 
+/// `MaxResults` between `least` and `most` (`most` when not given), or EC2's error.
+fn max_results(params: &[(String, String)], least: usize, most: usize) -> Result<usize, Ec2Error> {
+    match param(params, "MaxResults") {
+        None => Ok(most),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (least..=most).contains(&n) => Ok(n),
+            _ => Err(Ec2Error::new(
+                "InvalidParameterValue",
+                format!(
+                    "MaxResults '{text}' is invalid. Expecting a value between {least} and {most}."
+                ),
+            )),
+        },
+    }
+}
+
 /// The values of a list parameter: `Prefix.1`, `Prefix.2`, … in order.
 fn list<'a>(params: &'a [(String, String)], prefix: &str) -> Vec<&'a str> {
     let mut items: Vec<(u32, &str)> = params
@@ -330,19 +346,7 @@ fn describe_instance_types(
             ),
         ));
     }
-    let get = |key: &str| param(params, key);
-    let max_results = match get("MaxResults") {
-        None => 100,
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (5..=100).contains(&n) => n,
-            _ => {
-                return Err(Ec2Error::new(
-                    "InvalidParameterValue",
-                    format!("MaxResults '{text}' is invalid. Expecting a value between 5 and 100."),
-                ))
-            }
-        },
-    };
+    let max_results = max_results(params, 5, 100)?;
     let start = page_start(params, "emulator-ec2-types:")?;
     let matching: Vec<&instance_types::InstanceType> = instance_types::ALL
         .iter()
@@ -473,20 +477,7 @@ fn describe_spot_price_history(
             ));
         }
     }
-    let max_results = match get("MaxResults") {
-        None => 1000,
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (1..=1000).contains(&n) => n,
-            _ => {
-                return Err(Ec2Error::new(
-                    "InvalidParameterValue",
-                    format!(
-                        "MaxResults '{text}' is invalid. Expecting a value between 1 and 1000."
-                    ),
-                ))
-            }
-        },
-    };
+    let max_results = max_results(params, 1, 1000)?;
     let mut items: Vec<(i64, &str, &str, f64)> = Vec::new();
     if linux {
         let first = start.timestamp().div_euclid(SPOT_PERIOD_SECONDS) * SPOT_PERIOD_SECONDS;

@@ -622,7 +622,11 @@ pub fn plan(
                 .entry(task.service)
                 .or_default() += 1;
         }
-        let start: Vec<usize> = sim.tasks.iter().map(|t| t.host).collect();
+        // The tasks each instance runs now (before the rollout's extra ones are added).
+        let mut started_on: Vec<Vec<usize>> = vec![Vec::new(); sim.hosts.len()];
+        for (index, task) in sim.tasks.iter().enumerate() {
+            started_on[task.host].push(index);
+        }
         before.push(sim.blast());
 
         // Room for the largest rollout: its extra tasks placed as if running.
@@ -784,11 +788,11 @@ pub fn plan(
         }
         for host in drained {
             let h = &sim.hosts[host];
+            let gpu_mib = h.gpus.first().map_or(0, |g| g.total_memory_mib);
             let mut moves: BTreeMap<usize, (u32, BTreeSet<String>)> = BTreeMap::new();
-            for (task, t) in sim.tasks.iter().enumerate() {
-                if t.phantom || start.get(task) != Some(&host) {
-                    continue;
-                }
+            let mut allocated_mib = 0;
+            for t in started_on[host].iter().map(|task| &sim.tasks[*task]) {
+                allocated_mib += request_mib(&t.request, gpu_mib);
                 let entry = moves.entry(t.service).or_default();
                 entry.0 += 1;
                 entry.1.insert(sim.hosts[t.host].id.clone());
@@ -800,7 +804,7 @@ pub fn plan(
                 instance_type: h.instance_type.clone(),
                 lifecycle: h.lifecycle,
                 monthly_cents: h.usd_per_hour.map(|p| cents(p * HOURS_PER_MONTH)),
-                allocated_mib: h.allocated_mib_at_start(&sim, host, &start),
+                allocated_mib,
                 total_mib: h.total_mib,
                 moves: moves
                     .into_iter()
@@ -866,19 +870,6 @@ pub fn plan(
     plan.unknown.push("The plan is made from today's allocations, not from the period's peak: a service that scales out later needs room the plan does not keep beyond the spare.".into());
     plan.unpriced = unpriced.into_iter().collect();
     Ok(plan)
-}
-
-impl Host {
-    /// The GPU memory the tasks that started on `host` held there.
-    fn allocated_mib_at_start(&self, sim: &Sim, host: usize, start: &[usize]) -> u64 {
-        let gpu_mib = self.gpus.first().map_or(0, |g| g.total_memory_mib);
-        sim.tasks
-            .iter()
-            .enumerate()
-            .filter(|(index, t)| !t.phantom && start.get(*index) == Some(&host))
-            .map(|(_, t)| request_mib(&t.request, gpu_mib))
-            .sum()
-    }
 }
 
 /// The blast radius over several clusters.
