@@ -64,7 +64,7 @@ pub fn GpuEditor(
     let description = RwSignal::new(String::new());
     let cluster = RwSignal::new(cluster);
     let last = RwSignal::new(None::<Last>);
-    let check = Action::new_local({
+    let check = Action::new({
         let family = family.clone();
         move |(edit, cluster): &(Edit, String)| {
             let (family, edit, cluster) = (family.clone(), edit.clone(), Some(cluster.clone()));
@@ -82,7 +82,7 @@ pub fn GpuEditor(
             }
         }
     });
-    let register = Action::new_local({
+    let register = Action::new({
         let family = family.clone();
         move |(edit, description): &(Edit, String)| {
             let (family, edit, description) = (family.clone(), edit.clone(), description.clone());
@@ -142,11 +142,11 @@ pub fn GpuEditor(
     let on_check = {
         let edit = edit.clone();
         move |_| {
-            check.dispatch_local((edit(), cluster.get_untracked()));
+            check.dispatch((edit(), cluster.get_untracked()));
         }
     };
     let on_register = move |_| {
-        register.dispatch_local((edit(), description.get_untracked()));
+        register.dispatch((edit(), description.get_untracked()));
     };
     let busy = move || check.pending().get() || register.pending().get();
     // The last check can say more than the family's ownership: a field only an admin changes.

@@ -262,3 +262,54 @@ async fn responses_are_compressed_when_asked() {
         assert_eq!(response.headers()[header::CONTENT_ENCODING], encoding);
     }
 }
+
+/// A page is rendered while its body is read, on whichever worker thread is free. Every page
+/// must render and clean up whichever thread reads each part of it: here each part is read on a
+/// thread of its own. (A component holding a single-thread value panicked the server when its
+/// page was dropped on another thread, and the browser got an empty answer.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::unwrap_used)]
+async fn every_page_renders_when_its_body_is_read_across_threads() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    for path in [
+        "/",
+        "/task-definitions",
+        "/task-definitions/embed-api",
+        "/task-definitions/embed-api/1",
+        "/task-definitions/speech-align/compare?from=1&to=2",
+        "/deployments",
+        "/deployments/inference-prod/embed-api",
+        "/clusters/inference-prod/events",
+        "/clusters/inference-prod/stopped-tasks",
+        "/audit",
+        "/cost",
+        "/cost?period=now",
+        "/cost/plan",
+    ] {
+        let response = send(&app, get(path)).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let mut body = response.into_body();
+        let mut page = Vec::new();
+        loop {
+            let handle = tokio::runtime::Handle::current();
+            let (rest, frame) = std::thread::spawn(move || {
+                let frame = handle.block_on(http_body_util::BodyExt::frame(&mut body));
+                (body, frame)
+            })
+            .join()
+            .unwrap_or_else(|_| panic!("{path}: reading a part on another thread panicked"));
+            body = rest;
+            match frame {
+                None => break,
+                Some(frame) => {
+                    if let Ok(data) = frame.unwrap().into_data() {
+                        page.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("</html>"), "{path}: the whole page");
+    }
+}
