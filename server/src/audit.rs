@@ -29,7 +29,7 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 5] = [
+const MIGRATIONS: [(i64, &str, &str); 6] = [
     (
         1,
         "audit log and deploy locks",
@@ -135,6 +135,14 @@ const MIGRATIONS: [(i64, &str, &str); 5] = [
         minute BIGINT PRIMARY KEY,
         replica TEXT NOT NULL
     );",
+    ),
+    (
+        6,
+        "allocation history: instances' CPU and memory, and what tasks reserve of them",
+        "ALTER TABLE cost_hours ADD COLUMN cpu_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
+    ALTER TABLE cost_hours ADD COLUMN host_memory_mib_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
+    ALTER TABLE cost_days ADD COLUMN cpu_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
+    ALTER TABLE cost_days ADD COLUMN host_memory_mib_hours DOUBLE PRECISION NOT NULL DEFAULT 0;",
     ),
 ];
 

@@ -337,6 +337,16 @@ fn parse_clock_speed(value: &str) -> Result<f64, String> {
     }
 }
 
+fn host_share(value: &str) -> Result<f64, String> {
+    let max = app::model::cost::prices::HOST_SHARE_MAX_PERCENT;
+    match value.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(percent) if percent.is_finite() && (0.0..=max).contains(&percent) => Ok(percent),
+        _ => Err(format!(
+            "{value:?} is not a share of the price; give a percent from 0 to {max}, e.g. 15"
+        )),
+    }
+}
+
 fn parse_url(value: &str) -> Result<String, String> {
     if value.starts_with("http://") || value.starts_with("https://") {
         Ok(value.trim_end_matches('/').to_string())
@@ -362,6 +372,13 @@ pub struct ServeArgs {
     /// report may not reach further back.
     #[arg(long, env = "GPUSHARE_COST_RETENTION_DAYS", default_value_t = crate::cost_history::RETENTION_DAYS, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub cost_retention_days: u32,
+
+    /// Percent of each instance's price that the cost review puts on its CPU and memory (split
+    /// half by the CPU units the tasks reserve, half by the memory they reserve; the part no task
+    /// reserves is idle); the rest is split across its GPUs. 0 (the default) puts the whole
+    /// price on the GPUs. At most 90.
+    #[arg(long, env = "GPUSHARE_COST_HOST_SHARE", value_name = "PERCENT", default_value_t = 0.0, value_parser = host_share)]
+    pub cost_host_share: f64,
 
     /// Folder with the built site: `pkg/` (script, WebAssembly, stylesheet) and the public assets.
     #[arg(long, env = "GPUSHARE_SITE_ROOT", default_value = "target/site")]
@@ -564,6 +581,7 @@ impl Default for ServeArgs {
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
             prices: None,
             cost_retention_days: crate::cost_history::RETENTION_DAYS,
+            cost_host_share: 0.0,
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             body_limit: 1024 * 1024,
@@ -635,6 +653,27 @@ mod tests {
         assert!(args.fleet.uses_aws());
         let error = Cli::try_parse_from(["gpushare", "--scenario", "huge"]).expect_err("must fail");
         assert!(error.to_string().contains("demo"), "{error}");
+    }
+
+    #[test]
+    fn the_cpu_and_memory_share_is_a_percent_up_to_90() {
+        let cli = Cli::try_parse_from(["gpushare", "--cost-host-share", "15%"]).expect("parses");
+        assert_eq!(cli.serve.cost_host_share, 15.0);
+        assert_eq!(
+            Cli::try_parse_from(["gpushare"])
+                .expect("parses")
+                .serve
+                .cost_host_share,
+            0.0
+        );
+        for bad in ["95", "-1", "a lot", "NaN"] {
+            let flag = format!("--cost-host-share={bad}");
+            let error = Cli::try_parse_from(["gpushare", flag.as_str()]).expect_err("must fail");
+            assert!(
+                error.to_string().contains("give a percent from 0 to 90"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -168,15 +168,17 @@ impl SqlCostHistory {
                 let factor = f64::from(count) / 60.0;
                 for chunk in rows.chunks(BATCH) {
                     let sql = format!(
-                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours) VALUES {}
+                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours, cpu_hours, host_memory_mib_hours) VALUES {}
                          ON CONFLICT ({column}, key_id) DO UPDATE SET
                             instance_hours = {table}.instance_hours + excluded.instance_hours,
                             gpu_hours = {table}.gpu_hours + excluded.gpu_hours,
                             memory_mib_hours = {table}.memory_mib_hours + excluded.memory_mib_hours,
                             whole_gpu_hours = {table}.whole_gpu_hours + excluded.whole_gpu_hours,
                             usage_gpu_hours = {table}.usage_gpu_hours + excluded.usage_gpu_hours,
-                            unused_gpu_hours = {table}.unused_gpu_hours + excluded.unused_gpu_hours",
-                        placeholders(chunk.len(), 8)
+                            unused_gpu_hours = {table}.unused_gpu_hours + excluded.unused_gpu_hours,
+                            cpu_hours = {table}.cpu_hours + excluded.cpu_hours,
+                            host_memory_mib_hours = {table}.host_memory_mib_hours + excluded.host_memory_mib_hours",
+                        placeholders(chunk.len(), 10)
                     );
                     let mut query = sqlx::query(&sql);
                     for (id, amounts) in chunk {
@@ -189,7 +191,9 @@ impl SqlCostHistory {
                             .bind(a.memory_mib_hours)
                             .bind(a.whole_gpu_hours)
                             .bind(a.usage_gpu_hours)
-                            .bind(a.unused_gpu_hours);
+                            .bind(a.unused_gpu_hours)
+                            .bind(a.cpu_hours)
+                            .bind(a.host_memory_mib_hours);
                     }
                     query.execute(&mut *tx).await?;
                 }
@@ -272,7 +276,7 @@ impl SqlCostHistory {
         let rows = sqlx::query(&format!(
             "SELECT (h.{column} / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
                 SUM(h.instance_hours), SUM(h.gpu_hours), SUM(h.memory_mib_hours), SUM(h.whole_gpu_hours),
-                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours)
+                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours), SUM(h.cpu_hours), SUM(h.host_memory_mib_hours)
              FROM {table} h JOIN cost_keys k ON k.id = h.key_id
              WHERE h.{column} >= $1 AND h.{column} < $2
              GROUP BY (h.{column} / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service"
@@ -300,6 +304,8 @@ impl SqlCostHistory {
                 whole_gpu_hours: row.try_get(10)?,
                 usage_gpu_hours: row.try_get(11)?,
                 unused_gpu_hours: row.try_get(12)?,
+                cpu_hours: row.try_get(13)?,
+                host_memory_mib_hours: row.try_get(14)?,
             };
             recorded
                 .days

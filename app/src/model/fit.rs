@@ -268,6 +268,7 @@ mod tests {
 
     fn instance(id: &str, kind: &str, gpus: Vec<GpuView>) -> InstanceView {
         InstanceView {
+            host: None,
             arn: format!("arn:{id}"),
             ec2_instance_id: id.into(),
             instance_type: kind.into(),

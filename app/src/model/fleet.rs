@@ -105,6 +105,30 @@ pub struct InstanceView {
     /// checks; `None` when not read (pages get the instance without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room: Option<placement::resources::Room>,
+    /// Its CPU and memory, and what the tasks on it reserve of them, for the cost review;
+    /// `None` when not read (pages get the instance without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostUse>,
+}
+
+/// An instance's CPU units and memory as it registered them, and what its tasks reserve.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostUse {
+    pub cpu: u32,
+    pub memory_mib: u32,
+    /// Per service (and team), what its tasks on the instance reserve; tasks outside services
+    /// under `None`.
+    pub reserved: Vec<HostReserved>,
+}
+
+/// What one service's tasks reserve of an instance's CPU and memory (the task definition's
+/// task-level `cpu`/`memory`, else the containers' `cpu` and `memoryReservation` or `memory`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostReserved {
+    pub service: Option<String>,
+    pub team: Option<String>,
+    pub cpu: u32,
+    pub memory_mib: u32,
 }
 
 impl InstanceView {

@@ -145,6 +145,7 @@ mod tests {
                 .map(|name| ClusterView {
                     name: name.to_string(),
                     instances: vec![InstanceView {
+                        host: None,
                         arn: "arn".into(),
                         ec2_instance_id: format!("i-{name}"),
                         instance_type: "g5.12xlarge".into(),

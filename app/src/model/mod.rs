@@ -23,6 +23,6 @@ pub use console::{ClusterSummary, ConsoleStatus, FleetSource, StaleReads};
 pub use error::ServiceError;
 pub use fleet::{
     gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, GpuContainer, GpuUsage,
-    GpuView, InstanceView, Reading, ServiceRef, SharingMode,
+    GpuView, HostReserved, HostUse, InstanceView, Reading, ServiceRef, SharingMode,
 };
 pub use theme::{Theme, THEME_COOKIE};

@@ -751,6 +751,7 @@ mod tests {
             .into_iter()
             .enumerate()
             .map(|(n, containers)| InstanceView {
+                host: None,
                 arn: format!("arn:i-{n}"),
                 ec2_instance_id: format!("i-{n}"),
                 instance_type: "g5.xlarge".into(),
@@ -886,6 +887,7 @@ mod tests {
         };
         let instances = (0..2)
             .map(|n| InstanceView {
+                host: None,
                 arn: format!("arn:i-{n}"),
                 ec2_instance_id: format!("i-{n}"),
                 instance_type: "g5.xlarge".into(),

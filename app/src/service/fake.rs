@@ -235,6 +235,7 @@ fn snapshot() -> FleetSnapshot {
         clusters: vec![ClusterView {
             name: "prod".into(),
             instances: vec![InstanceView {
+                host: None,
                 arn: "arn:aws:ecs:us-east-1:1:container-instance/prod/a".into(),
                 ec2_instance_id: "i-0a".into(),
                 instance_type: "g5.12xlarge".into(),

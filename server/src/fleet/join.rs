@@ -2,9 +2,9 @@
 //! `gpuIds`, task definitions with each container's GPU ask, services with their team — into
 //! one view per GPU. Plain data in, plain data out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use app::model::{GpuContainer, GpuView, SharingMode};
+use app::model::{GpuContainer, GpuView, HostReserved, SharingMode};
 
 /// One GPU as DescribeContainerInstances reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,11 +56,14 @@ pub enum GpuAsk {
     },
 }
 
-/// The GPU asks of a task definition's containers, and its team tag.
+/// The GPU asks of a task definition's containers, its team tag, and what one task reserves
+/// of an instance's CPU units and memory.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DefinitionGpu {
     pub containers: HashMap<String, GpuAsk>,
     pub team: Option<String>,
+    pub cpu: u32,
+    pub memory_mib: u32,
 }
 
 /// A container that names a GPU no instance reports (an instance that left, or stale data).
@@ -76,6 +79,73 @@ pub struct UnknownGpu {
 pub struct Joined {
     pub instances: Vec<Vec<GpuView>>,
     pub unknown_gpus: Vec<UnknownGpu>,
+}
+
+/// Per container instance ARN, what its tasks reserve of its CPU and memory, per service and
+/// team (as [`join`] names them), in service order. A stopped task holds nothing; a task whose
+/// definition was not read counts nothing.
+pub fn host_reserved(
+    tasks: &[RawTask],
+    definitions: &HashMap<String, DefinitionGpu>,
+    service_teams: &HashMap<String, String>,
+) -> HashMap<String, Vec<HostReserved>> {
+    // Per instance, per (service, team): CPU units and memory.
+    type Sums = BTreeMap<(Option<String>, Option<String>), (u32, u32)>;
+    let mut sums: HashMap<&str, Sums> = HashMap::new();
+    for task in tasks {
+        if task.last_status.as_deref() == Some("STOPPED") {
+            continue;
+        }
+        let (Some(instance), Some(definition)) = (
+            task.container_instance_arn.as_deref(),
+            definitions.get(&task.task_definition_arn),
+        ) else {
+            continue;
+        };
+        let service = service_of(task);
+        let team = team_of(service.as_ref(), Some(definition), service_teams);
+        let sum = sums
+            .entry(instance)
+            .or_default()
+            .entry((service, team))
+            .or_default();
+        sum.0 = sum.0.saturating_add(definition.cpu);
+        sum.1 = sum.1.saturating_add(definition.memory_mib);
+    }
+    sums.into_iter()
+        .map(|(instance, by)| {
+            (
+                instance.to_string(),
+                by.into_iter()
+                    .map(|((service, team), (cpu, memory_mib))| HostReserved {
+                        service,
+                        team,
+                        cpu,
+                        memory_mib,
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The service that started `task`, from its `group`.
+fn service_of(task: &RawTask) -> Option<String> {
+    task.group
+        .as_deref()
+        .and_then(|g| g.strip_prefix("service:"))
+        .map(str::to_string)
+}
+
+/// A task's team: its service's tag, else its task definition's.
+fn team_of(
+    service: Option<&String>,
+    definition: Option<&DefinitionGpu>,
+    service_teams: &HashMap<String, String>,
+) -> Option<String> {
+    service
+        .and_then(|s| service_teams.get(s).cloned())
+        .or_else(|| definition.and_then(|d| d.team.clone()))
 }
 
 /// MPS applies 100 % when a container sets no `maxComputePercent`.
@@ -117,16 +187,9 @@ pub fn join(
         .collect();
     let mut unknown_gpus = Vec::new();
     for task in tasks {
-        let service = task
-            .group
-            .as_deref()
-            .and_then(|g| g.strip_prefix("service:"))
-            .map(str::to_string);
+        let service = service_of(task);
         let definition = definitions.get(&task.task_definition_arn);
-        let team = service
-            .as_ref()
-            .and_then(|s| service_teams.get(s).cloned())
-            .or_else(|| definition.and_then(|d| d.team.clone()));
+        let team = team_of(service.as_ref(), definition, service_teams);
         for container in &task.containers {
             let ask = definition
                 .and_then(|d| d.containers.get(&container.name).copied())
@@ -211,7 +274,66 @@ mod tests {
         DefinitionGpu {
             containers: asks.iter().map(|(n, a)| (n.to_string(), *a)).collect(),
             team: team.map(str::to_string),
+            ..DefinitionGpu::default()
         }
+    }
+
+    /// Each instance's tasks reserve their definition's CPU and memory, summed per service and
+    /// team; a stopped task, a task without an instance and a definition not read count nothing.
+    #[test]
+    fn tasks_reserve_their_definitions_cpu_and_memory_per_service_and_team() {
+        let on = |mut t: RawTask, instance: &str, status: &str| {
+            t.container_instance_arn = Some(instance.into());
+            t.last_status = Some(status.into());
+            t
+        };
+        let tasks = vec![
+            on(task("t1", "td:a", "a", &[]), "i-1", "RUNNING"),
+            on(task("t2", "td:a", "a", &[]), "i-1", "PENDING"),
+            on(task("t3", "td:b", "b", &[]), "i-1", "RUNNING"),
+            on(task("t4", "td:a", "a", &[]), "i-1", "STOPPED"),
+            on(task("t5", "td:a", "a", &[]), "i-2", "RUNNING"),
+            on(task("t6", "td:unread", "a", &[]), "i-2", "RUNNING"),
+            task("t7", "td:a", "a", &[]),
+        ];
+        let definitions = HashMap::from([
+            (
+                "td:a".to_string(),
+                DefinitionGpu {
+                    cpu: 1024,
+                    memory_mib: 4096,
+                    ..definition(&[], Some("from-definition"))
+                },
+            ),
+            (
+                "td:b".to_string(),
+                DefinitionGpu {
+                    cpu: 512,
+                    memory_mib: 1000,
+                    ..definition(&[], None)
+                },
+            ),
+        ]);
+        let teams = HashMap::from([("b".to_string(), "search".to_string())]);
+        let reserved = host_reserved(&tasks, &definitions, &teams);
+        let expected = |service: &str, team: &str, cpu, memory_mib| HostReserved {
+            service: Some(service.into()),
+            team: Some(team.into()),
+            cpu,
+            memory_mib,
+        };
+        assert_eq!(
+            reserved["i-1"],
+            vec![
+                expected("a", "from-definition", 2048, 8192),
+                expected("b", "search", 512, 1000),
+            ]
+        );
+        assert_eq!(
+            reserved["i-2"],
+            vec![expected("a", "from-definition", 1024, 4096)]
+        );
+        assert_eq!(reserved.len(), 2);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use std::{
 };
 
 use app::model::{
-    arn::arn_tail, gpu_model_of, nominal_gpu_memory_mib, FleetSnapshot, InstanceView, ServiceRef,
-    SharingMode,
+    arn::arn_tail, gpu_model_of, nominal_gpu_memory_mib, FleetSnapshot, HostUse, InstanceView,
+    ServiceRef, SharingMode,
 };
 use aws_sdk_ecs::types::{
     GpuSharingMode, InstanceHealthCheckState, InstanceHealthCheckType, SharingStrategy,
@@ -793,6 +793,7 @@ impl FleetReader {
                     .send()
                     .await
                     .map_err(failed("DescribeTaskDefinition"))?;
+                let (cpu, memory_mib) = out.task_definition().map(host_needs).unwrap_or_default();
                 let containers = out
                     .task_definition()
                     .map(|td| {
@@ -813,7 +814,15 @@ impl FleetReader {
                     .find(|t| t.key() == Some(team_tag))
                     .and_then(|t| t.value())
                     .map(str::to_string);
-                Ok::<_, ReadError>((arn, DefinitionGpu { containers, team }))
+                Ok::<_, ReadError>((
+                    arn,
+                    DefinitionGpu {
+                        containers,
+                        team,
+                        cpu,
+                        memory_mib,
+                    },
+                ))
             }))
             // Small calls at the end of the dependent chain: one wave where ECS's burst allows.
             .buffer_unordered(self.concurrency.max(DEFINITION_CONCURRENCY))
@@ -950,6 +959,27 @@ fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
     }
 }
 
+/// What one task of `definition` reserves of an instance's CPU units and memory (MiB), as ECS
+/// places it: the task-level `cpu` and `memory` when set, else the sum of the containers' `cpu`
+/// and of their `memoryReservation` (or `memory` without one).
+fn host_needs(definition: &aws_sdk_ecs::types::TaskDefinition) -> (u32, u32) {
+    let task_level = |value: Option<&str>| value.and_then(|v| v.trim().parse::<u32>().ok());
+    let containers = definition.container_definitions();
+    let cpu = task_level(definition.cpu()).unwrap_or_else(|| {
+        containers
+            .iter()
+            .map(|c| c.cpu().max(0) as u32)
+            .fold(0, u32::saturating_add)
+    });
+    let memory = task_level(definition.memory()).unwrap_or_else(|| {
+        containers
+            .iter()
+            .map(|c| c.memory_reservation().or(c.memory()).unwrap_or(0).max(0) as u32)
+            .fold(0, u32::saturating_add)
+    });
+    (cpu, memory)
+}
+
 /// A container's GPU ask from its resource requirements. An empty `value` beside a sharing
 /// strategy is shared, never "0 GPUs".
 pub fn gpu_ask(requirements: &[aws_sdk_ecs::types::ResourceRequirement]) -> GpuAsk {
@@ -1035,8 +1065,23 @@ fn instance_view(instance: &aws_sdk_ecs::types::ContainerInstance) -> (InstanceV
             instance.agent_connected(),
         ),
         room: Some(room(instance)),
+        // What the tasks reserve is added when the tasks are joined.
+        host: Some(HostUse {
+            cpu: registered(instance, "CPU"),
+            memory_mib: registered(instance, "MEMORY"),
+            reserved: Vec::new(),
+        }),
     };
     (view, gpus)
+}
+
+/// An integer resource the instance registered (`CPU`, `MEMORY`); 0 when not there.
+fn registered(instance: &aws_sdk_ecs::types::ContainerInstance, name: &str) -> u32 {
+    instance
+        .registered_resources()
+        .iter()
+        .find(|r| r.name() == Some(name))
+        .map_or(0, |r| r.integer_value().max(0) as u32)
 }
 
 /// A placement strategy as ECS writes it: `spread(attribute:ecs.availability-zone)`.
@@ -1200,6 +1245,7 @@ mod tests {
             clusters: vec![ClusterView {
                 name: "prod".into(),
                 instances: vec![InstanceView {
+                    host: None,
                     arn: "arn:ci/1".into(),
                     ec2_instance_id: "i-1".into(),
                     instance_type: "g5.xlarge".into(),
@@ -1220,6 +1266,36 @@ mod tests {
             usage_error: None,
             unknown_gpu_ids: 0,
         }
+    }
+
+    /// A task reserves the task-level CPU and memory when set, else its containers' sum, where
+    /// a container's memoryReservation wins over its memory.
+    #[test]
+    fn a_task_reserves_task_level_values_else_its_containers_sum() {
+        use aws_sdk_ecs::types::{ContainerDefinition, TaskDefinition};
+        let container = |cpu: i32, memory: Option<i32>, reservation: Option<i32>| {
+            ContainerDefinition::builder()
+                .name("c")
+                .cpu(cpu)
+                .set_memory(memory)
+                .set_memory_reservation(reservation)
+                .build()
+        };
+        let containers = vec![
+            container(512, Some(4096), Some(1024)),
+            container(256, Some(2048), None),
+            container(0, None, None),
+        ];
+        let sum = TaskDefinition::builder()
+            .set_container_definitions(Some(containers.clone()))
+            .build();
+        assert_eq!(host_needs(&sum), (768, 3072));
+        let task_level = TaskDefinition::builder()
+            .cpu("2048")
+            .memory(" 8192 ")
+            .set_container_definitions(Some(containers))
+            .build();
+        assert_eq!(host_needs(&task_level), (2048, 8192));
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl AppState {
             None => Policy::default(),
         };
         let prices = crate::prices::book(&clients.region, args.prices.as_deref())
+            .and_then(|book| book.with_host_share(args.cost_host_share))
             .map_err(anyhow::Error::msg)?;
         let origin = OriginGuard::new(
             args.listen,

@@ -377,6 +377,8 @@ async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
         .task;
     let text = serde_json::to_string(&task).unwrap();
     assert!(text.contains("\"memory\":8192"), "{text}");
+    let cpu_per_task = f64::from(placement::resources::needs_of(&task, &[]).unwrap().cpu);
+    assert!(cpu_per_task > 0.0, "{text}");
     let containers = task["containerDefinitions"].as_array_mut().unwrap();
     for container in containers {
         if let Some(mps) =
@@ -458,6 +460,20 @@ async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
     assert!(
         rerank_mib_hours >= by_hand - 1.0 && rerank_mib_hours <= by_hand + overlap,
         "rerank held {rerank_mib_hours} MiB-hours; by hand {by_hand} (+ up to {overlap} of overlap)"
+    );
+    // The CPU its tasks reserve, the same per task in both revisions.
+    let rerank_cpu_hours: f64 = total
+        .iter()
+        .filter(|(k, _)| {
+            k.kind == HoldingKind::Held && k.cluster == "inference-prod" && k.service == "rerank"
+        })
+        .map(|(_, a)| a.cpu_hours)
+        .sum();
+    let by_hand = (6.0 * 4.0 + 6.0 * 5.0 + (6.0 + last) * 5.0) * cpu_per_task;
+    let overlap = 2.0 * 0.25 * 5.0 * 2.0 * cpu_per_task;
+    assert!(
+        rerank_cpu_hours >= by_hand - 1.0 && rerank_cpu_hours <= by_hand + overlap,
+        "rerank reserved {rerank_cpu_hours} CPU unit-hours; by hand {by_hand} (+ up to {overlap} of overlap)"
     );
     let instances = emulator.status().container_instances as f64;
     let instance_hours: f64 = total

@@ -100,6 +100,45 @@ async fn the_snapshot_matches_the_emulators_state() {
         .collect();
     assert_eq!(impaired.len(), 1);
 
+    // What the tasks reserve of each instance's CPU and memory, read from their task
+    // definitions, is what ECS says the instance has used: registered less remaining.
+    let mut reserving = 0;
+    for instance in snapshot.clusters.iter().flat_map(|c| c.instances.iter()) {
+        let host = instance.host.as_ref().expect("CPU and memory read");
+        let room = instance.room.as_ref().expect("room read");
+        let cpu: u32 = host.reserved.iter().map(|r| r.cpu).sum();
+        let memory: u32 = host.reserved.iter().map(|r| r.memory_mib).sum();
+        assert!(host.cpu > 0 && host.memory_mib > 0, "{}", instance.arn);
+        assert_eq!(cpu, host.cpu - room.cpu_remaining, "{}", instance.arn);
+        assert_eq!(
+            memory,
+            host.memory_mib - room.memory_remaining_mib,
+            "{}",
+            instance.arn
+        );
+        reserving += usize::from(cpu > 0);
+        let gpu_services: std::collections::BTreeSet<&str> = instance
+            .gpus
+            .iter()
+            .flat_map(|g| g.containers.iter())
+            .filter_map(|c| c.service.as_deref())
+            .collect();
+        for service in gpu_services {
+            assert!(
+                host.reserved
+                    .iter()
+                    .any(|r| r.service.as_deref() == Some(service) && r.team.is_some()),
+                "{}: {service} holds a GPU but reserves no CPU: {:?}",
+                instance.arn,
+                host.reserved
+            );
+        }
+    }
+    assert!(
+        reserving > 5,
+        "the demo's tasks reserve CPU on {reserving} instances"
+    );
+
     // The cluster counts the cluster table shows.
     let counts: HashMap<String, (u32, u32)> = emulator.with_fleet(|fleet| {
         fleet

@@ -986,6 +986,7 @@ mod tests {
         room: Option<Room>,
     ) -> InstanceView {
         InstanceView {
+            host: None,
             arn: format!("arn:aws:ecs:us-east-1:1:container-instance/prod/{id}"),
             ec2_instance_id: id.into(),
             instance_type: instance_type.into(),

@@ -1,6 +1,7 @@
 //! What the fleet holds, before any price: per cluster, instance type and lifecycle, the
-//! capacity (instance-hours and GPU-hours) and who holds how much of it (GPU-hours, GPU memory
-//! MiB-hours, whole-GPU-hours, and how much of it the GPUs did not use).
+//! capacity (instance-hours, GPU-hours, CPU unit-hours and memory MiB-hours) and who holds how
+//! much of it (GPU-hours, GPU memory MiB-hours, whole-GPU-hours, how much of it the GPUs did not
+//! use, and the CPU and memory their tasks reserve).
 //!
 //! One snapshot gives the holdings of one moment, weighted by how long it stands for; the
 //! recorder adds them up hour by hour, and a report over any period prices their sum. Prices
@@ -73,6 +74,13 @@ pub struct Amounts {
     pub usage_gpu_hours: f64,
     /// Of `gpu_hours`, the part the GPUs did not use.
     pub unused_gpu_hours: f64,
+    /// Capacity: the CPU units the instances registered, unit-hours; held: those the tasks
+    /// reserve.
+    #[serde(default)]
+    pub cpu_hours: f64,
+    /// Capacity: the memory the instances registered, MiB-hours; held: what the tasks reserve.
+    #[serde(default)]
+    pub host_memory_mib_hours: f64,
 }
 
 impl Amounts {
@@ -83,6 +91,8 @@ impl Amounts {
         self.whole_gpu_hours += other.whole_gpu_hours;
         self.usage_gpu_hours += other.usage_gpu_hours;
         self.unused_gpu_hours += other.unused_gpu_hours;
+        self.cpu_hours += other.cpu_hours;
+        self.host_memory_mib_hours += other.host_memory_mib_hours;
     }
 
     /// These amounts times `factor` (a snapshot standing for `factor` hours).
@@ -94,6 +104,8 @@ impl Amounts {
             whole_gpu_hours: self.whole_gpu_hours * factor,
             usage_gpu_hours: self.usage_gpu_hours * factor,
             unused_gpu_hours: self.unused_gpu_hours * factor,
+            cpu_hours: self.cpu_hours * factor,
+            host_memory_mib_hours: self.host_memory_mib_hours * factor,
         }
     }
 }
@@ -142,8 +154,27 @@ pub fn of_snapshot(snapshot: &FleetSnapshot, hours: f64) -> Holdings {
                 .add(&Amounts {
                     instance_hours: hours,
                     gpu_hours: hours * instance.gpus.len() as f64,
+                    cpu_hours: hours * instance.host.as_ref().map_or(0.0, |h| f64::from(h.cpu)),
+                    host_memory_mib_hours: hours
+                        * instance
+                            .host
+                            .as_ref()
+                            .map_or(0.0, |h| f64::from(h.memory_mib)),
                     ..Amounts::default()
                 });
+            for reserved in instance.host.iter().flat_map(|h| &h.reserved) {
+                out.entry(key(
+                    HoldingKind::Held,
+                    reserved.team.as_deref(),
+                    reserved.service.as_deref(),
+                ))
+                .or_default()
+                .add(&Amounts {
+                    cpu_hours: hours * f64::from(reserved.cpu),
+                    host_memory_mib_hours: hours * f64::from(reserved.memory_mib),
+                    ..Amounts::default()
+                });
+            }
             for gpu in &instance.gpus {
                 let unused = unused_fraction(gpu);
                 let share = |part: f64, memory: f64, whole: f64| Amounts {
@@ -153,6 +184,7 @@ pub fn of_snapshot(snapshot: &FleetSnapshot, hours: f64) -> Holdings {
                     whole_gpu_hours: hours * whole,
                     usage_gpu_hours: if unused.is_some() { hours * part } else { 0.0 },
                     unused_gpu_hours: hours * part * unused.unwrap_or(0.0),
+                    ..Amounts::default()
                 };
                 let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
                 if !whole.is_empty() {

@@ -25,6 +25,20 @@ pub use prices::{Lifecycle, Price, PriceBook, PriceFile, SpotQuote};
 /// The rule, in the words the page, the CSV's readers and the API docs use.
 pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use, by 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs) — the last 15 minutes for today's allocations, each recorded minute's for a period; it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
 
+/// The rule with the CPU and memory part, when a share of the price goes to it.
+pub fn rule(host_share: f64) -> String {
+    if host_share <= 0.0 {
+        return RULE.to_string();
+    }
+    let gpus = format!("{:.0} %", (1.0 - host_share) * 100.0);
+    let host = format!("{:.0} %", host_share * 100.0);
+    RULE.replacen(
+        "Each instance's hourly price is split equally across its GPUs.",
+        &format!("{gpus} of each instance's hourly price is split equally across its GPUs; the other {host} pays for its CPU and memory, half split by the CPU units its tasks reserve and half by the memory they reserve (the task definition's task-level cpu and memory, else its containers' cpu and memoryReservation or memory), and what no task reserves is idle."),
+        1,
+    )
+}
+
 /// How the rows are grouped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -393,15 +407,49 @@ struct Exact {
     without_usage: f64,
 }
 
+/// What one (cluster, instance type, lifecycle)'s capacity costs, and what its holders pay per
+/// GPU-hour, CPU unit-hour and memory MiB-hour.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rates {
+    dollars: f64,
+    gpu_hours: f64,
+    gpu: f64,
+    cpu: f64,
+    memory: f64,
+}
+
+impl Rates {
+    /// The rates of `capacity`, which costs `dollars`, with `host_share` of it going to CPU
+    /// and memory — when the instances' CPU and memory are known; otherwise all to the GPUs.
+    fn of(capacity: &Amounts, dollars: f64, host_share: f64) -> Rates {
+        let host_known = capacity.cpu_hours > 0.0 && capacity.host_memory_mib_hours > 0.0;
+        let host = if host_share > 0.0 && host_known {
+            dollars * host_share
+        } else {
+            0.0
+        };
+        let per = |part: f64, hours: f64| if hours > 0.0 { part / hours } else { 0.0 };
+        Rates {
+            dollars,
+            gpu_hours: capacity.gpu_hours,
+            gpu: per(dollars - host, capacity.gpu_hours),
+            cpu: per(host / 2.0, capacity.cpu_hours),
+            memory: per(host / 2.0, capacity.host_memory_mib_hours),
+        }
+    }
+}
+
 impl Exact {
-    /// A holding's amounts at `rate` dollars per GPU-hour.
-    fn priced(amounts: &Amounts, rate: f64) -> Exact {
+    /// A holding's amounts at `rate`. Unused is of the GPU part only: usage is the GPUs'.
+    fn priced(amounts: &Amounts, rate: &Rates) -> Exact {
         Exact {
-            dollars: amounts.gpu_hours * rate,
+            dollars: amounts.gpu_hours * rate.gpu
+                + amounts.cpu_hours * rate.cpu
+                + amounts.host_memory_mib_hours * rate.memory,
             gpu_hours: amounts.gpu_hours,
-            unused: amounts.unused_gpu_hours * rate,
+            unused: amounts.unused_gpu_hours * rate.gpu,
             with_usage: amounts.usage_gpu_hours > 0.0,
-            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0) * rate,
+            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0) * rate.gpu,
         }
     }
 
@@ -519,7 +567,8 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
     type Group = (String, String, String);
     let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
     // (cluster, type, lifecycle) → dollars per GPU-hour, for the priced ones.
-    let mut rates: BTreeMap<Group, (f64, f64, f64)> = BTreeMap::new();
+    let mut rates: BTreeMap<Group, Rates> = BTreeMap::new();
+    let mut host_unknown = 0.0;
     let mut instance_dollars = 0.0;
     let mut used: BTreeMap<(String, Lifecycle), (Price, f64)> = BTreeMap::new();
     let mut unpriced: BTreeMap<(String, Lifecycle), (f64, f64)> = BTreeMap::new();
@@ -548,19 +597,16 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
         used.entry((price.instance_type.clone(), lifecycle))
             .or_insert_with(|| (price.clone(), 0.0))
             .1 += amounts.instance_hours;
-        let rate = if amounts.gpu_hours > 0.0 {
-            dollars / amounts.gpu_hours
-        } else {
-            0.0
-        };
+        let rate = Rates::of(amounts, dollars, prices.host_share);
+        if prices.host_share > 0.0 && rate.cpu == 0.0 {
+            host_unknown += amounts.instance_hours;
+        }
         let group = (
             key.cluster.clone(),
             key.instance_type.clone(),
             key.lifecycle.clone(),
         );
-        let entry = rates.entry(group).or_insert((0.0, 0.0, 0.0));
-        // The rate, what the capacity costs, and its GPU-hours.
-        *entry = (rate, entry.1 + dollars, entry.2 + amounts.gpu_hours);
+        rates.insert(group, rate);
     }
 
     // (cluster, key) → exact amounts; unattributed per cluster; what each group's holders took.
@@ -576,10 +622,10 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             key.instance_type.clone(),
             key.lifecycle.clone(),
         );
-        let Some((rate, _, _)) = rates.get(&group) else {
+        let Some(rate) = rates.get(&group) else {
             continue;
         };
-        let exact = Exact::priced(amounts, *rate);
+        let exact = Exact::priced(amounts, rate);
         let took = taken.entry(group).or_default();
         took.0 += exact.dollars;
         took.1 += exact.gpu_hours;
@@ -597,7 +643,8 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
     // Idle: what each cluster's capacity costs less what is held of it — all of it unused by
     // definition, so not counted as unused.
     let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
-    for (group, (_, dollars, gpus)) in &rates {
+    for (group, rate) in &rates {
+        let (dollars, gpus) = (rate.dollars, rate.gpu_hours);
         let (took_dollars, took_gpus) = taken.get(group).copied().unwrap_or_default();
         let entry = idle.entry(group.0.clone()).or_insert_with(|| Exact {
             with_usage: true,
@@ -694,6 +741,15 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             if unknown == 1 { "it is" } else { "they are" }
         ));
     }
+    let host_unknown = average_count(host_unknown, hours);
+    if host_unknown > 0 {
+        notes.push(format!(
+            "The CPU and memory of {host_unknown} {} are not known (not recorded then, or not reported): {} whole price went to {} GPUs.",
+            if host_unknown == 1 { "instance" } else { "instances" },
+            if host_unknown == 1 { "its" } else { "their" },
+            if host_unknown == 1 { "its" } else { "their" },
+        ));
+    }
     if !unknown_types.is_empty() {
         notes.push(format!(
             "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
@@ -726,7 +782,7 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             })
             .collect(),
         notes,
-        rule: RULE.to_string(),
+        rule: rule(prices.host_share),
         ..CostReport::default()
     }
 }

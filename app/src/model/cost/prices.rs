@@ -88,7 +88,15 @@ pub struct PriceBook {
     /// What the operator should know about these prices (a region without built-in prices,
     /// price file entries for other regions).
     pub notes: Vec<String>,
+    /// The part of each instance's price that goes to its CPU and memory (0–0.9), split half by
+    /// the tasks' CPU reservations and half by their memory reservations; the rest goes to the
+    /// GPUs. 0 puts the whole price on the GPUs.
+    #[serde(default)]
+    pub host_share: f64,
 }
+
+/// The largest part of an instance's price that may go to its CPU and memory, percent.
+pub const HOST_SHARE_MAX_PERCENT: f64 = 90.0;
 
 impl PriceBook {
     /// The built-in table, when `region` is the one it is for; otherwise no prices and a note.
@@ -100,6 +108,7 @@ impl PriceBook {
                 notes: vec![format!(
                     "The built-in prices are for {BUILTIN_REGION} only; the console runs in {region}, so every instance type needs a price from --prices."
                 )],
+                host_share: 0.0,
             };
         }
         PriceBook {
@@ -114,7 +123,20 @@ impl PriceBook {
                 })
                 .collect(),
             notes: Vec::new(),
+            host_share: 0.0,
         }
+    }
+
+    /// This book with `percent` of each instance's price going to its CPU and memory; an error
+    /// names the range when `percent` is outside 0–90.
+    pub fn with_host_share(mut self, percent: f64) -> Result<PriceBook, String> {
+        if !percent.is_finite() || !(0.0..=HOST_SHARE_MAX_PERCENT).contains(&percent) {
+            return Err(format!(
+                "the CPU and memory share {percent} is not between 0 and {HOST_SHARE_MAX_PERCENT} percent"
+            ));
+        }
+        self.host_share = percent / 100.0;
+        Ok(self)
     }
 
     /// Replaces or adds the price file's entries for this book's region; entries for other

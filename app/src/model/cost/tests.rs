@@ -4,7 +4,8 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
 use crate::model::{
-    ClusterView, GpuContainer, GpuUsage, GpuView, InstanceView, Reading, SharingMode,
+    ClusterView, GpuContainer, GpuUsage, GpuView, HostReserved, HostUse, InstanceView, Reading,
+    SharingMode,
 };
 
 fn container(service: &str, team: Option<&str>, memory: Option<u32>) -> GpuContainer {
@@ -35,6 +36,7 @@ fn gpu(index: u32, mode: SharingMode, remaining: u32, containers: Vec<GpuContain
 
 fn instance(instance_type: &str, lifecycle: Option<&str>, gpus: Vec<GpuView>) -> InstanceView {
     InstanceView {
+        host: None,
         arn: format!("arn:aws:ecs:us-east-1:1:container-instance/c/{instance_type}"),
         ec2_instance_id: "i-1".into(),
         instance_type: instance_type.into(),
@@ -132,6 +134,84 @@ fn an_hour_of_one_instance_splits_as_computed_by_hand() {
     let names: Vec<&str> = report.rows.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["x", "y", "prod", "prod"]);
     assert_eq!(report.rows.last().unwrap().kind, RowKind::Idle);
+}
+
+/// The same hour with 20 % of the price on CPU and memory: the instance registered 4,000 CPU
+/// units and 16,000 MiB; service a (team x) reserves 1,000 units and 8,000 MiB, service b
+/// (team y) 2,000 units and no memory.
+#[test]
+fn a_share_of_the_price_on_cpu_and_memory_goes_by_the_tasks_reservations() {
+    let mut fleet = hand_fleet();
+    fleet.clusters[0].instances[0].host = Some(HostUse {
+        cpu: 4_000,
+        memory_mib: 16_000,
+        reserved: vec![
+            HostReserved {
+                service: Some("a".into()),
+                team: Some("x".into()),
+                cpu: 1_000,
+                memory_mib: 8_000,
+            },
+            HostReserved {
+                service: Some("b".into()),
+                team: Some("y".into()),
+                cpu: 2_000,
+                memory_mib: 0,
+            },
+        ],
+    });
+    let query = CostQuery {
+        span: Span::Hour,
+        ..CostQuery::default()
+    };
+    let book = PriceBook::builtin("us-east-1")
+        .with_host_share(20.0)
+        .unwrap();
+    let report = report(&fleet, &book, &query).unwrap();
+    // $5.672: $1.1344 to CPU and memory (half each), $1.1344 per GPU.
+    // x: 1.25 GPUs 1.418 + CPU ¼ of 0.5672 + memory ½ of 0.5672 = 1.8434;
+    // y: ½ GPU 0.5672 + CPU ½ of 0.5672 = 0.8508; unattributed ⅓ GPU 0.3781;
+    // idle 5.672 less those = 2.5997. Scaled to 567 cents: 184.275, 85.05, 37.8, 259.875;
+    // the two cents left go to idle (.875) and unattributed (.8).
+    assert_eq!(report.total_cents, 567);
+    assert_eq!(cents_of(&report, "x", RowKind::Allocated), 184);
+    assert_eq!(cents_of(&report, "y", RowKind::Allocated), 85);
+    assert_eq!(cents_of(&report, "prod", RowKind::Unattributed), 38);
+    assert_eq!(cents_of(&report, "prod", RowKind::Idle), 260);
+    assert!(
+        report
+            .rule
+            .starts_with("80 % of each instance's hourly price"),
+        "{}",
+        report.rule
+    );
+    assert!(
+        !report.notes.iter().any(|n| n.contains("CPU and memory")),
+        "{:?}",
+        report.notes
+    );
+
+    // Without the instance's CPU and memory, the whole price goes to the GPUs, and the report
+    // says so.
+    let report = report_without_host(&book, &query);
+    assert_eq!(cents_of(&report, "x", RowKind::Allocated), 177);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("CPU and memory of 1 instance are not known")),
+        "{:?}",
+        report.notes
+    );
+    // A share out of range is refused with the range.
+    let refused = PriceBook::builtin("us-east-1")
+        .with_host_share(95.0)
+        .unwrap_err();
+    assert!(refused.contains("between 0 and 90"), "{refused}");
+}
+
+fn report_without_host(book: &PriceBook, query: &CostQuery) -> CostReport {
+    report(&hand_fleet(), book, query).unwrap()
 }
 
 #[test]
@@ -427,7 +507,41 @@ fn random_fleet(rng: &mut StdRng) -> FleetSnapshot {
                         })
                         .collect();
                     let lifecycle = rng.random_bool(0.2).then_some("spot");
-                    instance(types[rng.random_range(0..types.len())], lifecycle, gpus)
+                    let mut instance =
+                        instance(types[rng.random_range(0..types.len())], lifecycle, gpus);
+                    // Mostly with CPU and memory, reserved in part by random services.
+                    if rng.random_bool(0.7) {
+                        let (cpu, memory_mib) = (
+                            rng.random_range(1..=192u32) * 1024,
+                            rng.random_range(1..=768u32) * 1024,
+                        );
+                        let (mut cpu_left, mut memory_left) = (cpu, memory_mib);
+                        let reserved = (0..rng.random_range(0..4))
+                            .map(|_| {
+                                let take = (
+                                    rng.random_range(0..=cpu_left),
+                                    rng.random_range(0..=memory_left),
+                                );
+                                cpu_left -= take.0;
+                                memory_left -= take.1;
+                                HostReserved {
+                                    service: rng
+                                        .random_bool(0.8)
+                                        .then(|| format!("svc{}", rng.random_range(0..5))),
+                                    team: teams[rng.random_range(0..teams.len())]
+                                        .map(str::to_string),
+                                    cpu: take.0,
+                                    memory_mib: take.1,
+                                }
+                            })
+                            .collect();
+                        instance.host = Some(HostUse {
+                            cpu,
+                            memory_mib,
+                            reserved,
+                        });
+                    }
+                    instance
                 })
                 .collect();
             (["a", "b", "c"][c], instances)
@@ -455,6 +569,7 @@ fn shares_and_idle_add_up_to_the_instances_bill_to_the_cent() {
     });
     for case in 0..300 {
         let fleet = random_fleet(&mut rng);
+        book.host_share = [0.0, 0.15, 0.5][rng.random_range(0..3)];
         let span = Span::ALL[rng.random_range(0..3)];
         let mut totals = BTreeSet::new();
         let expected: f64 = fleet

@@ -171,6 +171,7 @@ pub fn filter(snapshot: &FleetSnapshot, query: &FleetQuery) -> FleetSnapshot {
 /// An instance without its GPUs.
 pub fn instance_header(instance: &InstanceView) -> InstanceView {
     InstanceView {
+        host: None,
         arn: instance.arn.clone(),
         ec2_instance_id: instance.ec2_instance_id.clone(),
         instance_type: instance.instance_type.clone(),

@@ -58,6 +58,7 @@ mod fixture {
 
     pub fn snapshot() -> FleetSnapshot {
         let instance = |id: &str, kind: &str, impaired: bool, gpus| InstanceView {
+            host: None,
             arn: format!("arn:ci/{id}"),
             ec2_instance_id: id.into(),
             instance_type: kind.into(),

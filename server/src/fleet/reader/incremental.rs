@@ -27,14 +27,14 @@ use std::time::Instant;
 use futures::TryStreamExt;
 
 use app::model::{
-    arn::arn_tail, ClusterView, FleetSnapshot, InstanceView, ServiceRef, SharingMode,
+    arn::arn_tail, ClusterView, FleetSnapshot, HostUse, InstanceView, ServiceRef, SharingMode,
 };
 
 use super::{instance_view, FleetReader, Listing};
 use crate::aws::budget::Lane;
 use crate::fleet::events::Hints;
 use crate::fleet::{
-    join::{join, DefinitionGpu, GpuAsk, RawGpu, RawTask},
+    join::{host_reserved, join, DefinitionGpu, GpuAsk, RawGpu, RawTask},
     ReadError,
 };
 
@@ -325,6 +325,7 @@ pub fn assemble(
             .collect();
         let gpus: Vec<Vec<RawGpu>> = state.instances.iter().map(|i| i.gpus.clone()).collect();
         let joined = join(&gpus, &tasks, definitions, &teams);
+        let mut reserved = host_reserved(&tasks, definitions, &teams);
         unknown += joined.unknown_gpus.len() as u32;
         let instances = state
             .instances
@@ -332,6 +333,10 @@ pub fn assemble(
             .zip(joined.instances)
             .map(|(known, gpus)| InstanceView {
                 gpus,
+                host: known.view.host.as_ref().map(|host| HostUse {
+                    reserved: reserved.remove(&known.view.arn).unwrap_or_default(),
+                    ..host.clone()
+                }),
                 ..known.view.clone()
             })
             .collect();
@@ -825,6 +830,7 @@ mod tests {
             status: "ACTIVE".into(),
             fingerprint,
             view: InstanceView {
+                host: None,
                 arn: arn.into(),
                 ec2_instance_id: format!("i-{arn}"),
                 instance_type: "g5.xlarge".into(),
@@ -932,7 +938,7 @@ mod tests {
                 name.to_string(),
                 DefinitionGpu {
                     containers: HashMap::from([("main".to_string(), ask)]),
-                    team: None,
+                    ..DefinitionGpu::default()
                 },
             )
         })

@@ -432,3 +432,66 @@ async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_i
         assert!(body.contains(says), "{query}: {body}");
     }
 }
+
+/// With a quarter of each instance's price on CPU and memory, the report still adds up to the
+/// same bill, the rule on the page says how it splits, and the share moves cost between rows
+/// (the CPU and memory no task reserves is idle).
+#[tokio::test]
+#[allow(clippy::unwrap_used)]
+async fn a_share_of_the_price_on_cpu_and_memory_changes_the_split_not_the_bill() {
+    let report_with = |share: f64| async move {
+        let (app, _) = test_app_configured(false, Vec::new(), None, |args| {
+            args.cost_host_share = share;
+        })
+        .await;
+        fleet_json(&app, "").await;
+        let response = send(&app, get("/api/v1/cost?period=now&group=service&span=day")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let report = json(response).await;
+        let page = text(send(&app, get("/cost?period=now&span=day")).await).await;
+        (report, page)
+    };
+    let (plain, plain_page) = report_with(0.0).await;
+    let (shared, shared_page) = report_with(25.0).await;
+    let cents = |report: &serde_json::Value| -> BTreeMap<String, i64> {
+        report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} {}", r["kind"], r["name"]),
+                    r["cost_cents"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let total = shared["total_cents"].as_i64().unwrap();
+    assert!(total > 0);
+    assert_eq!(
+        plain["total_cents"].as_i64().unwrap(),
+        total,
+        "the same bill"
+    );
+    assert_eq!(cents(&shared).values().sum::<i64>(), total, "{shared}");
+    assert_ne!(cents(&plain), cents(&shared), "the split moves");
+    assert!(
+        shared["rule"]
+            .as_str()
+            .unwrap()
+            .starts_with("75 % of each instance's hourly price is split equally across its GPUs; the other 25 % pays for its CPU and memory"),
+        "{}",
+        shared["rule"]
+    );
+    assert!(shared_page.contains("the other 25 % pays for its CPU and memory"));
+    assert!(!plain_page.contains("pays for its CPU and memory"));
+    assert!(
+        !shared["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("CPU and memory")),
+        "the demo's instances report their CPU and memory: {}",
+        shared["notes"]
+    );
+}
