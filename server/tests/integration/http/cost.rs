@@ -445,9 +445,23 @@ async fn a_share_of_the_price_on_cpu_and_memory_changes_the_split_not_the_bill()
         })
         .await;
         fleet_json(&app, "").await;
-        let response = send(&app, get("/api/v1/cost?period=now&group=service&span=day")).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        let report = json(response).await;
+        // The spot prices are read once the fleet has been: wait for them, so that both
+        // reports price the same instances.
+        let mut report = serde_json::Value::Null;
+        for _ in 0..100 {
+            let response = send(&app, get("/api/v1/cost?period=now&group=service&span=day")).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            report = json(response).await;
+            if report["prices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["price"]["lifecycle"] == "spot")
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
         let page = text(send(&app, get("/cost?period=now&span=day")).await).await;
         (report, page)
     };
