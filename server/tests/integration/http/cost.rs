@@ -10,6 +10,27 @@ use axum::http::StatusCode;
 
 use super::support::{fleet_json, get, json, send, test_app_configured, text};
 
+/// The report at `path` once the spot prices are in: they are read once the fleet has been.
+#[allow(clippy::unwrap_used)]
+async fn report_with_spot_prices(app: &axum::Router, path: &str) -> serde_json::Value {
+    let mut report = serde_json::Value::Null;
+    for _ in 0..100 {
+        let response = send(app, get(path)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        report = json(response).await;
+        if report["prices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["price"]["lifecycle"] == "spot")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    report
+}
+
 #[tokio::test]
 async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     let dir =
@@ -27,22 +48,7 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     .await;
     let (_, fleet) = fleet_json(&app, "").await;
 
-    // The spot prices are read once the fleet has been: wait for them.
-    let mut report = serde_json::Value::Null;
-    for _ in 0..100 {
-        let response = send(&app, get("/api/v1/cost?group=service&span=day")).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        report = json(response).await;
-        if report["prices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["price"]["lifecycle"] == "spot")
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let report = report_with_spot_prices(&app, "/api/v1/cost?group=service&span=day").await;
     let rows = report["rows"].as_array().unwrap();
     let total = report["total_cents"].as_i64().unwrap();
     assert!(total > 0, "{report}");
@@ -445,23 +451,9 @@ async fn a_share_of_the_price_on_cpu_and_memory_changes_the_split_not_the_bill()
         })
         .await;
         fleet_json(&app, "").await;
-        // The spot prices are read once the fleet has been: wait for them, so that both
-        // reports price the same instances.
-        let mut report = serde_json::Value::Null;
-        for _ in 0..100 {
-            let response = send(&app, get("/api/v1/cost?period=now&group=service&span=day")).await;
-            assert_eq!(response.status(), StatusCode::OK);
-            report = json(response).await;
-            if report["prices"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p["price"]["lifecycle"] == "spot")
-            {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        // Both reports price the same instances.
+        let report =
+            report_with_spot_prices(&app, "/api/v1/cost?period=now&group=service&span=day").await;
         let page = text(send(&app, get("/cost?period=now&span=day")).await).await;
         (report, page)
     };
