@@ -566,7 +566,7 @@ fn average_count(sum_hours: f64, hours: f64) -> u32 {
 pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
     type Group = (String, String, String);
     let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
-    // (cluster, type, lifecycle) → dollars per GPU-hour, for the priced ones.
+    // (cluster, type, lifecycle) → what its capacity costs and its rates, for the priced ones.
     let mut rates: BTreeMap<Group, Rates> = BTreeMap::new();
     let mut host_unknown = 0.0;
     let mut instance_dollars = 0.0;
