@@ -446,13 +446,14 @@ async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
         "{hours} hours recorded ({minutes_total} minutes in the last stretch)"
     );
     let total = recorded.total();
-    let rerank_mib_hours: f64 = total
-        .iter()
-        .filter(|(k, _)| {
-            k.kind == HoldingKind::Held && k.cluster == "inference-prod" && k.service == "rerank"
-        })
-        .map(|(_, a)| a.memory_mib_hours)
-        .sum();
+    // What rerank held, over every key it was recorded under.
+    let mut rerank = Amounts::default();
+    for (_, amounts) in total.iter().filter(|(k, _)| {
+        k.kind == HoldingKind::Held && k.cluster == "inference-prod" && k.service == "rerank"
+    }) {
+        rerank.add(amounts);
+    }
+    let rerank_mib_hours = rerank.memory_mib_hours;
     let last = hours - 18.0;
     let by_hand = 6.0 * 4.0 * 8192.0 + 6.0 * 5.0 * 8192.0 + (6.0 + last) * 5.0 * 6144.0;
     // The rollout runs old and new tasks together for a step or two.
@@ -462,13 +463,7 @@ async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
         "rerank held {rerank_mib_hours} MiB-hours; by hand {by_hand} (+ up to {overlap} of overlap)"
     );
     // The CPU its tasks reserve, the same per task in both revisions.
-    let rerank_cpu_hours: f64 = total
-        .iter()
-        .filter(|(k, _)| {
-            k.kind == HoldingKind::Held && k.cluster == "inference-prod" && k.service == "rerank"
-        })
-        .map(|(_, a)| a.cpu_hours)
-        .sum();
+    let rerank_cpu_hours = rerank.cpu_hours;
     let by_hand = (6.0 * 4.0 + 6.0 * 5.0 + (6.0 + last) * 5.0) * cpu_per_task;
     let overlap = 2.0 * 0.25 * 5.0 * 2.0 * cpu_per_task;
     assert!(
