@@ -29,7 +29,7 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 6] = [
+const MIGRATIONS: [(i64, &str, &str); 7] = [
     (
         1,
         "audit log and deploy locks",
@@ -144,6 +144,33 @@ const MIGRATIONS: [(i64, &str, &str); 6] = [
     ALTER TABLE cost_days ADD COLUMN cpu_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
     ALTER TABLE cost_days ADD COLUMN host_memory_mib_hours DOUBLE PRECISION NOT NULL DEFAULT 0;",
     ),
+    (
+        7,
+        "approvals: changes past a team's budget waiting for someone to say yes",
+        "CREATE TABLE IF NOT EXISTS approvals (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        team TEXT NOT NULL,
+        cluster TEXT NOT NULL,
+        service TEXT NOT NULL,
+        requester TEXT NOT NULL,
+        delta_mib BIGINT NOT NULL,
+        delta_whole_gpus BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        decided_by TEXT,
+        decided_by_email TEXT,
+        decided_at TEXT,
+        decision_note TEXT,
+        detail TEXT,
+        audit_id TEXT,
+        owner TEXT
+    );
+    CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state);
+    ALTER TABLE audit_log ADD COLUMN approved_by TEXT;
+    ALTER TABLE audit_log ADD COLUMN approval_id TEXT;",
+    ),
 ];
 
 /// A replica that has not said it is alive for this long is gone: its records are settled and
@@ -156,7 +183,7 @@ pub const HEARTBEAT_SECONDS: u64 = 20;
 /// A deploy lock older than this whose replica is gone is taken over.
 const LOCK_SECONDS: i64 = 300;
 
-const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source";
+const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source, approved_by, approval_id";
 
 /// The audit log in SQLite or PostgreSQL.
 #[derive(Clone)]
@@ -256,7 +283,7 @@ impl SqlAuditLog {
         let id = new_id();
         let now = now();
         sqlx::query(&format!(
-            "INSERT INTO audit_log ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
+            "INSERT INTO audit_log ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
         ))
         .bind(&id)
         .bind(&now)
@@ -277,6 +304,8 @@ impl SqlAuditLog {
         .bind(intent.actor_role.map(|r| r.as_str().to_string()))
         .bind(intent.auth_mode.map(|m| m.as_str().to_string()))
         .bind(intent.source.clone())
+        .bind(intent.approved_by.clone())
+        .bind(intent.approval_id.clone())
         .bind(&self.replica)
         .execute(&self.pool)
         .await?;
@@ -460,6 +489,8 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         actor_role: role.as_deref().and_then(Role::parse),
         auth_mode: auth.as_deref().and_then(AuthMode::parse),
         source: optional(row, "source")?,
+        approved_by: optional(row, "approved_by")?,
+        approval_id: optional(row, "approval_id")?,
     })
 }
 
@@ -483,7 +514,7 @@ fn new_replica_id() -> String {
 }
 
 /// A record id: the time and randomness, sortable and unique across replicas.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     use rand::Rng;
     format!(
         "{}-{:08x}",

@@ -1,5 +1,6 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
+pub mod approvals;
 pub mod audit;
 pub mod auth;
 pub mod aws;

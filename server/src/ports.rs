@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Instant};
 
 use app::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
-    service::{ports::AuditStore, rollouts::POLL, ServiceContext},
+    service::{rollouts::POLL, ServiceContext},
 };
 
 use crate::{
@@ -23,7 +23,7 @@ pub fn service_context(
     clients: &Clients,
     team_tag: &str,
     fleet: Arc<SnapshotStore>,
-    audit: Arc<dyn AuditStore>,
+    audit: Arc<crate::audit::SqlAuditLog>,
     source: FleetSource,
 ) -> ServiceContext {
     let ecs = Arc::new(Ecs::new(clients.ecs.clone(), team_tag, fleet.clone()));
@@ -36,6 +36,7 @@ pub fn service_context(
         ecs_writes: ecs.clone(),
         schema: Arc::new(SdkSchema::default()),
         watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
+        approvals: audit.clone(),
         audit,
         policy: Arc::new(Policy::default()),
         prices: Arc::new(PriceBook::builtin(&clients.region)),

@@ -14,14 +14,36 @@ pub enum AuditAction {
     #[default]
     Deploy,
     Rollback,
+    /// A change past its team's budget, asked for and waiting for approval.
+    Request,
+    /// A request approved; the change follows as its own record, approved by the approver.
+    Approve,
+    Reject,
+    /// A request its requester took back.
+    Withdraw,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 3] = [
+    pub const ALL: [AuditAction; 7] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
+        AuditAction::Request,
+        AuditAction::Approve,
+        AuditAction::Reject,
+        AuditAction::Withdraw,
     ];
+
+    /// Whether the record is a decision about a request rather than a change sent to AWS.
+    pub fn is_decision(self) -> bool {
+        matches!(
+            self,
+            AuditAction::Request
+                | AuditAction::Approve
+                | AuditAction::Reject
+                | AuditAction::Withdraw
+        )
+    }
 
     /// The name in the API, the CSV and the database.
     pub fn as_str(self) -> &'static str {
@@ -29,6 +51,10 @@ impl AuditAction {
             AuditAction::Register => "register",
             AuditAction::Deploy => "deploy",
             AuditAction::Rollback => "rollback",
+            AuditAction::Request => "request",
+            AuditAction::Approve => "approve",
+            AuditAction::Reject => "reject",
+            AuditAction::Withdraw => "withdraw",
         }
     }
 
@@ -57,10 +83,12 @@ pub enum Outcome {
     RolledBack,
     /// Sent, and no answer came back: ECS is asked what happened, and the record settled.
     Unknown,
+    /// A request or a decision about one, written; nothing was sent to AWS by it.
+    Recorded,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Pending,
         Outcome::Refused,
         Outcome::Registered,
@@ -69,6 +97,7 @@ impl Outcome {
         Outcome::Failed,
         Outcome::RolledBack,
         Outcome::Unknown,
+        Outcome::Recorded,
     ];
 
     /// The name in the API, the CSV and the database.
@@ -82,6 +111,7 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::RolledBack => "rolled_back",
             Outcome::Unknown => "unknown",
+            Outcome::Recorded => "recorded",
         }
     }
 
@@ -130,6 +160,12 @@ pub struct AuditIntent {
     pub pre_check: Option<String>,
     /// The change description.
     pub description: Option<String>,
+    /// Who approved the change, when it waited for approval (the actor asked for it).
+    #[serde(default)]
+    pub approved_by: Option<String>,
+    /// The approval request the record belongs to.
+    #[serde(default)]
+    pub approval_id: Option<String>,
 }
 
 impl AuditIntent {
@@ -189,6 +225,12 @@ pub struct AuditRecord {
     pub request_id: Option<String>,
     pub deployment_id: Option<String>,
     pub detail: Option<String>,
+    /// Who approved the change, when it waited for approval.
+    #[serde(default)]
+    pub approved_by: Option<String>,
+    /// The approval request the record belongs to.
+    #[serde(default)]
+    pub approval_id: Option<String>,
 }
 
 /// A filter of the log; every part optional.
@@ -209,7 +251,8 @@ impl AuditFilter {
         if let Some(action) = self.action.as_deref().filter(|a| !a.is_empty()) {
             if AuditAction::parse(action).is_none() {
                 return Some(format!(
-                    "action {action:?} is not one of register, deploy, rollback"
+                    "action {action:?} is not one of {}",
+                    AuditAction::ALL.map(AuditAction::as_str).join(", ")
                 ));
             }
         }
@@ -232,7 +275,7 @@ impl AuditFilter {
 pub fn to_csv(records: &[AuditRecord]) -> String {
     use crate::model::csv::field;
     let mut out = String::from(
-        "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail,actor_email,actor_role,auth_mode,source\n",
+        "id,at,updated_at,actor,action,resource,from_revision,to_revision,outcome,request_id,deployment_id,pre_check,description,detail,actor_email,actor_role,auth_mode,source,approved_by,approval_id\n",
     );
     for r in records {
         let cells = [
@@ -254,6 +297,8 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
             r.actor_role.map(Role::as_str).unwrap_or_default(),
             r.auth_mode.map(AuthMode::as_str).unwrap_or_default(),
             r.source.as_deref().unwrap_or_default(),
+            r.approved_by.as_deref().unwrap_or_default(),
+            r.approval_id.as_deref().unwrap_or_default(),
         ];
         out.push_str(&cells.map(field).join(","));
         out.push('\n');
@@ -287,6 +332,8 @@ mod tests {
             actor_role: Some(Role::Deployer),
             auth_mode: Some(AuthMode::Proxy),
             source: Some("10.0.0.7".into()),
+            approved_by: Some("cy".into()),
+            approval_id: None,
         };
         let csv = to_csv(&[record]);
         let line = csv.lines().nth(1).expect("a row");

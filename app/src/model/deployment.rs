@@ -67,6 +67,10 @@ pub struct DeployAnswer {
     pub deployment_id: Option<String>,
     pub request_id: Option<String>,
     pub action: AuditAction,
+    /// When the deploy would take its team past its GPU budget: the request waiting for
+    /// approval (`/approvals/{id}`); nothing was sent, and `audit_id` is the request's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 /// One deployment of a service, as DescribeServices reports it.
@@ -199,7 +203,11 @@ impl RolloutResult {
             Outcome::Failed => Some(RolloutResult::Failed),
             Outcome::RolledBack => Some(RolloutResult::RolledBack),
             Outcome::Refused => Some(RolloutResult::Refused),
-            Outcome::Pending | Outcome::InProgress | Outcome::Registered | Outcome::Unknown => None,
+            Outcome::Pending
+            | Outcome::InProgress
+            | Outcome::Registered
+            | Outcome::Unknown
+            | Outcome::Recorded => None,
         }
     }
 }

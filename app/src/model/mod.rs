@@ -2,8 +2,10 @@
 //! placement checks, filters, diffs, colour scales. Nothing here does I/O.
 
 pub mod activity;
+pub mod approval;
 pub mod arn;
 pub mod audit;
+pub mod budget;
 mod console;
 pub mod cost;
 mod csv;

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
+    budget::BudgetRule,
     identity::{Actor, Role},
     task_definition::DiffEntry,
 };
@@ -63,6 +64,9 @@ pub struct Policy {
     pub teams: Vec<TeamRule>,
     #[serde(default = "default_admin_only")]
     pub admin_only_fields: Vec<String>,
+    /// GPU budgets per team and cluster; a team without one on a cluster has no limit there.
+    #[serde(default)]
+    pub budgets: Vec<BudgetRule>,
 }
 
 impl Default for Policy {
@@ -73,6 +77,7 @@ impl Default for Policy {
             roles: Vec::new(),
             teams: Vec::new(),
             admin_only_fields: default_admin_only(),
+            budgets: Vec::new(),
         }
     }
 }
@@ -192,6 +197,39 @@ impl Policy {
                 )),
             },
         }
+    }
+
+    /// The budget of `team` on `cluster`, if the policy gives one.
+    pub fn budget(&self, team: &str, cluster: &str) -> Option<&BudgetRule> {
+        self.budgets
+            .iter()
+            .find(|b| b.team == team && b.cluster == cluster)
+    }
+
+    /// Whether `actor` may approve or reject the requests of `team` on `cluster`: an admin, or a
+    /// member of one of the budget's approver groups.
+    pub fn may_approve(&self, actor: &Actor, team: &str, cluster: &str) -> Result<(), Refusal> {
+        if actor.role == Role::Admin {
+            return Ok(());
+        }
+        let approvers: &[String] = self
+            .budget(team, cluster)
+            .map_or(&[], |b| b.approvers.as_slice());
+        if approvers.iter().any(|group| actor.groups.contains(group)) {
+            return Ok(());
+        }
+        Err(if approvers.is_empty() {
+            format!(
+                "Only an admin may approve team {team}'s requests on {cluster}: ask {}.",
+                self.admins()
+            )
+        } else {
+            format!(
+                "Approving team {team}'s requests on {cluster} needs group {} or an admin; ask one of them, or {}.",
+                approvers.join(" or "),
+                self.admins()
+            )
+        })
     }
 
     /// Whether `actor` may see the masked values of what belongs to `owner`.

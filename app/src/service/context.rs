@@ -7,8 +7,8 @@ use crate::{
     service::{
         detached::InFlight,
         ports::{
-            AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches, SpotMarket,
-            TaskDefinitionSchema,
+            ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches,
+            SpotMarket, TaskDefinitionSchema,
         },
     },
 };
@@ -37,6 +37,8 @@ pub struct ServiceContext {
     pub audit: Arc<dyn AuditStore>,
     /// Who may do what.
     pub policy: Arc<Policy>,
+    /// Changes past a team's budget waiting for approval.
+    pub approvals: Arc<dyn ApprovalStore>,
     /// The prices cost reports use: the built-in table for the region and the price file.
     pub prices: Arc<PriceBook>,
     /// EC2's spot prices, for spot instances the price file does not price.

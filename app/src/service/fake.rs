@@ -54,6 +54,10 @@ pub struct Fake {
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
     /// What the spot market says.
     pub spot: Mutex<crate::model::cost::SpotQuote>,
+    /// The policy's budgets, read when the context is made.
+    pub budgets: Mutex<Vec<crate::model::budget::BudgetRule>>,
+    /// Approval requests, in order of asking.
+    pub approvals: Mutex<Vec<crate::model::approval::ApprovalRequest>>,
 }
 
 impl Fake {
@@ -94,8 +98,14 @@ impl Fake {
                     group: "search-eng".into(),
                     team: "search".into(),
                 }],
+                budgets: self
+                    .budgets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
                 ..Policy::default()
             }),
+            approvals: self.clone(),
             prices: Arc::new(crate::model::cost::PriceBook::builtin("us-east-1")),
             history: self.clone(),
             spot: self.clone(),
@@ -115,6 +125,18 @@ impl Fake {
             auth: AuthMode::Proxy,
             source: Some("10.0.0.7".into()),
             insecure: false,
+        }
+    }
+
+    /// An approver of team `search`'s requests (group `search-leads`), not on the team.
+    pub fn approver() -> Actor {
+        Actor {
+            subject: "cy".into(),
+            email: Some("cy@example.com".into()),
+            groups: vec!["search-leads".into()],
+            role: Role::Viewer,
+            teams: Vec::new(),
+            ..Fake::deployer()
         }
     }
 
@@ -517,6 +539,8 @@ impl AuditStore for Fake {
                 request_id: None,
                 deployment_id: None,
                 detail: None,
+                approved_by: intent.approved_by,
+                approval_id: intent.approval_id,
             });
             Ok(id)
         })
@@ -591,5 +615,94 @@ impl AuditStore for Fake {
 impl crate::service::ports::SpotMarket for Fake {
     fn quote(&self) -> crate::model::cost::SpotQuote {
         self.spot.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl crate::service::ports::ApprovalStore for Fake {
+    fn create(
+        &self,
+        request: crate::model::approval::ApprovalRequest,
+    ) -> BoxFuture<'_, Result<String, ServiceError>> {
+        Box::pin(async move {
+            self.call("approvals.create");
+            let mut approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            let id = format!("request-{}", approvals.len() + 1);
+            approvals.push(crate::model::approval::ApprovalRequest {
+                id: id.clone(),
+                state: crate::model::approval::ApprovalState::Pending,
+                ..request
+            });
+            Ok(id)
+        })
+    }
+
+    fn list(
+        &self,
+        state: Option<crate::model::approval::ApprovalState>,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::approval::ApprovalRequest>, ServiceError>> {
+        Box::pin(async move {
+            let approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(approvals
+                .iter()
+                .rev()
+                .filter(|r| state.is_none_or(|s| r.state == s))
+                .cloned()
+                .collect())
+        })
+    }
+
+    fn get(
+        &self,
+        id: String,
+    ) -> BoxFuture<'_, Result<Option<crate::model::approval::ApprovalRequest>, ServiceError>> {
+        Box::pin(async move {
+            let approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(approvals.iter().find(|r| r.id == id).cloned())
+        })
+    }
+
+    fn decide(
+        &self,
+        id: String,
+        decision: crate::service::ports::Decision,
+    ) -> BoxFuture<'_, Result<bool, ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("approvals.decide {}", decision.to));
+            let mut approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(request) = approvals
+                .iter_mut()
+                .find(|r| r.id == id && r.state == crate::model::approval::ApprovalState::Pending)
+            else {
+                return Ok(false);
+            };
+            request.state = decision.to;
+            request.decided_by = Some(decision.by);
+            request.decided_by_email = decision.by_email;
+            request.decision_note = decision.note;
+            request.decided_at = Some("2026-11-30T12:05:00Z".into());
+            Ok(true)
+        })
+    }
+
+    fn settle(
+        &self,
+        id: String,
+        state: crate::model::approval::ApprovalState,
+        detail: String,
+        audit_id: Option<String>,
+    ) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("approvals.settle {state}"));
+            let mut approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(request) = approvals
+                .iter_mut()
+                .find(|r| r.id == id && r.state == crate::model::approval::ApprovalState::Sending)
+            {
+                request.state = state;
+                request.detail = Some(detail);
+                request.audit_id = audit_id;
+            }
+            Ok(())
+        })
     }
 }

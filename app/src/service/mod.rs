@@ -6,6 +6,7 @@
 //! the narrow traits of [`ports`], implemented by the server.
 
 pub mod activity;
+pub mod approvals;
 pub mod audit;
 pub mod clock;
 pub mod context;

@@ -187,6 +187,46 @@ pub trait AuditStore: Send + Sync {
     fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
 }
 
+/// A decision about a pending request: where it goes, who decided and their note.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub to: crate::model::approval::ApprovalState,
+    pub by: String,
+    pub by_email: Option<String>,
+    pub note: Option<String>,
+}
+
+/// The requests waiting for approval and what became of them, in the audit log's database.
+pub trait ApprovalStore: Send + Sync {
+    /// Keeps a new request, giving it its id and times; the id.
+    fn create(
+        &self,
+        request: crate::model::approval::ApprovalRequest,
+    ) -> BoxFuture<'_, Result<String, ServiceError>>;
+    /// The requests in `state` (all when `None`), newest first, at most 500.
+    fn list(
+        &self,
+        state: Option<crate::model::approval::ApprovalState>,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::approval::ApprovalRequest>, ServiceError>>;
+    /// One request.
+    fn get(
+        &self,
+        id: String,
+    ) -> BoxFuture<'_, Result<Option<crate::model::approval::ApprovalRequest>, ServiceError>>;
+    /// Moves a request that is still `pending` to `decision.to`, atomically across replicas:
+    /// `false` when it was no longer pending (someone else decided first).
+    fn decide(&self, id: String, decision: Decision) -> BoxFuture<'_, Result<bool, ServiceError>>;
+    /// Settles a request being sent: `sent` with the change's audit record, or `refused` with
+    /// why. Only a request in `sending` moves.
+    fn settle(
+        &self,
+        id: String,
+        state: crate::model::approval::ApprovalState,
+        detail: String,
+        audit_id: Option<String>,
+    ) -> BoxFuture<'_, Result<(), ServiceError>>;
+}
+
 /// The spot market: EC2's latest spot prices for the spot instance types the fleet runs.
 pub trait SpotMarket: Send + Sync {
     /// The prices read last, and why there are none when they could not be read.

@@ -6,13 +6,20 @@ use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        budget::mib_words,
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::Verdict,
         task_definition::check_description,
         ServiceError,
     },
-    service::{audit, clock, context::ServiceContext, detached, lookup, ports::RolloutToWatch},
+    service::{
+        approvals::{self, Approved},
+        audit, clock,
+        context::ServiceContext,
+        detached, lookup,
+        ports::RolloutToWatch,
+    },
 };
 
 /// The pre-check's verdict in words.
@@ -45,6 +52,39 @@ pub async fn deploy(
     service: &str,
     request: DeployRequest,
 ) -> Result<DeployAnswer, ServiceError> {
+    deploy_as(context, actor, cluster, service, request, None).await
+}
+
+/// The deploy of an approved request, as its requester's: the same checks, and the team's use
+/// no further past its budget than the request showed.
+pub async fn deploy_approved(
+    context: &ServiceContext,
+    requester: &Actor,
+    cluster: &str,
+    service: &str,
+    request: DeployRequest,
+    approved: Approved,
+) -> Result<DeployAnswer, ServiceError> {
+    deploy_as(
+        context,
+        requester,
+        cluster,
+        service,
+        request,
+        Some(approved),
+    )
+    .await
+}
+
+/// A deploy past its team's budget becomes a request for approval unless `approved`.
+async fn deploy_as(
+    context: &ServiceContext,
+    actor: &Actor,
+    cluster: &str,
+    service: &str,
+    request: DeployRequest,
+    approved: Option<Approved>,
+) -> Result<DeployAnswer, ServiceError> {
     check_description(&request.description).map_err(ServiceError::invalid)?;
     let snapshot = lookup::snapshot(context)?;
     let (found, runs) = running(&snapshot, cluster, service)?;
@@ -71,6 +111,8 @@ pub async fn deploy(
             from_revision: Some(format!("{family}:{expected}")),
             to_revision: Some(format!("{family}:{revision}")),
             description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+            approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
+            approval_id: approved.as_ref().map(|a| a.id.clone()),
             ..AuditIntent::by(actor, action, resource)
         };
         return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
@@ -117,20 +159,65 @@ pub async fn deploy(
         from: TaskDefinitionId::new(family, now_running),
         action,
     };
+    let diff = check
+        .comparison
+        .as_ref()
+        .and_then(|c| serde_json::to_string(&c.diff).ok())
+        .unwrap_or_else(|| "[]".into());
+    let pre_check_words = if request.force && !completes {
+        format!("{verdict} (deployed anyway)")
+    } else {
+        verdict
+    };
+    // The team's budget: past it, the deploy waits for someone to say yes.
+    let what = format!("this {}", action.as_str());
+    let budget = approvals::gate(
+        context,
+        &snapshot,
+        cluster,
+        &found,
+        &sending.from,
+        &sending.target,
+        &what,
+    )
+    .await?;
+    match (&approved, budget) {
+        (None, Some((delta, verdict))) if verdict.over => {
+            return approvals::ask(
+                context,
+                actor,
+                approvals::Asked {
+                    cluster,
+                    service: &found,
+                    request,
+                    action,
+                    from: sending.from.to_string(),
+                    target: sending.target.to_string(),
+                    diff,
+                    pre_check: pre_check_words,
+                    delta,
+                    verdict,
+                },
+            )
+            .await;
+        }
+        (Some(approval), Some((_, verdict))) if verdict.after_mib > approval.after_mib => {
+            return Err(ServiceError::conflict(format!(
+                "the team's use grew since the request: {} The approval covered {}; ask again.",
+                verdict.arithmetic,
+                mib_words(approval.after_mib)
+            )));
+        }
+        _ => {}
+    }
     let intent = AuditIntent {
         from_revision: Some(sending.from.to_string()),
         to_revision: Some(sending.target.to_string()),
-        diff: check
-            .comparison
-            .as_ref()
-            .and_then(|c| serde_json::to_string(&c.diff).ok())
-            .unwrap_or_else(|| "[]".into()),
-        pre_check: Some(if request.force && !completes {
-            format!("{verdict} (deployed anyway)")
-        } else {
-            verdict
-        }),
+        diff,
+        pre_check: Some(pre_check_words),
         description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+        approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
+        approval_id: approved.as_ref().map(|a| a.id.clone()),
         ..AuditIntent::by(actor, action, resource.clone())
     };
     // The intent first: a crash after it leaves a record that a reconcile settles.
@@ -311,6 +398,7 @@ async fn send_update(
         deployment_id: updated.deployment_id,
         request_id: updated.request_id,
         action: *action,
+        approval: None,
     })
 }
 

@@ -6,7 +6,7 @@
 mod deploy;
 mod state;
 
-pub use deploy::{deploy, rollback};
+pub use deploy::{deploy, deploy_approved, rollback};
 pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};
 
 use std::collections::HashMap;

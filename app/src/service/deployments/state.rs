@@ -160,6 +160,21 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
         (AuditAction::Register, Outcome::Pending | Outcome::Unknown) => {
             settle_registration(context, record).await
         }
+        // A request or a decision sends nothing: one left pending (the server stopped between
+        // its two writes) is simply recorded.
+        (action, Outcome::Pending | Outcome::Unknown) if action.is_decision() => {
+            context
+                .audit
+                .finish(
+                    record.id,
+                    AuditOutcome {
+                        outcome: Outcome::Recorded,
+                        ..AuditOutcome::default()
+                    },
+                )
+                .await?;
+            Ok(true)
+        }
         (_, Outcome::Pending | Outcome::Unknown) => settle_deploy(context, record).await,
         _ => Ok(false),
     }

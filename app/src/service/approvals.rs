@@ -1,0 +1,944 @@
+//! Team GPU budgets and approvals: what each team holds against its budget, the gate a deploy
+//! passes before it is sent (past the budget it becomes a request), and the decisions about
+//! requests — approve (the checks run again and the change is sent as the requester's, approved
+//! by the approver), reject, withdraw — each audited with its actor. A request is decided once:
+//! the store moves it out of `pending` atomically, on one replica or several.
+
+use std::collections::HashMap;
+
+use crate::{
+    model::{
+        approval::{
+            note_problem, ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalState,
+            ApprovalsView,
+        },
+        arn::TaskDefinitionId,
+        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        budget::{
+            judge, whole_gpu_mib, BudgetRule, BudgetUse, BudgetVerdict, Delta, ServiceHolding,
+            TaskGpu,
+        },
+        deployment::{DeployAnswer, DeployRequest},
+        identity::{Actor, AuthMode},
+        task_definition::gpu_settings,
+        FleetSnapshot, ServiceError, ServiceRef,
+    },
+    service::{
+        audit, context::ServiceContext, deployments, detached, lookup, ports::Decision,
+        task_definitions::find_revision,
+    },
+};
+
+/// An approval a deploy is sent under: the request, who approved it, and the most the team's
+/// use may reach (what the request showed).
+#[derive(Clone, Debug)]
+pub struct Approved {
+    pub id: String,
+    pub by: Actor,
+    pub after_mib: u64,
+}
+
+/// What one task of the revision `arn` asks of the GPUs; `None` when it cannot be read.
+async fn task_gpu(context: &ServiceContext, arn: &str) -> Option<TaskGpu> {
+    let id = TaskDefinitionId::parse(arn)?;
+    match find_revision(context, &id.family, id.revision).await {
+        Ok(Some(source)) => Some(TaskGpu::of(&gpu_settings(&source.task))),
+        _ => None,
+    }
+}
+
+/// What a team's services hold against `rule` now, and what its waiting requests add.
+async fn budget_use(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    rule: &BudgetRule,
+    pending: &[ApprovalRequest],
+) -> BudgetUse {
+    let whole = whole_gpu_mib(snapshot, &rule.cluster);
+    let services: Vec<&ServiceRef> = snapshot
+        .clusters
+        .iter()
+        .filter(|c| c.name == rule.cluster)
+        .flat_map(|c| c.service_list.iter())
+        .filter(|s| s.team.as_deref() == Some(rule.team.as_str()))
+        .collect();
+    let mut arns: Vec<&str> = services
+        .iter()
+        .map(|s| s.task_definition_arn.as_str())
+        .collect();
+    arns.sort_unstable();
+    arns.dedup();
+    let found = futures::future::join_all(arns.iter().map(|arn| task_gpu(context, arn))).await;
+    let per_arn: HashMap<&str, Option<TaskGpu>> = arns.into_iter().zip(found).collect();
+    let mut usage = BudgetUse {
+        team: rule.team.clone(),
+        cluster: rule.cluster.clone(),
+        budget_mib: rule.gpu_memory_mib,
+        whole_gpus_budget: rule.whole_gpus,
+        monthly_cost_cents: rule.monthly_cost_cents,
+        whole_gpu_mib: whole,
+        ..BudgetUse::default()
+    };
+    for service in services {
+        let per_task = per_arn
+            .get(service.task_definition_arn.as_str())
+            .copied()
+            .flatten();
+        let (memory, whole_gpus) = per_task.map_or((0, 0), |t| {
+            (
+                u64::from(service.desired) * t.budget_mib(whole),
+                u64::from(service.desired) * u64::from(t.whole_gpus),
+            )
+        });
+        if per_task.is_none() && service.desired > 0 {
+            usage.unknown.push(service.name.clone());
+        }
+        usage.held_mib += memory;
+        usage.held_whole_gpus += whole_gpus;
+        usage.services.push(ServiceHolding {
+            service: service.name.clone(),
+            desired: service.desired,
+            per_task,
+            memory_mib: memory,
+            whole_gpus,
+        });
+    }
+    for request in pending
+        .iter()
+        .filter(|r| r.team == rule.team && r.cluster == rule.cluster)
+    {
+        usage.pending_requests += 1;
+        usage.pending_mib = usage
+            .pending_mib
+            .saturating_add_signed(request.delta.memory_mib.max(0));
+        usage.pending_whole_gpus = usage
+            .pending_whole_gpus
+            .saturating_add_signed(request.delta.whole_gpus.max(0));
+    }
+    usage
+}
+
+/// Every budget of the policy with what its team holds and waits for, by team then cluster.
+pub async fn budgets(context: &ServiceContext) -> Result<Vec<BudgetUse>, ServiceError> {
+    if context.policy.budgets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let snapshot = lookup::snapshot(context)?;
+    let pending = context.approvals.list(Some(ApprovalState::Pending)).await?;
+    let mut rules: Vec<&BudgetRule> = context.policy.budgets.iter().collect();
+    rules.sort_by(|a, b| (&a.team, &a.cluster).cmp(&(&b.team, &b.cluster)));
+    let mut uses = Vec::with_capacity(rules.len());
+    for rule in rules {
+        uses.push(budget_use(context, &snapshot, rule, &pending).await);
+    }
+    Ok(uses)
+}
+
+/// The budget's verdict on rolling `to` out in place of `from` on `service` of `cluster`, with
+/// what it adds; `None` when the service has no team or its team no budget there.
+pub async fn gate(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    service: &ServiceRef,
+    from: &TaskDefinitionId,
+    to: &TaskDefinitionId,
+    what: &str,
+) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
+    let Some(team) = service.team.as_deref() else {
+        return Ok(None);
+    };
+    let Some(rule) = context.policy.budget(team, cluster) else {
+        return Ok(None);
+    };
+    let unreadable = |id: &TaskDefinitionId| {
+        ServiceError::unavailable(format!(
+            "the budget check cannot read {id}'s GPU settings; nothing was sent, try again"
+        ))
+    };
+    let before = task_gpu(context, &from.to_string())
+        .await
+        .ok_or_else(|| unreadable(from))?;
+    let after = task_gpu(context, &to.to_string())
+        .await
+        .ok_or_else(|| unreadable(to))?;
+    let pending = context.approvals.list(Some(ApprovalState::Pending)).await?;
+    let usage = budget_use(context, snapshot, rule, &pending).await;
+    let delta = Delta::of(
+        service.desired,
+        before,
+        service.desired,
+        after,
+        usage.whole_gpu_mib,
+    );
+    Ok(Some((delta, judge(&usage, delta, what))))
+}
+
+/// What a deploy past the budget asks for.
+pub struct Asked<'a> {
+    pub cluster: &'a str,
+    pub service: &'a ServiceRef,
+    pub request: DeployRequest,
+    pub action: AuditAction,
+    pub from: String,
+    pub target: String,
+    pub diff: String,
+    pub pre_check: String,
+    pub delta: Delta,
+    pub verdict: BudgetVerdict,
+}
+
+/// Keeps a deploy past its team's budget as a request waiting for approval, audited as the
+/// requester's; the answer names the request.
+pub async fn ask(
+    context: &ServiceContext,
+    actor: &Actor,
+    asked: Asked<'_>,
+) -> Result<DeployAnswer, ServiceError> {
+    let team = asked.service.team.clone().unwrap_or_default();
+    let resource = format!("{}/{}", asked.cluster, asked.service.name);
+    let request = ApprovalRequest {
+        state: ApprovalState::Pending,
+        action: asked.action,
+        team,
+        cluster: asked.cluster.to_string(),
+        service: asked.service.name.clone(),
+        requester: actor.clone(),
+        request: DeployRequest {
+            description: asked.request.description.trim().to_string(),
+            ..asked.request
+        },
+        from: asked.from.clone(),
+        target: asked.target.clone(),
+        diff: asked.diff.clone(),
+        pre_check: asked.pre_check.clone(),
+        arithmetic: asked.verdict.arithmetic.clone(),
+        delta: asked.delta,
+        after_mib: asked.verdict.after_mib,
+        ..ApprovalRequest::default()
+    };
+    let description = Some(request.request.description.clone()).filter(|d| !d.is_empty());
+    let id = context
+        .approvals
+        .create(request)
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent or asked for"))?;
+    let intent = AuditIntent {
+        from_revision: Some(asked.from),
+        to_revision: Some(asked.target),
+        diff: asked.diff,
+        pre_check: Some(asked.pre_check),
+        description,
+        approval_id: Some(id.clone()),
+        ..AuditIntent::by(actor, AuditAction::Request, resource)
+    };
+    let detail = format!(
+        "waiting for approval: {} See /approvals/{id}.",
+        asked.verdict.arithmetic
+    );
+    match record(context, intent, detail).await {
+        Ok(audit_id) => Ok(DeployAnswer {
+            audit_id,
+            deployment_id: None,
+            request_id: None,
+            action: asked.action,
+            approval: Some(id),
+        }),
+        Err(error) => {
+            // A request nobody can trace is not left waiting.
+            let _ = context
+                .approvals
+                .decide(
+                    id,
+                    Decision {
+                        to: ApprovalState::Withdrawn,
+                        by: "gpushare".into(),
+                        note: Some("the audit log could not record the request".into()),
+                        ..Decision::default()
+                    },
+                )
+                .await;
+            Err(error.with_suffix("; nothing was sent or asked for"))
+        }
+    }
+}
+
+/// Writes a record that sends nothing: its intent, then `recorded` with `detail`.
+async fn record(
+    context: &ServiceContext,
+    intent: AuditIntent,
+    detail: String,
+) -> Result<String, ServiceError> {
+    let id = context.audit.begin(intent).await?;
+    context
+        .audit
+        .finish(
+            id.clone(),
+            AuditOutcome {
+                outcome: Outcome::Recorded,
+                detail: Some(detail),
+                ..AuditOutcome::default()
+            },
+        )
+        .await?;
+    Ok(id)
+}
+
+/// The record of a decision about `request` by `actor`.
+fn decision_intent(
+    actor: &Actor,
+    action: AuditAction,
+    request: &ApprovalRequest,
+    note: &str,
+) -> AuditIntent {
+    AuditIntent {
+        from_revision: Some(request.from.clone()),
+        to_revision: Some(request.target.clone()),
+        description: Some(note.trim().to_string()).filter(|n| !n.is_empty()),
+        approval_id: Some(request.id.clone()),
+        ..AuditIntent::by(actor, action, request.resource())
+    }
+}
+
+/// The request `id`, or that there is none.
+async fn load(context: &ServiceContext, id: &str) -> Result<ApprovalRequest, ServiceError> {
+    if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(ServiceError::invalid(format!(
+            "{id:?} is not a request id; the ids are on /approvals"
+        )));
+    }
+    context
+        .approvals
+        .get(id.to_string())
+        .await?
+        .ok_or_else(|| ServiceError::not_found(format!("there is no request {id}; see /approvals")))
+}
+
+/// Why a decided request cannot be decided again.
+fn already(request: &ApprovalRequest) -> ServiceError {
+    let by = request
+        .decided_by_email
+        .clone()
+        .or_else(|| request.decided_by.clone())
+        .map(|who| format!(" by {who}"))
+        .unwrap_or_default();
+    let when = request
+        .decided_at
+        .as_deref()
+        .map(|at| format!(" at {at}"))
+        .unwrap_or_default();
+    ServiceError::conflict(format!(
+        "Request {} was already decided{by}{when}: {}.",
+        request.id,
+        request.state.words()
+    ))
+}
+
+/// Whether `actor` may approve or reject `request`, and why not.
+fn may_decide(
+    context: &ServiceContext,
+    actor: &Actor,
+    request: &ApprovalRequest,
+) -> Result<(), String> {
+    context
+        .policy
+        .may_approve(actor, &request.team, &request.cluster)?;
+    if actor.auth != AuthMode::None && actor.subject == request.requester.subject {
+        return Err(
+            "You asked for this change; someone else who may approve it must decide.".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `actor`'s `action` on `request` and audits the refusal.
+async fn refuse(
+    context: &ServiceContext,
+    actor: &Actor,
+    action: AuditAction,
+    request: &ApprovalRequest,
+    why: String,
+) -> ServiceError {
+    let intent = decision_intent(actor, action, request, "");
+    audit::refused(context, intent, ServiceError::forbidden(why)).await
+}
+
+/// Moves `request` out of `pending` for `actor`, or says who did first.
+async fn take(
+    context: &ServiceContext,
+    actor: &Actor,
+    request: &ApprovalRequest,
+    to: ApprovalState,
+    note: &str,
+) -> Result<(), ServiceError> {
+    let won = context
+        .approvals
+        .decide(
+            request.id.clone(),
+            Decision {
+                to,
+                by: actor.subject.clone(),
+                by_email: actor.email.clone(),
+                note: Some(note.trim().to_string()).filter(|n| !n.is_empty()),
+            },
+        )
+        .await?;
+    if won {
+        return Ok(());
+    }
+    let now = load(context, &request.id).await?;
+    Err(already(&now))
+}
+
+/// Approves request `id`: the checks run again on the fleet as it is now (the revision the
+/// requester saw still runs, the pre-check, the budget no further past than the request showed)
+/// and the change is sent as the requester's, approved by `approver`. When the checks no longer
+/// pass the request is `refused`, nothing is sent, and the error says why.
+pub async fn approve(
+    context: &ServiceContext,
+    approver: &Actor,
+    id: &str,
+    note: &str,
+) -> Result<ApprovalRequest, ServiceError> {
+    if let Some(problem) = note_problem(note) {
+        return Err(ServiceError::invalid(problem));
+    }
+    let request = load(context, id).await?;
+    if request.state != ApprovalState::Pending {
+        return Err(already(&request));
+    }
+    if let Err(why) = may_decide(context, approver, &request) {
+        return Err(refuse(context, approver, AuditAction::Approve, &request, why).await);
+    }
+    take(context, approver, &request, ApprovalState::Sending, note).await?;
+    // From here the approval runs to its end, whatever the HTTP request does.
+    let (owned, approver, note) = (context.clone(), approver.clone(), note.to_string());
+    detached::run_to_end(context, id, async move {
+        send_approved(&owned, &approver, request, &note).await
+    })
+    .await
+}
+
+/// The approved request sent: its audit record, the deploy under the approval, the outcome.
+async fn send_approved(
+    context: &ServiceContext,
+    approver: &Actor,
+    request: ApprovalRequest,
+    note: &str,
+) -> Result<ApprovalRequest, ServiceError> {
+    let id = request.id.clone();
+    let settle = |state: ApprovalState, detail: String, audit_id: Option<String>| {
+        context
+            .approvals
+            .settle(id.clone(), state, detail, audit_id)
+    };
+    let intent = decision_intent(approver, AuditAction::Approve, &request, note);
+    let approval_record = match record(context, intent, "approved; the checks run again".into())
+        .await
+    {
+        Ok(record) => record,
+        Err(error) => {
+            let why =
+                format!("the audit log could not record the approval ({error}); nothing was sent");
+            settle(ApprovalState::Refused, why.clone(), None).await?;
+            return Err(ServiceError::unavailable(why));
+        }
+    };
+    let approved = Approved {
+        id: id.clone(),
+        by: approver.clone(),
+        after_mib: request.after_mib,
+    };
+    let sent = deployments::deploy_approved(
+        context,
+        &request.requester,
+        &request.cluster,
+        &request.service,
+        request.request.clone(),
+        approved,
+    )
+    .await;
+    let (state, detail, audit_id, error) = match sent {
+        Ok(answer) => (
+            ApprovalState::Sent,
+            format!(
+                "sent as {}'s {}, approved by {}; watch it at /rollouts/{}",
+                request.requester_words(),
+                answer.action.as_str(),
+                approver.email.as_deref().unwrap_or(&approver.subject),
+                answer.audit_id
+            ),
+            Some(answer.audit_id),
+            None,
+        ),
+        Err(error) => (
+            ApprovalState::Refused,
+            format!("approved, but nothing was sent: {}", error.message()),
+            None,
+            Some(error),
+        ),
+    };
+    settle(state, detail.clone(), audit_id).await?;
+    // The approval's record says how it ended.
+    let _ = context
+        .audit
+        .finish(
+            approval_record,
+            AuditOutcome {
+                outcome: Outcome::Recorded,
+                detail: Some(detail.clone()),
+                ..AuditOutcome::default()
+            },
+        )
+        .await;
+    match error {
+        None => load(context, &id).await,
+        Some(error) => Err(ServiceError::conflict(format!(
+            "Request {id} is approved, but the checks no longer pass, so nothing was sent: {} The request is closed; ask again once it can pass.",
+            error.message()
+        ))),
+    }
+}
+
+/// Rejects request `id` with `note`: nothing is sent.
+pub async fn reject(
+    context: &ServiceContext,
+    approver: &Actor,
+    id: &str,
+    note: &str,
+) -> Result<ApprovalRequest, ServiceError> {
+    if let Some(problem) = note_problem(note) {
+        return Err(ServiceError::invalid(problem));
+    }
+    let request = load(context, id).await?;
+    if request.state != ApprovalState::Pending {
+        return Err(already(&request));
+    }
+    if let Err(why) = may_decide(context, approver, &request) {
+        return Err(refuse(context, approver, AuditAction::Reject, &request, why).await);
+    }
+    take(context, approver, &request, ApprovalState::Rejected, note).await?;
+    let intent = decision_intent(approver, AuditAction::Reject, &request, note);
+    record(context, intent, "rejected; nothing was sent".into()).await?;
+    load(context, id).await
+}
+
+/// Withdraws request `id`: only its requester may, while it waits.
+pub async fn withdraw(
+    context: &ServiceContext,
+    actor: &Actor,
+    id: &str,
+    note: &str,
+) -> Result<ApprovalRequest, ServiceError> {
+    if let Some(problem) = note_problem(note) {
+        return Err(ServiceError::invalid(problem));
+    }
+    let request = load(context, id).await?;
+    if request.state != ApprovalState::Pending {
+        return Err(already(&request));
+    }
+    if actor.subject != request.requester.subject {
+        let why = format!(
+            "Only {}, who asked for it, may withdraw request {id}; an approver rejects it instead.",
+            request.requester_words()
+        );
+        return Err(refuse(context, actor, AuditAction::Withdraw, &request, why).await);
+    }
+    take(context, actor, &request, ApprovalState::Withdrawn, note).await?;
+    let intent = decision_intent(actor, AuditAction::Withdraw, &request, note);
+    record(context, intent, "withdrawn; nothing was sent".into()).await?;
+    load(context, id).await
+}
+
+/// A request with what `actor` may do with it.
+fn item(context: &ServiceContext, actor: &Actor, request: ApprovalRequest) -> ApprovalItem {
+    let waiting = request.state == ApprovalState::Pending;
+    let decision = if waiting {
+        may_decide(context, actor, &request)
+    } else {
+        Err(format!("It is {}.", request.state.words()))
+    };
+    ApprovalItem {
+        may_decide: decision.is_ok(),
+        why_not: decision.err(),
+        may_withdraw: waiting && actor.subject == request.requester.subject,
+        request,
+    }
+}
+
+/// The requests the filter names, newest first, with what `actor` may do, and every budget.
+pub async fn list(
+    context: &ServiceContext,
+    actor: &Actor,
+    filter: &ApprovalFilter,
+) -> Result<ApprovalsView, ServiceError> {
+    let state = filter.state().map_err(ServiceError::invalid)?;
+    let requests = context.approvals.list(state).await?;
+    let requests = requests
+        .into_iter()
+        .filter(|r| {
+            filter
+                .team
+                .as_deref()
+                .is_none_or(|t| t.is_empty() || r.team == t)
+        })
+        .filter(|r| {
+            filter
+                .cluster
+                .as_deref()
+                .is_none_or(|c| c.is_empty() || r.cluster == c)
+        })
+        .map(|r| item(context, actor, r))
+        .collect();
+    // The budgets need the fleet; the requests are shown without them when it is not read yet.
+    let budgets = budgets(context).await.unwrap_or_default();
+    Ok(ApprovalsView { requests, budgets })
+}
+
+/// One request with what `actor` may do with it.
+pub async fn get(
+    context: &ServiceContext,
+    actor: &Actor,
+    id: &str,
+) -> Result<ApprovalItem, ServiceError> {
+    let request = load(context, id).await?;
+    Ok(item(context, actor, request))
+}
+
+/// How many requests wait on `actor`: those they may decide, and their own.
+pub async fn waiting_on(context: &ServiceContext, actor: &Actor) -> Result<u32, ServiceError> {
+    if context.policy.budgets.is_empty() {
+        return Ok(0);
+    }
+    let pending = context.approvals.list(Some(ApprovalState::Pending)).await?;
+    Ok(pending
+        .into_iter()
+        .map(|r| item(context, actor, r))
+        .filter(|i| i.may_decide || i.may_withdraw)
+        .count() as u32)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{
+        model::{arn::RevisionRef, audit::AuditRecord, identity::Role},
+        service::{deployments::deploy, fake::Fake},
+    };
+
+    /// A fake where team `search` may hold `budget_mib` on `prod`, approved by `search-leads`.
+    fn fake_with_budget(budget_mib: u64) -> Arc<Fake> {
+        let fake = Fake::new();
+        *fake.budgets.lock().unwrap() = vec![BudgetRule {
+            team: "search".into(),
+            cluster: "prod".into(),
+            gpu_memory_mib: budget_mib,
+            whole_gpus: None,
+            monthly_cost_cents: None,
+            approvers: vec!["search-leads".into()],
+        }];
+        fake
+    }
+
+    fn embed_2() -> DeployRequest {
+        DeployRequest {
+            revision: RevisionRef::number(2),
+            expected_revision: RevisionRef::number(1),
+            description: "bigger batch for the launch".into(),
+            ..DeployRequest::default()
+        }
+    }
+
+    fn admin() -> Actor {
+        Actor {
+            subject: "root".into(),
+            email: Some("root@example.com".into()),
+            groups: vec!["platform".into()],
+            role: Role::Admin,
+            ..Fake::deployer()
+        }
+    }
+
+    fn sent(fake: &Fake) -> usize {
+        fake.calls()
+            .iter()
+            .filter(|c| c.starts_with("ecs.update_service"))
+            .count()
+    }
+
+    fn of(fake: &Fake, action: AuditAction) -> Vec<AuditRecord> {
+        fake.records()
+            .into_iter()
+            .filter(|r| r.action == action)
+            .collect()
+    }
+
+    /// Asks for embed:2 past a 3 GiB budget (embed:1 holds 2 GiB, embed:2 asks 4 GiB).
+    async fn ask_embed_2(fake: &Arc<Fake>) -> String {
+        let answer = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            embed_2(),
+        )
+        .await
+        .unwrap();
+        answer.approval.expect("waits for approval")
+    }
+
+    #[tokio::test]
+    async fn a_deploy_past_the_budget_waits_and_its_approval_sends_it_as_the_requesters() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        assert_eq!(sent(&fake), 0, "nothing is sent before the approval");
+        let request = fake
+            .context()
+            .approvals
+            .get(id.clone())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(request.state, ApprovalState::Pending);
+        assert_eq!(
+            request.arithmetic,
+            "search holds 2 GiB of 3 GiB on prod; this deploy adds 2 GiB, to 4 GiB: 1 GiB past the budget."
+        );
+        assert_eq!(request.request.description, "bigger batch for the launch");
+        let asked = &of(&fake, AuditAction::Request)[0];
+        assert_eq!(
+            (asked.actor.as_str(), asked.outcome),
+            ("ana", Outcome::Recorded)
+        );
+        assert_eq!(asked.approval_id.as_deref(), Some(id.as_str()));
+
+        let done = approve(&fake.context(), &Fake::approver(), &id, "ok for the launch")
+            .await
+            .unwrap();
+        assert_eq!(done.state, ApprovalState::Sent, "{:?}", done.detail);
+        assert_eq!(sent(&fake), 1);
+        let deployed = &of(&fake, AuditAction::Deploy)[0];
+        assert_eq!(deployed.actor, "ana", "sent as the requester's");
+        assert_eq!(deployed.approved_by.as_deref(), Some("cy"));
+        assert_eq!(deployed.approval_id.as_deref(), Some(id.as_str()));
+        assert_eq!(deployed.outcome, Outcome::InProgress);
+        assert_eq!(done.audit_id.as_deref(), Some(deployed.id.as_str()));
+        let approval = &of(&fake, AuditAction::Approve)[0];
+        assert_eq!(approval.actor, "cy");
+        assert_eq!(approval.description.as_deref(), Some("ok for the launch"));
+        assert!(approval
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("sent as ana@example.com's deploy"));
+        // Decided once: a second approval is refused with who decided.
+        let again = approve(&fake.context(), &admin(), &id, "")
+            .await
+            .unwrap_err();
+        assert_eq!(again.status(), 409);
+        assert!(
+            again
+                .message()
+                .contains("already decided by cy@example.com"),
+            "{again}"
+        );
+        assert_eq!(sent(&fake), 1);
+    }
+
+    #[tokio::test]
+    async fn within_the_budget_a_deploy_is_sent_at_once() {
+        let fake = fake_with_budget(8 * 1024);
+        let answer = deploy(
+            &fake.context(),
+            &Fake::deployer(),
+            "prod",
+            "embed",
+            embed_2(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer.approval, None);
+        assert_eq!(sent(&fake), 1);
+        assert!(fake.approvals.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rejection_sends_nothing_and_is_audited_with_its_note() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        let rejected = reject(
+            &fake.context(),
+            &Fake::approver(),
+            &id,
+            "use the spare pool",
+        )
+        .await
+        .unwrap();
+        assert_eq!(rejected.state, ApprovalState::Rejected);
+        assert_eq!(
+            rejected.decision_note.as_deref(),
+            Some("use the spare pool")
+        );
+        assert_eq!(sent(&fake), 0);
+        assert_eq!(of(&fake, AuditAction::Reject)[0].actor, "cy");
+        let late = approve(&fake.context(), &admin(), &id, "")
+            .await
+            .unwrap_err();
+        assert_eq!(late.status(), 409);
+        assert!(late.message().contains("rejected"), "{late}");
+    }
+
+    #[tokio::test]
+    async fn only_an_approver_other_than_the_requester_decides() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        let own = approve(&fake.context(), &Fake::deployer(), &id, "")
+            .await
+            .unwrap_err();
+        assert_eq!(own.status(), 403);
+        let outsider = approve(&fake.context(), &Fake::outsider(), &id, "")
+            .await
+            .unwrap_err();
+        assert_eq!(outsider.status(), 403);
+        assert!(
+            outsider.message().contains("group search-leads"),
+            "{outsider}"
+        );
+        let refused = of(&fake, AuditAction::Approve);
+        assert_eq!(refused.len(), 2, "both refusals are audited");
+        assert!(refused.iter().all(|r| r.outcome == Outcome::Refused));
+        assert_eq!(sent(&fake), 0);
+        let item = get(&fake.context(), &Fake::approver(), &id).await.unwrap();
+        assert!(item.may_decide && !item.may_withdraw);
+        let own = get(&fake.context(), &Fake::deployer(), &id).await.unwrap();
+        assert!(!own.may_decide && own.may_withdraw);
+        assert_eq!(
+            waiting_on(&fake.context(), &Fake::approver())
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            waiting_on(&fake.context(), &Fake::outsider())
+                .await
+                .unwrap(),
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn the_requester_withdraws_and_nobody_else_does() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        assert_eq!(
+            withdraw(&fake.context(), &Fake::approver(), &id, "")
+                .await
+                .unwrap_err()
+                .status(),
+            403
+        );
+        let gone = withdraw(&fake.context(), &Fake::deployer(), &id, "not needed")
+            .await
+            .unwrap();
+        assert_eq!(gone.state, ApprovalState::Withdrawn);
+        assert_eq!(
+            of(&fake, AuditAction::Withdraw).last().unwrap().outcome,
+            Outcome::Recorded
+        );
+        assert_eq!(sent(&fake), 0);
+    }
+
+    #[tokio::test]
+    async fn an_approval_after_the_service_changed_sends_nothing_and_says_why() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        // Someone else rolled the service forward meanwhile.
+        *fake.running.lock().unwrap() = 2;
+        let error = approve(&fake.context(), &Fake::approver(), &id, "")
+            .await
+            .unwrap_err();
+        assert_eq!(error.status(), 409);
+        assert!(error.message().contains("nothing was sent"), "{error}");
+        assert!(error.message().contains("now runs embed:2"), "{error}");
+        let request = fake.context().approvals.get(id).await.unwrap().unwrap();
+        assert_eq!(request.state, ApprovalState::Refused);
+        assert!(request.detail.unwrap().contains("now runs embed:2"));
+        assert_eq!(sent(&fake), 0);
+    }
+
+    #[tokio::test]
+    async fn of_two_approvers_at_once_one_sends() {
+        let fake = fake_with_budget(3 * 1024);
+        let id = ask_embed_2(&fake).await;
+        let (context, approver, root) = (fake.context(), Fake::approver(), admin());
+        let (a, b) = tokio::join!(
+            approve(&context, &approver, &id, "yes"),
+            approve(&context, &root, &id, "yes")
+        );
+        assert_eq!(
+            [a.is_ok(), b.is_ok()].iter().filter(|ok| **ok).count(),
+            1,
+            "{a:?} {b:?}"
+        );
+        let loser = a.err().or(b.err()).unwrap();
+        assert_eq!(loser.status(), 409, "{loser}");
+        assert_eq!(sent(&fake), 1);
+    }
+
+    #[tokio::test]
+    async fn bad_input_is_refused_before_anything_is_read() {
+        let fake = fake_with_budget(3 * 1024);
+        let context = fake.context();
+        assert_eq!(
+            approve(&context, &admin(), "../etc", "")
+                .await
+                .unwrap_err()
+                .status(),
+            400
+        );
+        assert_eq!(
+            approve(&context, &admin(), "nope-1", "")
+                .await
+                .unwrap_err()
+                .status(),
+            404
+        );
+        let id = ask_embed_2(&fake).await;
+        let long = "x".repeat(2000);
+        assert_eq!(
+            reject(&context, &admin(), &id, &long)
+                .await
+                .unwrap_err()
+                .status(),
+            400
+        );
+        let filter = ApprovalFilter {
+            state: Some("open".into()),
+            ..ApprovalFilter::default()
+        };
+        assert_eq!(
+            list(&context, &admin(), &filter)
+                .await
+                .unwrap_err()
+                .status(),
+            400
+        );
+    }
+
+    #[tokio::test]
+    async fn budgets_count_what_runs_and_what_waits() {
+        let fake = fake_with_budget(3 * 1024);
+        let before = budgets(&fake.context()).await.unwrap();
+        assert_eq!(before[0].held_mib, 2048);
+        assert_eq!(before[0].pending_mib, 0);
+        ask_embed_2(&fake).await;
+        let after = budgets(&fake.context()).await.unwrap();
+        assert_eq!((after[0].held_mib, after[0].pending_mib), (2048, 2048));
+        assert_eq!(after[0].pending_requests, 1);
+        assert!(after[0].over());
+    }
+}
