@@ -116,6 +116,21 @@ pub fn api_routes() -> Vec<ApiRoute> {
             post(http::services::rollback),
         ),
         read("/api/v1/deployments/{id}", get(http::services::deployment)),
+        read("/api/v1/approvals", get(http::approvals::list)),
+        read("/api/v1/approvals/{id}", get(http::approvals::one)),
+        write(
+            "/api/v1/approvals/{id}/approve",
+            post(http::approvals::approve),
+        ),
+        write(
+            "/api/v1/approvals/{id}/reject",
+            post(http::approvals::reject),
+        ),
+        write(
+            "/api/v1/approvals/{id}/withdraw",
+            post(http::approvals::withdraw),
+        ),
+        read("/api/v1/budgets", get(http::approvals::budgets)),
         read(
             "/api/v1/deployments/{id}/events",
             get(http::services::deployment_events),

@@ -3,9 +3,12 @@
 mod theme_toggle;
 
 use leptos::prelude::*;
-use leptos_router::components::A;
+use leptos_router::{components::A, hooks::use_location};
 
-use crate::components::{fleet_source_badge::FleetSourceBadge, identity_badge::IdentityBadge};
+use crate::{
+    components::{fleet_source_badge::FleetSourceBadge, identity_badge::IdentityBadge},
+    server_fns::approvals::approvals_waiting,
+};
 use theme_toggle::ThemeToggle;
 
 /// The sections of the console, in the order the navigation lists them.
@@ -41,6 +44,9 @@ pub fn AppHeader() -> impl IntoView {
                             }
                         })
                         .collect_view()}
+                    <li>
+                        <A href="/approvals">"Approvals"<WaitingCount /></A>
+                    </li>
                 </ul>
             </nav>
             <div class="header-end">
@@ -49,5 +55,22 @@ pub fn AppHeader() -> impl IntoView {
                 <ThemeToggle />
             </div>
         </header>
+    }
+}
+
+/// How many requests wait on the person (theirs to decide, or their own), read again on each
+/// navigation; nothing when none.
+#[component]
+fn WaitingCount() -> impl IntoView {
+    let location = use_location();
+    let waiting = Resource::new(move || location.pathname.get(), |_| approvals_waiting());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                waiting.await.ok().filter(|n| *n > 0).map(|n| view! {
+                    " "<span class="nav-count" data-testid="approvals-waiting" aria-label=format!("{n} waiting")>{n}</span>
+                })
+            })}
+        </Transition>
     }
 }

@@ -1,6 +1,7 @@
 //! Components shared by several pages.
 
 pub mod app_header;
+pub mod budget_bars;
 pub mod cluster_table;
 pub mod coming_soon;
 pub mod console_status;

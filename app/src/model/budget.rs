@@ -64,7 +64,7 @@ pub fn parse_memory(text: &str) -> Result<u64, String> {
         other => return Err(format!("{text:?}: unknown unit {other:?}; {hint}")),
     };
     let mib = value * factor;
-    if !mib.is_finite() || mib < 0.0 || mib > 1e15 {
+    if !mib.is_finite() || !(0.0..=1e15).contains(&mib) {
         return Err(format!("{text:?} is out of range; {hint}"));
     }
     if mib.fract() != 0.0 {
@@ -379,7 +379,7 @@ pub fn judge(usage: &BudgetUse, delta: Delta, what: &str) -> BudgetVerdict {
 
 /// GPU memory in words: `96 GiB`, `1.5 GiB`, `512 MiB`.
 pub fn mib_words(mib: u64) -> String {
-    if mib >= 1024 && mib % 1024 == 0 {
+    if mib >= 1024 && mib.is_multiple_of(1024) {
         format!("{} GiB", mib / 1024)
     } else if mib >= 1024 {
         format!("{:.1} GiB", mib as f64 / 1024.0)

@@ -40,6 +40,10 @@ pub struct PreCheck {
     /// Whether the person asking may deploy to the service, and why not.
     #[serde(default)]
     pub deploy: Permission,
+    /// The team's GPU budget's verdict on the rollout; `None` when the service's team has no
+    /// budget on the cluster. Past the budget, a deploy waits for approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::model::budget::BudgetVerdict>,
 }
 
 /// A request to roll `revision` of the service's family out. Each revision is a number of the

@@ -187,8 +187,10 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
         comparison,
         rollout,
         deploy,
+        budget,
     } = found;
     let s = &service.service;
+    let over_budget = budget.as_ref().is_some_and(|b| b.over);
     let running = service.revision;
     let options = revisions
         .iter()
@@ -231,9 +233,18 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
             }}
         </section>
         <PreCheckView rollout=rollout.clone() />
+        {(target.revision != running).then(|| budget.map(|verdict| view! {
+            <section class="card" data-testid="rollout-budget">
+                <h2>"Team budget"</h2>
+                <p class=if verdict.over { "banner warn" } else { "banner info" } role="status" data-over=verdict.over.to_string()>
+                    {verdict.arithmetic.clone()}
+                    {verdict.over.then_some(" Sending it asks the team's approvers; nothing is sent until one of them approves.")}
+                </p>
+            </section>
+        }))}
         {(target.revision != running).then(|| if deploy.allowed {
             view! {
-                <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes />
+                <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes over_budget />
             }.into_any()
         } else {
             view! {
@@ -295,6 +306,7 @@ fn DeployForm(
     running: u32,
     target: u32,
     completes: bool,
+    over_budget: bool,
 ) -> impl IntoView {
     let deploy = ServerAction::<DeployService>::new();
     let description = RwSignal::new(String::new());
@@ -303,10 +315,11 @@ fn DeployForm(
     Effect::new(move |_| {
         if let Some(Ok(answer)) = deploy.value().get() {
             let navigate = leptos_router::hooks::use_navigate();
-            navigate(
-                &format!("/rollouts/{}", answer.audit_id),
-                Default::default(),
-            );
+            let to = match &answer.approval {
+                Some(request) => format!("/approvals/{request}"),
+                None => format!("/rollouts/{}", answer.audit_id),
+            };
+            navigate(&to, Default::default());
         }
     });
     let send = move |_| {
@@ -341,7 +354,11 @@ fn DeployForm(
             })}
             <div class="edit-actions">
                 <button type="button" data-testid="deploy-send" on:click=send disabled=move || deploy.pending().get()>
-                    {if rollback { format!("Roll back from {running} to {target}") } else { format!("Deploy {target} (replacing {running})") }}
+                    {match (over_budget, rollback) {
+                        (true, _) => format!("Ask for approval to {} {target}", if rollback { "roll back to" } else { "deploy" }),
+                        (false, true) => format!("Roll back from {running} to {target}"),
+                        (false, false) => format!("Deploy {target} (replacing {running})"),
+                    }}
                 </button>
             </div>
             {move || deploy.value().get().and_then(|answer| answer.err()).map(|error| view! {

@@ -1,6 +1,7 @@
 //! One file per route.
 
 pub mod activity;
+pub mod approvals;
 pub mod audit;
 pub mod cost;
 pub mod cost_plan;

@@ -3,6 +3,7 @@
 //! own [`ServiceError`](crate::model::ServiceError).
 
 pub mod activity;
+pub mod approvals;
 pub mod audit;
 pub mod clusters;
 pub mod console;

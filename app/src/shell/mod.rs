@@ -15,6 +15,7 @@ use leptos_router::{
 use crate::components::app_header::AppHeader;
 use crate::pages::{
     activity::{ClusterEventsPage, StoppedTasksPage},
+    approvals::{ApprovalPage, ApprovalsPage},
     audit::AuditPage,
     cost::CostPage,
     cost_plan::CostPlanPage,
@@ -118,6 +119,8 @@ pub fn App() -> impl IntoView {
                     />
                     <Route path=path!("/rollouts/:id") view=DeploymentWatchPage ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
+                    <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async />
+                    <Route path=path!("/approvals/:id") view=ApprovalPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                     <Route path=path!("/cost/plan") view=CostPlanPage ssr=SsrMode::Async />
                 </Routes>

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod api;
+pub mod approvals;
 pub mod audit;
 pub mod cost;
 pub mod fleet;

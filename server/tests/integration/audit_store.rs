@@ -4,9 +4,14 @@
 use std::path::Path;
 
 use crate::support::{temp_dir, Postgres};
-use app::model::{
-    audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, Outcome},
-    identity::{AuthMode, Role},
+use app::{
+    model::{
+        approval::{ApprovalRequest, ApprovalState},
+        audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, Outcome},
+        budget::Delta,
+        identity::{Actor, AuthMode, Role},
+    },
+    service::ports::{ApprovalStore, Decision},
 };
 use gpushare::audit::SqlAuditLog;
 
@@ -24,6 +29,8 @@ fn intent(resource: &str) -> AuditIntent {
         actor_role: Some(Role::Deployer),
         auth_mode: Some(AuthMode::Proxy),
         source: Some("10.0.0.7".into()),
+        approved_by: Some("cy".into()),
+        approval_id: Some("request-1".into()),
     }
 }
 
@@ -39,6 +46,8 @@ async fn check_store(log: &SqlAuditLog) {
     assert_eq!(pending.actor_role, Some(Role::Deployer));
     assert_eq!(pending.auth_mode, Some(AuthMode::Proxy));
     assert_eq!(pending.source.as_deref(), Some("10.0.0.7"));
+    assert_eq!(pending.approved_by.as_deref(), Some("cy"));
+    assert_eq!(pending.approval_id.as_deref(), Some("request-1"));
     log.update(
         &first,
         &AuditOutcome {
@@ -130,6 +139,172 @@ async fn check_store(log: &SqlAuditLog) {
         }
     }
     assert_eq!(won, 1);
+}
+
+/// A request past a budget, as the deploy asks for it.
+fn asked(service: &str) -> ApprovalRequest {
+    ApprovalRequest {
+        action: AuditAction::Deploy,
+        team: "search".into(),
+        cluster: "prod".into(),
+        service: service.into(),
+        requester: Actor {
+            subject: "ana".into(),
+            email: Some("ana@example.com".into()),
+            role: Role::Deployer,
+            teams: vec!["search".into()],
+            ..Actor::default()
+        },
+        from: format!("{service}:1"),
+        target: format!("{service}:2"),
+        arithmetic: "search holds 2 GiB of 3 GiB on prod; this deploy adds 2 GiB".into(),
+        delta: Delta {
+            memory_mib: 2048,
+            whole_gpus: 0,
+        },
+        after_mib: 4096,
+        ..ApprovalRequest::default()
+    }
+}
+
+fn decision(to: ApprovalState, by: &str) -> Decision {
+    Decision {
+        to,
+        by: by.into(),
+        by_email: Some(format!("{by}@example.com")),
+        note: Some("it's fine; \"quoted\"".into()),
+    }
+}
+
+/// What the approvals store must do on every backend, with `other` a second replica on the same
+/// database: a request kept whole, decided once when two replicas decide at once, settled only
+/// from `sending`.
+async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
+    let id = ApprovalStore::create(log, asked("embed"))
+        .await
+        .expect("create");
+    let kept = ApprovalStore::get(other, id.clone())
+        .await
+        .expect("get")
+        .expect("found by the other replica");
+    assert_eq!(kept.state, ApprovalState::Pending);
+    assert_eq!(kept.requester.email.as_deref(), Some("ana@example.com"));
+    assert_eq!(kept.delta.memory_mib, 2048);
+    assert_eq!(kept.after_mib, 4096);
+    assert!(!kept.created_at.is_empty());
+    let pending = ApprovalStore::list(log, Some(ApprovalState::Pending))
+        .await
+        .expect("list");
+    assert_eq!(pending.len(), 1);
+
+    // Many decisions at once from two replicas: exactly one moves the request.
+    let deciders: Vec<_> = (0..8)
+        .map(|n| {
+            let store = if n % 2 == 0 {
+                log.clone()
+            } else {
+                other.clone()
+            };
+            let id = id.clone();
+            tokio::spawn(async move {
+                ApprovalStore::decide(
+                    &store,
+                    id,
+                    decision(ApprovalState::Sending, &format!("approver{n}")),
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for decider in deciders {
+        if decider.await.expect("joined").expect("decide") {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1, "one decision wins");
+    let sending = ApprovalStore::get(log, id.clone())
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(sending.state, ApprovalState::Sending);
+    assert!(sending
+        .decided_by
+        .as_deref()
+        .is_some_and(|b| b.starts_with("approver")));
+    assert_eq!(
+        sending.decision_note.as_deref(),
+        Some("it's fine; \"quoted\"")
+    );
+    ApprovalStore::settle(
+        log,
+        id.clone(),
+        ApprovalState::Sent,
+        "sent".into(),
+        Some("a1".into()),
+    )
+    .await
+    .expect("settle");
+    // Settled once: a second settle of a request no longer sending changes nothing.
+    ApprovalStore::settle(
+        other,
+        id.clone(),
+        ApprovalState::Refused,
+        "late".into(),
+        None,
+    )
+    .await
+    .expect("settle");
+    let sent = ApprovalStore::get(other, id)
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(sent.state, ApprovalState::Sent);
+    assert_eq!(sent.audit_id.as_deref(), Some("a1"));
+    assert_eq!(sent.detail.as_deref(), Some("sent"));
+
+    let rejected = ApprovalStore::create(other, asked("rerank"))
+        .await
+        .expect("create");
+    assert!(ApprovalStore::decide(
+        log,
+        rejected.clone(),
+        decision(ApprovalState::Rejected, "cy")
+    )
+    .await
+    .expect("decide"));
+    assert!(
+        !ApprovalStore::decide(other, rejected, decision(ApprovalState::Sending, "root"))
+            .await
+            .expect("decide")
+    );
+    assert!(ApprovalStore::list(log, Some(ApprovalState::Pending))
+        .await
+        .expect("list")
+        .is_empty());
+    assert_eq!(ApprovalStore::list(log, None).await.expect("list").len(), 2);
+}
+
+#[tokio::test]
+async fn approvals_are_decided_once_across_replicas_on_sqlite() {
+    let dir = temp_dir("approvals-sqlite");
+    let log = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let other = SqlAuditLog::open(None, &dir)
+        .await
+        .expect("a second replica");
+    check_approvals(&log, &other).await;
+}
+
+#[tokio::test]
+async fn approvals_are_decided_once_across_replicas_on_postgresql() {
+    let server = Postgres::start();
+    let log = SqlAuditLog::open(Some(&server.url()), Path::new("/nonexistent"))
+        .await
+        .expect("opens");
+    let other = SqlAuditLog::open(Some(&server.url()), Path::new("/nonexistent"))
+        .await
+        .expect("a second replica");
+    check_approvals(&log, &other).await;
 }
 
 #[tokio::test]

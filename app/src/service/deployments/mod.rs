@@ -213,8 +213,28 @@ pub async fn pre_check(
         found.team.as_deref(),
         &format!("Service {cluster}/{service}"),
     ));
+    let action = if target_number < runs.revision {
+        "this rollback"
+    } else {
+        "this deploy"
+    };
+    // A budget that cannot be read now is said at the deploy, which checks it again.
+    let budget = crate::service::approvals::gate(
+        context,
+        &snapshot,
+        cluster,
+        &found,
+        &runs,
+        &TaskDefinitionId::new(family.clone(), target_number),
+        action,
+    )
+    .await
+    .ok()
+    .flatten()
+    .map(|(_, verdict)| verdict);
     Ok(PreCheck {
         deploy,
+        budget,
         service: ServiceRow {
             cluster: cluster.to_string(),
             service: found,

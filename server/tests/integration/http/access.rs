@@ -121,6 +121,10 @@ enum Rule {
     Read(fn() -> Request<Body>),
     /// Open to anyone: it can only end the caller's own session.
     Anyone(fn() -> Request<Body>),
+    /// A decision about an approval request: anyone signed in reaches the use case, which
+    /// decides by the request's team (its approvers, or its requester for a withdrawal) — tested
+    /// request by request in `http::approvals`. Here the request does not exist: 404, not 403.
+    Decide(fn() -> Request<Body>),
 }
 
 /// Every POST route of the console and its rule. A POST route missing here fails the matrix.
@@ -299,6 +303,38 @@ fn rules() -> Vec<(&'static str, Rule)> {
             "/api/consolidation_plan",
             Rule::Read(|| form("/api/consolidation_plan", "query[spare_percent]=10")),
         ),
+        (
+            "/api/v1/approvals/{id}/approve",
+            Rule::Decide(|| post_json("/api/v1/approvals/nope-1/approve", r#"{"note": "ok"}"#)),
+        ),
+        (
+            "/api/v1/approvals/{id}/reject",
+            Rule::Decide(|| post_json("/api/v1/approvals/nope-1/reject", "")),
+        ),
+        (
+            "/api/v1/approvals/{id}/withdraw",
+            Rule::Decide(|| post_json("/api/v1/approvals/nope-1/withdraw", "")),
+        ),
+        (
+            "/api/decide_approval",
+            Rule::Decide(|| form("/api/decide_approval", "id=nope-1&decision=approve&note=")),
+        ),
+        (
+            "/api/list_approvals",
+            Rule::Read(|| form("/api/list_approvals", "")),
+        ),
+        (
+            "/api/approval",
+            Rule::Read(|| form("/api/approval", "id=nope-1")),
+        ),
+        (
+            "/api/team_budgets",
+            Rule::Read(|| form("/api/team_budgets", "")),
+        ),
+        (
+            "/api/approvals_waiting",
+            Rule::Read(|| form("/api/approvals_waiting", "")),
+        ),
     ]
 }
 
@@ -348,7 +384,7 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
         for who in Who::ALL {
             let (request, may) = match rule {
                 Rule::Change(request) => (request(), who.may_change()),
-                Rule::Read(request) => (request(), who != Who::Anonymous),
+                Rule::Read(request) | Rule::Decide(request) => (request(), who != Who::Anonymous),
                 Rule::Anyone(request) => (request(), true),
             };
             let (was_refused, status, body) = refused(send(&app, signed(who, request)).await).await;
@@ -485,7 +521,7 @@ async fn identity_headers_from_anywhere_but_the_proxy_are_refused() {
 async fn changes_from_another_site_are_refused() {
     let (app, _) = test_app(false).await;
     for (_, rule) in rules() {
-        let (Rule::Change(request) | Rule::Anyone(request)) = rule else {
+        let (Rule::Change(request) | Rule::Anyone(request) | Rule::Decide(request)) = rule else {
             continue;
         };
         let mut forged = request();
