@@ -3,6 +3,7 @@
 mod access;
 mod activity;
 mod alb;
+mod approvals;
 mod cost;
 mod deployments;
 mod edge;

@@ -195,24 +195,27 @@ pub async fn deployment_result(app: &Router, id: &str, seconds: u64) -> serde_js
     }
 }
 
+/// The embedded emulator's `host:port`, as the console's status names it; `request` is the
+/// status request (signed as the app's sign-in needs).
+pub async fn emulator_address(app: &Router, request: Request<Body>) -> String {
+    let status = json(send(app, request).await).await;
+    status["fleet_source"]["endpoint"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the emulator: {status}"))
+        .trim_start_matches("http://")
+        .to_string()
+}
+
 /// Sets the embedded emulator's faults at runtime (`PUT /_emulator/faults`).
 pub async fn set_emulator_faults(app: &Router, faults: &str) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let status = json(
-        send(
-            app,
-            Request::post("/api/console_status")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await,
+    let endpoint = emulator_address(
+        app,
+        Request::post("/api/console_status")
+            .body(Body::empty())
+            .expect("request"),
     )
     .await;
-    let endpoint = status["fleet_source"]["endpoint"]
-        .as_str()
-        .expect("the emulator")
-        .trim_start_matches("http://")
-        .to_string();
     let mut stream = tokio::net::TcpStream::connect(&endpoint)
         .await
         .expect("connects");

@@ -1,0 +1,346 @@
+//! Team GPU budgets with approval through the HTTP surface, signed in through the proxy: an
+//! over-budget deploy waits, an approver sends it as the requester's (audited with both), a
+//! rejection or a withdrawal sends nothing, a request decided once, and an approval after the
+//! fleet changed so that the pre-check stalls is refused with the reason.
+
+use std::net::SocketAddr;
+
+use axum::{
+    body::Body,
+    http::{header, Request, StatusCode},
+    Router,
+};
+
+use super::support::{emulator_address, get, post_json, rand_suffix, send, test_app_behind, text};
+
+/// Search may hold 64 GiB of GPU memory on inference-prod (the demo's embed-api and rerank hold
+/// exactly that); its approvers are `search-leads`.
+const POLICY: &str = r#"
+default_role = "viewer"
+
+[[roles]]
+group = "platform"
+role = "admin"
+
+[[roles]]
+group = "ml"
+role = "deployer"
+
+[[teams]]
+group = "search-eng"
+team = "search"
+
+[[teams]]
+group = "vision-eng"
+team = "vision"
+
+[[budgets]]
+team = "search"
+cluster = "inference-prod"
+gpu_memory = "64 GiB"
+approvers = ["search-leads"]
+"#;
+
+/// The people: a deployer of search, an approver of search, another team's deployer, an admin.
+const ANA: (&str, &str) = ("ana", "ml,search-eng");
+const CY: (&str, &str) = ("cy", "search-leads");
+const BO: (&str, &str) = ("bo", "ml,vision-eng");
+const ROOT: (&str, &str) = ("root", "platform");
+
+async fn console() -> Router {
+    let policy = std::env::temp_dir().join(format!(
+        "gpushare-budget-policy-{}-{}.toml",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::write(&policy, POLICY).expect("a policy file");
+    test_app_behind(SocketAddr::from(([127, 0, 0, 1], 41_000)), move |args| {
+        args.access.auth = gpushare::config::AuthFlag::Proxy;
+        args.access.trusted_proxies = vec!["127.0.0.1/32".into()];
+        args.access.policy = Some(policy);
+        args.fleet.refresh_interval = 2;
+    })
+    .await
+}
+
+/// `request` as the proxy forwards it for `who`.
+fn by(who: (&str, &str), mut request: Request<Body>) -> Request<Body> {
+    let headers = request.headers_mut();
+    headers.insert("x-forwarded-user", who.0.parse().expect("a value"));
+    headers.insert(
+        "x-forwarded-email",
+        format!("{}@example.com", who.0).parse().expect("a value"),
+    );
+    headers.insert("x-forwarded-groups", who.1.parse().expect("a value"));
+    request
+}
+
+async fn call(app: &Router, who: (&str, &str), request: Request<Body>) -> (StatusCode, String) {
+    let response = send(app, by(who, request)).await;
+    let status = response.status();
+    (status, text(response).await)
+}
+
+async fn call_json(
+    app: &Router,
+    who: (&str, &str),
+    request: Request<Body>,
+) -> (StatusCode, serde_json::Value) {
+    let (status, body) = call(app, who, request).await;
+    let value = serde_json::from_str(&body).unwrap_or_else(|_| serde_json::Value::String(body));
+    (status, value)
+}
+
+/// Waits for the first fleet snapshot.
+async fn ready(app: &Router) {
+    for _ in 0..200 {
+        if call(app, ROOT, get("/api/v1/fleet")).await.0 == StatusCode::OK {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no fleet snapshot after 10 s");
+}
+
+const DEPLOY: &str = "/api/v1/services/inference-prod/embed-api/deploy";
+const ASK: &str =
+    r#"{"revision": 2, "expected_revision": 1, "description": "6 GiB for the longer context"}"#;
+
+/// Registers embed-api:2 asking 6 GiB a task (2 GiB more × 8 tasks = 16 GiB past the budget).
+async fn register_bigger(app: &Router) {
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 6144, "max_compute_percent": 50}}]}"#;
+    let (status, body) = call(
+        app,
+        ANA,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "a registration holds nothing: {body}"
+    );
+}
+
+/// Ana asks for the deploy; the request's id.
+async fn ask(app: &Router) -> String {
+    let (status, answer) = call_json(app, ANA, post_json(DEPLOY, ASK)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    assert!(answer["deployment_id"].is_null(), "nothing sent: {answer}");
+    answer["approval"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a request: {answer}"))
+        .to_string()
+}
+
+fn decide(id: &str, what: &str, note: &str) -> Request<Body> {
+    post_json(
+        &format!("/api/v1/approvals/{id}/{what}"),
+        &serde_json::json!({ "note": note }).to_string(),
+    )
+}
+
+async fn records(app: &Router, action: &str) -> Vec<serde_json::Value> {
+    let (_, log) = call_json(app, ROOT, get(&format!("/api/v1/audit?action={action}"))).await;
+    log.as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_over_budget_deploy_waits_and_an_approver_sends_it_as_the_requesters() {
+    let app = console().await;
+    ready(&app).await;
+    let (status, budgets) = call_json(&app, ANA, get("/api/v1/budgets")).await;
+    assert_eq!(status, StatusCode::OK);
+    let search = &budgets[0];
+    assert_eq!(
+        (search["team"].as_str(), search["cluster"].as_str()),
+        (Some("search"), Some("inference-prod"))
+    );
+    assert_eq!(
+        search["held_mib"],
+        64 * 1024,
+        "8 × 4 GiB + 4 × 8 GiB: {search}"
+    );
+    register_bigger(&app).await;
+
+    // The pre-check says so before anyone sends anything.
+    let (_, check) = call_json(
+        &app,
+        ANA,
+        get("/api/v1/services/inference-prod/embed-api/pre-check?revision=2"),
+    )
+    .await;
+    assert_eq!(check["budget"]["over"], true, "{check}");
+    assert_eq!(
+        check["budget"]["arithmetic"],
+        "search holds 64 GiB of 64 GiB on inference-prod; this deploy adds 16 GiB, to 80 GiB: 16 GiB past the budget."
+    );
+
+    let id = ask(&app).await;
+    assert!(records(&app, "deploy").await.is_empty(), "no deploy yet");
+    let asked = &records(&app, "request").await[0];
+    assert_eq!(asked["actor"], "ana");
+    assert_eq!(asked["approval_id"], id.as_str());
+
+    // Who may decide, and the count in the header.
+    let (_, list) = call_json(&app, CY, get("/api/v1/approvals?state=pending")).await;
+    let item = &list["requests"][0];
+    assert_eq!(item["request"]["id"], id.as_str());
+    assert_eq!(item["may_decide"], true);
+    assert_eq!(list["budgets"][0]["pending_mib"], 16 * 1024);
+    let (_, other) = call_json(&app, BO, get(&format!("/api/v1/approvals/{id}"))).await;
+    assert_eq!(other["may_decide"], false);
+    let (_, page) = call(&app, CY, get("/approvals")).await;
+    assert!(
+        page.contains(r#"data-testid="approvals-waiting""#),
+        "the header counts the request for its approver"
+    );
+    assert!(page.contains(r#"data-testid="budget-row""#), "{page}");
+
+    // Not theirs to decide: refused, audited, nothing sent.
+    let (status, body) = call(&app, BO, decide(&id, "approve", "")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("search-leads"), "says who may: {body}");
+    let (status, _) = call(&app, ANA, decide(&id, "approve", "")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not one's own request");
+
+    let (status, done) = call_json(&app, CY, decide(&id, "approve", "ok for the launch")).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["state"], "sent", "{done}");
+    let sent_as = done["audit_id"]
+        .as_str()
+        .expect("the deploy's record")
+        .to_string();
+    let deploys = records(&app, "deploy").await;
+    assert_eq!(deploys.len(), 1);
+    assert_eq!(deploys[0]["id"], sent_as.as_str());
+    assert_eq!(deploys[0]["actor"], "ana", "sent as the requester's");
+    assert_eq!(deploys[0]["approved_by"], "cy");
+    assert_eq!(deploys[0]["approval_id"], id.as_str());
+    assert_eq!(deploys[0]["to_revision"], "embed-api:2");
+    let approvals = records(&app, "approve").await;
+    let approval = approvals
+        .iter()
+        .find(|r| r["outcome"] == "recorded")
+        .expect("the approval is audited");
+    assert_eq!(approval["actor"], "cy");
+    assert_eq!(approval["description"], "ok for the launch");
+    let (status, _) = call(&app, ROOT, get(&format!("/api/v1/deployments/{sent_as}"))).await;
+    assert_eq!(status, StatusCode::OK, "the rollout is watched");
+
+    // Decided once.
+    let (status, body) = call(&app, ROOT, decide(&id, "approve", "")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("already decided by cy@example.com"), "{body}");
+    let (_, page) = call(&app, ANA, get(&format!("/approvals/{id}"))).await;
+    assert!(page.contains(r#"data-state="sent""#), "{page}");
+    assert!(page.contains(r#"data-testid="approval-watch""#), "{page}");
+}
+
+#[tokio::test]
+async fn rejected_and_withdrawn_requests_send_nothing_and_a_stale_approval_says_why() {
+    let app = console().await;
+    ready(&app).await;
+    register_bigger(&app).await;
+
+    let rejected = ask(&app).await;
+    let (status, body) =
+        call_json(&app, CY, decide(&rejected, "reject", "use the spare pool")).await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (StatusCode::OK, Some("rejected"))
+    );
+    let (status, _) = call(&app, CY, decide(&rejected, "approve", "")).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let withdrawn = ask(&app).await;
+    let (status, _) = call(&app, CY, decide(&withdrawn, "withdraw", "")).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "only the requester withdraws"
+    );
+    let (status, body) = call_json(&app, ANA, decide(&withdrawn, "withdraw", "")).await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (StatusCode::OK, Some("withdrawn"))
+    );
+
+    // Bad input: a clear error, nothing decided.
+    let (status, body) = call(
+        &app,
+        CY,
+        post_json(
+            &format!("/api/v1/approvals/{withdrawn}/approve"),
+            "{\"nite\": 1}",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("note"), "{body}");
+    let (status, _) = call(&app, CY, decide("no-such-1", "approve", "")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&app, CY, get("/api/v1/approvals?state=open")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // The fleet fills up after the request: the pre-check now stalls, and the approval is
+    // refused with the reason; nothing is sent.
+    let stale = ask(&app).await;
+    fill_inference_prod(&app).await;
+    let (status, body) = call(&app, CY, decide(&stale, "approve", "")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("nothing was sent"), "{body}");
+    assert!(body.contains("pre-check"), "says why: {body}");
+    let (_, request) = call_json(&app, ANA, get(&format!("/api/v1/approvals/{stale}"))).await;
+    assert_eq!(request["request"]["state"], "refused", "{request}");
+    assert!(
+        records(&app, "deploy").await.is_empty(),
+        "nothing was ever sent"
+    );
+}
+
+/// Drains every instance of inference-prod through ECS itself, and waits until the console's
+/// pre-check of embed-api:2 no longer completes.
+async fn fill_inference_prod(app: &Router) {
+    let status = Request::post("/api/console_status")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::empty())
+        .expect("request");
+    let address = emulator_address(app, by(ROOT, status)).await;
+    let clients = gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await;
+    let instances = clients
+        .ecs
+        .list_container_instances()
+        .cluster("inference-prod")
+        .send()
+        .await
+        .expect("listed")
+        .container_instance_arns()
+        .to_vec();
+    assert!(!instances.is_empty());
+    for batch in instances.chunks(10) {
+        clients
+            .ecs
+            .update_container_instances_state()
+            .cluster("inference-prod")
+            .set_container_instances(Some(batch.to_vec()))
+            .status(aws_sdk_ecs::types::ContainerInstanceStatus::Draining)
+            .send()
+            .await
+            .expect("drained");
+    }
+    let pre_check = "/api/v1/services/inference-prod/embed-api/pre-check?revision=2";
+    let mut last = serde_json::Value::Null;
+    for _ in 0..240 {
+        let (_, check) = call_json(app, ANA, get(pre_check)).await;
+        if check["rollout"]["verdict"]["verdict"] != "completes" {
+            return;
+        }
+        last = check;
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("the pre-check still completes after a minute: {last}");
+}
