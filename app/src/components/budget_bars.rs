@@ -10,7 +10,7 @@ use crate::{
 
 /// The budgets of the policy (of `cluster` only, when given), read from the server.
 #[component]
-pub fn BudgetBars(#[prop(optional, into)] cluster: Option<String>) -> impl IntoView {
+pub fn BudgetBars(cluster: Option<String>) -> impl IntoView {
     let budgets = Resource::new(|| (), |_| team_budgets());
     view! {
         <Suspense fallback=|| ()>

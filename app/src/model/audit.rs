@@ -340,7 +340,9 @@ mod tests {
         assert!(line.starts_with("a1,2026-11-30T10:00:00Z,"));
         assert!(line.contains(",\"more memory, \"\"batch 32\"\"\","));
         assert!(
-            line.ends_with(",\"'=HYPERLINK(\"\"x\"\")\",ana@example.com,deployer,proxy,10.0.0.7"),
+            line.ends_with(
+                ",\"'=HYPERLINK(\"\"x\"\")\",ana@example.com,deployer,proxy,10.0.0.7,cy,"
+            ),
             "{line}"
         );
         assert_eq!(csv.lines().count(), 2);

@@ -44,7 +44,7 @@ pub fn AuditPage() -> impl IntoView {
     view! {
         <Title text="Audit log" />
         <h1>"Audit log"</h1>
-        <p class="muted">"Every registration, deployment and rollback: who, when, which resource, the diff, the pre-check, the AWS request id and the outcome. The intent is written before the AWS call and the outcome after it."</p>
+        <p class="muted">"Every registration, deployment and rollback — and every request past a team's budget with its approval, rejection or withdrawal: who, when, which resource, the diff, the pre-check, the AWS request id and the outcome. The intent is written before the AWS call and the outcome after it."</p>
         <form class="compare-picker card" method="get" data-testid="audit-filter">
             <label><span>"Action"</span>
                 <select name="action">
@@ -98,7 +98,11 @@ fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
                 {records.into_iter().map(|r| view! {
                     <tr data-outcome=r.outcome.as_str()>
                         <td class="mono when" title=r.at.clone()>{crate::model::activity::when(&r.at)}</td>
-                        <td>{r.actor.clone()}</td>
+                        <td>
+                            {r.actor.clone()}
+                            {r.approved_by.clone().map(|by| view! { <div class="muted" data-testid="approved-by">{format!("approved by {by}")}</div> })}
+                            {r.approval_id.clone().map(|id| view! { <div><a href=format!("/approvals/{}", encode(&id))>"the request"</a></div> })}
+                        </td>
                         <td>{r.action.as_str()}</td>
                         <td>{r.resource.clone()}</td>
                         <td class="mono">{format!("{} → {}", r.from_revision.clone().unwrap_or_else(|| "—".into()), r.to_revision.clone().unwrap_or_else(|| "—".into()))}</td>

@@ -7,6 +7,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
+    components::budget_bars::BudgetBars,
     components::{
         error_banner::{set_status, ErrorBanner},
         stale_reads::StaleReadsBanner,
@@ -50,6 +51,7 @@ pub fn DeploymentsPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+        <BudgetBars cluster=cluster.get_untracked() />
     }
 }
 

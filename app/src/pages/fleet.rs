@@ -9,6 +9,7 @@ use leptos_router::{
 };
 
 use crate::{
+    components::budget_bars::BudgetBars,
     components::{
         cluster_table::ClusterTable, console_status::ConsoleStatusCard, gpu_panel::GpuPanel,
         heatmap::Heatmap,
@@ -120,6 +121,7 @@ pub fn FleetPage() -> impl IntoView {
                 })}
             </Transition>
         </div>
+        <BudgetBars cluster=None />
         <ClusterTable />
         <ConsoleStatusCard />
     }

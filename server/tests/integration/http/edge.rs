@@ -286,6 +286,7 @@ async fn every_page_renders_when_its_body_is_read_across_threads() {
         "/cost",
         "/cost?period=now",
         "/cost/plan",
+        "/approvals",
     ] {
         let response = send(&app, get(path)).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
