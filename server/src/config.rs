@@ -68,6 +68,23 @@ pub enum BenchCommand {
     /// The cost history: the recorder's cost per minute, its storage for a month of the
     /// scenario, a 30-day report's time, and the demo's start-up with its past replayed.
     Cost(BenchCostArgs),
+    /// Team budgets with approval: the budget check's cost per deploy on the scenario, and the
+    /// time from an approval to UpdateService answered and recorded.
+    Approvals(BenchApprovalsArgs),
+}
+
+/// Options of `gpushare bench approvals`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchApprovalsArgs {
+    /// The scenario whose budget checks are timed.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large"])]
+    pub scenario: String,
+    /// Budget checks timed, and approvals sent (on the demo).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rounds: u32,
+    /// Approvals sent and timed (each a request, its approval and a rollback).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub approvals: u32,
 }
 
 /// Options of `gpushare bench cost`.

@@ -19,35 +19,7 @@ async fn plan_on(
     rounds: u32,
 ) -> anyhow::Result<(Vec<f64>, app::model::cost::consolidate::ConsolidationPlan)> {
     use anyhow::Context;
-    let scenario = ::emulator::Scenario::parse(scenario).context("unknown scenario")?;
-    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
-    let faults = ::emulator::Faults {
-        rate_limits: Some(false),
-        ..::emulator::Faults::default()
-    };
-    let emulator = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, faults);
-    let (_, clients) = crate::serve_emulator(&emulator).await?;
-    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
-        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
-        .read()
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let store = std::sync::Arc::new(crate::fleet::store::SnapshotStore::new(
-        std::time::Duration::from_secs(15),
-    ));
-    store.store(snapshot, chrono::Utc::now());
-    let dir = std::env::temp_dir().join(format!("gpushare-bench-plan-{}", std::process::id()));
-    let audit = std::sync::Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
-    let context = crate::ports::service_context(
-        &clients,
-        "team",
-        store,
-        audit,
-        app::model::FleetSource::Emulator {
-            endpoint: "embedded".to_string(),
-            scenario: scenario.name().to_string(),
-        },
-    );
+    let (context, dir) = super::scenario_context(scenario, "plan").await?;
     let query = app::model::cost::consolidate::PlanQuery::default();
     let mut times = Vec::new();
     let mut plan = None;

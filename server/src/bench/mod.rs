@@ -1,6 +1,7 @@
 //! `gpushare bench`: measured figures, printed as a table. Benchmarks, not tests; none of this
 //! is on the path of a request.
 
+mod approvals;
 mod audit;
 mod auth;
 mod cost;
@@ -11,6 +12,7 @@ mod precheck;
 mod refresh;
 mod validate;
 
+pub use approvals::approvals;
 pub use audit::audit;
 pub use auth::auth;
 pub use cost::cost;
@@ -63,4 +65,46 @@ pub(crate) async fn scenario_snapshot(name: &str) -> anyhow::Result<app::model::
         .read()
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The use cases' context over an emulated `scenario` served on a loopback port, its fleet
+/// snapshot read once, its audit database in a fresh temporary directory (returned, for the
+/// caller to remove).
+pub(crate) async fn scenario_context(
+    name: &str,
+    what: &str,
+) -> anyhow::Result<(app::service::ServiceContext, std::path::PathBuf)> {
+    let scenario = ::emulator::Scenario::parse(name).context("unknown scenario")?;
+    let fleet = tokio::task::spawn_blocking(move || scenario.build(1, chrono::Utc::now())).await?;
+    let faults = ::emulator::Faults {
+        rate_limits: Some(false),
+        ..::emulator::Faults::default()
+    };
+    let emulator = ::emulator::Emulator::new(fleet, scenario.name(), 1.0, faults);
+    let (_, clients) = crate::serve_emulator(&emulator).await?;
+    let snapshot = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()))
+        .read()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = std::sync::Arc::new(crate::fleet::store::SnapshotStore::new(
+        std::time::Duration::from_secs(15),
+    ));
+    store.store(snapshot, chrono::Utc::now());
+    let dir = std::env::temp_dir().join(format!(
+        "gpushare-bench-{what}-{}-{name}",
+        std::process::id()
+    ));
+    let audit = std::sync::Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
+    let context = crate::ports::service_context(
+        &clients,
+        "team",
+        store,
+        audit,
+        app::model::FleetSource::Emulator {
+            endpoint: "embedded".to_string(),
+            scenario: scenario.name().to_string(),
+        },
+    );
+    Ok((context, dir))
 }

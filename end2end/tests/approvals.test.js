@@ -1,0 +1,110 @@
+// Team budgets with approval, in a console behind a sign-in proxy (policy.example.toml gives
+// search 96 GiB on inference-prod, approved by search-leads). A deployer of search asks for a
+// deploy past the budget; an approver opens the request from the header's count and approves
+// it with a note; the requester's page follows the request live until it is sent.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { launch, waitForHydration } from '../support/browser.js';
+
+const PROXY_URL = process.env.GPUSHARE_PROXY_URL;
+
+const ANA = { 'x-forwarded-user': 'ana', 'x-forwarded-email': 'ana@example.com', 'x-forwarded-groups': 'ml-engineers,search-eng' };
+const CY = { 'x-forwarded-user': 'cy', 'x-forwarded-email': 'cy@example.com', 'x-forwarded-groups': 'search-leads' };
+const ROOT = { 'x-forwarded-user': 'root', 'x-forwarded-email': 'root@example.com', 'x-forwarded-groups': 'platform-admins' };
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+async function api(path, headers, init = {}) {
+  const response = await fetch(PROXY_URL + path, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
+  return { status: response.status, body: await response.json() };
+}
+
+async function pageAs(headers) {
+  const context = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1366, height: 850 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return { context, page, problems };
+}
+
+describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, () => {
+  test('a deploy past the budget waits for an approver, who sends it as the requester\'s', async () => {
+    for (let i = 0; i < 100; i += 1) {
+      if ((await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const services = (await api('/api/v1/services?cluster=inference-prod', ANA)).body;
+    const running = services.find((s) => s.service.name === 'embed-api').revision;
+
+    // 10 GiB a task instead of 4: 8 tasks × 6 GiB more takes search past its 96 GiB.
+    const registered = await api(`/api/v1/task-definitions/embed-api/${running}/register`, ANA, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        edits: [{ container: 'embed-api', gpu: { kind: 'mps', memory_mib: 10240, max_compute_percent: 50 } }],
+        description: 'approvals e2e',
+      }),
+    });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    const target = registered.body.registered.revision;
+
+    const ana = await pageAs(ANA);
+    await ana.page.goto(`${PROXY_URL}/deployments/inference-prod/embed-api?revision=${target}`);
+    await waitForHydration(ana.page);
+    const budget = ana.page.getByTestId('rollout-budget');
+    await budget.waitFor();
+    assert.match(await budget.textContent(), /past the budget/);
+    await ana.page.getByTestId('deploy-description').fill('longer context for the launch');
+    const send = ana.page.getByTestId('deploy-send');
+    assert.match(await send.textContent(), /Ask for approval/);
+    await send.click();
+    await ana.page.waitForURL(/\/approvals\/[0-9a-f-]+$/);
+    const id = ana.page.url().split('/').pop();
+    await ana.page.locator('[data-testid="approval-state"][data-state="pending"]').waitFor();
+    assert.equal(await ana.page.getByTestId('withdraw').count(), 1, 'the requester may withdraw');
+    assert.equal(await ana.page.getByTestId('approve').count(), 0, 'but not approve');
+
+    const cy = await pageAs(CY);
+    await cy.page.goto(`${PROXY_URL}/approvals`);
+    await waitForHydration(cy.page);
+    assert.equal((await cy.page.getByTestId('approvals-waiting').textContent()).trim(), '1');
+    await cy.page.locator(`[data-testid="approval-row"][data-id="${id}"] a`).first().click();
+    await cy.page.waitForURL(new RegExp(`/approvals/${id}$`));
+    await cy.page.getByTestId('approval-arithmetic').waitFor();
+    assert.match(await cy.page.getByTestId('approval-arithmetic').textContent(), /search holds .* this deploy adds 48 GiB/);
+    assert.match(await cy.page.getByTestId('approval-note').textContent(), /longer context/);
+    await cy.page.getByTestId('decision-note').fill('ok for the launch week');
+    await cy.page.getByTestId('approve').click();
+    await cy.page.getByTestId('decision-result').waitFor({ timeout: 30_000 });
+    assert.match(await cy.page.getByTestId('decision-result').textContent(), /approved and sent/);
+
+    // The requester's page follows the request without a reload.
+    await ana.page.locator('[data-testid="approval-state"][data-state="sent"]').waitFor({ timeout: 15_000 });
+    await ana.page.getByTestId('approval-watch').click();
+    await ana.page.waitForURL(/\/rollouts\//);
+    await ana.page.getByTestId('watch-result').waitFor();
+
+    const log = (await api('/api/v1/audit?resource=inference-prod/embed-api', ROOT)).body;
+    const sent = log.find((r) => r.action === 'deploy' && r.approval_id === id);
+    assert.ok(sent, JSON.stringify(log));
+    assert.equal(sent.actor, 'ana');
+    assert.equal(sent.approved_by, 'cy');
+    assert.ok(log.find((r) => r.action === 'approve' && r.actor === 'cy' && r.description === 'ok for the launch week'));
+    assert.ok(log.find((r) => r.action === 'request' && r.actor === 'ana'));
+
+    assert.deepEqual(ana.problems, []);
+    assert.deepEqual(cy.problems, []);
+    await ana.context.close();
+    await cy.context.close();
+  });
+});
