@@ -377,6 +377,80 @@ pub fn judge(usage: &BudgetUse, delta: Delta, what: &str) -> BudgetVerdict {
     }
 }
 
+/// A team's monthly cost budget on a cluster against what it spent this month, and where the
+/// month ends at the rate recorded so far.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetBurn {
+    pub team: String,
+    pub cluster: String,
+    pub monthly_cents: u64,
+    /// What the team's share of the cluster cost from the first of the month (UTC) to now, by
+    /// the cost review's rule (idle as its own row, not shared out).
+    pub spent_cents: i64,
+    /// Hours of this month recorded, and gone by.
+    pub recorded_hours: f64,
+    pub elapsed_hours: f64,
+    pub month_hours: f64,
+    /// What it will have spent at the month's end at the recorded rate.
+    pub forecast_cents: i64,
+}
+
+impl BudgetBurn {
+    /// The burn of `spent_cents` over `recorded_hours` of a month of `month_hours` of which
+    /// `elapsed_hours` have gone by: the rest of the month at the recorded rate.
+    pub fn of(
+        team: &str,
+        cluster: &str,
+        monthly_cents: u64,
+        spent_cents: i64,
+        recorded_hours: f64,
+        elapsed_hours: f64,
+        month_hours: f64,
+    ) -> BudgetBurn {
+        let rest = (month_hours - elapsed_hours).max(0.0);
+        let forecast = if recorded_hours > 0.0 {
+            spent_cents as f64 + spent_cents as f64 / recorded_hours * rest
+        } else {
+            spent_cents as f64
+        };
+        BudgetBurn {
+            team: team.to_string(),
+            cluster: cluster.to_string(),
+            monthly_cents,
+            spent_cents,
+            recorded_hours,
+            elapsed_hours,
+            month_hours,
+            forecast_cents: forecast.round() as i64,
+        }
+    }
+
+    /// Whether the forecast goes past the budget.
+    pub fn over(&self) -> bool {
+        self.forecast_cents > self.monthly_cents as i64
+    }
+
+    /// Per mille of the budget spent, and forecast beyond that, for a bar.
+    pub fn bar(&self) -> (u32, u32) {
+        if self.monthly_cents == 0 {
+            return (1000, 0);
+        }
+        let of = |cents: i64| (cents.max(0) as u64 * 1000 / self.monthly_cents).min(1000) as u32;
+        let spent = of(self.spent_cents);
+        (spent, of(self.forecast_cents).saturating_sub(spent))
+    }
+
+    /// What the burn rests on, when not every hour of the month so far was recorded.
+    pub fn note(&self) -> Option<String> {
+        (self.recorded_hours + 1.0 < self.elapsed_hours).then(|| {
+            format!(
+                "{:.0} of the month's {:.0} hours so far were recorded; the unrecorded hours are not in the spend, and the forecast runs the recorded rate to the month's end",
+                self.recorded_hours, self.elapsed_hours
+            )
+        })
+    }
+}
+
 /// GPU memory in words: `96 GiB`, `1.5 GiB`, `512 MiB`.
 pub fn mib_words(mib: u64) -> String {
     if mib >= 1024 && mib.is_multiple_of(1024) {
@@ -498,6 +572,25 @@ mod tests {
         assert_eq!(usage(96, 64, 128).bar(), (750, 250));
         assert_eq!(usage(96, 64, 128).free_mib(), 0);
         assert!(usage(96, 64, 128).over());
+    }
+
+    #[test]
+    fn the_burn_runs_the_recorded_rate_to_the_months_end() {
+        // $300 spent in the 10 days of November so far, all recorded: $900 by the 30th.
+        let burn = BudgetBurn::of("search", "prod", 100_000, 30_000, 240.0, 240.0, 720.0);
+        assert_eq!(burn.forecast_cents, 90_000);
+        assert!(!burn.over());
+        assert_eq!(burn.bar(), (300, 600));
+        assert!(burn.note().is_none());
+        // Only 5 of the 10 days recorded: the rate is what was recorded, and it says so.
+        let half = BudgetBurn::of("search", "prod", 100_000, 30_000, 120.0, 240.0, 720.0);
+        assert_eq!(half.forecast_cents, 30_000 + 30_000 * 4);
+        assert!(half.over());
+        assert!(half
+            .note()
+            .unwrap()
+            .contains("120 of the month's 240 hours"));
+        assert_eq!(half.bar(), (300, 700));
     }
 
     #[test]

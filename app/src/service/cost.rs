@@ -106,7 +106,9 @@ pub async fn report(
                 "the fleet has not been read yet, so there is nothing to price; try again in a few seconds",
             ));
         };
-        return price(&snapshot, &prices, query).map_err(ServiceError::invalid);
+        let mut report = price(&snapshot, &prices, query).map_err(ServiceError::invalid)?;
+        report.budgets = burns(context, query, &prices).await?;
+        return Ok(report);
     };
     let previous = range.previous();
     let (recorded, before) = futures::future::try_join(
@@ -133,7 +135,92 @@ pub async fn report(
     report.clusters = clusters;
     report.taken_at = crate::service::clock::now();
     report.replaying = context.history.replaying();
+    report.budgets = burns(context, query, &prices).await?;
     Ok(report)
+}
+
+/// Each team's monthly cost budget (of `query`'s cluster, or all) against what the team's
+/// share of the cluster cost this month so far, by the report's rule with idle as its own row,
+/// and a forecast to the month's end at the recorded rate. Empty without such budgets.
+async fn burns(
+    context: &ServiceContext,
+    query: &CostQuery,
+    prices: &PriceBook,
+) -> Result<Vec<crate::model::budget::BudgetBurn>, ServiceError> {
+    use crate::model::{
+        budget::BudgetBurn,
+        cost::{Grouping, Period, RowKind},
+    };
+    let budgets: Vec<_> = context
+        .policy
+        .budgets
+        .iter()
+        .filter(|b| b.monthly_cost_cents.is_some())
+        .filter(|b| query.cluster.as_deref().is_none_or(|c| b.cluster == c))
+        .collect();
+    if budgets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = chrono::Utc::now();
+    let month = CostQuery {
+        period: Period::ThisMonth,
+        group: Grouping::Team,
+        share_idle: false,
+        ..CostQuery::default()
+    };
+    let Some(range) = history::resolve(&month, now, context.history.retention_days())
+        .map_err(ServiceError::invalid)?
+    else {
+        return Ok(Vec::new());
+    };
+    let recorded = context.history.recorded(range.from, range.to).await?;
+    let elapsed_hours = (now.timestamp() - range.from) as f64 / 3600.0;
+    let month_hours = {
+        use chrono::{Datelike, NaiveDate};
+        let today = now.date_naive();
+        let first = NaiveDate::from_ymd_opt(today.year(), today.month(), 1);
+        let next = first.and_then(|f| f.checked_add_months(chrono::Months::new(1)));
+        match (first, next) {
+            (Some(first), Some(next)) => (next - first).num_days() as f64 * 24.0,
+            _ => 30.0 * 24.0,
+        }
+    };
+    let mut clusters: Vec<&str> = budgets.iter().map(|b| b.cluster.as_str()).collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    let mut burns = Vec::new();
+    for cluster in clusters {
+        let of_cluster = CostQuery {
+            cluster: Some(cluster.to_string()),
+            ..month.clone()
+        };
+        let report = history::report(
+            &recorded,
+            &crate::model::cost::Recorded::default(),
+            prices,
+            &of_cluster,
+            range,
+        );
+        for budget in budgets.iter().filter(|b| b.cluster == cluster) {
+            let spent = report
+                .rows
+                .iter()
+                .filter(|r| r.kind == RowKind::Allocated && r.name == budget.team)
+                .map(|r| r.cost_cents)
+                .sum();
+            burns.push(BudgetBurn::of(
+                &budget.team,
+                cluster,
+                budget.monthly_cost_cents.unwrap_or_default(),
+                spent,
+                report.recorded_hours,
+                elapsed_hours,
+                month_hours,
+            ));
+        }
+    }
+    burns.sort_by(|a, b| (&a.team, &a.cluster).cmp(&(&b.team, &b.cluster)));
+    Ok(burns)
 }
 
 #[cfg(test)]
@@ -229,5 +316,89 @@ mod tests {
             assert_eq!(error.status(), 400);
             assert!(error.to_string().contains(says), "{error}");
         }
+    }
+
+    /// Search holds half of one GPU for the last two hours of this month: its budget's spend is
+    /// its row of this month's report, and the forecast runs that rate to the month's end.
+    #[tokio::test]
+    async fn each_teams_monthly_budget_burns_by_this_months_spend() {
+        use crate::model::{
+            budget::BudgetRule,
+            cost::{holdings, Grouping, Period},
+            GpuContainer, SharingMode,
+        };
+        let fake = Fake::new();
+        *fake.budgets.lock().unwrap() = vec![BudgetRule {
+            team: "search".into(),
+            cluster: "prod".into(),
+            gpu_memory_mib: 1 << 20,
+            whole_gpus: None,
+            monthly_cost_cents: Some(50_000),
+            approvers: Vec::new(),
+        }];
+        let context = fake.context();
+        let mut snapshot = (*context.fleet.state().snapshot.unwrap()).clone();
+        let gpu = &mut snapshot.clusters[0].instances[0].gpus[0];
+        gpu.mode = SharingMode::NvidiaMps;
+        gpu.remaining_memory_mib -= 11_000;
+        gpu.containers.push(GpuContainer {
+            task_arn: "arn:aws:ecs:us-east-1:1:task/prod/1".into(),
+            container: "model".into(),
+            service: Some("embed".into()),
+            team: Some("search".into()),
+            memory_mib: Some(11_000),
+            compute_percent: 100,
+            whole_gpu: false,
+            started_at: None,
+        });
+        let per_hour = holdings::of_snapshot(&snapshot, 1.0);
+        let now = chrono::Utc::now();
+        let minute = now.timestamp().div_euclid(60) * 60;
+        let month_start = {
+            use chrono::Datelike;
+            chrono::NaiveDate::from_ymd_opt(now.year(), now.month(), 1)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc()
+                .timestamp()
+        };
+        let minutes = ((minute - month_start) / 60).clamp(1, 120);
+        *fake.history.lock().unwrap() = (1..=minutes)
+            .map(|m| (minute - m * 60, per_hour.clone()))
+            .collect();
+        let week = report(&context, &CostQuery::default()).await.unwrap();
+        assert_eq!(week.budgets.len(), 1, "{:?}", week.budgets);
+        let burn = &week.budgets[0];
+        let month = report(
+            &context,
+            &CostQuery {
+                period: Period::ThisMonth,
+                group: Grouping::Team,
+                cluster: Some("prod".into()),
+                ..CostQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+        let search = month.rows.iter().find(|r| r.name == "search").unwrap();
+        assert!(search.cost_cents > 0);
+        assert_eq!(burn.spent_cents, search.cost_cents);
+        assert!((burn.recorded_hours - minutes as f64 / 60.0).abs() < 1e-6);
+        let expected = burn.spent_cents as f64
+            + burn.spent_cents as f64 / burn.recorded_hours
+                * (burn.month_hours - burn.elapsed_hours);
+        assert!((burn.forecast_cents as f64 - expected).abs() <= 1.0);
+        // Another cluster's report leaves the budget out.
+        let other = report(
+            &context,
+            &CostQuery {
+                cluster: Some("prod".into()),
+                ..CostQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(other.budgets.len(), 1);
     }
 }

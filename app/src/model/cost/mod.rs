@@ -381,6 +381,10 @@ pub struct CostReport {
     pub chart: Option<Chart>,
     /// While the emulator's past is being replayed into the history: how far it has got.
     pub replaying: Option<String>,
+    /// Each team's monthly cost budget (from the policy file) against this month's spend, with
+    /// a forecast to the month's end; whatever the report's period.
+    #[serde(default)]
+    pub budgets: Vec<crate::model::budget::BudgetBurn>,
 }
 
 /// The key a holding is counted under.
