@@ -115,6 +115,10 @@ pub fn api_routes() -> Vec<ApiRoute> {
             "/api/v1/services/{cluster}/{service}/rollback",
             post(http::services::rollback),
         ),
+        write(
+            "/api/v1/services/{cluster}/{service}/scale",
+            post(http::services::scale),
+        ),
         read("/api/v1/deployments/{id}", get(http::services::deployment)),
         read("/api/v1/approvals", get(http::approvals::list)),
         read("/api/v1/approvals/{id}", get(http::approvals::one)),

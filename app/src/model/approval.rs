@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{
     audit::AuditAction,
     budget::{BudgetUse, Delta},
-    deployment::DeployRequest,
+    deployment::{DeployRequest, ScaleRequest},
     identity::Actor,
 };
 
@@ -93,6 +93,10 @@ pub struct ApprovalRequest {
     pub requester: Actor,
     /// The deploy as it will be sent: revision, the revision expected to run, force, note.
     pub request: DeployRequest,
+    /// For a change of the desired count instead of a deploy: the count, the one expected now,
+    /// the note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<ScaleRequest>,
     /// `family:N` the service ran, and the one it would run.
     pub from: String,
     pub target: String,
@@ -127,6 +131,31 @@ impl ApprovalRequest {
     /// `cluster/service`.
     pub fn resource(&self) -> String {
         format!("{}/{}", self.cluster, self.service)
+    }
+
+    /// The requester's note.
+    pub fn note(&self) -> &str {
+        match &self.scale {
+            Some(scale) => &scale.description,
+            None => &self.request.description,
+        }
+    }
+
+    /// What is asked, in words: "Deploy embed-api:3 to prod/embed-api", "Scale prod/embed-api
+    /// from 8 to 12 tasks".
+    pub fn title(&self) -> String {
+        match (&self.scale, self.action) {
+            (Some(scale), _) => format!(
+                "Scale {} from {} to {} tasks",
+                self.resource(),
+                scale.expected_desired,
+                scale.desired
+            ),
+            (None, AuditAction::Rollback) => {
+                format!("Roll back {} to {}", self.resource(), self.target)
+            }
+            (None, _) => format!("Deploy {} to {}", self.target, self.resource()),
+        }
     }
 
     /// Who asked, in words.

@@ -14,6 +14,8 @@ pub enum AuditAction {
     #[default]
     Deploy,
     Rollback,
+    /// A service's desired count changed.
+    Scale,
     /// A change past its team's budget, asked for and waiting for approval.
     Request,
     /// A request approved; the change follows as its own record, approved by the approver.
@@ -24,10 +26,11 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 7] = [
+    pub const ALL: [AuditAction; 8] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
+        AuditAction::Scale,
         AuditAction::Request,
         AuditAction::Approve,
         AuditAction::Reject,
@@ -51,6 +54,7 @@ impl AuditAction {
             AuditAction::Register => "register",
             AuditAction::Deploy => "deploy",
             AuditAction::Rollback => "rollback",
+            AuditAction::Scale => "scale",
             AuditAction::Request => "request",
             AuditAction::Approve => "approve",
             AuditAction::Reject => "reject",

@@ -62,6 +62,21 @@ pub struct DeployRequest {
     pub description: String,
 }
 
+/// A change of a service's desired count. `expected_desired` is the count the user saw: the
+/// change is refused if the service has another now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleRequest {
+    pub desired: u32,
+    pub expected_desired: u32,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// The most tasks a service may be asked to run: ECS's quota of tasks per service (5,000 by
+/// default; a raised quota is not known to the console).
+pub const MAX_DESIRED: u32 = 5000;
+
 /// A deploy that was sent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeployAnswer {

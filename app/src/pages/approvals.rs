@@ -97,7 +97,7 @@ fn RequestTable(items: Vec<ApprovalItem>) -> impl IntoView {
                             <td class="mono when" title=r.created_at.clone()>{when(&r.created_at)}</td>
                             <td>{r.requester_words()}</td>
                             <td>{format!("{} ({})", r.resource(), r.team)}</td>
-                            <td class="mono"><a href=href.clone()>{format!("{} → {}", r.from, r.target)}</a></td>
+                            <td><a href=href.clone()>{r.title()}</a></td>
                             <td>{r.arithmetic.clone()}</td>
                             <td>
                                 <span class=format!("approval-state state-{}", r.state)>{r.state.words()}</span>
@@ -180,18 +180,13 @@ fn RequestDetail(item: ApprovalItem, decide: ServerAction<DecideApproval>) -> im
         format!("Decided by {who} {}{note}", when(&at))
     });
     let watch = r.audit_id.clone().map(|audit| {
-        view! { <p><a href=format!("/rollouts/{}", encode(&audit)) data-testid="approval-watch">"Watch the rollout"</a></p> }
-    });
-    let title = format!(
-        "{} {} to {}",
-        if r.action == crate::model::audit::AuditAction::Rollback {
-            "Roll back"
+        if r.scale.is_some() {
+            view! { <p><a href=format!("/audit?action=scale&resource={}", encode(&r.resource())) data-testid="approval-watch">"The scale in the audit log"</a></p> }.into_any()
         } else {
-            "Deploy"
-        },
-        r.target,
-        r.resource()
-    );
+            view! { <p><a href=format!("/rollouts/{}", encode(&audit)) data-testid="approval-watch">"Watch the rollout"</a></p> }.into_any()
+        }
+    });
+    let title = r.title();
     view! {
         <h1>{title}</h1>
         <p class=state_class role="status" data-testid="approval-state" data-state=r.state.as_str()>
@@ -207,7 +202,7 @@ fn RequestDetail(item: ApprovalItem, decide: ServerAction<DecideApproval>) -> im
                 <dt>"Revision"</dt><dd class="mono">{format!("{} → {}", r.from, r.target)}</dd>
                 <dt>"Budget"</dt><dd data-testid="approval-arithmetic">{r.arithmetic.clone()}</dd>
                 <dt>"Pre-check"</dt><dd>{r.pre_check.clone()}{r.request.force.then_some(" (the requester chose to deploy anyway)")}</dd>
-                <dt>"Note"</dt><dd data-testid="approval-note">{if r.request.description.is_empty() { "—".to_string() } else { r.request.description.clone() }}</dd>
+                <dt>"Note"</dt><dd data-testid="approval-note">{if r.note().is_empty() { "—".to_string() } else { r.note().to_string() }}</dd>
                 {decided.map(|d| view! { <dt>"Decision"</dt><dd data-testid="approval-decision">{d}</dd> })}
             </dl>
         </section>

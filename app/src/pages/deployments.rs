@@ -17,13 +17,17 @@ use crate::{
         activity::{when, EventFilter},
         arn::{arn_tail, RevisionRef},
         audit::AuditAction,
-        deployment::{DeployRequest, PreCheck, RolloutResult, ServiceRow, WatchState},
+        deployment::{
+            DeployRequest, PreCheck, RolloutResult, ScaleRequest, ServiceRow, WatchState,
+        },
         fleet_view::encode,
         rollout::{RolloutCheck, Verdict},
     },
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
-    server_fns::deployments::{deployment_state, list_services, pre_check_rollout, DeployService},
+    server_fns::deployments::{
+        deployment_state, list_services, pre_check_rollout, DeployService, ScaleService,
+    },
 };
 
 /// The services page.
@@ -220,6 +224,7 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
                 <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
             </dl>
         </section>
+        {deploy.allowed.then(|| view! { <ScaleForm cluster=service.cluster.clone() service=s.name.clone() desired=s.desired /> })}
         <form class="compare-picker card" method="get" data-testid="revision-picker">
             <label><span>"Roll out"</span><select name="revision" data-testid="rollout-revision">{options}</select></label>
             <button type="submit" data-testid="rollout-check">"Check"</button>
@@ -367,6 +372,74 @@ fn DeployForm(
                 <p class="banner error" role="alert" data-testid="deploy-refused">
                     {format!("The deploy was not sent: {error}")}
                 </p>
+            })}
+        </section>
+    }
+}
+
+/// Changes the service's desired count; past the team's budget it asks for approval.
+#[component]
+fn ScaleForm(cluster: String, service: String, desired: u32) -> impl IntoView {
+    let scale = ServerAction::<ScaleService>::new();
+    let wanted = RwSignal::new(desired.to_string());
+    let description = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(Ok(answer)) = scale.value().get() {
+            if let Some(request) = &answer.approval {
+                let navigate = leptos_router::hooks::use_navigate();
+                navigate(&format!("/approvals/{request}"), Default::default());
+            }
+        }
+    });
+    let send = move |_| {
+        let Ok(count) = wanted.get_untracked().trim().parse::<u32>() else {
+            return;
+        };
+        scale.dispatch(ScaleService {
+            cluster: cluster.clone(),
+            service: service.clone(),
+            request: ScaleRequest {
+                desired: count,
+                expected_desired: desired,
+                description: description.get_untracked(),
+            },
+        });
+    };
+    let invalid = move || {
+        wanted.with(|w| {
+            w.trim()
+                .parse::<u32>()
+                .map_or(true, |n| n > crate::model::deployment::MAX_DESIRED)
+        })
+    };
+    view! {
+        <section class="card" data-testid="scale-form">
+            <h2>"Desired tasks"</h2>
+            <noscript><p class="banner info">"Scaling needs JavaScript; POST /api/v1/services/{cluster}/{service}/scale works without it."</p></noscript>
+            <div class="edit-actions">
+                <label class="inline">
+                    <span>{format!("Run (now {desired}) ")}</span>
+                    <input type="number" min="0" max=crate::model::deployment::MAX_DESIRED.to_string() data-testid="scale-desired"
+                        prop:value=move || wanted.get()
+                        on:input=move |ev| wanted.set(event_target_value(&ev)) />
+                </label>
+                <label class="inline">
+                    <span>"Why "</span>
+                    <input type="text" maxlength="256" data-testid="scale-description"
+                        prop:value=move || description.get()
+                        on:input=move |ev| description.set(event_target_value(&ev)) />
+                </label>
+                <button type="button" data-testid="scale-send" on:click=send disabled=move || scale.pending().get() || invalid()>"Set the desired count"</button>
+            </div>
+            {move || invalid().then(|| view! { <p class="field-error" role="alert">{format!("Give a whole number of tasks from 0 to {}.", crate::model::deployment::MAX_DESIRED)}</p> })}
+            {move || scale.value().get().map(|answer| match answer {
+                Ok(answer) if answer.approval.is_none() => view! {
+                    <p class="banner info" role="status" data-testid="scale-done">"Sent: ECS starts or stops tasks to match. "<a href=format!("/audit?action=scale")>"The audit log"</a></p>
+                }.into_any(),
+                Ok(_) => ().into_any(),
+                Err(error) => view! {
+                    <p class="banner error" role="alert" data-testid="scale-refused">{format!("The desired count was not changed: {error}")}</p>
+                }.into_any(),
             })}
         </section>
     }

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::model::{
-    deployment::{DeployAnswer, DeployRequest, PreCheck, ServiceRow, WatchState},
+    deployment::{DeployAnswer, DeployRequest, PreCheck, ScaleRequest, ServiceRow, WatchState},
     ServiceError,
 };
 
@@ -38,6 +38,18 @@ pub async fn deploy_service(
 ) -> Result<DeployAnswer, ServiceError> {
     let (context, actor) = (super::context()?, super::actor()?);
     crate::service::deployments::deploy(&context, &actor, &cluster, &service, request).await
+}
+
+/// Sets `cluster/service`'s desired count after the checks; a request for approval past the
+/// team's budget.
+#[server(name = ScaleService, prefix = "/api", endpoint = "scale_service")]
+pub async fn scale_service(
+    cluster: String,
+    service: String,
+    request: ScaleRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::scale(&context, &actor, &cluster, &service, request).await
 }
 
 /// The state of the deployment of audit record `id`; `None` when there is none.

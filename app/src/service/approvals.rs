@@ -18,7 +18,7 @@ use crate::{
             judge, whole_gpu_mib, BudgetRule, BudgetUse, BudgetVerdict, Delta, ServiceHolding,
             TaskGpu,
         },
-        deployment::{DeployAnswer, DeployRequest},
+        deployment::{DeployAnswer, DeployRequest, ScaleRequest},
         identity::{Actor, AuthMode},
         task_definition::gpu_settings,
         FleetSnapshot, ServiceError, ServiceRef,
@@ -145,6 +145,53 @@ pub async fn gate(
     to: &TaskDefinitionId,
     what: &str,
 ) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
+    let desired = service.desired;
+    judge_change(
+        context,
+        snapshot,
+        cluster,
+        service,
+        (desired, from),
+        (desired, to),
+        what,
+    )
+    .await
+}
+
+/// The budget's verdict on `service` running `to` tasks of `runs` instead of `from`.
+#[allow(clippy::too_many_arguments)]
+pub async fn gate_scale(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    service: &ServiceRef,
+    runs: &TaskDefinitionId,
+    from: u32,
+    to: u32,
+    what: &str,
+) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
+    judge_change(
+        context,
+        snapshot,
+        cluster,
+        service,
+        (from, runs),
+        (to, runs),
+        what,
+    )
+    .await
+}
+
+/// The budget's verdict on `service` going from `before` (tasks of a revision) to `after`.
+async fn judge_change(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    service: &ServiceRef,
+    (desired_before, from): (u32, &TaskDefinitionId),
+    (desired_after, to): (u32, &TaskDefinitionId),
+    what: &str,
+) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
     let Some(team) = service.team.as_deref() else {
         return Ok(None);
     };
@@ -165,9 +212,9 @@ pub async fn gate(
     let pending = context.approvals.list(Some(ApprovalState::Pending)).await?;
     let usage = budget_use(context, snapshot, rule, &pending).await;
     let delta = Delta::of(
-        service.desired,
+        desired_before,
         before,
-        service.desired,
+        desired_after,
         after,
         usage.whole_gpu_mib,
     );
@@ -179,6 +226,8 @@ pub struct Asked<'a> {
     pub cluster: &'a str,
     pub service: &'a ServiceRef,
     pub request: DeployRequest,
+    /// A change of the desired count rather than a deploy.
+    pub scale: Option<ScaleRequest>,
     pub action: AuditAction,
     pub from: String,
     pub target: String,
@@ -208,6 +257,10 @@ pub async fn ask(
             description: asked.request.description.trim().to_string(),
             ..asked.request
         },
+        scale: asked.scale.map(|scale| ScaleRequest {
+            description: scale.description.trim().to_string(),
+            ..scale
+        }),
         from: asked.from.clone(),
         target: asked.target.clone(),
         diff: asked.diff.clone(),
@@ -217,7 +270,7 @@ pub async fn ask(
         after_mib: asked.verdict.after_mib,
         ..ApprovalRequest::default()
     };
-    let description = Some(request.request.description.clone()).filter(|d| !d.is_empty());
+    let description = Some(request.note().to_string()).filter(|d| !d.is_empty());
     let id = context
         .approvals
         .create(request)
@@ -450,24 +503,43 @@ async fn send_approved(
         by: approver.clone(),
         after_mib: request.after_mib,
     };
-    let sent = deployments::deploy_approved(
-        context,
-        &request.requester,
-        &request.cluster,
-        &request.service,
-        request.request.clone(),
-        approved,
-    )
-    .await;
+    let sent = match &request.scale {
+        Some(scale) => {
+            deployments::scale_approved(
+                context,
+                &request.requester,
+                &request.cluster,
+                &request.service,
+                scale.clone(),
+                approved,
+            )
+            .await
+        }
+        None => {
+            deployments::deploy_approved(
+                context,
+                &request.requester,
+                &request.cluster,
+                &request.service,
+                request.request.clone(),
+                approved,
+            )
+            .await
+        }
+    };
     let (state, detail, audit_id, error) = match sent {
         Ok(answer) => (
             ApprovalState::Sent,
             format!(
-                "sent as {}'s {}, approved by {}; watch it at /rollouts/{}",
+                "sent as {}'s {}, approved by {}; {}",
                 request.requester_words(),
                 answer.action.as_str(),
                 approver.email.as_deref().unwrap_or(&approver.subject),
-                answer.audit_id
+                if answer.action == AuditAction::Scale {
+                    format!("see /audit?resource={}", request.resource())
+                } else {
+                    format!("watch it at /rollouts/{}", answer.audit_id)
+                }
             ),
             Some(answer.audit_id),
             None,

@@ -41,8 +41,9 @@ pub struct Fake {
     /// Each call made through a port, in order: `audit.begin`, `ecs.update_service`, …
     pub calls: Mutex<Vec<String>>,
     pub records: Mutex<Vec<AuditRecord>>,
-    /// The revision the service runs in ECS now.
+    /// The revision the service runs in ECS now, and its desired count.
     pub running: Mutex<u32>,
+    pub desired: Mutex<u32>,
     /// Revisions registered through the fake.
     pub registered: Mutex<u32>,
     pub watched: Mutex<Vec<WatchState>>,
@@ -65,6 +66,7 @@ impl Fake {
     pub fn new() -> Arc<Fake> {
         let fake = Fake::default();
         *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 1;
+        *fake.desired.lock().unwrap_or_else(|p| p.into_inner()) = 1;
         *fake.registered.lock().unwrap_or_else(|p| p.into_inner()) = 2;
         Arc::new(fake)
     }
@@ -387,9 +389,10 @@ impl EcsReads for Fake {
             self.call("ecs.service");
             let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
             let task_definition = format!("{ARN}embed:{running}");
+            let desired = *self.desired.lock().unwrap_or_else(|p| p.into_inner());
             Ok(LiveService {
                 task_definition: task_definition.clone(),
-                desired: 1,
+                desired,
                 running: 1,
                 pending: 0,
                 deployments: vec![LiveDeployment {
@@ -460,6 +463,27 @@ impl EcsWrites for Fake {
             Ok(ServiceUpdated {
                 deployment_id: Some("ecs-svc/2".into()),
                 request_id: Some("request-2".into()),
+            })
+        })
+    }
+
+    fn scale_service(
+        &self,
+        _cluster: String,
+        _service: String,
+        desired: u32,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("ecs.scale_service {desired}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused UpdateService: AccessDeniedException: no",
+                ));
+            }
+            *self.desired.lock().unwrap_or_else(|p| p.into_inner()) = desired;
+            Ok(ServiceUpdated {
+                deployment_id: Some("ecs-svc/1".into()),
+                request_id: Some("request-3".into()),
             })
         })
     }

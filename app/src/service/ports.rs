@@ -127,6 +127,13 @@ pub trait EcsWrites: Send + Sync {
         service: String,
         task_definition: String,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
+    /// Sets `cluster/service`'s desired count.
+    fn scale_service(
+        &self,
+        cluster: String,
+        service: String,
+        desired: u32,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
 }
 
 /// Reads a RegisterTaskDefinition request's JSON the way the AWS SDK does.

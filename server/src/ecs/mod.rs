@@ -210,4 +210,19 @@ impl EcsWrites for Ecs {
             updated
         })
     }
+
+    fn scale_service(
+        &self,
+        cluster: String,
+        service: String,
+        desired: u32,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
+        Box::pin(async move {
+            let updated = self.scale(&cluster, &service, desired).await;
+            self.cache.forget(&format!("service/{cluster}/{service}/"));
+            self.cache.forget(&format!("events/{cluster}/"));
+            self.cache.forget(&format!("tasks/{cluster}/"));
+            updated
+        })
+    }
 }

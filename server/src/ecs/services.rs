@@ -77,17 +77,42 @@ impl Ecs {
             .send()
             .await
             .map_err(|e| errors::ecs_write("UpdateService", &e))?;
-        Ok(ServiceUpdated {
-            request_id: out.request_id().map(str::to_string),
-            deployment_id: out
-                .service()
-                .and_then(|s| {
-                    s.deployments()
-                        .iter()
-                        .find(|d| d.status() == Some("PRIMARY"))
-                })
-                .and_then(|d| d.id())
-                .map(str::to_string),
-        })
+        Ok(updated(&out))
+    }
+
+    /// UpdateService with the desired count alone: no new deployment, ECS starts or stops tasks
+    /// of the PRIMARY one.
+    pub async fn scale(
+        &self,
+        cluster: &str,
+        service: &str,
+        desired: u32,
+    ) -> Result<ServiceUpdated, app::model::ServiceError> {
+        let out = self
+            .client
+            .update_service()
+            .cluster(cluster)
+            .service(service)
+            .desired_count(i32::try_from(desired).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| errors::ecs_write("UpdateService", &e))?;
+        Ok(updated(&out))
+    }
+}
+
+/// What UpdateService answered: its request id and the PRIMARY deployment.
+fn updated(out: &aws_sdk_ecs::operation::update_service::UpdateServiceOutput) -> ServiceUpdated {
+    ServiceUpdated {
+        request_id: out.request_id().map(str::to_string),
+        deployment_id: out
+            .service()
+            .and_then(|s| {
+                s.deployments()
+                    .iter()
+                    .find(|d| d.status() == Some("PRIMARY"))
+            })
+            .and_then(|d| d.id())
+            .map(str::to_string),
     }
 }

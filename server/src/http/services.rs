@@ -14,7 +14,7 @@ use serde::Deserialize;
 use app::{
     model::{
         arn::RevisionRef,
-        deployment::{DeployRequest, PreCheck, ServiceRow, WatchState},
+        deployment::{DeployRequest, PreCheck, ScaleRequest, ServiceRow, WatchState},
         identity::Actor,
     },
     service::deployments,
@@ -100,6 +100,29 @@ pub async fn rollback(
     let answer =
         deployments::rollback(&state.services, &actor, &cluster, &service, request).await?;
     Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
+}
+
+/// `POST /api/v1/services/{cluster}/{service}/scale`: sets the desired count after the checks.
+/// 200 with the audit id when sent; 202 with `approval` when it would take the team past its
+/// budget; 409 when the count changed since the user looked or another change is being sent.
+pub async fn scale(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((cluster, service)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let request: ScaleRequest = serde_json::from_slice(&body).map_err(|e| {
+        AppError::BadRequest(format!(
+            "the body is not a scale: {e}; send {{\"desired\": 12, \"expected_desired\": 8, \"description\": \"why\"}}"
+        ))
+    })?;
+    let answer = deployments::scale(&state.services, &actor, &cluster, &service, request).await?;
+    let status = if answer.approval.is_some() {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(answer)).into_response())
 }
 
 /// The state of deployment `id`, or a 404 that says where to look.

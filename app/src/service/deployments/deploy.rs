@@ -190,6 +190,7 @@ async fn deploy_as(
                     cluster,
                     service: &found,
                     request,
+                    scale: None,
                     action,
                     from: sending.from.to_string(),
                     target: sending.target.to_string(),

@@ -4,9 +4,11 @@
 //! reconciliation of the audit log with ECS at start (`state.rs`).
 
 mod deploy;
+mod scale;
 mod state;
 
 pub use deploy::{deploy, deploy_approved, rollback};
+pub use scale::{scale, scale_approved};
 pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};
 
 use std::collections::HashMap;

@@ -160,6 +160,9 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
         (AuditAction::Register, Outcome::Pending | Outcome::Unknown) => {
             settle_registration(context, record).await
         }
+        (AuditAction::Scale, Outcome::Pending | Outcome::Unknown) => {
+            settle_scale(context, record).await
+        }
         // A request or a decision sends nothing: one left pending (the server stopped between
         // its two writes) is simply recorded.
         (action, Outcome::Pending | Outcome::Unknown) if action.is_decision() => {
@@ -178,6 +181,43 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
         (_, Outcome::Pending | Outcome::Unknown) => settle_deploy(context, record).await,
         _ => Ok(false),
     }
+}
+
+/// A scale's record settled by the desired count ECS has now: the one it asked for, or not.
+async fn settle_scale(context: &ServiceContext, record: AuditRecord) -> Result<bool, ServiceError> {
+    let Some((cluster, service)) = record.resource.split_once('/') else {
+        return Ok(false);
+    };
+    let Ok(live) = context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await
+    else {
+        return Ok(false);
+    };
+    let target = record
+        .to_revision
+        .as_deref()
+        .and_then(super::scale::size_of);
+    let settled = match (target, record.outcome) {
+        (Some(target), _) if live.desired == target => AuditOutcome {
+            outcome: Outcome::Succeeded,
+            detail: Some(format!("reconciled: ECS has the desired count {target}")),
+            ..AuditOutcome::default()
+        },
+        (_, Outcome::Unknown) => AuditOutcome {
+            outcome: Outcome::Failed,
+            detail: Some(format!(
+                "reconciled: the desired count of {} is {}, so UpdateService did not take effect",
+                record.resource, live.desired
+            )),
+            ..AuditOutcome::default()
+        },
+        _ => refusal("reconciled: the server stopped before UpdateService was sent".into()),
+    };
+    context.audit.finish(record.id.clone(), settled).await?;
+    context.audit.unlock(record.resource, record.id).await?;
+    Ok(true)
 }
 
 /// A registration's record settled by its audit tag: the revision of the family that carries

@@ -159,6 +159,24 @@ fn rules() -> Vec<(&'static str, Rule)> {
             }),
         ),
         (
+            "/api/v1/services/{cluster}/{service}/scale",
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/services/inference-prod/embed-api/scale",
+                    r#"{"desired": 8, "expected_desired": 8}"#,
+                )
+            }),
+        ),
+        (
+            "/api/scale_service",
+            Rule::Change(|| {
+                form(
+                    "/api/scale_service",
+                    "cluster=inference-prod&service=embed-api&request[desired]=8&request[expected_desired]=8",
+                )
+            }),
+        ),
+        (
             "/api/deploy_service",
             Rule::Change(|| {
                 form(

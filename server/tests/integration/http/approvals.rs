@@ -344,3 +344,60 @@ async fn fill_inference_prod(app: &Router) {
     }
     panic!("the pre-check still completes after a minute: {last}");
 }
+
+#[tokio::test]
+async fn scaling_past_the_budget_waits_for_approval_and_scaling_down_does_not() {
+    let app = console().await;
+    ready(&app).await;
+    let scale = "/api/v1/services/inference-prod/embed-api/scale";
+    let (status, body) = call(&app, ANA, post_json(scale, r#"{"desired": "many"}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.contains("expected_desired"),
+        "says what to send: {body}"
+    );
+
+    // 8 → 12 tasks of 4 GiB: 16 GiB past the budget.
+    let (status, asked) = call_json(
+        &app,
+        ANA,
+        post_json(
+            scale,
+            r#"{"desired": 12, "expected_desired": 8, "description": "launch"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
+    let id = asked["approval"].as_str().expect("a request").to_string();
+    let (_, item) = call_json(&app, CY, get(&format!("/api/v1/approvals/{id}"))).await;
+    assert!(
+        item["request"]["arithmetic"]
+            .as_str()
+            .is_some_and(|a| a.contains("scaling up from 8 to 12 tasks adds 16 GiB")),
+        "{item}"
+    );
+    assert!(records(&app, "scale").await.is_empty(), "nothing sent yet");
+    let (status, done) = call_json(&app, CY, decide(&id, "approve", "")).await;
+    assert_eq!(
+        (status, done["state"].as_str()),
+        (StatusCode::OK, Some("sent")),
+        "{done}"
+    );
+    let scaled = records(&app, "scale").await;
+    assert_eq!(scaled.len(), 1);
+    assert_eq!(scaled[0]["outcome"], "succeeded");
+    assert_eq!(scaled[0]["actor"], "ana");
+    assert_eq!(scaled[0]["approved_by"], "cy");
+    assert_eq!(scaled[0]["to_revision"], "embed-api:1 × 12");
+
+    // Down again frees memory: sent at once, whatever the budget.
+    let (status, answer) = call_json(
+        &app,
+        ANA,
+        post_json(scale, r#"{"desired": 6, "expected_desired": 12}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer["approval"].is_null());
+    assert_eq!(records(&app, "scale").await.len(), 2);
+}

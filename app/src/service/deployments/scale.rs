@@ -1,0 +1,350 @@
+//! A change of a service's desired count: the checks (who, the count the user saw, ECS's quota,
+//! the team's budget — past it, a request for approval), the audit intent before UpdateService
+//! and the outcome after, under the service's deploy lock.
+
+use super::{deploy::refusal, running};
+use crate::{
+    model::{
+        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        budget::mib_words,
+        deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
+        task_definition::check_description,
+        ServiceError,
+    },
+    service::{
+        approvals::{self, Approved},
+        audit,
+        context::ServiceContext,
+        detached, lookup,
+    },
+};
+
+/// `family:N × count`, the audit record's form of a service's size (`from_revision` and
+/// `to_revision`), which a reconcile reads back.
+pub(super) fn sized(runs: &str, desired: u32) -> String {
+    format!("{runs} × {desired}")
+}
+
+/// The count of a [`sized`] text.
+pub(super) fn size_of(text: &str) -> Option<u32> {
+    text.rsplit_once(" × ")?.1.parse().ok()
+}
+
+/// Sets `cluster/service`'s desired count after the checks; past the team's budget, a request
+/// for approval instead.
+pub async fn scale(
+    context: &ServiceContext,
+    actor: &crate::model::identity::Actor,
+    cluster: &str,
+    service: &str,
+    request: ScaleRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    scale_as(context, actor, cluster, service, request, None).await
+}
+
+/// The scale of an approved request, as its requester's.
+pub async fn scale_approved(
+    context: &ServiceContext,
+    requester: &crate::model::identity::Actor,
+    cluster: &str,
+    service: &str,
+    request: ScaleRequest,
+    approved: Approved,
+) -> Result<DeployAnswer, ServiceError> {
+    scale_as(
+        context,
+        requester,
+        cluster,
+        service,
+        request,
+        Some(approved),
+    )
+    .await
+}
+
+async fn scale_as(
+    context: &ServiceContext,
+    actor: &crate::model::identity::Actor,
+    cluster: &str,
+    service: &str,
+    request: ScaleRequest,
+    approved: Option<Approved>,
+) -> Result<DeployAnswer, ServiceError> {
+    check_description(&request.description).map_err(ServiceError::invalid)?;
+    if request.desired > MAX_DESIRED {
+        return Err(ServiceError::invalid(format!(
+            "desired {} is more than ECS's {MAX_DESIRED} tasks per service; ask for fewer",
+            request.desired
+        )));
+    }
+    let snapshot = lookup::snapshot(context)?;
+    let (found, runs) = running(&snapshot, cluster, service)?;
+    let resource = format!("{cluster}/{service}");
+    let description = Some(request.description.trim().to_string()).filter(|d| !d.is_empty());
+    let intent = |from: u32| AuditIntent {
+        from_revision: Some(sized(&runs.to_string(), from)),
+        to_revision: Some(sized(&runs.to_string(), request.desired)),
+        description: description.clone(),
+        approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
+        approval_id: approved.as_ref().map(|a| a.id.clone()),
+        ..AuditIntent::by(actor, AuditAction::Scale, resource.clone())
+    };
+    if let Err(reason) =
+        context
+            .policy
+            .may_change(actor, found.team.as_deref(), &format!("Service {resource}"))
+    {
+        let refused = intent(request.expected_desired);
+        return Err(audit::refused(context, refused, ServiceError::forbidden(reason)).await);
+    }
+    // The count now, from ECS itself rather than the snapshot.
+    let live = context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await?;
+    if live.desired != request.expected_desired {
+        return Err(ServiceError::conflict(format!(
+            "{resource} now has a desired count of {}, not {} as when you looked: someone changed it. Look again.",
+            live.desired, request.expected_desired
+        )));
+    }
+    if live.desired == request.desired {
+        return Err(ServiceError::invalid(format!(
+            "{resource} already has a desired count of {}; choose another",
+            live.desired
+        )));
+    }
+    let what = format!(
+        "{} from {} to {} tasks",
+        if request.desired > live.desired {
+            "scaling up"
+        } else {
+            "scaling down"
+        },
+        live.desired,
+        request.desired
+    );
+    let budget = approvals::gate_scale(
+        context,
+        &snapshot,
+        cluster,
+        &found,
+        &runs,
+        live.desired,
+        request.desired,
+        &what,
+    )
+    .await?;
+    match (&approved, budget) {
+        (None, Some((delta, verdict))) if verdict.over => {
+            let target = sized(&runs.to_string(), request.desired);
+            return approvals::ask(
+                context,
+                actor,
+                approvals::Asked {
+                    cluster,
+                    service: &found,
+                    request: DeployRequest {
+                        revision: crate::model::arn::RevisionRef::number(runs.revision),
+                        expected_revision: crate::model::arn::RevisionRef::number(runs.revision),
+                        ..DeployRequest::default()
+                    },
+                    scale: Some(request),
+                    action: AuditAction::Scale,
+                    from: sized(&runs.to_string(), live.desired),
+                    target,
+                    diff: "[]".into(),
+                    pre_check: "not simulated for a change of the desired count".into(),
+                    delta,
+                    verdict,
+                },
+            )
+            .await;
+        }
+        (Some(approval), Some((_, verdict))) if verdict.after_mib > approval.after_mib => {
+            return Err(ServiceError::conflict(format!(
+                "the team's use grew since the request: {} The approval covered {}; ask again.",
+                verdict.arithmetic,
+                mib_words(approval.after_mib)
+            )));
+        }
+        _ => {}
+    }
+    let id = context
+        .audit
+        .begin(intent(live.desired))
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    let owned = context.clone();
+    let (record, cluster, service) = (id.clone(), cluster.to_string(), service.to_string());
+    let desired = request.desired;
+    detached::run_to_end(context, &id, async move {
+        send_scale(&owned, &cluster, &service, desired, record).await
+    })
+    .await
+}
+
+/// Under the deploy lock: UpdateService with the desired count, and the outcome.
+async fn send_scale(
+    context: &ServiceContext,
+    cluster: &str,
+    service: &str,
+    desired: u32,
+    id: String,
+) -> Result<DeployAnswer, ServiceError> {
+    let resource = format!("{cluster}/{service}");
+    let locked = context
+        .audit
+        .lock(resource.clone(), id.clone())
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    if !locked {
+        let message = format!(
+            "Another change of {resource} is being sent right now; wait for it and look again."
+        );
+        context
+            .audit
+            .finish(id, refusal(message.clone()))
+            .await
+            .map_err(|error| error.with_suffix(&format!("; nothing was sent: {message}")))?;
+        return Err(ServiceError::conflict(message));
+    }
+    let sent = context
+        .ecs_writes
+        .scale_service(cluster.to_string(), service.to_string(), desired)
+        .await;
+    let outcome = match &sent {
+        Ok(updated) => AuditOutcome {
+            outcome: Outcome::Succeeded,
+            request_id: updated.request_id.clone(),
+            detail: Some(format!(
+                "desired count set to {desired}; ECS starts or stops tasks to match"
+            )),
+            ..AuditOutcome::default()
+        },
+        Err(ServiceError::NoAnswer { message }) => AuditOutcome {
+            outcome: Outcome::Unknown,
+            detail: Some(message.clone()),
+            ..AuditOutcome::default()
+        },
+        Err(error) => refusal(error.message().to_string()),
+    };
+    let unknown = outcome.outcome == Outcome::Unknown;
+    let recorded = context.audit.finish(id.clone(), outcome).await;
+    if !unknown {
+        // An answer that never came keeps the lock until a reconcile asks ECS.
+        let _ = context.audit.unlock(resource.clone(), id.clone()).await;
+    }
+    let updated = sent?;
+    recorded.map_err(|error| {
+        error.with_suffix(&format!(
+            "; the desired count of {resource} was set to {desired}, but the audit log could not record it"
+        ))
+    })?;
+    Ok(DeployAnswer {
+        audit_id: id,
+        deployment_id: updated.deployment_id,
+        request_id: updated.request_id,
+        action: AuditAction::Scale,
+        approval: None,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{
+        model::budget::BudgetRule,
+        service::{approvals::approve, fake::Fake},
+    };
+
+    fn to(desired: u32, expected: u32) -> ScaleRequest {
+        ScaleRequest {
+            desired,
+            expected_desired: expected,
+            description: "launch traffic".into(),
+        }
+    }
+
+    #[test]
+    fn a_size_reads_back() {
+        assert_eq!(size_of(&sized("embed:1", 12)), Some(12));
+        assert_eq!(size_of("embed:1"), None);
+    }
+
+    #[tokio::test]
+    async fn a_scale_is_audited_and_sent_with_the_count_the_user_saw() {
+        let fake = Fake::new();
+        let context = fake.context();
+        let stale = scale(&context, &Fake::deployer(), "prod", "embed", to(3, 2))
+            .await
+            .unwrap_err();
+        assert_eq!(stale.status(), 409);
+        assert!(
+            stale.message().contains("desired count of 1, not 2"),
+            "{stale}"
+        );
+        let answer = scale(&context, &Fake::deployer(), "prod", "embed", to(3, 1))
+            .await
+            .unwrap();
+        assert_eq!(answer.action, AuditAction::Scale);
+        assert!(fake.calls().iter().any(|c| c == "ecs.scale_service 3"));
+        let record = fake.records().pop().unwrap();
+        assert_eq!(record.outcome, Outcome::Succeeded);
+        assert_eq!(record.from_revision.as_deref(), Some("embed:1 × 1"));
+        assert_eq!(record.to_revision.as_deref(), Some("embed:1 × 3"));
+        let refused = scale(&context, &Fake::outsider(), "prod", "embed", to(5, 3))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.status(), 403);
+        let huge = scale(&context, &Fake::deployer(), "prod", "embed", to(9_999, 3))
+            .await
+            .unwrap_err();
+        assert_eq!(huge.status(), 400);
+    }
+
+    #[tokio::test]
+    async fn a_scale_past_the_budget_waits_for_approval_then_is_sent() {
+        let fake = Fake::new();
+        *fake.budgets.lock().unwrap() = vec![BudgetRule {
+            team: "search".into(),
+            cluster: "prod".into(),
+            gpu_memory_mib: 4096,
+            whole_gpus: None,
+            monthly_cost_cents: None,
+            approvers: vec!["search-leads".into()],
+        }];
+        let context = fake.context();
+        // Within: 1 → 2 tasks of 2 GiB is 4 GiB.
+        let answer = scale(&context, &Fake::deployer(), "prod", "embed", to(2, 1))
+            .await
+            .unwrap();
+        assert_eq!(answer.approval, None);
+        // Past: 2 → 4 tasks adds 4 GiB to the snapshot's 2 GiB.
+        let asked = scale(&context, &Fake::deployer(), "prod", "embed", to(4, 2))
+            .await
+            .unwrap();
+        let id = asked.approval.expect("waits");
+        assert!(!fake.calls().iter().any(|c| c == "ecs.scale_service 4"));
+        let request = context.approvals.get(id.clone()).await.unwrap().unwrap();
+        assert_eq!(request.title(), "Scale prod/embed from 2 to 4 tasks");
+        assert!(
+            request
+                .arithmetic
+                .contains("scaling up from 2 to 4 tasks adds 4 GiB"),
+            "{}",
+            request.arithmetic
+        );
+        let done = approve(&context, &Fake::approver(), &id, "").await.unwrap();
+        assert!(fake.calls().iter().any(|c| c == "ecs.scale_service 4"));
+        let record = fake
+            .records()
+            .into_iter()
+            .rfind(|r| r.action == AuditAction::Scale)
+            .unwrap();
+        assert_eq!(record.actor, "ana");
+        assert_eq!(record.approved_by.as_deref(), Some("cy"));
+        assert_eq!(done.audit_id.as_deref(), Some(record.id.as_str()));
+    }
+}
