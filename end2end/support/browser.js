@@ -37,3 +37,22 @@ export async function openPage(browser, { javaScriptEnabled = true } = {}) {
 export async function waitForHydration(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 15_000 });
 }
+
+// A page whose requests carry `headers` (the sign-in proxy's, in the tests that play it), and
+// that records uncaught exceptions, and console errors unless `consoleErrors` is false.
+export async function openPageAs(browser, headers, { consoleErrors = true } = {}) {
+  const context = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1366, height: 850 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (consoleErrors && message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return { context, page, problems };
+}
+
+// A JSON API call to `base` with `headers`: its status and parsed body.
+export async function apiAs(base, path, headers, init = {}) {
+  const response = await fetch(base + path, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
+  return { status: response.status, body: await response.json() };
+}

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { launch, waitForHydration } from '../support/browser.js';
+import { apiAs, launch, openPageAs, waitForHydration } from '../support/browser.js';
 
 const PROXY_URL = process.env.GPUSHARE_PROXY_URL;
 
@@ -20,18 +20,8 @@ after(async () => {
   await browser?.close();
 });
 
-async function api(path, headers, init = {}) {
-  const response = await fetch(PROXY_URL + path, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
-  return { status: response.status, body: await response.json() };
-}
-
-async function pageAs(headers) {
-  const context = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1366, height: 850 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  return { context, page, problems };
-}
+const api = (path, headers, init) => apiAs(PROXY_URL, path, headers, init);
+const pageAs = (headers) => openPageAs(browser, headers, { consoleErrors: false });
 
 describe('access', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, () => {
   test('a deployer of another team sees why they cannot deploy; an admin can', async () => {

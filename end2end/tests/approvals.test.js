@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { launch, waitForHydration } from '../support/browser.js';
+import { apiAs, launch, openPageAs, waitForHydration } from '../support/browser.js';
 
 const PROXY_URL = process.env.GPUSHARE_PROXY_URL;
 
@@ -21,21 +21,8 @@ after(async () => {
   await browser?.close();
 });
 
-async function api(path, headers, init = {}) {
-  const response = await fetch(PROXY_URL + path, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
-  return { status: response.status, body: await response.json() };
-}
-
-async function pageAs(headers) {
-  const context = await browser.newContext({ extraHTTPHeaders: headers, viewport: { width: 1366, height: 850 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  return { context, page, problems };
-}
+const api = (path, headers, init) => apiAs(PROXY_URL, path, headers, init);
+const pageAs = (headers) => openPageAs(browser, headers);
 
 describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, () => {
   test('a deploy past the budget waits for an approver, who sends it as the requester\'s', async () => {
@@ -43,8 +30,22 @@ describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, (
       if ((await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const services = (await api('/api/v1/services?cluster=inference-prod', ANA)).body;
-    const running = services.find((s) => s.service.name === 'embed-api').revision;
+    // The service as the console sees it, once it has caught up with any deploy an earlier test
+    // sent (the snapshot refreshes every 15 s).
+    const deployed = (await api('/api/v1/audit?action=deploy&resource=inference-prod/embed-api', ROOT)).body;
+    const latest = deployed.find((r) => r.outcome === 'in_progress' || r.outcome === 'succeeded');
+    let running;
+    for (let i = 0; i < 120; i += 1) {
+      const services = (await api('/api/v1/services?cluster=inference-prod', ANA)).body;
+      const embed = services.find((s) => s.service.name === 'embed-api');
+      const caughtUp = !latest || `embed-api:${embed.revision}` === latest.to_revision;
+      if (caughtUp && embed.service.rollout_state === 'COMPLETED' && embed.service.deployments === 1) {
+        running = embed.revision;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    assert.ok(running, 'embed-api settles on its revision within a minute');
 
     // 10 GiB a task instead of 4: 8 tasks × 6 GiB more takes search past its 96 GiB.
     const registered = await api(`/api/v1/task-definitions/embed-api/${running}/register`, ANA, {

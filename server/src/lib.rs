@@ -123,16 +123,8 @@ pub fn api_routes() -> Vec<ApiRoute> {
         read("/api/v1/approvals", get(http::approvals::list)),
         read("/api/v1/approvals/{id}", get(http::approvals::one)),
         write(
-            "/api/v1/approvals/{id}/approve",
-            post(http::approvals::approve),
-        ),
-        write(
-            "/api/v1/approvals/{id}/reject",
-            post(http::approvals::reject),
-        ),
-        write(
-            "/api/v1/approvals/{id}/withdraw",
-            post(http::approvals::withdraw),
+            "/api/v1/approvals/{id}/{decision}",
+            post(http::approvals::decide),
         ),
         read("/api/v1/budgets", get(http::approvals::budgets)),
         read(

@@ -33,15 +33,7 @@ pub async fn decide_approval(
     note: String,
 ) -> Result<ApprovalRequest, ServiceError> {
     let (context, actor) = (super::context()?, super::actor()?);
-    use crate::service::approvals;
-    match decision.as_str() {
-        "approve" => approvals::approve(&context, &actor, &id, &note).await,
-        "reject" => approvals::reject(&context, &actor, &id, &note).await,
-        "withdraw" => approvals::withdraw(&context, &actor, &id, &note).await,
-        other => Err(ServiceError::invalid(format!(
-            "decision {other:?} is not approve, reject or withdraw"
-        ))),
-    }
+    crate::service::approvals::decide(&context, &actor, &id, &decision, &note).await
 }
 
 /// Every team's budget per cluster, with what it holds, waits for and has free.

@@ -444,6 +444,59 @@ async fn take(
     Err(already(&now))
 }
 
+/// Request `id` if `actor` may make the decision `action` about it now: a plain note, a
+/// request still waiting, and an approver (approve, reject) or its requester (withdraw); a
+/// refusal of who is asking is audited.
+async fn open(
+    context: &ServiceContext,
+    actor: &Actor,
+    id: &str,
+    note: &str,
+    action: AuditAction,
+) -> Result<ApprovalRequest, ServiceError> {
+    if let Some(problem) = note_problem(note) {
+        return Err(ServiceError::invalid(problem));
+    }
+    let request = load(context, id).await?;
+    if request.state != ApprovalState::Pending {
+        return Err(already(&request));
+    }
+    let allowed = if action == AuditAction::Withdraw {
+        if actor.subject == request.requester.subject {
+            Ok(())
+        } else {
+            Err(format!(
+                "Only {}, who asked for it, may withdraw request {id}; an approver rejects it instead.",
+                request.requester_words()
+            ))
+        }
+    } else {
+        may_decide(context, actor, &request)
+    };
+    match allowed {
+        Ok(()) => Ok(request),
+        Err(why) => Err(refuse(context, actor, action, &request, why).await),
+    }
+}
+
+/// A decision named by its word: `approve`, `reject` or `withdraw`.
+pub async fn decide(
+    context: &ServiceContext,
+    actor: &Actor,
+    id: &str,
+    decision: &str,
+    note: &str,
+) -> Result<ApprovalRequest, ServiceError> {
+    match decision {
+        "approve" => approve(context, actor, id, note).await,
+        "reject" => reject(context, actor, id, note).await,
+        "withdraw" => withdraw(context, actor, id, note).await,
+        other => Err(ServiceError::invalid(format!(
+            "decision {other:?} is not approve, reject or withdraw"
+        ))),
+    }
+}
+
 /// Approves request `id`: the checks run again on the fleet as it is now (the revision the
 /// requester saw still runs, the pre-check, the budget no further past than the request showed)
 /// and the change is sent as the requester's, approved by `approver`. When the checks no longer
@@ -454,16 +507,7 @@ pub async fn approve(
     id: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    if let Some(problem) = note_problem(note) {
-        return Err(ServiceError::invalid(problem));
-    }
-    let request = load(context, id).await?;
-    if request.state != ApprovalState::Pending {
-        return Err(already(&request));
-    }
-    if let Err(why) = may_decide(context, approver, &request) {
-        return Err(refuse(context, approver, AuditAction::Approve, &request, why).await);
-    }
+    let request = open(context, approver, id, note, AuditAction::Approve).await?;
     take(context, approver, &request, ApprovalState::Sending, note).await?;
     // From here the approval runs to its end, whatever the HTTP request does.
     let (owned, approver, note) = (context.clone(), approver.clone(), note.to_string());
@@ -580,16 +624,7 @@ pub async fn reject(
     id: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    if let Some(problem) = note_problem(note) {
-        return Err(ServiceError::invalid(problem));
-    }
-    let request = load(context, id).await?;
-    if request.state != ApprovalState::Pending {
-        return Err(already(&request));
-    }
-    if let Err(why) = may_decide(context, approver, &request) {
-        return Err(refuse(context, approver, AuditAction::Reject, &request, why).await);
-    }
+    let request = open(context, approver, id, note, AuditAction::Reject).await?;
     take(context, approver, &request, ApprovalState::Rejected, note).await?;
     let intent = decision_intent(approver, AuditAction::Reject, &request, note);
     record(context, intent, "rejected; nothing was sent".into()).await?;
@@ -603,20 +638,7 @@ pub async fn withdraw(
     id: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    if let Some(problem) = note_problem(note) {
-        return Err(ServiceError::invalid(problem));
-    }
-    let request = load(context, id).await?;
-    if request.state != ApprovalState::Pending {
-        return Err(already(&request));
-    }
-    if actor.subject != request.requester.subject {
-        let why = format!(
-            "Only {}, who asked for it, may withdraw request {id}; an approver rejects it instead.",
-            request.requester_words()
-        );
-        return Err(refuse(context, actor, AuditAction::Withdraw, &request, why).await);
-    }
+    let request = open(context, actor, id, note, AuditAction::Withdraw).await?;
     take(context, actor, &request, ApprovalState::Withdrawn, note).await?;
     let intent = decision_intent(actor, AuditAction::Withdraw, &request, note);
     record(context, intent, "withdrawn; nothing was sent".into()).await?;

@@ -54,44 +54,23 @@ fn note_of(body: &Bytes) -> Result<String, AppError> {
         })
 }
 
-/// `POST /api/v1/approvals/{id}/approve`: the checks run again and the change is sent as the
-/// requester's; 409 with the reason when they no longer pass (nothing is sent) or the request
-/// was already decided.
-pub async fn approve(
+/// `POST /api/v1/approvals/{id}/{decision}`, the decision being `approve` (the checks run again
+/// and the change is sent as the requester's; 409 with the reason when they no longer pass, and
+/// nothing is sent), `reject` or `withdraw`; 409 when the request was already decided.
+pub async fn decide(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Path(id): Path<String>,
+    Path((id, decision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Json<ApprovalRequest>, AppError> {
+    if !matches!(decision.as_str(), "approve" | "reject" | "withdraw") {
+        return Err(AppError::NotFound(format!(
+            "there is no decision {decision:?}: POST …/approve, …/reject or …/withdraw"
+        )));
+    }
     let note = note_of(&body)?;
     Ok(Json(
-        approvals::approve(&state.services, &actor, &id, &note).await?,
-    ))
-}
-
-/// `POST /api/v1/approvals/{id}/reject`: nothing is sent.
-pub async fn reject(
-    State(state): State<AppState>,
-    Extension(actor): Extension<Actor>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Result<Json<ApprovalRequest>, AppError> {
-    let note = note_of(&body)?;
-    Ok(Json(
-        approvals::reject(&state.services, &actor, &id, &note).await?,
-    ))
-}
-
-/// `POST /api/v1/approvals/{id}/withdraw`: the requester takes the request back.
-pub async fn withdraw(
-    State(state): State<AppState>,
-    Extension(actor): Extension<Actor>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Result<Json<ApprovalRequest>, AppError> {
-    let note = note_of(&body)?;
-    Ok(Json(
-        approvals::withdraw(&state.services, &actor, &id, &note).await?,
+        approvals::decide(&state.services, &actor, &id, &decision, &note).await?,
     ))
 }
 

@@ -245,22 +245,7 @@ async fn send_after_intent(
     before: LiveService,
 ) -> Result<DeployAnswer, ServiceError> {
     let resource = sending.resource.clone();
-    let locked = context
-        .audit
-        .lock(resource.clone(), id.clone())
-        .await
-        .map_err(|error| error.with_suffix("; nothing was sent"))?;
-    if !locked {
-        let message = format!(
-            "Another deploy of {resource} is being sent right now; wait for it and look again."
-        );
-        context
-            .audit
-            .finish(id, refusal(message.clone()))
-            .await
-            .map_err(|error| error.with_suffix(&format!("; nothing was sent: {message}")))?;
-        return Err(ServiceError::conflict(message));
-    }
+    lock_or_refuse(context, &resource, &id, "deploy").await?;
     let sent = send_update(context, &sending, &id, &before).await;
     if let Err(ServiceError::NoAnswer { message }) = &sent {
         let unknown = AuditOutcome {
@@ -297,6 +282,33 @@ async fn send_after_intent(
             Err(refused)
         }
     }
+}
+
+/// Takes the deploy lock of `resource` for record `id`, or finishes the record refused and says
+/// that another `what` of it is being sent.
+pub(super) async fn lock_or_refuse(
+    context: &ServiceContext,
+    resource: &str,
+    id: &str,
+    what: &str,
+) -> Result<(), ServiceError> {
+    let locked = context
+        .audit
+        .lock(resource.to_string(), id.to_string())
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    if locked {
+        return Ok(());
+    }
+    let message = format!(
+        "Another {what} of {resource} is being sent right now; wait for it and look again."
+    );
+    context
+        .audit
+        .finish(id.to_string(), refusal(message.clone()))
+        .await
+        .map_err(|error| error.with_suffix(&format!("; nothing was sent: {message}")))?;
+    Err(ServiceError::conflict(message))
 }
 
 /// A rollback: a deploy of an earlier revision of the family — any earlier one — with the

@@ -2,7 +2,10 @@
 //! the team's budget — past it, a request for approval), the audit intent before UpdateService
 //! and the outcome after, under the service's deploy lock.
 
-use super::{deploy::refusal, running};
+use super::{
+    deploy::{lock_or_refuse, refusal},
+    running,
+};
 use crate::{
     model::{
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
@@ -193,22 +196,7 @@ async fn send_scale(
     id: String,
 ) -> Result<DeployAnswer, ServiceError> {
     let resource = format!("{cluster}/{service}");
-    let locked = context
-        .audit
-        .lock(resource.clone(), id.clone())
-        .await
-        .map_err(|error| error.with_suffix("; nothing was sent"))?;
-    if !locked {
-        let message = format!(
-            "Another change of {resource} is being sent right now; wait for it and look again."
-        );
-        context
-            .audit
-            .finish(id, refusal(message.clone()))
-            .await
-            .map_err(|error| error.with_suffix(&format!("; nothing was sent: {message}")))?;
-        return Err(ServiceError::conflict(message));
-    }
+    lock_or_refuse(context, &resource, &id, "change").await?;
     let sent = context
         .ecs_writes
         .scale_service(cluster.to_string(), service.to_string(), desired)

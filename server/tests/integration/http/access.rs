@@ -40,18 +40,7 @@ const STRANGER: ([u8; 4], u16) = ([192, 0, 2, 9], 41_000);
 
 /// A console behind the sign-in proxy at [`PROXY`], reached from `peer`.
 async fn behind_proxy(peer: ([u8; 4], u16)) -> Router {
-    let policy = std::env::temp_dir().join(format!(
-        "gpushare-policy-{}-{}.toml",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::write(&policy, POLICY).expect("a policy file");
-    test_app_behind(SocketAddr::from(peer), move |args| {
-        args.access.auth = gpushare::config::AuthFlag::Proxy;
-        args.access.trusted_proxies = vec!["127.0.0.1/32".into()];
-        args.access.policy = Some(policy);
-    })
-    .await
+    behind_proxy_with(POLICY, SocketAddr::from(peer), |_| {}).await
 }
 
 /// The people of the matrix: who they are to the proxy, and what they may do to the `search`
@@ -91,17 +80,11 @@ impl Who {
 }
 
 /// A request as the proxy forwards it for `who`.
-fn signed(who: Who, mut request: Request<Body>) -> Request<Body> {
-    if let Some((user, groups)) = who.identity() {
-        let headers = request.headers_mut();
-        headers.insert("x-forwarded-user", user.parse().expect("a value"));
-        headers.insert(
-            "x-forwarded-email",
-            format!("{user}@example.com").parse().expect("a value"),
-        );
-        headers.insert("x-forwarded-groups", groups.parse().expect("a value"));
+fn signed(who: Who, request: Request<Body>) -> Request<Body> {
+    match who.identity() {
+        Some((user, groups)) => signed_as(user, groups, request),
+        None => request,
     }
-    request
 }
 
 fn form(path: &str, body: &str) -> Request<Body> {
@@ -322,16 +305,8 @@ fn rules() -> Vec<(&'static str, Rule)> {
             Rule::Read(|| form("/api/consolidation_plan", "query[spare_percent]=10")),
         ),
         (
-            "/api/v1/approvals/{id}/approve",
+            "/api/v1/approvals/{id}/{decision}",
             Rule::Decide(|| post_json("/api/v1/approvals/nope-1/approve", r#"{"note": "ok"}"#)),
-        ),
-        (
-            "/api/v1/approvals/{id}/reject",
-            Rule::Decide(|| post_json("/api/v1/approvals/nope-1/reject", "")),
-        ),
-        (
-            "/api/v1/approvals/{id}/withdraw",
-            Rule::Decide(|| post_json("/api/v1/approvals/nope-1/withdraw", "")),
         ),
         (
             "/api/decide_approval",

@@ -11,7 +11,7 @@ use axum::{
     Router,
 };
 
-use super::support::{emulator_address, get, post_json, rand_suffix, send, test_app_behind, text};
+use super::support::{behind_proxy_with, emulator_address, get, post_json, send, signed_as, text};
 
 /// Search may hold 64 GiB of GPU memory on inference-prod (the demo's embed-api and rerank hold
 /// exactly that); its approvers are `search-leads`.
@@ -48,31 +48,15 @@ const BO: (&str, &str) = ("bo", "ml,vision-eng");
 const ROOT: (&str, &str) = ("root", "platform");
 
 async fn console() -> Router {
-    let policy = std::env::temp_dir().join(format!(
-        "gpushare-budget-policy-{}-{}.toml",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::write(&policy, POLICY).expect("a policy file");
-    test_app_behind(SocketAddr::from(([127, 0, 0, 1], 41_000)), move |args| {
-        args.access.auth = gpushare::config::AuthFlag::Proxy;
-        args.access.trusted_proxies = vec!["127.0.0.1/32".into()];
-        args.access.policy = Some(policy);
+    behind_proxy_with(POLICY, SocketAddr::from(([127, 0, 0, 1], 41_000)), |args| {
         args.fleet.refresh_interval = 2;
     })
     .await
 }
 
 /// `request` as the proxy forwards it for `who`.
-fn by(who: (&str, &str), mut request: Request<Body>) -> Request<Body> {
-    let headers = request.headers_mut();
-    headers.insert("x-forwarded-user", who.0.parse().expect("a value"));
-    headers.insert(
-        "x-forwarded-email",
-        format!("{}@example.com", who.0).parse().expect("a value"),
-    );
-    headers.insert("x-forwarded-groups", who.1.parse().expect("a value"));
-    request
+fn by(who: (&str, &str), request: Request<Body>) -> Request<Body> {
+    signed_as(who.0, who.1, request)
 }
 
 async fn call(app: &Router, who: (&str, &str), request: Request<Body>) -> (StatusCode, String) {

@@ -48,6 +48,40 @@ pub async fn test_app_behind(
     app.layer(axum::extract::connect_info::MockConnectInfo(peer))
 }
 
+/// A console behind a sign-in proxy at 127.0.0.1 (which it trusts), reached from `peer`, under
+/// the policy `policy` (TOML), with serve flags that `configure` changes further.
+pub async fn behind_proxy_with(
+    policy: &str,
+    peer: std::net::SocketAddr,
+    configure: impl FnOnce(&mut ServeArgs),
+) -> Router {
+    let path = std::env::temp_dir().join(format!(
+        "gpushare-policy-{}-{}.toml",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::write(&path, policy).expect("a policy file");
+    test_app_behind(peer, move |args| {
+        args.access.auth = gpushare::config::AuthFlag::Proxy;
+        args.access.trusted_proxies = vec!["127.0.0.1/32".into()];
+        args.access.policy = Some(path);
+        configure(args);
+    })
+    .await
+}
+
+/// `request` as the sign-in proxy forwards it for `user` in `groups` (comma-separated).
+pub fn signed_as(user: &str, groups: &str, mut request: Request<Body>) -> Request<Body> {
+    let headers = request.headers_mut();
+    headers.insert("x-forwarded-user", user.parse().expect("a value"));
+    headers.insert(
+        "x-forwarded-email",
+        format!("{user}@example.com").parse().expect("a value"),
+    );
+    headers.insert("x-forwarded-groups", groups.parse().expect("a value"));
+    request
+}
+
 /// [`test_app_on`] with serve flags that `configure` changes.
 pub async fn test_app_configured(
     with_assets: bool,
