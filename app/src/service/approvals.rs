@@ -624,11 +624,7 @@ pub async fn reject(
     id: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    let request = open(context, approver, id, note, AuditAction::Reject).await?;
-    take(context, approver, &request, ApprovalState::Rejected, note).await?;
-    let intent = decision_intent(approver, AuditAction::Reject, &request, note);
-    record(context, intent, "rejected; nothing was sent".into()).await?;
-    load(context, id).await
+    close(context, approver, id, note, AuditAction::Reject).await
 }
 
 /// Withdraws request `id`: only its requester may, while it waits.
@@ -638,11 +634,39 @@ pub async fn withdraw(
     id: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    let request = open(context, actor, id, note, AuditAction::Withdraw).await?;
-    take(context, actor, &request, ApprovalState::Withdrawn, note).await?;
-    let intent = decision_intent(actor, AuditAction::Withdraw, &request, note);
-    record(context, intent, "withdrawn; nothing was sent".into()).await?;
+    close(context, actor, id, note, AuditAction::Withdraw).await
+}
+
+/// Rejects or withdraws request `id` (`action`), audited with `actor` and `note`.
+async fn close(
+    context: &ServiceContext,
+    actor: &Actor,
+    id: &str,
+    note: &str,
+    action: AuditAction,
+) -> Result<ApprovalRequest, ServiceError> {
+    let (state, words) = match action {
+        AuditAction::Withdraw => (ApprovalState::Withdrawn, "withdrawn; nothing was sent"),
+        _ => (ApprovalState::Rejected, "rejected; nothing was sent"),
+    };
+    let request = open(context, actor, id, note, action).await?;
+    take(context, actor, &request, state, note).await?;
+    let intent = decision_intent(actor, action, &request, note);
+    record(context, intent, words.into()).await?;
     load(context, id).await
+}
+
+/// Whether an approval still covers what the change would take the team to: not past what the
+/// request showed.
+pub fn covers(approved: &Approved, verdict: &BudgetVerdict) -> Result<(), ServiceError> {
+    if verdict.after_mib <= approved.after_mib {
+        return Ok(());
+    }
+    Err(ServiceError::conflict(format!(
+        "the team's use grew since the request: {} The approval covered {}; ask again.",
+        verdict.arithmetic,
+        crate::model::budget::mib_words(approved.after_mib)
+    )))
 }
 
 /// A request with what `actor` may do with it.

@@ -6,7 +6,6 @@ use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
-        budget::mib_words,
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::Verdict,
@@ -202,13 +201,7 @@ async fn deploy_as(
             )
             .await;
         }
-        (Some(approval), Some((_, verdict))) if verdict.after_mib > approval.after_mib => {
-            return Err(ServiceError::conflict(format!(
-                "the team's use grew since the request: {} The approval covered {}; ask again.",
-                verdict.arithmetic,
-                mib_words(approval.after_mib)
-            )));
-        }
+        (Some(approval), Some((_, verdict))) => approvals::covers(approval, &verdict)?,
         _ => {}
     }
     let intent = AuditIntent {

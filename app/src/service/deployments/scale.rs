@@ -9,7 +9,6 @@ use super::{
 use crate::{
     model::{
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
-        budget::mib_words,
         deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
         task_definition::check_description,
         ServiceError,
@@ -164,13 +163,7 @@ async fn scale_as(
             )
             .await;
         }
-        (Some(approval), Some((_, verdict))) if verdict.after_mib > approval.after_mib => {
-            return Err(ServiceError::conflict(format!(
-                "the team's use grew since the request: {} The approval covered {}; ask again.",
-                verdict.arithmetic,
-                mib_words(approval.after_mib)
-            )));
-        }
+        (Some(approval), Some((_, verdict))) => approvals::covers(approval, &verdict)?,
         _ => {}
     }
     let id = context
