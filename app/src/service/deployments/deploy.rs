@@ -140,6 +140,11 @@ async fn deploy_as(
             "{resource} already runs {family}:{now_running}; choose another revision"
         )));
     }
+    if !check.target.active {
+        return Err(ServiceError::conflict(format!(
+            "{family}:{revision} is INACTIVE (deregistered), and ECS does not roll an inactive revision out; register it again as a new revision, or choose another"
+        )));
+    }
     let verdict = verdict_words(&check.rollout.verdict);
     let completes = check.rollout.verdict == Verdict::Completes;
     if !completes && !request.force {

@@ -108,7 +108,12 @@ async fn register_bigger(app: &Router) {
 
 /// Ana asks for the deploy; the request's id.
 async fn ask(app: &Router) -> String {
-    let (status, answer) = call_json(app, ANA, post_json(DEPLOY, ASK)).await;
+    ask_for(app, ASK).await
+}
+
+/// Ana asks for the deploy `body`; the request's id.
+async fn ask_for(app: &Router, body: &str) -> String {
+    let (status, answer) = call_json(app, ANA, post_json(DEPLOY, body)).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
     assert!(answer["deployment_id"].is_null(), "nothing sent: {answer}");
     answer["approval"]
@@ -267,6 +272,30 @@ async fn rejected_and_withdrawn_requests_send_nothing_and_a_stale_approval_says_
     let (status, _) = call(&app, CY, get("/api/v1/approvals?state=open")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
+    // The revision is deregistered after the request: the approval says so and sends nothing.
+    register_bigger(&app).await;
+    let gone = ask_for(
+        &app,
+        r#"{"revision": 3, "expected_revision": 1, "description": "the same, again"}"#,
+    )
+    .await;
+    ecs_of(&app)
+        .await
+        .deregister_task_definition()
+        .task_definition("embed-api:3")
+        .send()
+        .await
+        .expect("deregistered");
+    let (status, body) = call(&app, CY, decide(&gone, "approve", "")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    // The console says so when it knows; else ECS refuses UpdateService, and it says that.
+    assert!(
+        body.contains("INACTIVE") || body.contains("TaskDefinition not found: embed-api:3"),
+        "says why: {body}"
+    );
+    let (_, request) = call_json(&app, ANA, get(&format!("/api/v1/approvals/{gone}"))).await;
+    assert_eq!(request["request"]["state"], "refused", "{request}");
+
     // The fleet fills up after the request: the pre-check now stalls, and the approval is
     // refused with the reason; nothing is sent.
     let stale = ask(&app).await;
@@ -277,26 +306,18 @@ async fn rejected_and_withdrawn_requests_send_nothing_and_a_stale_approval_says_
     assert!(body.contains("pre-check"), "says why: {body}");
     let (_, request) = call_json(&app, ANA, get(&format!("/api/v1/approvals/{stale}"))).await;
     assert_eq!(request["request"]["state"], "refused", "{request}");
+    let deploys = records(&app, "deploy").await;
     assert!(
-        records(&app, "deploy").await.is_empty(),
-        "nothing was ever sent"
+        deploys.iter().all(|r| r["outcome"] == "refused"),
+        "nothing was ever sent: {deploys:?}"
     );
 }
 
 /// Drains every instance of inference-prod through ECS itself, and waits until the console's
 /// pre-check of embed-api:2 no longer completes.
 async fn fill_inference_prod(app: &Router) {
-    let status = Request::post("/api/console_status")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::empty())
-        .expect("request");
-    let address = emulator_address(app, by(ROOT, status)).await;
-    let clients = gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
-        endpoint: format!("http://{address}"),
-    })
-    .await;
-    let instances = clients
-        .ecs
+    let ecs = ecs_of(app).await;
+    let instances = ecs
         .list_container_instances()
         .cluster("inference-prod")
         .send()
@@ -306,9 +327,7 @@ async fn fill_inference_prod(app: &Router) {
         .to_vec();
     assert!(!instances.is_empty());
     for batch in instances.chunks(10) {
-        clients
-            .ecs
-            .update_container_instances_state()
+        ecs.update_container_instances_state()
             .cluster("inference-prod")
             .set_container_instances(Some(batch.to_vec()))
             .status(aws_sdk_ecs::types::ContainerInstanceStatus::Draining)
@@ -384,4 +403,18 @@ async fn scaling_past_the_budget_waits_for_approval_and_scaling_down_does_not() 
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert!(answer["approval"].is_null());
     assert_eq!(records(&app, "scale").await.len(), 2);
+}
+
+/// An ECS client of the console's embedded emulator, to change the fleet behind its back.
+async fn ecs_of(app: &Router) -> aws_sdk_ecs::Client {
+    let status = Request::post("/api/console_status")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::empty())
+        .expect("request");
+    let address = emulator_address(app, by(ROOT, status)).await;
+    gpushare::aws::Clients::new(&gpushare::aws::Target::Emulator {
+        endpoint: format!("http://{address}"),
+    })
+    .await
+    .ecs
 }
