@@ -69,7 +69,13 @@ describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, (
     const send = ana.page.getByTestId('deploy-send');
     assert.match(await send.textContent(), /Ask for approval/);
     await send.click();
-    await ana.page.waitForURL(/\/approvals\/[0-9a-f-]+$/);
+    // The request's page, or the refusal that says why there is none.
+    const refused = ana.page.getByTestId('deploy-refused');
+    const first = await Promise.race([
+      ana.page.waitForURL(/\/approvals\/[0-9a-f-]+$/).then(() => 'asked', () => 'no request page'),
+      refused.waitFor().then(() => 'refused', () => 'no refusal'),
+    ]);
+    assert.equal(first, 'asked', `the deploy was refused: ${await refused.allTextContents()}`);
     const id = ana.page.url().split('/').pop();
     await ana.page.locator('[data-testid="approval-state"][data-state="pending"]').waitFor();
     assert.equal(await ana.page.getByTestId('withdraw').count(), 1, 'the requester may withdraw');
