@@ -38,6 +38,7 @@ team = "vision"
 team = "search"
 cluster = "inference-prod"
 gpu_memory = "64 GiB"
+monthly_cost = "$20,000"
 approvers = ["search-leads"]
 "#;
 
@@ -417,4 +418,26 @@ async fn ecs_of(app: &Router) -> aws_sdk_ecs::Client {
     })
     .await
     .ecs
+}
+
+#[tokio::test]
+async fn the_cost_review_burns_each_teams_monthly_budget() {
+    let app = console().await;
+    ready(&app).await;
+    let (status, report) = call_json(&app, ROOT, get("/api/v1/cost?period=now&group=team")).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    let burn = &report["budgets"][0];
+    assert_eq!(burn["team"], "search", "{report}");
+    assert_eq!(burn["cluster"], "inference-prod");
+    assert_eq!(burn["monthly_cents"], 2_000_000);
+    assert!(
+        burn["forecast_cents"].as_i64().is_some_and(|f| f >= 0),
+        "{burn}"
+    );
+    let (_, page) = call(&app, ROOT, get("/cost?group=team")).await;
+    assert!(page.contains(r#"data-testid="cost-budgets""#), "{page}");
+    assert!(page.contains(r#"data-testid="budget-burn" data-team="search""#));
+    // A cluster without budgets has none to show.
+    let (_, other) = call_json(&app, ROOT, get("/api/v1/cost?period=now&cluster=ml-dev")).await;
+    assert_eq!(other["budgets"], serde_json::json!([]), "{other}");
 }
