@@ -209,7 +209,15 @@ async fn judge_change(
     let after = task_gpu(context, &to.to_string())
         .await
         .ok_or_else(|| unreadable(to))?;
-    let pending = context.approvals.list(Some(ApprovalState::Pending)).await?;
+    // A request waiting for this same service would be replaced by this change (both cannot
+    // happen: each expects the service as it is now), so it is not counted twice.
+    let pending: Vec<ApprovalRequest> = context
+        .approvals
+        .list(Some(ApprovalState::Pending))
+        .await?
+        .into_iter()
+        .filter(|r| !(r.cluster == cluster && r.service == service.name))
+        .collect();
     let usage = budget_use(context, snapshot, rule, &pending).await;
     let delta = Delta::of(
         desired_before,
@@ -833,6 +841,19 @@ mod tests {
             ("ana", Outcome::Recorded)
         );
         assert_eq!(asked.approval_id.as_deref(), Some(id.as_str()));
+        // Asked again, the waiting request for the same service is not counted twice.
+        let again = ask_embed_2(&fake).await;
+        let twice = fake
+            .context()
+            .approvals
+            .get(again.clone())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(twice.arithmetic, request.arithmetic);
+        withdraw(&fake.context(), &Fake::deployer(), &again, "")
+            .await
+            .unwrap();
 
         let done = approve(&fake.context(), &Fake::approver(), &id, "ok for the launch")
             .await
