@@ -222,6 +222,12 @@ pub struct FleetArgs {
     #[arg(long, env = "GPUSHARE_EVENTS_QUEUE_URL", value_name = "URL", value_parser = parse_url)]
     pub events_queue_url: Option<String>,
 
+    /// The GPU utilisation over the window, in percent, at or above which a GPU whose compute
+    /// limits (Σ maxComputePercent, unset counting 100) pass 100 % is flagged as contended.
+    /// Limits over 100 % alone are shown as information: a limit is a cap, not a reservation.
+    #[arg(long, env = "GPUSHARE_CONTENTION_THRESHOLD", default_value_t = app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub contention_threshold: u32,
+
     #[command(flatten)]
     pub emulator: EmulatorArgs,
 }
@@ -239,6 +245,7 @@ impl Default for FleetArgs {
             ecs_api_share: crate::aws::DEFAULT_ECS_API_SHARE,
             full_read_interval: 600,
             events_queue_url: None,
+            contention_threshold: app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
             emulator: EmulatorArgs::default(),
         }
     }

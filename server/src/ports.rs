@@ -43,6 +43,7 @@ pub fn service_context(
         history: Arc::new(NoHistory),
         spot: Arc::new(app::service::ports::NoSpotMarket),
         team_tag: team_tag.to_string(),
+        contention_threshold: app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
         in_flight: Arc::default(),
     }
 }

@@ -1,19 +1,22 @@
-//! The GPU heatmap: one server-rendered SVG. Hydration adds selection by click or keyboard,
-//! tooltips, and replacing the SVG when the view or the snapshot changes.
+//! The GPU heatmap: one server-rendered SVG, the overview of the fleet or the detail of a
+//! part. Hydration adds zooming and selection by click or keyboard, tooltips, and replacing
+//! the SVG when the view or the snapshot changes.
 
 use leptos::prelude::*;
 
-use crate::model::fleet_view::{FleetQuery, GpuDetail};
+use crate::model::fleet_view::{FleetQuery, GpuDetail, Zoom};
 
-/// The heatmap of `view` (filters and colour mode), with the GPU `selected` marked. Calls
-/// `on_select` with a GPU's key when the user picks one. `live` changes when a newer snapshot
-/// exists.
+/// The heatmap of `view` (filters, colour mode, grouping, order and zoom), with the GPU
+/// `selected` marked. Calls `on_select` with a GPU's key when the user picks one in the
+/// detail, and `on_zoom` with a part (and the GPU picked in it, if any) when the user opens a
+/// group or an instance of the overview. `live` changes when a newer snapshot exists.
 #[component]
 pub fn Heatmap(
     view: Memo<FleetQuery>,
     selected: Memo<Option<String>>,
     live: ReadSignal<u64>,
     on_select: Callback<String>,
+    on_zoom: Callback<(Zoom, Option<String>)>,
 ) -> impl IntoView {
     // The server renders the SVG from its snapshot right here; the browser keeps that markup
     // when it hydrates (an `inner_html` is not rewritten then) and fetches a new one only when
@@ -36,11 +39,14 @@ pub fn Heatmap(
     let host = NodeRef::<leptos::html::Div>::new();
     let tip = NodeRef::<leptos::html::Div>::new();
     let hovered = RwSignal::new(None::<GpuDetail>);
+    // The keyboard's place: a block's instance ID in the overview, a GPU's key in the detail.
+    // Kept apart from the markup, so a live update that replaces the SVG keeps it.
+    let cursor = RwSignal::new(None::<String>);
 
     #[cfg(feature = "hydrate")]
-    client::follow(view, selected, live, svg, host);
+    client::follow(view, selected, live, svg, host, cursor);
     #[cfg(not(feature = "hydrate"))]
-    let _ = (live, tip);
+    let _ = (live, tip, cursor);
 
     view! {
         <div class="heatmap-scroll">
@@ -50,19 +56,21 @@ pub fn Heatmap(
                 node_ref=host
                 tabindex="0"
                 role="group"
-                aria-label="GPU heatmap. Arrow keys move between GPUs; Enter shows the GPU's details."
+                aria-label=move || if view.with(|v| v.zoom.is_some()) {
+                    "GPU heatmap. Arrow keys move between GPUs; Enter shows the GPU's details."
+                } else {
+                    "GPU heatmap of the whole fleet, an instance a block. Arrow keys move between instances; Enter opens one. Tab reaches the groups."
+                }
                 inner_html=move || svg.get()
                 on:click=move |event| {
                     #[cfg(feature = "hydrate")]
-                    if let Some(key) = client::cell_key(&event) {
-                        on_select.run(key);
-                    }
+                    client::click(&event, on_select, on_zoom);
                     #[cfg(not(feature = "hydrate"))]
-                    let _ = (event, on_select);
+                    let _ = (event, on_select, on_zoom);
                 }
                 on:keydown=move |event| {
                     #[cfg(feature = "hydrate")]
-                    client::keydown(&event, host, on_select);
+                    client::keydown(&event, host, cursor, on_select, on_zoom);
                     #[cfg(not(feature = "hydrate"))]
                     let _ = event;
                 }
@@ -121,7 +129,7 @@ mod client {
     use web_sys::{Element, KeyboardEvent, MouseEvent};
 
     use crate::{
-        model::fleet_view::{FleetQuery, GpuDetail},
+        model::fleet_view::{FleetQuery, GpuDetail, Zoom},
         server_fns::fleet::{fleet_heatmap, gpu_detail},
     };
 
@@ -133,6 +141,7 @@ mod client {
         live: ReadSignal<u64>,
         svg: RwSignal<String>,
         host: NodeRef<leptos::html::Div>,
+        cursor: RwSignal<Option<String>>,
     ) {
         Effect::new(move |previous: Option<()>| {
             let query = view.get();
@@ -157,6 +166,7 @@ mod client {
         });
         Effect::new(move |_| {
             let key = selected.get();
+            svg.track();
             let Some(div) = host.get() else { return };
             if let Ok(Some(old)) = div.query_selector("rect.sel") {
                 let _ = old.class_list().remove_1("sel");
@@ -165,6 +175,82 @@ mod client {
                 let _ = cell.class_list().add_1("sel");
             }
         });
+        // A new SVG (the snapshot or the view changed): the cursor stays where it was.
+        Effect::new(move |_| {
+            svg.track();
+            let Some(div) = host.get() else { return };
+            let at = cursor.with_untracked(|c| c.clone());
+            if let Some(element) = at.and_then(|key| cursor_element(&div, &key)) {
+                mark_cursor(&div, &element);
+            }
+        });
+    }
+
+    /// Whether the heatmap shows the overview (blocks) rather than the detail (rows).
+    fn is_overview(div: &Element) -> bool {
+        div.query_selector("svg.ov").ok().flatten().is_some()
+    }
+
+    /// The block of instance `id` in the overview.
+    fn block_for(div: &Element, id: &str) -> Option<Element> {
+        let blocks = div.query_selector_all("a[data-i]").ok()?;
+        (0..blocks.length())
+            .filter_map(|n| blocks.item(n)?.dyn_into::<Element>().ok())
+            .find(|a| a.get_attribute("data-i").as_deref() == Some(id))
+    }
+
+    /// The element the cursor `key` names: a GPU's cell, or in the overview an instance's block.
+    fn cursor_element(div: &Element, key: &str) -> Option<Element> {
+        if is_overview(div) {
+            block_for(div, key)
+        } else {
+            cell_for(div, key)
+        }
+    }
+
+    /// Moves the cursor mark to `element`.
+    fn mark_cursor(div: &Element, element: &Element) {
+        if let Ok(Some(old)) = div.query_selector(".cur") {
+            let _ = old.class_list().remove_1("cur");
+        }
+        let _ = element.class_list().add_1("cur");
+    }
+
+    /// The key the cursor keeps for `element`.
+    fn cursor_key(element: &Element) -> Option<String> {
+        if element.tag_name() == "a" {
+            element.get_attribute("data-i")
+        } else {
+            key_of(element)
+        }
+    }
+
+    /// A click in the heatmap: in the overview, a group's header or an instance's block opens
+    /// it (a GPU's cell opens its instance with the GPU selected); in the detail, a cell
+    /// selects its GPU.
+    pub fn click(
+        event: &MouseEvent,
+        on_select: Callback<String>,
+        on_zoom: Callback<(Zoom, Option<String>)>,
+    ) {
+        let Some(target) = event.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
+            return;
+        };
+        let link = target.closest("a").ok().flatten();
+        let key = key_of(&target);
+        let Some(link) = link else {
+            if let Some(key) = key {
+                on_select.run(key);
+            }
+            return;
+        };
+        // The links are for pages without JavaScript; here the router navigates.
+        event.prevent_default();
+        if let Some(zoom) = link.get_attribute("data-z").and_then(|z| Zoom::parse(&z)) {
+            on_zoom.run((zoom, None));
+        } else if let Some(id) = link.get_attribute("data-i") {
+            on_zoom.run((Zoom::Instance(id), key));
+        }
     }
 
     /// The cell of `key` (`<EC2 instance ID>:<index>`) in the heatmap.
@@ -173,7 +259,7 @@ mod client {
             instance: host,
             index,
         } = crate::model::fleet_view::GpuKey::parse(key)?;
-        let rows = div.query_selector_all("g[data-i]").ok()?;
+        let rows = div.query_selector_all("[data-i]").ok()?;
         let row = (0..rows.length())
             .filter_map(|n| rows.item(n)?.dyn_into::<Element>().ok())
             .find(|g| g.get_attribute("data-i").as_deref() == Some(host))?;
@@ -248,19 +334,33 @@ mod client {
         });
     }
 
-    /// Arrow keys move a cursor between cells; Enter or Space selects the cell under it.
+    /// Arrow keys move a cursor between cells (in the overview, between instances' blocks);
+    /// Enter or Space selects the GPU (opens the instance) under it.
     pub fn keydown(
         event: &KeyboardEvent,
         host: NodeRef<leptos::html::Div>,
+        cursor: RwSignal<Option<String>>,
         on_select: Callback<String>,
+        on_zoom: Callback<(Zoom, Option<String>)>,
     ) {
         let Some(div) = host.get_untracked() else {
             return;
         };
-        let current = div
-            .query_selector("rect.cur")
-            .ok()
-            .flatten()
+        // Keys on a group's header link are the link's own (Enter follows it).
+        if event
+            .target()
+            .and_then(|t| t.dyn_into::<Element>().ok())
+            .is_some_and(|t| t.closest("a").ok().flatten().is_some())
+        {
+            return;
+        }
+        if is_overview(&div) {
+            overview_keydown(event, &div, cursor, on_zoom);
+            return;
+        }
+        let current = cursor
+            .with_untracked(|c| c.clone())
+            .and_then(|key| cell_for(&div, &key))
             .or_else(|| div.query_selector("rect.sel").ok().flatten());
         let key = event.key();
         if matches!(key.as_str(), "Enter" | " ") {
@@ -282,13 +382,95 @@ mod client {
         };
         event.prevent_default();
         let Some(next) = next else { return };
-        if let Some(cell) = div.query_selector("rect.cur").ok().flatten() {
-            let _ = cell.class_list().remove_1("cur");
-        }
-        let _ = next.class_list().add_1("cur");
+        move_cursor(&div, &next, cursor);
+    }
+
+    /// Marks `next` as the cursor, remembers it, and scrolls it into view.
+    fn move_cursor(div: &Element, next: &Element, cursor: RwSignal<Option<String>>) {
+        mark_cursor(div, next);
+        cursor.set(cursor_key(next));
         let options = web_sys::ScrollIntoViewOptions::new();
         options.set_block(web_sys::ScrollLogicalPosition::Nearest);
         next.scroll_into_view_with_scroll_into_view_options(&options);
+    }
+
+    /// A block's place in the overview, from its `translate(x,y)`.
+    fn position(block: &Element) -> Option<(f64, f64)> {
+        let transform = block.get_attribute("transform")?;
+        let inner = transform.strip_prefix("translate(")?.strip_suffix(')')?;
+        let (x, y) = inner.split_once(',')?;
+        Some((x.trim().parse().ok()?, y.trim().parse().ok()?))
+    }
+
+    /// The overview's keys: Home the first block, arrows to the neighbouring block (up and
+    /// down to the nearest block of the row above or below), Enter or Space opens it.
+    fn overview_keydown(
+        event: &KeyboardEvent,
+        div: &Element,
+        cursor: RwSignal<Option<String>>,
+        on_zoom: Callback<(Zoom, Option<String>)>,
+    ) {
+        let Ok(list) = div.query_selector_all("a[data-i]") else {
+            return;
+        };
+        let blocks: Vec<Element> = (0..list.length())
+            .filter_map(|n| list.item(n)?.dyn_into::<Element>().ok())
+            .collect();
+        let at = cursor.with_untracked(|c| c.clone()).and_then(|id| {
+            blocks
+                .iter()
+                .position(|b| b.get_attribute("data-i").as_deref() == Some(id.as_str()))
+        });
+        let key = event.key();
+        if matches!(key.as_str(), "Enter" | " ") {
+            if let Some(id) = at.and_then(|n| blocks[n].get_attribute("data-i")) {
+                event.prevent_default();
+                on_zoom.run((Zoom::Instance(id), None));
+            }
+            return;
+        }
+        let next = match (key.as_str(), at) {
+            ("Home", _) | ("ArrowLeft" | "ArrowRight" | "ArrowUp" | "ArrowDown", None) => Some(0),
+            ("End", _) => blocks.len().checked_sub(1),
+            ("ArrowRight", Some(n)) => Some((n + 1).min(blocks.len().saturating_sub(1))),
+            ("ArrowLeft", Some(n)) => Some(n.saturating_sub(1)),
+            ("ArrowDown", Some(n)) => vertical(&blocks, n, true),
+            ("ArrowUp", Some(n)) => vertical(&blocks, n, false),
+            _ => return,
+        };
+        event.prevent_default();
+        if let Some(next) = next.and_then(|n| blocks.get(n)) {
+            move_cursor(div, next, cursor);
+        }
+    }
+
+    /// The block of the next row below (or above) block `n`, nearest to it across.
+    fn vertical(blocks: &[Element], n: usize, down: bool) -> Option<usize> {
+        let (x, y) = position(&blocks[n])?;
+        let places: Vec<(usize, f64, f64)> = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| position(b).map(|(bx, by)| (i, bx, by)))
+            .collect();
+        let row = places
+            .iter()
+            .map(|(_, _, by)| *by)
+            .filter(|by| if down { *by > y } else { *by < y })
+            .fold(None::<f64>, |best, by| match best {
+                None => Some(by),
+                Some(b) if (down && by < b) || (!down && by > b) => Some(by),
+                keep => keep,
+            })?;
+        places
+            .iter()
+            .filter(|(_, _, by)| *by == row)
+            .min_by(|a, b| {
+                (a.1 - x)
+                    .abs()
+                    .partial_cmp(&(b.1 - x).abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map(|(i, _, _)| *i)
     }
 
     fn sibling_cell(cell: &Element, forward: bool) -> Option<Element> {

@@ -1,12 +1,17 @@
-//! The fleet heatmap as one SVG: a group per cluster, a row per container instance, a cell per
-//! GPU. Compact on purpose — at 8,000 GPUs each cell is one short `<rect>` whose size, shape and
-//! colour come from CSS classes — so the server renders it as a string.
+//! The fleet heatmap as one SVG, in two forms: the overview, where each instance is a small
+//! block of its GPUs and the blocks flow across the width in groups, so the whole fleet fits
+//! on a screen; and the detail of a part (a zoom), a row per container instance. Compact on
+//! purpose — at 8,000 GPUs each cell is one short `<rect>` whose size, shape and colour come
+//! from CSS classes — so the server renders it as a string.
 
 use std::fmt::Write;
 
 use crate::model::{
-    fleet_view::{colour_value, ColourMode, Shade},
-    FleetSnapshot, SharingMode,
+    fleet_view::{
+        packing::{pack, Group},
+        shade, ColourMode, FleetQuery, Zoom,
+    },
+    FleetSnapshot, InstanceView, SharingMode,
 };
 
 /// Width of the row labels, px.
@@ -41,9 +46,261 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Renders the heatmap of `snapshot` in `colour` mode, marking the GPU `selected`
-/// (`<EC2 instance ID>:<index>`) if any.
-pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&str>) -> String {
+/// Whether `key` (`<EC2 instance ID>:<index>` or a UUID) names GPU `index` of `instance`.
+fn names(key: Option<&str>, instance: &InstanceView, index: u32, uuid: &str) -> bool {
+    key.is_some_and(|key| {
+        key.strip_prefix(instance.ec2_instance_id.as_str())
+            .and_then(|rest| rest.strip_prefix(':'))
+            .and_then(|index| index.parse::<u32>().ok())
+            == Some(index)
+            || key == uuid
+    })
+}
+
+/// The overview's width in SVG units; the SVG scales to its container.
+pub const OVERVIEW_WIDTH: u32 = 1200;
+/// The tallest overview, in SVG units, before cells get smaller: what fits below the summary
+/// on a 1,440 × 900 screen.
+pub const OVERVIEW_MAX_HEIGHT: u32 = 500;
+/// Height of a group's header, in SVG units.
+const GROUP_HEAD: u32 = 20;
+
+/// A cell size of the overview: distance between cells, the cell, the gap between blocks, and
+/// the SVG's class (CSS draws strokes and glyphs only on the larger ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scale {
+    pub pitch: u32,
+    pub cell: u32,
+    pub gap: u32,
+    pub class: &'static str,
+}
+
+/// From the largest cells to the smallest; the overview takes the first that fits.
+pub const SCALES: [Scale; 7] = [
+    Scale {
+        pitch: 16,
+        cell: 14,
+        gap: 8,
+        class: "z16",
+    },
+    Scale {
+        pitch: 12,
+        cell: 10,
+        gap: 6,
+        class: "z12",
+    },
+    Scale {
+        pitch: 10,
+        cell: 8,
+        gap: 5,
+        class: "z10",
+    },
+    Scale {
+        pitch: 8,
+        cell: 7,
+        gap: 4,
+        class: "z8",
+    },
+    Scale {
+        pitch: 7,
+        cell: 6,
+        gap: 3,
+        class: "z7",
+    },
+    Scale {
+        pitch: 6,
+        cell: 5,
+        gap: 3,
+        class: "z6",
+    },
+    Scale {
+        pitch: 5,
+        cell: 4,
+        gap: 2,
+        class: "z5",
+    },
+];
+
+/// Columns and rows of a block of `gpus` GPUs: 8 as 4 × 2, 4 as 2 × 2.
+pub fn block_shape(gpus: usize) -> (u32, u32) {
+    let gpus = gpus.max(1) as u32;
+    let columns = match gpus {
+        1 | 2 => gpus,
+        3 | 4 => 2,
+        5..=8 => 4,
+        n => (f64::from(2 * n).sqrt().ceil() as u32).max(1),
+    };
+    (columns, gpus.div_ceil(columns))
+}
+
+/// Where the groups and blocks of the overview go at `scale`.
+struct Placed {
+    /// Per group: its header's y, and each block's (x, y).
+    groups: Vec<(u32, Vec<(u32, u32)>)>,
+    height: u32,
+}
+
+fn place(groups: &[Group<'_>], scale: Scale) -> Placed {
+    let mut y = 0;
+    let mut placed = Vec::with_capacity(groups.len());
+    for group in groups {
+        let (columns, rows) = group
+            .blocks
+            .iter()
+            .map(|b| block_shape(b.gpus.len()))
+            .fold((1, 1), |(c, r), (bc, br)| (c.max(bc), r.max(br)));
+        let slot_width = columns * scale.pitch + scale.gap;
+        let slot_height = rows * scale.pitch + scale.gap;
+        let per_row = ((OVERVIEW_WIDTH + scale.gap) / slot_width).max(1);
+        let head = y;
+        y += GROUP_HEAD;
+        let blocks = (0..group.blocks.len() as u32)
+            .map(|n| ((n % per_row) * slot_width, y + (n / per_row) * slot_height))
+            .collect();
+        y += (group.blocks.len() as u32).div_ceil(per_row) * slot_height + 4;
+        placed.push((head, blocks));
+    }
+    Placed {
+        groups: placed,
+        height: y.max(1),
+    }
+}
+
+/// The overview of `snapshot` for the view `query`: blocks of GPUs grouped by `query.group`,
+/// ordered by `query.sort`, coloured by `query.colour` (contention judged at `threshold` %),
+/// with links that zoom into a group or an instance, and the GPU `query.gpu` marked.
+pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: u32) -> String {
+    let groups = pack(snapshot, query.group, query.sort, threshold);
+    let (scale, placed) = SCALES
+        .iter()
+        .map(|scale| (*scale, place(&groups, *scale)))
+        .find(|(_, placed)| placed.height <= OVERVIEW_MAX_HEIGHT)
+        .unwrap_or_else(|| {
+            (
+                SCALES[SCALES.len() - 1],
+                place(&groups, SCALES[SCALES.len() - 1]),
+            )
+        });
+    let gpus = snapshot.gpu_count();
+    let height = placed.height;
+    let colour = query.colour;
+    let link = |zoom: Zoom| {
+        escape(&format!(
+            "/{}",
+            FleetQuery {
+                zoom: Some(zoom),
+                gpu: None,
+                ..query.clone()
+            }
+            .to_query_string()
+        ))
+    };
+    let mut svg = String::with_capacity(
+        400 + groups.len() * 300
+            + snapshot.clusters.len() * 100
+            + gpus * 44
+            + snapshot.instances().count() * 160,
+    );
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm ov {}" width="{OVERVIEW_WIDTH}" height="{height}" viewBox="0 0 {OVERVIEW_WIDTH} {height}" role="group" aria-label="{gpus} GPUs coloured by {}, grouped by {}" data-gpus="{gpus}" data-colour="{}" data-cell="{}">"#,
+        scale.class,
+        escape(colour.label()),
+        query.group.label().to_lowercase(),
+        colour.as_str(),
+        scale.cell,
+    );
+    for (group, (head, blocks)) in groups.iter().zip(&placed.groups) {
+        let totals = &group.totals;
+        let mut title = format!(
+            "{} · {} instances · {} GPUs · memory {} % allocated",
+            group_name(query.group, &group.key),
+            totals.instances,
+            totals.gpus,
+            totals.allocated_percent(),
+        );
+        if let Some(utilization) = totals.utilization_percent() {
+            let _ = write!(title, " · utilisation {utilization:.0} %");
+        }
+        if totals.contended > 0 {
+            let _ = write!(title, " · {} contended", totals.contended);
+        }
+        let zoom = Zoom::Group(query.group, group.key.clone());
+        let _ = write!(
+            svg,
+            r#"<a class="gh" href="{}" data-z="{}"><text x="0" y="{}">{}</text></a>"#,
+            link(zoom.clone()),
+            escape(&zoom.spelled()),
+            head + 14,
+            escape(&title),
+        );
+        for (block, (x, y)) in group.blocks.iter().zip(blocks) {
+            let instance = block.instance;
+            let (columns, _) = block_shape(block.gpus.len());
+            let mut label = format!(
+                "{}, {}, {} GPUs",
+                instance.ec2_instance_id,
+                instance.instance_type,
+                block.gpus.len()
+            );
+            let mut class = "";
+            if let Some(why) = &instance.impaired {
+                let _ = write!(label, ", impaired: {why}");
+                class = r#" class="imp""#;
+            } else if let Some(why) = &instance.not_placing {
+                let _ = write!(label, ", {why}: takes no tasks");
+                class = r#" class="np""#;
+            }
+            let _ = write!(
+                svg,
+                r#"<a href="{}" data-i="{}"{class} transform="translate({x},{y})" tabindex="-1" aria-label="{}">"#,
+                link(Zoom::Instance(instance.ec2_instance_id.clone())),
+                escape(&instance.ec2_instance_id),
+                escape(&label),
+            );
+            for (n, gpu) in block.gpus.iter().enumerate() {
+                let n = n as u32;
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{}" y="{}" data-x="{}" class="{} {}{}"/>"#,
+                    (n % columns) * scale.pitch,
+                    (n / columns) * scale.pitch,
+                    gpu.index,
+                    shade(gpu, colour, threshold).class(),
+                    mode_class(gpu.mode),
+                    if names(query.gpu.as_deref(), instance, gpu.index, &gpu.uuid) {
+                        " sel"
+                    } else {
+                        ""
+                    },
+                );
+            }
+            svg.push_str("</a>");
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A group's name in its header: "no team" for the team of none.
+fn group_name(grouping: crate::model::fleet_view::Grouping, key: &str) -> String {
+    use crate::model::fleet_view::Grouping;
+    match (grouping, key.is_empty()) {
+        (Grouping::Team, true) => "No team (idle, or containers without a team tag)".into(),
+        (Grouping::Zone, true) => "Zone unknown".into(),
+        (Grouping::Team, false) => format!("Team {key}"),
+        _ => key.to_string(),
+    }
+}
+
+/// Renders the detail of `snapshot`, a row per instance, in `colour` mode (contention judged
+/// at `threshold` %), marking the GPU `selected` (`<EC2 instance ID>:<index>`) if any.
+pub fn render(
+    snapshot: &FleetSnapshot,
+    colour: ColourMode,
+    selected: Option<&str>,
+    threshold: u32,
+) -> String {
     let gpus = snapshot.gpu_count();
     let columns = snapshot
         .instances()
@@ -103,20 +360,13 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
                     .unwrap_or_default(),
             );
             for gpu in &instance.gpus {
-                let shade = Shade::of(colour_value(gpu, colour));
-                let is_selected = selected.is_some_and(|key| {
-                    key.strip_prefix(instance.ec2_instance_id.as_str())
-                        .and_then(|rest| rest.strip_prefix(':'))
-                        .and_then(|index| index.parse::<u32>().ok())
-                        == Some(gpu.index)
-                        || key == gpu.uuid
-                });
+                let is_selected = names(selected, instance, gpu.index, &gpu.uuid);
                 let _ = write!(
                     svg,
                     r#"<rect x="{}" data-x="{}" class="{} {}{}"/>"#,
                     LABEL_WIDTH + gpu.index * PITCH,
                     gpu.index,
-                    shade.class(),
+                    shade(gpu, colour, threshold).class(),
                     mode_class(gpu.mode),
                     if is_selected { " sel" } else { "" },
                 );
@@ -130,6 +380,7 @@ pub fn render(snapshot: &FleetSnapshot, colour: ColourMode, selected: Option<&st
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::model::{ClusterView, GpuView, InstanceView};
@@ -166,7 +417,7 @@ mod tests {
                                     SharingMode::NvidiaMps
                                 },
                                 total_memory_mib: 10_000,
-                                remaining_memory_mib: 10_000 - index * 2_500,
+                                remaining_memory_mib: 10_000_u32.saturating_sub(index * 2_500),
                                 compute_allocated_percent: index * 40,
                                 containers: Vec::new(),
                                 usage: None,
@@ -182,18 +433,32 @@ mod tests {
 
     #[test]
     fn one_cell_per_gpu_coloured_by_the_mode() {
-        let svg = render(&fleet(&["a", "b"], 4), ColourMode::Memory, None);
+        let svg = render(&fleet(&["a", "b"], 4), ColourMode::Memory, None, 90);
         assert_eq!(svg.matches("<rect").count(), 8);
         assert!(svg.contains(r#"data-gpus="8""#));
         // Index 2: 5,000 of 10,000 allocated.
         assert!(svg.contains(r#"data-x="2" class="c5 s""#), "{svg}");
         assert!(svg.contains(r#"data-x="0" class="c0 i""#));
-        let compute = render(&fleet(&["a"], 4), ColourMode::Compute, None);
+        let compute = render(&fleet(&["a"], 4), ColourMode::Compute, None, 90);
+        assert!(
+            compute.contains(r#"data-x="3" class="c9 s""#),
+            "120 % of limits with no utilisation known is information: {compute}"
+        );
+        let mut busy = fleet(&["a"], 4);
+        busy.clusters[0].instances[0].gpus[3].usage = Some(crate::model::GpuUsage {
+            utilization_percent: Some(crate::model::Reading {
+                latest: 97.0,
+                average: 96.0,
+            }),
+            memory_used_mib: None,
+        });
+        let compute = render(&busy, ColourMode::Compute, None, 90);
         assert!(
             compute.contains(r#"data-x="3" class="ov s""#),
-            "120 % is oversubscribed"
+            "120 % of limits and busy is contended: {compute}"
         );
-        let usage = render(&fleet(&["a"], 4), ColourMode::Utilization, None);
+        assert!(render(&busy, ColourMode::Compute, None, 97).contains(r#"data-x="3" class="c9 s""#));
+        let usage = render(&fleet(&["a"], 4), ColourMode::Utilization, None, 90);
         assert_eq!(
             usage.matches(r#"class="nd"#).count(),
             4,
@@ -204,9 +469,9 @@ mod tests {
     #[test]
     fn an_instance_without_gpu_sharing_says_so() {
         let mut snapshot = fleet(&["a", "b"], 2);
-        assert!(!render(&snapshot, ColourMode::Memory, None).contains("no sharing"));
+        assert!(!render(&snapshot, ColourMode::Memory, None, 90).contains("no sharing"));
         snapshot.clusters[1].instances[0].mps_capable = false;
-        let svg = render(&snapshot, ColourMode::Memory, None);
+        let svg = render(&snapshot, ColourMode::Memory, None, 90);
         assert_eq!(svg.matches("· no sharing").count(), 1, "{svg}");
         assert_eq!(svg.matches("<rect").count(), 4, "its GPUs are still cells");
     }
@@ -214,10 +479,10 @@ mod tests {
     #[test]
     fn an_instance_that_takes_no_tasks_says_why() {
         let mut snapshot = fleet(&["a", "b"], 2);
-        assert!(!render(&snapshot, ColourMode::Memory, None).contains("takes no tasks"));
+        assert!(!render(&snapshot, ColourMode::Memory, None, 90).contains("takes no tasks"));
         snapshot.clusters[0].instances[0].not_placing = Some("DRAINING".into());
         snapshot.clusters[1].instances[0].not_placing = Some("agent disconnected".into());
-        let svg = render(&snapshot, ColourMode::Memory, None);
+        let svg = render(&snapshot, ColourMode::Memory, None, 90);
         assert_eq!(svg.matches("(takes no tasks)").count(), 2, "{svg}");
         assert!(svg.contains("· DRAINING (takes no tasks)"), "{svg}");
         assert!(
@@ -233,9 +498,104 @@ mod tests {
             &fleet(&["<script>alert(1)</script>"], 2),
             ColourMode::Memory,
             Some("i-<script>alert(1)</script>:1"),
+            90,
         );
         assert!(!svg.contains("<script>"));
         assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert_eq!(svg.matches(" sel\"").count(), 1);
+        let overview = render_overview(
+            &fleet(&["<script>alert(1)</script>"], 2),
+            &FleetQuery {
+                gpu: Some("i-<script>alert(1)</script>:1".into()),
+                ..FleetQuery::default()
+            },
+            90,
+        );
+        assert!(!overview.contains("<script>"), "{overview}");
+        assert_eq!(overview.matches(" sel\"").count(), 1);
+    }
+
+    /// `instances` instances of `gpus` GPUs each, in `clusters` clusters.
+    fn big(clusters: usize, instances: usize, gpus: u32) -> FleetSnapshot {
+        let names: Vec<String> = (0..clusters).map(|n| format!("c{n}")).collect();
+        let mut snapshot = fleet(&names.iter().map(String::as_str).collect::<Vec<_>>(), gpus);
+        for (n, cluster) in snapshot.clusters.iter_mut().enumerate() {
+            let template = cluster.instances[0].clone();
+            cluster.instances = (0..instances / clusters)
+                .map(|i| InstanceView {
+                    ec2_instance_id: format!("i-{n}-{i:04}"),
+                    ..template.clone()
+                })
+                .collect();
+        }
+        snapshot
+    }
+
+    #[test]
+    fn the_overview_has_one_cell_per_gpu_and_fits_8000_gpus_in_its_height() {
+        let fleet = big(4, 1_000, 8);
+        assert_eq!(fleet.gpu_count(), 8_000);
+        let svg = render_overview(&fleet, &FleetQuery::default(), 90);
+        assert_eq!(svg.matches("<rect").count(), 8_000);
+        let height: u32 = svg
+            .split(r#"height=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert!(height <= OVERVIEW_MAX_HEIGHT, "{height}");
+        let cell: u32 = svg
+            .split(r#"data-cell=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert!(cell >= 4, "cells no smaller than 4 units: {cell}");
+        // Four groups, each a link that zooms into it, and a block per instance.
+        assert_eq!(svg.matches(r#"<a class="gh""#).count(), 4);
+        assert!(
+            svg.contains(r#"href="/?zoom=cluster%3Ac2" data-z="cluster:c2""#),
+            "{}",
+            &svg[..2_000]
+        );
+        assert_eq!(svg.matches("data-i=").count(), 1_000);
+        assert!(svg.contains(r#"href="/?zoom=instance%3Ai-3-0249""#));
+    }
+
+    #[test]
+    fn a_small_fleet_gets_large_cells_with_their_glyphs() {
+        let svg = render_overview(&big(2, 24, 4), &FleetQuery::default(), 90);
+        assert!(svg.contains(r#"class="hm ov z16""#), "{}", &svg[..300]);
+        assert_eq!(svg.matches("<rect").count(), 96);
+    }
+
+    #[test]
+    fn links_keep_the_view_and_blocks_say_what_is_wrong() {
+        let mut fleet = big(1, 3, 2);
+        fleet.clusters[0].instances[1].impaired = Some("MPS daemon down".into());
+        fleet.clusters[0].instances[2].not_placing = Some("DRAINING".into());
+        let query = FleetQuery {
+            colour: ColourMode::Compute,
+            sort: crate::model::fleet_view::SortKey::Free,
+            gpu: Some("i-0-0000:1".into()),
+            ..FleetQuery::default()
+        };
+        let svg = render_overview(&fleet, &query, 90);
+        assert!(
+            svg.contains(r#"href="/?colour=compute&amp;sort=free&amp;zoom=instance%3Ai-0-0001""#),
+            "{svg}"
+        );
+        assert!(svg.contains(r#"class="imp""#) && svg.contains("impaired: MPS daemon down"));
+        assert!(svg.contains(r#"class="np""#) && svg.contains("DRAINING: takes no tasks"));
+        assert_eq!(svg.matches(" sel\"").count(), 1);
+    }
+
+    #[test]
+    fn block_shapes() {
+        assert_eq!(block_shape(1), (1, 1));
+        assert_eq!(block_shape(4), (2, 2));
+        assert_eq!(block_shape(8), (4, 2));
+        assert_eq!(block_shape(6), (4, 2));
+        assert_eq!(block_shape(16), (6, 3));
     }
 }

@@ -1,5 +1,6 @@
-//! `/`: every GPU of the fleet as a heatmap, with the summary, filters, a GPU's details and
-//! live updates. The filters, colour mode and selected GPU live in the URL.
+//! `/`: every GPU of the fleet as a heatmap — an overview that fits the fleet on a screen, or
+//! the detail of a group or an instance — with the summary, filters, a GPU's details and live
+//! updates. The filters, colour mode, grouping, order, zoom and selected GPU live in the URL.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -14,7 +15,9 @@ use crate::{
         cluster_table::ClusterTable, console_status::ConsoleStatusCard, gpu_panel::GpuPanel,
         heatmap::Heatmap,
     },
-    model::fleet_view::{ColourMode, FleetOptions, FleetOverview, FleetQuery, FleetSummary},
+    model::fleet_view::{
+        ColourMode, FleetOptions, FleetOverview, FleetQuery, FleetSummary, Grouping, SortKey, Zoom,
+    },
     model::SharingMode,
     server_fns::fleet::{fleet_overview, gpu_detail},
 };
@@ -61,6 +64,26 @@ pub fn FleetPage() -> impl IntoView {
             },
         );
     });
+    let navigate = use_navigate();
+    // Opening a part is a new page in the history: Back returns to the overview.
+    let on_zoom = Callback::new(move |(zoom, gpu): (Zoom, Option<String>)| {
+        let url = format!(
+            "/{}",
+            FleetQuery {
+                zoom: Some(zoom),
+                gpu,
+                ..view.get_untracked()
+            }
+            .to_query_string()
+        );
+        navigate(
+            &url,
+            NavigateOptions {
+                scroll: false,
+                ..NavigateOptions::default()
+            },
+        );
+    });
     let close = Memo::new(move |_| format!("/{}", view.get().to_query_string()));
 
     #[cfg(feature = "hydrate")]
@@ -100,8 +123,9 @@ pub fn FleetPage() -> impl IntoView {
         <div class="fleet-body">
             <section class="card heatmap-card" aria-labelledby="heatmap-heading">
                 <h2 id="heatmap-heading" class="visually-hidden">"GPUs"</h2>
+                <ZoomTrail view />
                 <Legend colour=Signal::derive(move || query.with(|q| q.colour)) />
-                <Heatmap view selected live on_select />
+                <Heatmap view selected live on_select on_zoom />
             </section>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
@@ -121,6 +145,11 @@ pub fn FleetPage() -> impl IntoView {
                 })}
             </Transition>
         </div>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                overview.await.ok().and_then(|o| o.summary).map(|summary| view! { <FitTable summary /> })
+            })}
+        </Transition>
         <BudgetBars cluster=None />
         <ClusterTable />
         <ConsoleStatusCard />
@@ -310,8 +339,16 @@ fn Summary(summary: FleetSummary) -> impl IntoView {
                 <span class="value">{format!("{} %", percent(summary.memory_allocated_mib, summary.memory_total_mib))}</span>
                 <span class="label">{format!("memory allocated: {} of {}", mib_as_gib(summary.memory_allocated_mib), mib_as_gib(summary.memory_total_mib))}</span>
             </div>
-            <div class=stat_class(summary.oversubscribed)>
-                <span class="value">{summary.oversubscribed}</span><span class="label">"compute oversubscribed"</span>
+            <div class="stat" data-testid="over-limits">
+                <span class="value">{summary.oversubscribed}</span>
+                <span class="label">"Σ compute limits over 100 %"</span>
+            </div>
+            <div class=stat_class(summary.contended) data-testid="contended">
+                <span class="value">{summary.contended}</span>
+                <span class="label">{format!("contended: limits over 100 % and ≥ {} % busy", summary.contention_threshold)}</span>
+                {(summary.over_limits_unknown_use > 0).then(|| view! {
+                    <span class="label muted">{format!("{} more without utilisation data", summary.over_limits_unknown_use)}</span>
+                })}
             </div>
             <div class=stat_class(summary.impaired_instances)>
                 <span class="value">{summary.impaired_instances}</span><span class="label">{format!("impaired of {} instances", summary.instances)}</span>
@@ -320,6 +357,13 @@ fn Summary(summary: FleetSummary) -> impl IntoView {
                 <span class="value">{summary.without_usage}</span><span class="label">"GPUs without usage data"</span>
             </div>
         </section>
+    }
+}
+
+/// Per cluster, the largest MPS request that still fits on one GPU.
+#[component]
+fn FitTable(summary: FleetSummary) -> impl IntoView {
+    view! {
         <table class="data-table compact fit-table" data-testid="fit-table">
             <caption>"Largest MPS request that still fits on one GPU (fragmentation)"</caption>
             <thead>
@@ -426,9 +470,62 @@ fn Filters(options: FleetOptions, applied: FleetQuery, query: Memo<FleetQuery>) 
                     }).collect_view()}
                 </select>
             </label>
+            <label>
+                <span>"Group by"</span>
+                <select name="group" data-testid="filter-group">
+                    {Grouping::ALL.into_iter().map(|g| view! {
+                        <option value=g.as_str() selected=g == applied.group>{g.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label>
+                <span>"Sort by"</span>
+                <select name="sort" data-testid="filter-sort">
+                    {SortKey::ALL.into_iter().map(|s| view! {
+                        <option value=s.as_str() selected=s == applied.sort>{s.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            {applied.zoom.as_ref().map(|zoom| view! { <input type="hidden" name="zoom" value=zoom.spelled() /> })}
             <button type="submit">"Apply"</button>
             <a class="button secondary" href="/">"Reset"</a>
         </form>
+    }
+}
+
+/// Where the heatmap is: the whole fleet, or a part of it with a way back.
+#[component]
+fn ZoomTrail(view: Memo<FleetQuery>) -> impl IntoView {
+    move || {
+        let query = view.get();
+        let whole = format!(
+            "/{}",
+            FleetQuery {
+                zoom: None,
+                ..query.clone()
+            }
+            .to_query_string()
+        );
+        match &query.zoom {
+            None => view! {
+                <p class="zoom-trail muted" data-testid="zoom-trail">
+                    {format!(
+                        "The whole fleet, grouped by {}, sorted by {}. Open a group or an instance for its GPUs row by row.",
+                        query.group.label().to_lowercase(),
+                        query.sort.label().to_lowercase(),
+                    )}
+                </p>
+            }
+            .into_any(),
+            Some(zoom) => view! {
+                <nav class="zoom-trail" aria-label="Zoom" data-testid="zoom-trail">
+                    <a href=whole data-testid="zoom-out">"Whole fleet"</a>
+                    " › "
+                    <span aria-current="page">{zoom.label()}</span>
+                </nav>
+            }
+            .into_any(),
+        }
     }
 }
 
@@ -443,7 +540,8 @@ fn Legend(colour: Signal<ColourMode>) -> impl IntoView {
             </span>
             <span class="ticks">"0 %"<span>"50 %"</span>"100 %"</span>
             {move || (colour.get() == ColourMode::Compute).then(|| view! {
-                <span class="key"><i class="sw ov"></i>"over 100 % (oversubscribed)"</span>
+                <span class="key"><i class="sw c9"></i>"100 % and over: limits are caps, not reservations"</span>
+                <span class="key"><i class="sw ov"></i>"over 100 % and busy (contended)"</span>
             })}
             {move || matches!(colour.get(), ColourMode::Utilization | ColourMode::MemoryUsed | ColourMode::Unused).then(|| view! {
                 <span class="key"><i class="sw nd"></i>"no data"</span>

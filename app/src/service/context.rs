@@ -47,6 +47,9 @@ pub struct ServiceContext {
     pub history: Arc<dyn CostHistory>,
     /// The tag key that names the team a service or task definition belongs to.
     pub team_tag: String,
+    /// The utilisation over the window, in percent, at or above which a GPU whose compute
+    /// limits pass 100 % is contended.
+    pub contention_threshold: u32,
     /// The audit records whose change runs in this process now.
     pub in_flight: Arc<InFlight>,
 }

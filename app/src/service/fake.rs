@@ -112,6 +112,7 @@ impl Fake {
             history: self.clone(),
             spot: self.clone(),
             team_tag: "team".into(),
+            contention_threshold: crate::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
             in_flight: Arc::default(),
         }
     }

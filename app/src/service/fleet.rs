@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::{
     model::{
         fleet_view::{
-            filter, gpu_detail as find_gpu, unknown_values, without_unknown, FleetOptions,
-            FleetOverview, FleetQuery, FleetSummary, GpuDetail,
+            filter, gpu_detail as find_gpu, unknown_values, without_unknown, zoom_into,
+            FleetOptions, FleetOverview, FleetQuery, FleetSummary, GpuDetail,
         },
-        heatmap::render,
+        heatmap::{render, render_overview},
         identity::Actor,
         ClusterSummary, ConsoleStatus, FleetSnapshot, ServiceError, SharingMode,
     },
@@ -42,28 +42,61 @@ pub fn overview(context: &ServiceContext, query: &FleetQuery) -> FleetOverview {
         return overview;
     };
     let options = FleetOptions::of(&snapshot);
-    let unknown = unknown_values(query, &options);
-    overview.applied = without_unknown(query, &unknown);
-    overview.notes = unknown.iter().map(|u| u.message()).collect();
-    overview.summary = Some(FleetSummary::of(&narrowed(&snapshot, &overview.applied)));
+    let (applied, notes) = applied(&snapshot, query, &options);
+    overview.applied = applied;
+    overview.notes = notes;
+    // The summary is of the part shown: zooming into a group or an instance narrows it.
+    let filtered = narrowed(&snapshot, &overview.applied);
+    let shown = match &overview.applied.zoom {
+        Some(zoom) => Cow::Owned(zoom_into(&filtered, zoom)),
+        None => filtered,
+    };
+    overview.summary = Some(FleetSummary::of(&shown, context.contention_threshold));
     overview.options = options;
     overview.usage_error = snapshot.usage_error.clone();
     overview.unknown_gpu_ids = snapshot.unknown_gpu_ids;
     overview
 }
 
-/// The heatmap SVG for `query`, or empty before the first snapshot.
+/// `query` without the filter values and the zoom that name nothing, and notes saying so.
+fn applied(
+    snapshot: &FleetSnapshot,
+    query: &FleetQuery,
+    options: &FleetOptions,
+) -> (FleetQuery, Vec<String>) {
+    let unknown = unknown_values(query, options);
+    let mut applied = without_unknown(query, &unknown);
+    let mut notes: Vec<String> = unknown.iter().map(|u| u.message()).collect();
+    if let Some(zoom) = &applied.zoom {
+        if zoom_into(&narrowed(snapshot, &applied), zoom).gpu_count() == 0 {
+            notes.push(format!(
+                "There are no GPUs of {} here now; showing the whole overview.",
+                zoom.label()
+            ));
+            applied.zoom = None;
+        }
+    }
+    (applied, notes)
+}
+
+/// The heatmap SVG for `query`, or empty before the first snapshot: the overview of the
+/// (filtered) fleet, or the detail of the part `query.zoom` names.
 pub fn heatmap(context: &ServiceContext, query: &FleetQuery) -> String {
     let Some(snapshot) = context.fleet.state().snapshot else {
         return String::new();
     };
-    let unknown = unknown_values(query, &FleetOptions::of(&snapshot));
-    let applied = without_unknown(query, &unknown);
-    render(
-        &narrowed(&snapshot, &applied),
-        applied.colour,
-        applied.gpu.as_deref(),
-    )
+    let (applied, _) = applied(&snapshot, query, &FleetOptions::of(&snapshot));
+    let filtered = narrowed(&snapshot, &applied);
+    let threshold = context.contention_threshold;
+    match &applied.zoom {
+        Some(zoom) => render(
+            &zoom_into(&filtered, zoom),
+            applied.colour,
+            applied.gpu.as_deref(),
+            threshold,
+        ),
+        None => render_overview(&filtered, &applied, threshold),
+    }
 }
 
 /// The longest GPU key the console reads.

@@ -132,6 +132,7 @@ impl AppState {
         crate::spot_prices::spawn(spot.clone(), fleet.clone());
         let mut services = service_context(&clients, &args.fleet.team_tag, fleet, audit, source);
         services.policy = Arc::new(policy);
+        services.contention_threshold = args.fleet.contention_threshold;
         services.prices = Arc::new(prices);
         services.history = history.clone();
         services.spot = spot;

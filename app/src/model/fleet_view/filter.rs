@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::FleetQuery;
+use super::{packing::gpu_team, FleetQuery, Grouping, Zoom};
 use crate::model::{ClusterView, FleetSnapshot, GpuView, InstanceView};
 
 /// What exists in a snapshot, for the filter menus and for saying what exists.
@@ -168,6 +168,61 @@ pub fn filter(snapshot: &FleetSnapshot, query: &FleetQuery) -> FleetSnapshot {
     }
 }
 
+/// The part of `snapshot` that `zoom` names; empty when it names nothing.
+pub fn zoom_into(snapshot: &FleetSnapshot, zoom: &Zoom) -> FleetSnapshot {
+    let clusters = snapshot
+        .clusters
+        .iter()
+        .filter(|c| match zoom {
+            Zoom::Group(Grouping::Cluster, name) => &c.name == name,
+            _ => true,
+        })
+        .map(|c| ClusterView {
+            name: c.name.clone(),
+            services: c.services,
+            service_list: c.service_list.clone(),
+            running_tasks: c.running_tasks,
+            pending_tasks: c.pending_tasks,
+            instances: c
+                .instances
+                .iter()
+                .filter_map(|i| {
+                    let keep = match zoom {
+                        Zoom::Group(Grouping::Cluster, _) => true,
+                        Zoom::Group(Grouping::InstanceType, kind) => &i.instance_type == kind,
+                        Zoom::Group(Grouping::Zone, zone) => {
+                            i.availability_zone.as_deref().unwrap_or("") == zone
+                        }
+                        Zoom::Instance(id) => &i.ec2_instance_id == id,
+                        Zoom::Group(Grouping::Team, team) => {
+                            let gpus: Vec<GpuView> = i
+                                .gpus
+                                .iter()
+                                .filter(|g| gpu_team(g).unwrap_or("") == team)
+                                .cloned()
+                                .collect();
+                            return (!gpus.is_empty()).then(|| InstanceView {
+                                gpus,
+                                ..instance_header(i)
+                            });
+                        }
+                    };
+                    keep.then(|| i.clone())
+                })
+                .collect::<Vec<_>>(),
+        })
+        .filter(|c| !c.instances.is_empty())
+        .collect();
+    FleetSnapshot {
+        taken_at: snapshot.taken_at.clone(),
+        api_calls: snapshot.api_calls,
+        cloudwatch_calls: snapshot.cloudwatch_calls,
+        usage_error: snapshot.usage_error.clone(),
+        clusters,
+        unknown_gpu_ids: snapshot.unknown_gpu_ids,
+    }
+}
+
 /// An instance without its GPUs.
 pub fn instance_header(instance: &InstanceView) -> InstanceView {
     InstanceView {
@@ -193,9 +248,36 @@ mod tests {
     use crate::model::{fleet_view::fixture::snapshot, fleet_view::FleetSummary, SharingMode};
 
     #[test]
+    fn a_zoom_keeps_the_part_it_names() {
+        let all = snapshot();
+        let gpus = |zoom: Zoom| zoom_into(&all, &zoom).gpu_count();
+        assert_eq!(gpus(Zoom::Group(Grouping::Cluster, "prod".into())), 5);
+        assert_eq!(gpus(Zoom::Group(Grouping::Cluster, "nowhere".into())), 0);
+        assert_eq!(gpus(Zoom::Instance("i-1".into())), 4);
+        assert_eq!(
+            gpus(Zoom::Group(Grouping::InstanceType, "g6.xlarge".into())),
+            2
+        );
+        assert_eq!(
+            gpus(Zoom::Group(Grouping::Zone, String::new())),
+            all.gpu_count(),
+            "no zone is known in the fixture"
+        );
+        let teams: Vec<usize> = ["search", "vision", "speech", ""]
+            .iter()
+            .map(|t| gpus(Zoom::Group(Grouping::Team, t.to_string())))
+            .collect();
+        assert_eq!(
+            teams,
+            vec![1, 1, 1, 3],
+            "idle and dedicated-without-tasks have no team"
+        );
+    }
+
+    #[test]
     fn filters_narrow_to_matching_gpus_and_instances() {
         let all = snapshot();
-        let count = |s: &FleetSnapshot| FleetSummary::of(s).gpus;
+        let count = |s: &FleetSnapshot| FleetSummary::of(s, 90).gpus;
         let query = |f: fn(&mut FleetQuery)| {
             let mut q = FleetQuery::default();
             f(&mut q);

@@ -6,16 +6,17 @@ mod colour;
 mod detail;
 mod filter;
 mod overview;
+pub mod packing;
 mod query;
 mod summary;
 
-pub use colour::{colour_value, Shade};
+pub use colour::{colour_value, shade, Compute, Shade, DEFAULT_CONTENTION_THRESHOLD};
 pub use detail::{gpu_detail, GpuDetail, GpuKey, MPS_CLIENT_LIMIT};
 pub use filter::{
-    filter, instance_header, unknown_values, without_unknown, FleetOptions, UnknownValue,
+    filter, instance_header, unknown_values, without_unknown, zoom_into, FleetOptions, UnknownValue,
 };
 pub use overview::FleetOverview;
-pub use query::{encode, ColourMode, FleetQuery, QUERY_PARAMETERS};
+pub use query::{encode, ColourMode, FleetQuery, Grouping, SortKey, Zoom, QUERY_PARAMETERS};
 pub use summary::{slot, ClusterFit, FleetSummary};
 
 /// A small fleet for the tests of this module's parts.

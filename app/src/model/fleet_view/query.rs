@@ -59,7 +59,150 @@ impl ColourMode {
     }
 }
 
-/// The fleet page's view: filters, colour mode and the selected GPU, as its URL carries them.
+/// What the overview groups instance blocks by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grouping {
+    #[default]
+    Cluster,
+    InstanceType,
+    /// A GPU's team is the team holding most of its memory; an instance's GPUs of different
+    /// teams sit in different groups.
+    Team,
+    /// The instance's availability zone, when EC2 could be read.
+    Zone,
+}
+
+impl Grouping {
+    pub const ALL: [Grouping; 4] = [
+        Grouping::Cluster,
+        Grouping::InstanceType,
+        Grouping::Team,
+        Grouping::Zone,
+    ];
+
+    /// Its spelling in the URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grouping::Cluster => "cluster",
+            Grouping::InstanceType => "instance-type",
+            Grouping::Team => "team",
+            Grouping::Zone => "zone",
+        }
+    }
+
+    /// What the form calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Grouping::Cluster => "Cluster",
+            Grouping::InstanceType => "Instance type",
+            Grouping::Team => "Team",
+            Grouping::Zone => "Availability zone",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Grouping> {
+        Grouping::ALL.into_iter().find(|g| g.as_str() == value)
+    }
+}
+
+/// The order of the instance blocks within a group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SortKey {
+    /// EC2 instance ID: blocks stay put as the fleet changes.
+    #[default]
+    Name,
+    /// Memory allocated, highest first.
+    Allocation,
+    /// GPU utilisation over the window, busiest first; no data last.
+    Utilization,
+    /// Memory allocated but not in use, most first; no data last.
+    Unused,
+    /// Unallocated memory, most first.
+    Free,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 5] = [
+        SortKey::Name,
+        SortKey::Allocation,
+        SortKey::Utilization,
+        SortKey::Unused,
+        SortKey::Free,
+    ];
+
+    /// Its spelling in the URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortKey::Name => "name",
+            SortKey::Allocation => "allocation",
+            SortKey::Utilization => "utilization",
+            SortKey::Unused => "unused",
+            SortKey::Free => "free",
+        }
+    }
+
+    /// What the form calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Name => "Instance ID",
+            SortKey::Allocation => "Memory allocated",
+            SortKey::Utilization => "Utilisation",
+            SortKey::Unused => "Allocated but unused",
+            SortKey::Free => "Free memory",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<SortKey> {
+        SortKey::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+}
+
+/// The part of the fleet the heatmap shows in detail, one row per instance: a group of the
+/// overview or one instance. Spelled `cluster:prod-a`, `team:search`, `team:` (GPUs of no
+/// team), `instance-type:g5.12xlarge`, `zone:us-east-1a`, `zone:` (zone unknown) or
+/// `instance:i-0abc…`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Zoom {
+    Group(Grouping, String),
+    Instance(String),
+}
+
+impl Zoom {
+    /// Its spelling in the URL.
+    pub fn spelled(&self) -> String {
+        match self {
+            Zoom::Group(grouping, value) => format!("{}:{value}", grouping.as_str()),
+            Zoom::Instance(id) => format!("instance:{id}"),
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Zoom> {
+        let (kind, rest) = value.split_once(':')?;
+        if kind == "instance" {
+            return (!rest.is_empty()).then(|| Zoom::Instance(rest.to_string()));
+        }
+        Some(Zoom::Group(Grouping::parse(kind)?, rest.to_string()))
+    }
+
+    /// "cluster prod-a", "instance i-0abc", "no team".
+    pub fn label(&self) -> String {
+        match self {
+            Zoom::Group(Grouping::Team, value) if value.is_empty() => "GPUs of no team".into(),
+            Zoom::Group(Grouping::Zone, value) if value.is_empty() => {
+                "instances in an unknown zone".into()
+            }
+            Zoom::Group(grouping, value) => {
+                format!("{} {value}", grouping.label().to_lowercase())
+            }
+            Zoom::Instance(id) => format!("instance {id}"),
+        }
+    }
+}
+
+/// The fleet page's view: filters, colour mode, grouping, order, zoom and the selected GPU, as
+/// its URL carries them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FleetQuery {
     pub cluster: Option<String>,
@@ -69,18 +212,28 @@ pub struct FleetQuery {
     pub mode: Option<SharingMode>,
     #[serde(default)]
     pub colour: ColourMode,
+    #[serde(default)]
+    pub group: Grouping,
+    #[serde(default)]
+    pub sort: SortKey,
+    /// The part shown in detail; the whole fleet as an overview when `None`.
+    #[serde(default)]
+    pub zoom: Option<Zoom>,
     /// The selected GPU: `<EC2 instance ID>:<index>` or its UUID.
     pub gpu: Option<String>,
 }
 
 /// The URL parameters the fleet page reads.
-pub const QUERY_PARAMETERS: [&str; 7] = [
+pub const QUERY_PARAMETERS: [&str; 10] = [
     "cluster",
     "team",
     "service",
     "instance_type",
     "mode",
     "colour",
+    "group",
+    "sort",
+    "zoom",
     "gpu",
 ];
 
@@ -113,6 +266,36 @@ impl FleetQuery {
                 ColourMode::default()
             }),
         };
+        let group = match text("group") {
+            None => Grouping::default(),
+            Some(value) => Grouping::parse(&value).unwrap_or_else(|| {
+                notes.push(format!(
+                    "Grouping {value:?} does not exist; grouping by cluster. Use {}.",
+                    Grouping::ALL.map(Grouping::as_str).join(", ")
+                ));
+                Grouping::default()
+            }),
+        };
+        let sort = match text("sort") {
+            None => SortKey::default(),
+            Some(value) => SortKey::parse(&value).unwrap_or_else(|| {
+                notes.push(format!(
+                    "Sort key {value:?} does not exist; sorting by instance ID. Use {}.",
+                    SortKey::ALL.map(SortKey::as_str).join(", ")
+                ));
+                SortKey::default()
+            }),
+        };
+        // The zoom keeps its value's spaces: an empty team or zone is "none".
+        let zoom = get("zoom").filter(|v| !v.trim().is_empty()).and_then(|value| {
+            let zoom = Zoom::parse(value.trim());
+            if zoom.is_none() {
+                notes.push(format!(
+                    "Zoom {value:?} is not a part of the fleet; showing the whole fleet. Use instance:<EC2 instance ID> or <grouping>:<value>, e.g. cluster:prod-a."
+                ));
+            }
+            zoom
+        });
         let query = FleetQuery {
             cluster: text("cluster"),
             team: text("team"),
@@ -120,6 +303,9 @@ impl FleetQuery {
             instance_type: text("instance_type"),
             mode,
             colour,
+            group,
+            sort,
+            zoom,
             gpu: text("gpu"),
         };
         (query, notes)
@@ -143,6 +329,16 @@ impl FleetQuery {
         }
         if self.colour != ColourMode::default() {
             pairs.push(("colour", self.colour.as_str()));
+        }
+        if self.group != Grouping::default() {
+            pairs.push(("group", self.group.as_str()));
+        }
+        if self.sort != SortKey::default() {
+            pairs.push(("sort", self.sort.as_str()));
+        }
+        let zoom = self.zoom.as_ref().map(Zoom::spelled);
+        if let Some(zoom) = &zoom {
+            pairs.push(("zoom", zoom));
         }
         if let Some(gpu) = &self.gpu {
             pairs.push(("gpu", gpu));
@@ -182,6 +378,7 @@ pub fn encode(value: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -219,5 +416,69 @@ mod tests {
             "?cluster=prod%20a%26b&mode=NVIDIA_MPS&colour=compute&gpu=i-1%3A3"
         );
         assert_eq!(FleetQuery::default().to_query_string(), "");
+    }
+
+    #[test]
+    fn grouping_sort_and_zoom_round_trip_and_bad_ones_are_noted() {
+        for zoom in [
+            Zoom::Group(Grouping::Cluster, "prod a".into()),
+            Zoom::Group(Grouping::Team, String::new()),
+            Zoom::Group(Grouping::InstanceType, "g5.12xlarge".into()),
+            Zoom::Instance("i-0abc".into()),
+        ] {
+            let query = FleetQuery {
+                group: Grouping::Team,
+                sort: SortKey::Unused,
+                zoom: Some(zoom),
+                ..FleetQuery::default()
+            };
+            let url = query.to_query_string();
+            let pairs: Vec<(String, String)> = url
+                .trim_start_matches('?')
+                .split('&')
+                .map(|pair| {
+                    let (name, value) = pair.split_once('=').unwrap();
+                    (name.to_string(), decode(value))
+                })
+                .collect();
+            let (back, notes) = FleetQuery::from_params(|name| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+            });
+            assert_eq!(back, query, "{url}");
+            assert!(notes.is_empty(), "{notes:?}");
+        }
+        let (query, notes) = FleetQuery::from_params(|name| match name {
+            "group" => Some("rack".into()),
+            "sort" => Some("price".into()),
+            "zoom" => Some("galaxy:far".into()),
+            _ => None,
+        });
+        assert_eq!(
+            (query.group, query.sort, query.zoom),
+            (Grouping::Cluster, SortKey::Name, None)
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("instance-type"), "{notes:?}");
+        assert!(notes[1].contains("utilization"), "{notes:?}");
+        assert!(notes[2].contains("instance:"), "{notes:?}");
+    }
+
+    fn decode(value: &str) -> String {
+        let bytes = value.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                out.push(u8::from_str_radix(&value[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
     }
 }

@@ -1,8 +1,10 @@
-//! The numbers at the top of the fleet page: GPUs by mode, memory allocated, oversubscribed
-//! compute, impaired instances, and per cluster the largest MPS request that still fits.
+//! The numbers at the top of the fleet page: GPUs by mode, memory allocated, compute limits
+//! over 100 % and contention, impaired instances, and per cluster the largest MPS request that
+//! still fits.
 
 use serde::{Deserialize, Serialize};
 
+use super::Compute;
 use crate::model::{FleetSnapshot, GpuView, SharingMode};
 
 /// The largest MPS request that fits on one GPU of a cluster now, and its free memory.
@@ -26,8 +28,19 @@ pub struct FleetSummary {
     pub dedicated: u32,
     pub memory_total_mib: u64,
     pub memory_allocated_mib: u64,
-    /// GPUs whose Σ `maxComputePercent` passes 100 %.
+    /// GPUs whose Σ `maxComputePercent` passes 100 % (unset counts 100): information, since
+    /// a limit is a cap, not a reservation.
     pub oversubscribed: u32,
+    /// Of those, the GPUs busy at or above `contention_threshold` % over the window: their
+    /// containers wait for each other.
+    #[serde(default)]
+    pub contended: u32,
+    /// Of those, the GPUs CloudWatch has no utilisation for: contention unknown.
+    #[serde(default)]
+    pub over_limits_unknown_use: u32,
+    /// The utilisation, in percent, at or above which limits over 100 % are contention.
+    #[serde(default)]
+    pub contention_threshold: u32,
     pub impaired_instances: u32,
     /// GPUs CloudWatch has no usage for.
     pub without_usage: u32,
@@ -35,8 +48,12 @@ pub struct FleetSummary {
 }
 
 impl FleetSummary {
-    pub fn of(snapshot: &FleetSnapshot) -> FleetSummary {
-        let mut summary = FleetSummary::default();
+    /// The summary of `snapshot`, contention judged at `threshold` % utilisation.
+    pub fn of(snapshot: &FleetSnapshot, threshold: u32) -> FleetSummary {
+        let mut summary = FleetSummary {
+            contention_threshold: threshold,
+            ..FleetSummary::default()
+        };
         for cluster in &snapshot.clusters {
             let mut fit = ClusterFit {
                 cluster: cluster.name.clone(),
@@ -60,7 +77,18 @@ impl FleetSummary {
                         SharingMode::Dedicated => gpu.total_memory_mib,
                         _ => gpu.allocated_memory_mib(),
                     });
-                    summary.oversubscribed += u32::from(gpu.compute_allocated_percent > 100);
+                    match Compute::of(gpu, threshold) {
+                        Compute::WithinLimits => {}
+                        Compute::OverLimits => summary.oversubscribed += 1,
+                        Compute::Contended => {
+                            summary.oversubscribed += 1;
+                            summary.contended += 1;
+                        }
+                        Compute::OverLimitsUnknownUse => {
+                            summary.oversubscribed += 1;
+                            summary.over_limits_unknown_use += 1;
+                        }
+                    }
                     summary.without_usage += u32::from(gpu.usage.is_none());
                     // An impaired MPS daemon, an instance without GPU sharing, a DRAINING
                     // instance or a disconnected agent takes no MPS containers.
@@ -96,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_summary_counts_modes_memory_oversubscription_and_fragmentation() {
-        let summary = FleetSummary::of(&snapshot());
+        let summary = FleetSummary::of(&snapshot(), 90);
         assert_eq!(
             (
                 summary.gpus,
@@ -110,6 +138,11 @@ mod tests {
         // 12,000 + 5,000 + a whole GPU 20,000 + 19,000.
         assert_eq!(summary.memory_allocated_mib, 56_000);
         assert_eq!(summary.oversubscribed, 1, "60 + 50 > 100");
+        assert_eq!(
+            (summary.contended, summary.over_limits_unknown_use),
+            (0, 1),
+            "no utilisation: contention unknown, not assumed"
+        );
         assert_eq!(summary.impaired_instances, 1);
         assert_eq!(summary.without_usage, 6);
         let prod = &summary.clusters[0];
@@ -118,12 +151,30 @@ mod tests {
         assert_eq!(prod.free_mib, 8_000 + 15_000 + 20_000);
         assert_eq!(summary.clusters[1].largest_mps_request_mib, 1_000);
 
+        // Busy over the window: the same GPU is contended, and only at the threshold.
+        let mut busy = snapshot();
+        for gpu in busy.clusters[0].instances[0].gpus.iter_mut() {
+            gpu.usage = Some(crate::model::GpuUsage {
+                utilization_percent: Some(crate::model::Reading {
+                    latest: 10.0,
+                    average: 93.0,
+                }),
+                memory_used_mib: None,
+            });
+        }
+        let at = |threshold| {
+            let s = FleetSummary::of(&busy, threshold);
+            (s.oversubscribed, s.contended, s.over_limits_unknown_use)
+        };
+        assert_eq!(at(90), (1, 1, 0));
+        assert_eq!(at(95), (1, 0, 0));
+
         // An instance without GPU sharing takes no MPS containers either.
         let mut unshared = snapshot();
         for instance in &mut unshared.clusters[0].instances {
             instance.mps_capable = false;
         }
-        let summary = FleetSummary::of(&unshared);
+        let summary = FleetSummary::of(&unshared, 90);
         assert_eq!(summary.clusters[0].largest_mps_request_mib, 0);
         assert_eq!(summary.clusters[0].free_mib, 0);
         assert_eq!(summary.gpus, 6, "its GPUs still count");

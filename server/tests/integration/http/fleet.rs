@@ -108,7 +108,7 @@ async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
     let total = gpus(&all).len();
     let page = text(send(&app, get("/")).await).await;
     let heatmap = page
-        .split_once(r#"class="hm""#)
+        .split_once(r#"class="hm"#)
         .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(svg, _)| svg))
         .expect("the heatmap is rendered on the server");
     assert_eq!(heatmap.matches("<rect").count(), total);
@@ -142,7 +142,7 @@ async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
     assert!(page.contains(r#"Sharing mode "SHARED" does not exist"#));
     assert!(page.contains(r#"Colour mode "red" does not exist"#));
     let heatmap = page
-        .split_once(r#"class="hm""#)
+        .split_once(r#"class="hm"#)
         .map(|(_, rest)| rest.split_once("</svg>").map_or(rest, |(svg, _)| svg))
         .expect("heatmap");
     assert_eq!(
@@ -154,7 +154,7 @@ async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
     let dev = text(send(&app, get("/?cluster=ml-dev&colour=utilization")).await).await;
     let (_, expected) = fleet_json(&app, "?cluster=ml-dev").await;
     let svg = dev
-        .split_once(r#"class="hm""#)
+        .split_once(r#"class="hm"#)
         .and_then(|(_, rest)| rest.split_once("</svg>"))
         .map(|(svg, _)| svg)
         .expect("heatmap");
@@ -164,6 +164,113 @@ async fn the_fleet_page_renders_one_cell_per_gpu_and_corrects_bad_parameters() {
         svg.contains(r#"class="nd "#),
         "the instance without the agent has no data"
     );
+}
+
+/// The SVG of a fleet page.
+fn svg_of(page: &str) -> &str {
+    page.split_once(r#"class="hm"#)
+        .and_then(|(_, rest)| rest.split_once("</svg>"))
+        .map(|(svg, _)| svg)
+        .expect("the heatmap is rendered on the server")
+}
+
+#[tokio::test]
+async fn the_overview_groups_sorts_and_zooms_by_its_url() {
+    let (app, _) = test_app(false).await;
+    let (_, all) = fleet_json(&app, "").await;
+    let total = gpus(&all).len();
+
+    // The overview: a block per instance, a header per cluster that zooms into it.
+    let page = text(send(&app, get("/")).await).await;
+    let svg = svg_of(&page);
+    assert!(
+        svg.starts_with(" ov "),
+        "the overview by default: {}",
+        &svg[..80]
+    );
+    assert_eq!(svg.matches("<rect").count(), total);
+    let clusters: Vec<&str> = all["snapshot"]["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    for cluster in &clusters {
+        assert!(
+            svg.contains(&format!(
+                r#"href="/?zoom=cluster%3A{cluster}" data-z="cluster:{cluster}""#
+            )),
+            "{cluster} has a header that zooms into it"
+        );
+    }
+    let instances: usize = all["snapshot"]["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .map(|c| {
+            c["instances"].as_array().map_or(0, |i| {
+                i.iter()
+                    .filter(|i| i["gpus"].as_array().is_some_and(|g| !g.is_empty()))
+                    .count()
+            })
+        })
+        .sum();
+    assert_eq!(
+        svg.matches(" data-i=").count(),
+        instances,
+        "a block per instance"
+    );
+
+    // Grouped by team and sorted: the same GPUs, in team groups.
+    let page = text(send(&app, get("/?group=team&sort=utilization")).await).await;
+    let svg = svg_of(&page);
+    assert_eq!(svg.matches("<rect").count(), total);
+    assert!(svg.contains("Team "), "team headers");
+    assert!(svg.contains("No team"), "idle GPUs have no team");
+    assert!(
+        svg.contains("group=team&amp;sort=utilization&amp;zoom=team%3A"),
+        "links keep the grouping and the order"
+    );
+
+    // Zoomed into a cluster: its rows, and the summary of that cluster only (brushing).
+    let cluster = clusters[0];
+    let (_, expected) = fleet_json(&app, &format!("?cluster={cluster}")).await;
+    let page = text(send(&app, get(&format!("/?zoom=cluster%3A{cluster}"))).await).await;
+    let svg = svg_of(&page);
+    assert!(
+        svg.starts_with(r#"" "#) || !svg.starts_with(" ov"),
+        "rows, not blocks"
+    );
+    assert_eq!(svg.matches("<rect").count(), gpus(&expected).len());
+    assert!(svg.contains("<g data-i="));
+    assert!(
+        page.contains(&format!(
+            r#"data-testid="gpu-count" class="value">{}<"#,
+            gpus(&expected).len()
+        )),
+        "the summary is of the part shown"
+    );
+    assert!(page.contains(r#"data-testid="zoom-out""#), "a way back");
+    assert!(
+        page.contains(&format!(r#"name="zoom" value="cluster:{cluster}""#)),
+        "the form keeps the zoom"
+    );
+
+    // One instance.
+    let instance = all["snapshot"]["clusters"][0]["instances"][0]["ec2_instance_id"]
+        .as_str()
+        .expect("an instance");
+    let page = text(send(&app, get(&format!("/?zoom=instance%3A{instance}"))).await).await;
+    let own = all["snapshot"]["clusters"][0]["instances"][0]["gpus"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(svg_of(&page).matches("<rect").count(), own);
+
+    // A zoom that names nothing: the overview, saying why.
+    let page = text(send(&app, get("/?zoom=instance%3Ai-nope&group=rack")).await).await;
+    assert!(page.contains("There are no GPUs of instance i-nope here now"));
+    assert!(page.contains(r#"Grouping "rack" does not exist"#));
+    assert_eq!(svg_of(&page).matches("<rect").count(), total);
 }
 
 #[tokio::test]
