@@ -1,6 +1,7 @@
-// The fleet heatmap: one cell per GPU, selection by click and keyboard, tooltips, filters in
-// the URL, live updates, bad query parameters, and the same page with JavaScript off. The
-// expected numbers come from the server's own JSON API, never from constants.
+// The fleet heatmap: the overview with one cell per GPU, zoom and selection by click and
+// keyboard, grouping, sort and zoom in the URL, tooltips, filters, live updates, bad query
+// parameters, and the same page with JavaScript off. The expected numbers come from the
+// server's own JSON API, never from constants.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -29,6 +30,8 @@ async function apiGpus(query = '') {
 }
 
 const cells = (page) => page.locator('[data-testid="heatmap"] svg rect');
+const blocks = (page) =>
+  page.locator('[data-testid="heatmap"] svg.packed a[data-i]').evaluateAll((as) => as.map((a) => a.dataset.i));
 
 describe('fleet heatmap, hydrated', () => {
   test('shows one cell per GPU of the fleet, and the summary counts the same', async () => {
@@ -51,8 +54,11 @@ describe('fleet heatmap, hydrated', () => {
     const gpus = await apiGpus();
     const [key, gpu] = [...gpus].find(([, g]) => g.mode === 'NVIDIA_MPS' && g.containers.length > 1);
     const [instance, index] = key.split(':');
-    await page.locator(`g[data-i="${instance}"] rect[data-x="${index}"]`).click();
+    // In the overview, a GPU opens its instance's rows with the GPU selected.
+    await page.locator(`[data-i="${instance}"] rect[data-x="${index}"]`).click();
     await page.waitForURL((url) => url.searchParams.get('gpu') === key);
+    assert.equal(new URL(page.url()).searchParams.get('zoom'), `instance:${instance}`);
+    await page.waitForSelector(`[data-testid="heatmap"] svg:not(.packed) g[data-i="${instance}"]`);
     const panel = page.getByTestId('gpu-panel');
     await panel.waitFor();
     assert.equal(await page.getByTestId('gpu-uuid').textContent(), gpu.uuid);
@@ -65,25 +71,87 @@ describe('fleet heatmap, hydrated', () => {
     await context.close();
   });
 
-  test('the keyboard moves between GPUs and Enter selects one', async () => {
+  test('the keyboard moves between instances and opens one, then between GPUs and selects one', async () => {
     const { context, page } = await openPage(browser);
     await page.goto(BASE_URL + '/');
     await waitForHydration(page);
-    const first = await apiGpus();
-    const keys = [...first.keys()];
+    const keys = [...(await apiGpus()).keys()];
+    const order = await blocks(page);
     await page.getByTestId('heatmap').focus();
     await page.keyboard.press('Home');
-    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Enter');
+    // The second block in the page's order opens.
+    await page.waitForURL((url) => url.searchParams.get('zoom') === `instance:${order[1]}`);
+    await page.waitForSelector(`[data-testid="heatmap"] svg:not(.packed) g[data-i="${order[1]}"]`);
+    await page.getByTestId('heatmap').focus();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
     await page.keyboard.press('Enter');
     await page.waitForURL((url) => url.searchParams.has('gpu'));
     const chosen = new URL(page.url()).searchParams.get('gpu');
-    // The second row's first GPU, in the page's order (clusters by name, instances as listed).
-    const rows = await page.locator('[data-testid="heatmap"] g[data-i]').evaluateAll((gs) =>
-      gs.map((g) => g.dataset.i),
-    );
-    assert.equal(chosen, `${rows[1]}:0`);
+    const indices = await cells(page).evaluateAll((rs) => rs.map((r) => r.dataset.x));
+    assert.equal(chosen, `${order[1]}:${indices[Math.min(1, indices.length - 1)]}`);
     assert.ok(keys.includes(chosen));
     await page.getByTestId('gpu-panel').waitFor();
+    // Back returns to the overview.
+    await page.goBack();
+    await page.waitForSelector('[data-testid="heatmap"] svg.packed');
+    await context.close();
+  });
+
+  test('the overview fits the fleet on the screen, a cell per GPU', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const total = (await apiGpus()).size;
+    const boxes = await cells(page).evaluateAll((rs) =>
+      rs.map((r) => {
+        const b = r.getBoundingClientRect();
+        return { bottom: b.bottom, right: b.right, width: b.width };
+      }),
+    );
+    assert.equal(boxes.length, total);
+    assert.equal(boxes.filter((b) => b.bottom <= 900 && b.right <= 1440).length, total, 'every GPU without scrolling');
+    assert.ok(Math.min(...boxes.map((b) => b.width)) >= 4, 'cells no smaller than 4 px');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test('grouping, sort and zoom go into the URL and a link opens the same view', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const total = (await apiGpus()).size;
+    await page.getByTestId('filter-group').selectOption('team');
+    await page.waitForURL((url) => url.searchParams.get('group') === 'team');
+    await page.waitForSelector('[data-testid="heatmap"] svg.packed a.gh[data-z^="team:"]');
+    await page.getByTestId('filter-sort').selectOption('free');
+    await page.waitForURL((url) => url.searchParams.get('sort') === 'free');
+    assert.equal(await cells(page).count(), total);
+    // A group's header opens it.
+    const header = page.locator('[data-testid="heatmap"] a.gh').first();
+    const zoom = await header.getAttribute('data-z');
+    await header.click();
+    await page.waitForURL((url) => url.searchParams.get('zoom') === zoom);
+    await page.waitForSelector('[data-testid="heatmap"] svg:not(.packed)');
+    const zoomed = await cells(page).count();
+    assert.ok(zoomed > 0 && zoomed < total, `${zoomed} of ${total}`);
+    const summary = Number(await page.getByTestId('gpu-count').textContent());
+    assert.equal(summary, zoomed, 'the summary is of the part shown');
+    // The same URL, loaded afresh, is the same view.
+    await page.goto(page.url());
+    await waitForHydration(page);
+    assert.equal(await page.getByTestId('filter-group').inputValue(), 'team');
+    assert.equal(await page.getByTestId('filter-sort').inputValue(), 'free');
+    assert.equal(await cells(page).count(), zoomed);
+    assert.match(await page.getByTestId('zoom-trail').textContent(), /Whole fleet/);
+    await page.getByTestId('zoom-out').click();
+    await page.waitForURL((url) => !url.searchParams.has('zoom') && url.searchParams.get('group') === 'team');
+    await page.waitForSelector('[data-testid="heatmap"] svg.packed');
+    assert.equal(await cells(page).count(), total);
+    assert.deepEqual(problems, []);
     await context.close();
   });
 
@@ -159,10 +227,29 @@ describe('fleet heatmap, hydrated', () => {
 });
 
 describe('fleet heatmap, JavaScript off', () => {
-  test('the server-rendered page shows the same cells, and the filters work as a form', async () => {
+  test('the server renders the same overview, and its groups and blocks are links', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     await page.goto(BASE_URL + '/');
     assert.equal(await cells(page).count(), (await apiGpus()).size);
+    assert.equal(await page.locator('[data-testid="heatmap"] svg.packed').count(), 1);
+    const header = page.locator('[data-testid="heatmap"] a.gh[data-z="cluster:ml-dev"]');
+    await header.click();
+    await page.waitForURL((url) => url.searchParams.get('zoom') === 'cluster:ml-dev');
+    assert.equal(await cells(page).count(), (await apiGpus('?cluster=ml-dev')).size);
+    await page.getByTestId('zoom-out').click();
+    await page.waitForURL((url) => !url.searchParams.has('zoom'));
+    const [first] = await page
+      .locator('[data-testid="heatmap"] svg.packed a[data-i]')
+      .evaluateAll((as) => as.map((a) => a.dataset.i));
+    await page.locator(`[data-testid="heatmap"] a[data-i="${first}"] rect`).first().click();
+    await page.waitForURL((url) => url.searchParams.get('zoom') === `instance:${first}`);
+    assert.equal(await page.locator(`[data-testid="heatmap"] g[data-i="${first}"]`).count(), 1);
+    await context.close();
+  });
+
+  test('the filters work as a form', async () => {
+    const { context, page } = await openPage(browser, { javaScriptEnabled: false });
+    await page.goto(BASE_URL + '/');
     await page.getByTestId('filter-cluster').selectOption('batch-sim');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL((url) => url.searchParams.get('cluster') === 'batch-sim');

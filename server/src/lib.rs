@@ -1,5 +1,8 @@
 //! The gpushare server: the HTTP router, its configuration, and what it talks to.
 
+// The fleet page's view type is deep; its layout needs more than the default 128.
+#![recursion_limit = "256"]
+
 pub mod approvals;
 pub mod audit;
 pub mod auth;

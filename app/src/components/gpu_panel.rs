@@ -160,9 +160,17 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
             }}
             <p class="muted">
                 {format!("Compute limits add up to {} %", gpu.compute_allocated_percent)}
-                {(gpu.compute_allocated_percent > 100).then_some(
-                    ": oversubscribed. maxComputePercent is a limit, not a reservation, so the containers compete when all are busy.",
-                )}
+                {(gpu.compute_allocated_percent > 100).then(|| {
+                    let busy = gpu
+                        .usage
+                        .and_then(|u| u.utilization_percent)
+                        .map_or("CloudWatch does not say how busy it is".to_string(), |r| {
+                            format!("it was {:.0} % busy on average over the window", r.average)
+                        });
+                    format!(
+                        ", past 100 %: normal for MPS, since maxComputePercent is a cap, not a reservation. The containers wait for each other only when the GPU is busy; {busy}."
+                    )
+                })}
             </p>
             {many_clients.then(|| view! {
                 <p class="banner warn">

@@ -188,7 +188,7 @@ mod client {
 
     /// Whether the heatmap shows the overview (blocks) rather than the detail (rows).
     fn is_overview(div: &Element) -> bool {
-        div.query_selector("svg.ov").ok().flatten().is_some()
+        div.query_selector("svg.packed").ok().flatten().is_some()
     }
 
     /// The block of instance `id` in the overview.

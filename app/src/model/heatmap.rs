@@ -63,7 +63,7 @@ pub const OVERVIEW_WIDTH: u32 = 1200;
 /// on a 1,440 × 900 screen.
 pub const OVERVIEW_MAX_HEIGHT: u32 = 500;
 /// Height of a group's header, in SVG units.
-const GROUP_HEAD: u32 = 20;
+const GROUP_HEAD: u32 = 18;
 
 /// A cell size of the overview: distance between cells, the cell, the gap between blocks, and
 /// the SVG's class (CSS draws strokes and glyphs only on the larger ones).
@@ -203,7 +203,7 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
     );
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm ov {}" width="{OVERVIEW_WIDTH}" height="{height}" viewBox="0 0 {OVERVIEW_WIDTH} {height}" role="group" aria-label="{gpus} GPUs coloured by {}, grouped by {}" data-gpus="{gpus}" data-colour="{}" data-cell="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm packed {}" width="{OVERVIEW_WIDTH}" height="{height}" viewBox="0 0 {OVERVIEW_WIDTH} {height}" role="group" aria-label="{gpus} GPUs coloured by {}, grouped by {}" data-gpus="{gpus}" data-colour="{}" data-cell="{}">"#,
         scale.class,
         escape(colour.label()),
         query.group.label().to_lowercase(),
@@ -231,7 +231,7 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
             r#"<a class="gh" href="{}" data-z="{}"><text x="0" y="{}">{}</text></a>"#,
             link(zoom.clone()),
             escape(&zoom.spelled()),
-            head + 14,
+            head + 13,
             escape(&title),
         );
         for (block, (x, y)) in group.blocks.iter().zip(blocks) {
@@ -565,7 +565,7 @@ mod tests {
     #[test]
     fn a_small_fleet_gets_large_cells_with_their_glyphs() {
         let svg = render_overview(&big(2, 24, 4), &FleetQuery::default(), 90);
-        assert!(svg.contains(r#"class="hm ov z16""#), "{}", &svg[..300]);
+        assert!(svg.contains(r#"class="hm packed z16""#), "{}", &svg[..300]);
         assert_eq!(svg.matches("<rect").count(), 96);
     }
 

@@ -123,8 +123,10 @@ pub fn FleetPage() -> impl IntoView {
         <div class="fleet-body">
             <section class="card heatmap-card" aria-labelledby="heatmap-heading">
                 <h2 id="heatmap-heading" class="visually-hidden">"GPUs"</h2>
-                <ZoomTrail view />
-                <Legend colour=Signal::derive(move || query.with(|q| q.colour)) />
+                <div class="heatmap-head">
+                    <ZoomTrail view />
+                    <Legend colour=Signal::derive(move || query.with(|q| q.colour)) />
+                </div>
                 <Heatmap view selected live on_select on_zoom />
             </section>
             <Transition fallback=|| ()>
@@ -345,7 +347,7 @@ fn Summary(summary: FleetSummary) -> impl IntoView {
             </div>
             <div class=stat_class(summary.contended) data-testid="contended">
                 <span class="value">{summary.contended}</span>
-                <span class="label">{format!("contended: limits over 100 % and ≥ {} % busy", summary.contention_threshold)}</span>
+                <span class="label">{format!("contended (limits over 100 %, ≥ {} % busy)", summary.contention_threshold)}</span>
                 {(summary.over_limits_unknown_use > 0).then(|| view! {
                     <span class="label muted">{format!("{} more without utilisation data", summary.over_limits_unknown_use)}</span>
                 })}
@@ -508,11 +510,12 @@ fn ZoomTrail(view: Memo<FleetQuery>) -> impl IntoView {
         );
         match &query.zoom {
             None => view! {
-                <p class="zoom-trail muted" data-testid="zoom-trail">
+                <p class="zoom-trail" data-testid="zoom-trail" title="Open a group or an instance (click, or the arrow keys and Enter) for its GPUs row by row.">
+                    <strong>"Whole fleet"</strong>
                     {format!(
-                        "The whole fleet, grouped by {}, sorted by {}. Open a group or an instance for its GPUs row by row.",
+                        " · by {} · sorted by {}",
                         query.group.label().to_lowercase(),
-                        query.sort.label().to_lowercase(),
+                        query.sort.phrase(),
                     )}
                 </p>
             }

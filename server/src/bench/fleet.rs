@@ -402,6 +402,33 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
             Err(error) => format!("not measured: node: {error}"),
         },
     });
+    let visible = tokio::process::Command::new("node")
+        .args(["tools/visible-gpus.js", "/"])
+        .current_dir(std::path::Path::new(&root).join("end2end"))
+        .env("GPUSHARE_URL", format!("http://{address}"))
+        .output()
+        .await;
+    rows.push(Row {
+        what: "GPUs visible without scrolling at 1,440 × 900 in headless Chromium".into(),
+        value: match visible {
+            Ok(out) if out.status.success() => {
+                let result: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+                format!(
+                    "{} of {} (smallest cell {} px, heatmap from {} px down)",
+                    result["visible"], result["cells"], result["smallest_px"], result["svg_top_px"]
+                )
+            }
+            Ok(out) => format!(
+                "not measured: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+            ),
+            Err(error) => format!("not measured: node: {error}"),
+        },
+    });
     let _ = child.kill().await;
     Ok(rows)
 }

@@ -154,6 +154,17 @@ impl SortKey {
         }
     }
 
+    /// How a sentence says it: "sorted by …".
+    pub fn phrase(self) -> &'static str {
+        match self {
+            SortKey::Name => "instance ID",
+            SortKey::Allocation => "memory allocated",
+            SortKey::Utilization => "utilisation",
+            SortKey::Unused => "memory allocated but unused",
+            SortKey::Free => "free memory",
+        }
+    }
+
     pub fn parse(value: &str) -> Option<SortKey> {
         SortKey::ALL.into_iter().find(|s| s.as_str() == value)
     }

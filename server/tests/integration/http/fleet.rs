@@ -184,7 +184,7 @@ async fn the_overview_groups_sorts_and_zooms_by_its_url() {
     let page = text(send(&app, get("/")).await).await;
     let svg = svg_of(&page);
     assert!(
-        svg.starts_with(" ov "),
+        svg.starts_with(" packed "),
         "the overview by default: {}",
         &svg[..80]
     );
@@ -238,7 +238,7 @@ async fn the_overview_groups_sorts_and_zooms_by_its_url() {
     let page = text(send(&app, get(&format!("/?zoom=cluster%3A{cluster}"))).await).await;
     let svg = svg_of(&page);
     assert!(
-        svg.starts_with(r#"" "#) || !svg.starts_with(" ov"),
+        svg.starts_with(r#"" "#) || !svg.starts_with(" packed"),
         "rows, not blocks"
     );
     assert_eq!(svg.matches("<rect").count(), gpus(&expected).len());
