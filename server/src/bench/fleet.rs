@@ -375,62 +375,53 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
     }
 
     let root = std::env::var("GPUSHARE_ROOT").unwrap_or_else(|_| ".".into());
-    let hydrate = tokio::process::Command::new("node")
-        .args(["tools/hydrate-time.js", "/", "5"])
-        .current_dir(std::path::Path::new(&root).join("end2end"))
-        .env("GPUSHARE_URL", format!("http://{address}"))
-        .output()
-        .await;
+    let url = format!("http://{address}");
     rows.push(Row {
         what: "navigation to hydrated in headless Chromium, 5 loads".into(),
-        value: match hydrate {
-            Ok(out) if out.status.success() => {
-                let result: serde_json::Value =
-                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+        value: node_tool(&root, &url, &["tools/hydrate-time.js", "/", "5"])
+            .await
+            .map(|result| {
                 format!(
                     "median {} ms, max {} ms",
                     result["median_ms"], result["max_ms"]
                 )
-            }
-            Ok(out) => format!(
-                "not measured: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-            ),
-            Err(error) => format!("not measured: node: {error}"),
-        },
+            })
+            .unwrap_or_else(|why| format!("not measured: {why}")),
     });
-    let visible = tokio::process::Command::new("node")
-        .args(["tools/visible-gpus.js", "/"])
-        .current_dir(std::path::Path::new(&root).join("end2end"))
-        .env("GPUSHARE_URL", format!("http://{address}"))
-        .output()
-        .await;
     rows.push(Row {
         what: "GPUs visible without scrolling at 1,440 × 900 in headless Chromium".into(),
-        value: match visible {
-            Ok(out) if out.status.success() => {
-                let result: serde_json::Value =
-                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+        value: node_tool(&root, &url, &["tools/visible-gpus.js", "/"])
+            .await
+            .map(|result| {
                 format!(
                     "{} of {} (smallest cell {} px, heatmap from {} px down)",
                     result["visible"], result["cells"], result["smallest_px"], result["svg_top_px"]
                 )
-            }
-            Ok(out) => format!(
-                "not measured: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-            ),
-            Err(error) => format!("not measured: node: {error}"),
-        },
+            })
+            .unwrap_or_else(|why| format!("not measured: {why}")),
     });
     let _ = child.kill().await;
     Ok(rows)
+}
+
+/// Runs one of `end2end/tools` (under `root`) against the console at `url`: the JSON line it
+/// prints, or why there is none.
+async fn node_tool(root: &str, url: &str, args: &[&str]) -> Result<serde_json::Value, String> {
+    let out = tokio::process::Command::new("node")
+        .args(args)
+        .current_dir(std::path::Path::new(root).join("end2end"))
+        .env("GPUSHARE_URL", url)
+        .output()
+        .await
+        .map_err(|error| format!("node: {error}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|error| format!("its output: {error}"))
 }
 
 /// `wrk` against `url` for `seconds`: its requests per second.

@@ -127,37 +127,51 @@ pub fn filter(snapshot: &FleetSnapshot, query: &FleetQuery) -> FleetSnapshot {
         .clusters
         .iter()
         .filter(|c| query.cluster.as_ref().is_none_or(|name| &c.name == name))
-        .map(|c| ClusterView {
-            name: c.name.clone(),
-            services: c.services,
-            service_list: c.service_list.clone(),
-            running_tasks: c.running_tasks,
-            pending_tasks: c.pending_tasks,
-            instances: c
-                .instances
-                .iter()
-                .filter(|i| {
-                    query
-                        .instance_type
-                        .as_ref()
-                        .is_none_or(|t| &i.instance_type == t)
-                })
-                .filter_map(|i| {
-                    let gpus: Vec<GpuView> = i
-                        .gpus
-                        .iter()
-                        .filter(|g| gpu_matches(g, query))
-                        .cloned()
-                        .collect();
-                    (!gpu_level || !gpus.is_empty()).then(|| InstanceView {
-                        gpus,
-                        ..instance_header(i)
+        .map(|c| {
+            with_instances(
+                c,
+                c.instances
+                    .iter()
+                    .filter(|i| {
+                        query
+                            .instance_type
+                            .as_ref()
+                            .is_none_or(|t| &i.instance_type == t)
                     })
-                })
-                .collect(),
+                    .filter_map(|i| {
+                        let gpus: Vec<GpuView> = i
+                            .gpus
+                            .iter()
+                            .filter(|g| gpu_matches(g, query))
+                            .cloned()
+                            .collect();
+                        (!gpu_level || !gpus.is_empty()).then(|| InstanceView {
+                            gpus,
+                            ..instance_header(i)
+                        })
+                    })
+                    .collect(),
+            )
         })
         .filter(|c| !gpu_level || !c.instances.is_empty())
         .collect();
+    with_clusters(snapshot, clusters)
+}
+
+/// `cluster` with `instances` instead of its own.
+fn with_instances(cluster: &ClusterView, instances: Vec<InstanceView>) -> ClusterView {
+    ClusterView {
+        name: cluster.name.clone(),
+        services: cluster.services,
+        service_list: cluster.service_list.clone(),
+        running_tasks: cluster.running_tasks,
+        pending_tasks: cluster.pending_tasks,
+        instances,
+    }
+}
+
+/// `snapshot` with `clusters` instead of its own.
+fn with_clusters(snapshot: &FleetSnapshot, clusters: Vec<ClusterView>) -> FleetSnapshot {
     FleetSnapshot {
         taken_at: snapshot.taken_at.clone(),
         api_calls: snapshot.api_calls,
@@ -177,50 +191,40 @@ pub fn zoom_into(snapshot: &FleetSnapshot, zoom: &Zoom) -> FleetSnapshot {
             Zoom::Group(Grouping::Cluster, name) => &c.name == name,
             _ => true,
         })
-        .map(|c| ClusterView {
-            name: c.name.clone(),
-            services: c.services,
-            service_list: c.service_list.clone(),
-            running_tasks: c.running_tasks,
-            pending_tasks: c.pending_tasks,
-            instances: c
-                .instances
-                .iter()
-                .filter_map(|i| {
-                    let keep = match zoom {
-                        Zoom::Group(Grouping::Cluster, _) => true,
-                        Zoom::Group(Grouping::InstanceType, kind) => &i.instance_type == kind,
-                        Zoom::Group(Grouping::Zone, zone) => {
-                            i.availability_zone.as_deref().unwrap_or("") == zone
-                        }
-                        Zoom::Instance(id) => &i.ec2_instance_id == id,
-                        Zoom::Group(Grouping::Team, team) => {
-                            let gpus: Vec<GpuView> = i
-                                .gpus
-                                .iter()
-                                .filter(|g| gpu_team(g).unwrap_or("") == team)
-                                .cloned()
-                                .collect();
-                            return (!gpus.is_empty()).then(|| InstanceView {
-                                gpus,
-                                ..instance_header(i)
-                            });
-                        }
-                    };
-                    keep.then(|| i.clone())
-                })
-                .collect::<Vec<_>>(),
+        .map(|c| {
+            with_instances(
+                c,
+                c.instances
+                    .iter()
+                    .filter_map(|i| {
+                        let keep = match zoom {
+                            Zoom::Group(Grouping::Cluster, _) => true,
+                            Zoom::Group(Grouping::InstanceType, kind) => &i.instance_type == kind,
+                            Zoom::Group(Grouping::Zone, zone) => {
+                                i.availability_zone.as_deref().unwrap_or("") == zone
+                            }
+                            Zoom::Instance(id) => &i.ec2_instance_id == id,
+                            Zoom::Group(Grouping::Team, team) => {
+                                let gpus: Vec<GpuView> = i
+                                    .gpus
+                                    .iter()
+                                    .filter(|g| gpu_team(g).unwrap_or("") == team)
+                                    .cloned()
+                                    .collect();
+                                return (!gpus.is_empty()).then(|| InstanceView {
+                                    gpus,
+                                    ..instance_header(i)
+                                });
+                            }
+                        };
+                        keep.then(|| i.clone())
+                    })
+                    .collect(),
+            )
         })
         .filter(|c| !c.instances.is_empty())
         .collect();
-    FleetSnapshot {
-        taken_at: snapshot.taken_at.clone(),
-        api_calls: snapshot.api_calls,
-        cloudwatch_calls: snapshot.cloudwatch_calls,
-        usage_error: snapshot.usage_error.clone(),
-        clusters,
-        unknown_gpu_ids: snapshot.unknown_gpu_ids,
-    }
+    with_clusters(snapshot, clusters)
 }
 
 /// An instance without its GPUs.
