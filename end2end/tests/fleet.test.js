@@ -119,6 +119,30 @@ describe('fleet heatmap, hydrated', () => {
     await context.close();
   });
 
+  test('brushing a range of instances opens them and narrows the summary to them', async () => {
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(BASE_URL + '/');
+    await waitForHydration(page);
+    const order = await blocks(page);
+    const range = order.slice(0, 4);
+    const block = (id) => page.locator(`[data-testid="heatmap"] a[data-i="${id}"] rect`).first();
+    await block(range[0]).click({ modifiers: ['Shift'] });
+    await block(range[3]).click({ modifiers: ['Shift'] });
+    await page.waitForURL((url) => url.searchParams.get('zoom') === `instances:${range.join(',')}`);
+    const expected = [...(await apiGpus()).keys()].filter((k) => range.includes(k.split(':')[0])).length;
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="heatmap"] svg:not(.packed) rect').length === n,
+      expected,
+    );
+    await page.waitForFunction(
+      (n) => document.querySelector('[data-testid="gpu-count"]')?.textContent === String(n),
+      expected,
+    );
+    assert.match(await page.getByTestId('zoom-trail').textContent(), /4 selected instances/);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   test('grouping, sort and zoom go into the URL and a link opens the same view', async () => {
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/');

@@ -42,11 +42,13 @@ pub fn Heatmap(
     // The keyboard's place: a block's instance ID in the overview, a GPU's key in the detail.
     // Kept apart from the markup, so a live update that replaces the SVG keeps it.
     let cursor = RwSignal::new(None::<String>);
+    // The first block of a range being brushed (Shift+click or Shift+Enter on two blocks).
+    let anchor = RwSignal::new(None::<String>);
 
     #[cfg(feature = "hydrate")]
     client::follow(view, selected, live, svg, host, cursor);
     #[cfg(not(feature = "hydrate"))]
-    let _ = (live, tip, cursor);
+    let _ = (live, tip, cursor, anchor);
 
     view! {
         <div class="heatmap-scroll">
@@ -59,18 +61,18 @@ pub fn Heatmap(
                 aria-label=move || if view.with(|v| v.zoom.is_some()) {
                     "GPU heatmap. Arrow keys move between GPUs; Enter shows the GPU's details."
                 } else {
-                    "GPU heatmap of the whole fleet, an instance a block. Arrow keys move between instances; Enter opens one. Tab reaches the groups."
+                    "GPU heatmap of the whole fleet, an instance a block. Arrow keys move between instances; Enter opens one; Shift+Enter on two instances opens the range between them. Tab reaches the groups."
                 }
                 inner_html=move || svg.get()
                 on:click=move |event| {
                     #[cfg(feature = "hydrate")]
-                    client::click(&event, on_select, on_zoom);
+                    client::click(&event, host, anchor, on_select, on_zoom);
                     #[cfg(not(feature = "hydrate"))]
                     let _ = (event, on_select, on_zoom);
                 }
                 on:keydown=move |event| {
                     #[cfg(feature = "hydrate")]
-                    client::keydown(&event, host, cursor, on_select, on_zoom);
+                    client::keydown(&event, host, cursor, anchor, on_select, on_zoom);
                     #[cfg(not(feature = "hydrate"))]
                     let _ = event;
                 }
@@ -186,6 +188,48 @@ mod client {
         });
     }
 
+    /// Brushing: the first block marks the start of a range; the second opens every block
+    /// between the two, in the overview's order.
+    fn brush(
+        div: &Element,
+        anchor: RwSignal<Option<String>>,
+        id: &str,
+        on_zoom: Callback<(Zoom, Option<String>)>,
+    ) {
+        let Some(start) = anchor.get_untracked() else {
+            if let Some(block) = block_for(div, id) {
+                let _ = block.class_list().add_1("brush");
+            }
+            anchor.set(Some(id.to_string()));
+            return;
+        };
+        anchor.set(None);
+        let Ok(list) = div.query_selector_all("a[data-i]") else {
+            return;
+        };
+        let ids: Vec<String> = (0..list.length())
+            .filter_map(|n| {
+                list.item(n)?
+                    .dyn_into::<Element>()
+                    .ok()?
+                    .get_attribute("data-i")
+            })
+            .collect();
+        let (Some(a), Some(b)) = (
+            ids.iter().position(|i| *i == start),
+            ids.iter().position(|i| i == id),
+        ) else {
+            return;
+        };
+        let (from, to) = (a.min(b), a.max(b));
+        let mut range: Vec<String> = ids[from..=to].to_vec();
+        // An instance split across groups (by team) appears once.
+        let mut seen = std::collections::HashSet::new();
+        range.retain(|i| seen.insert(i.clone()));
+        range.truncate(crate::model::fleet_view::MAX_BRUSHED);
+        on_zoom.run((Zoom::Instances(range), None));
+    }
+
     /// Whether the heatmap shows the overview (blocks) rather than the detail (rows).
     fn is_overview(div: &Element) -> bool {
         div.query_selector("svg.packed").ok().flatten().is_some()
@@ -230,6 +274,8 @@ mod client {
     /// selects its GPU.
     pub fn click(
         event: &MouseEvent,
+        host: NodeRef<leptos::html::Div>,
+        anchor: RwSignal<Option<String>>,
         on_select: Callback<String>,
         on_zoom: Callback<(Zoom, Option<String>)>,
     ) {
@@ -246,6 +292,12 @@ mod client {
         };
         // The links are for pages without JavaScript; here the router navigates.
         event.prevent_default();
+        if event.shift_key() {
+            if let (Some(div), Some(id)) = (host.get_untracked(), link.get_attribute("data-i")) {
+                brush(&div, anchor, &id, on_zoom);
+            }
+            return;
+        }
         if let Some(zoom) = link.get_attribute("data-z").and_then(|z| Zoom::parse(&z)) {
             on_zoom.run((zoom, None));
         } else if let Some(id) = link.get_attribute("data-i") {
@@ -340,6 +392,7 @@ mod client {
         event: &KeyboardEvent,
         host: NodeRef<leptos::html::Div>,
         cursor: RwSignal<Option<String>>,
+        anchor: RwSignal<Option<String>>,
         on_select: Callback<String>,
         on_zoom: Callback<(Zoom, Option<String>)>,
     ) {
@@ -355,7 +408,7 @@ mod client {
             return;
         }
         if is_overview(&div) {
-            overview_keydown(event, &div, cursor, on_zoom);
+            overview_keydown(event, &div, cursor, anchor, on_zoom);
             return;
         }
         let current = cursor
@@ -408,6 +461,7 @@ mod client {
         event: &KeyboardEvent,
         div: &Element,
         cursor: RwSignal<Option<String>>,
+        anchor: RwSignal<Option<String>>,
         on_zoom: Callback<(Zoom, Option<String>)>,
     ) {
         let Ok(list) = div.query_selector_all("a[data-i]") else {
@@ -425,7 +479,18 @@ mod client {
         if matches!(key.as_str(), "Enter" | " ") {
             if let Some(id) = at.and_then(|n| blocks[n].get_attribute("data-i")) {
                 event.prevent_default();
-                on_zoom.run((Zoom::Instance(id), None));
+                if event.shift_key() {
+                    brush(div, anchor, &id, on_zoom);
+                } else {
+                    on_zoom.run((Zoom::Instance(id), None));
+                }
+            }
+            return;
+        }
+        if key == "Escape" && anchor.get_untracked().is_some() {
+            anchor.set(None);
+            if let Ok(Some(marked)) = div.query_selector(".brush") {
+                let _ = marked.class_list().remove_1("brush");
             }
             return;
         }

@@ -510,7 +510,7 @@ fn ZoomTrail(view: Memo<FleetQuery>) -> impl IntoView {
         );
         match &query.zoom {
             None => view! {
-                <p class="zoom-trail" data-testid="zoom-trail" title="Open a group or an instance (click, or the arrow keys and Enter) for its GPUs row by row.">
+                <p class="zoom-trail" data-testid="zoom-trail" title="Open a group or an instance (click, or the arrow keys and Enter) for its GPUs row by row; Shift+click two instances (or Shift+Enter) to open the range between them.">
                     <strong>"Whole fleet"</strong>
                     {format!(
                         " · by {} · sorted by {}",

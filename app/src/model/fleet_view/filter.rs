@@ -184,6 +184,10 @@ fn with_clusters(snapshot: &FleetSnapshot, clusters: Vec<ClusterView>) -> FleetS
 
 /// The part of `snapshot` that `zoom` names; empty when it names nothing.
 pub fn zoom_into(snapshot: &FleetSnapshot, zoom: &Zoom) -> FleetSnapshot {
+    let brushed: std::collections::HashSet<&str> = match zoom {
+        Zoom::Instances(ids) => ids.iter().map(String::as_str).collect(),
+        _ => Default::default(),
+    };
     let clusters = snapshot
         .clusters
         .iter()
@@ -204,6 +208,7 @@ pub fn zoom_into(snapshot: &FleetSnapshot, zoom: &Zoom) -> FleetSnapshot {
                                 i.availability_zone.as_deref().unwrap_or("") == zone
                             }
                             Zoom::Instance(id) => &i.ec2_instance_id == id,
+                            Zoom::Instances(_) => brushed.contains(i.ec2_instance_id.as_str()),
                             Zoom::Group(Grouping::Team, team) => {
                                 let gpus: Vec<GpuView> = i
                                     .gpus
@@ -258,6 +263,15 @@ mod tests {
         assert_eq!(gpus(Zoom::Group(Grouping::Cluster, "prod".into())), 5);
         assert_eq!(gpus(Zoom::Group(Grouping::Cluster, "nowhere".into())), 0);
         assert_eq!(gpus(Zoom::Instance("i-1".into())), 4);
+        assert_eq!(
+            gpus(Zoom::Instances(vec![
+                "i-1".into(),
+                "i-3".into(),
+                "i-9".into()
+            ])),
+            5,
+            "two clusters' instances; an ID that names nothing adds nothing"
+        );
         assert_eq!(
             gpus(Zoom::Group(Grouping::InstanceType, "g6.xlarge".into())),
             2

@@ -16,7 +16,9 @@ pub use filter::{
     filter, instance_header, unknown_values, without_unknown, zoom_into, FleetOptions, UnknownValue,
 };
 pub use overview::FleetOverview;
-pub use query::{encode, ColourMode, FleetQuery, Grouping, SortKey, Zoom, QUERY_PARAMETERS};
+pub use query::{
+    encode, ColourMode, FleetQuery, Grouping, SortKey, Zoom, MAX_BRUSHED, QUERY_PARAMETERS,
+};
 pub use summary::{slot, ClusterFit, FleetSummary};
 
 /// A small fleet for the tests of this module's parts.

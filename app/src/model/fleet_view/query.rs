@@ -171,14 +171,18 @@ impl SortKey {
 }
 
 /// The part of the fleet the heatmap shows in detail, one row per instance: a group of the
-/// overview or one instance. Spelled `cluster:prod-a`, `team:search`, `team:` (GPUs of no
-/// team), `instance-type:g5.12xlarge`, `zone:us-east-1a`, `zone:` (zone unknown) or
-/// `instance:i-0abc…`.
+/// overview, one instance, or a range of instances brushed in the overview. Spelled
+/// `cluster:prod-a`, `team:search`, `team:` (GPUs of no team), `instance-type:g5.12xlarge`,
+/// `zone:us-east-1a`, `zone:` (zone unknown), `instance:i-0abc…` or `instances:i-0abc…,i-0def…`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Zoom {
     Group(Grouping, String),
     Instance(String),
+    Instances(Vec<String>),
 }
+
+/// The most instances a brushed range names (its URL stays under about 25 KB).
+pub const MAX_BRUSHED: usize = 1_000;
 
 impl Zoom {
     /// Its spelling in the URL.
@@ -186,6 +190,7 @@ impl Zoom {
         match self {
             Zoom::Group(grouping, value) => format!("{}:{value}", grouping.as_str()),
             Zoom::Instance(id) => format!("instance:{id}"),
+            Zoom::Instances(ids) => format!("instances:{}", ids.join(",")),
         }
     }
 
@@ -193,6 +198,15 @@ impl Zoom {
         let (kind, rest) = value.split_once(':')?;
         if kind == "instance" {
             return (!rest.is_empty()).then(|| Zoom::Instance(rest.to_string()));
+        }
+        if kind == "instances" {
+            let ids: Vec<String> = rest
+                .split(',')
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .collect();
+            return (!ids.is_empty() && ids.len() <= MAX_BRUSHED).then_some(Zoom::Instances(ids));
         }
         Some(Zoom::Group(Grouping::parse(kind)?, rest.to_string()))
     }
@@ -208,6 +222,7 @@ impl Zoom {
                 format!("{} {value}", grouping.label().to_lowercase())
             }
             Zoom::Instance(id) => format!("instance {id}"),
+            Zoom::Instances(ids) => format!("{} selected instances", ids.len()),
         }
     }
 }
@@ -302,7 +317,7 @@ impl FleetQuery {
             let zoom = Zoom::parse(value.trim());
             if zoom.is_none() {
                 notes.push(format!(
-                    "Zoom {value:?} is not a part of the fleet; showing the whole fleet. Use instance:<EC2 instance ID> or <grouping>:<value>, e.g. cluster:prod-a."
+                    "Zoom {value:?} is not a part of the fleet; showing the whole fleet. Use instance:<EC2 instance ID>, instances:<ID>,<ID>,… (at most {MAX_BRUSHED}) or <grouping>:<value>, e.g. cluster:prod-a."
                 ));
             }
             zoom
@@ -436,6 +451,7 @@ mod tests {
             Zoom::Group(Grouping::Team, String::new()),
             Zoom::Group(Grouping::InstanceType, "g5.12xlarge".into()),
             Zoom::Instance("i-0abc".into()),
+            Zoom::Instances(vec!["i-0abc".into(), "i-0def".into()]),
         ] {
             let query = FleetQuery {
                 group: Grouping::Team,
@@ -475,6 +491,9 @@ mod tests {
         assert!(notes[0].contains("instance-type"), "{notes:?}");
         assert!(notes[1].contains("utilization"), "{notes:?}");
         assert!(notes[2].contains("instance:"), "{notes:?}");
+        assert_eq!(Zoom::parse("instances:,"), None, "no instances named");
+        let too_many = format!("instances:{}", vec!["i-1"; MAX_BRUSHED + 1].join(","));
+        assert_eq!(Zoom::parse(&too_many), None);
     }
 
     fn decode(value: &str) -> String {

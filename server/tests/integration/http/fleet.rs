@@ -266,6 +266,35 @@ async fn the_overview_groups_sorts_and_zooms_by_its_url() {
         .map_or(0, Vec::len);
     assert_eq!(svg_of(&page).matches("<rect").count(), own);
 
+    // A brushed range of instances, across clusters.
+    let picked: Vec<(String, usize)> = all["snapshot"]["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .filter_map(|c| c["instances"].get(0))
+        .map(|i| {
+            (
+                i["ec2_instance_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                i["gpus"].as_array().map_or(0, Vec::len),
+            )
+        })
+        .collect();
+    let ids: Vec<&str> = picked.iter().map(|(id, _)| id.as_str()).collect();
+    let page = text(
+        send(
+            &app,
+            get(&format!("/?zoom=instances%3A{}", ids.join("%2C"))),
+        )
+        .await,
+    )
+    .await;
+    let expected: usize = picked.iter().map(|(_, n)| n).sum();
+    assert_eq!(svg_of(&page).matches("<rect").count(), expected);
+    assert!(page.contains(&format!("{} selected instances", ids.len())));
+
     // A zoom that names nothing: the overview, saying why.
     let page = text(send(&app, get("/?zoom=instance%3Ai-nope&group=rack")).await).await;
     assert!(page.contains("There are no GPUs of instance i-nope here now"));
