@@ -137,6 +137,38 @@ fn decode_token(token: &str) -> Result<usize, CloudWatchError> {
         .ok_or(CloudWatchError::InvalidNextToken)
 }
 
+/// Whether `operation` only reads the fleet (and so can run beside other reads).
+pub fn reads_only(operation: &str) -> bool {
+    matches!(operation, "GetMetricData" | "ListMetrics")
+}
+
+/// The request body's entries, or what is wrong with it.
+fn entries(input: &Value) -> Result<&Entries, CloudWatchError> {
+    static EMPTY: Entries = Vec::new();
+    match input {
+        Value::Map(map) => Ok(map),
+        Value::Null => Ok(&EMPTY),
+        _ => Err(bad("The request body must be a CBOR map.")),
+    }
+}
+
+/// Runs one CloudWatch operation that only reads (see [`reads_only`]).
+pub fn read(
+    fleet: &Fleet,
+    operation: &str,
+    input: Value,
+    now: DateTime<Utc>,
+) -> Result<Value, CloudWatchError> {
+    let input = entries(&input)?;
+    match operation {
+        "GetMetricData" => get_metric_data(fleet, input, now),
+        "ListMetrics" => list_metrics(fleet, input),
+        other => Err(bad(format!(
+            "The operation {other} is not supported by this emulator."
+        ))),
+    }
+}
+
 /// Runs one CloudWatch operation on a decoded request body.
 pub fn handle(
     fleet: &mut Fleet,
@@ -144,16 +176,11 @@ pub fn handle(
     input: Value,
     now: DateTime<Utc>,
 ) -> Result<Value, CloudWatchError> {
-    let empty = Vec::new();
-    let input = match &input {
-        Value::Map(map) => map,
-        Value::Null => &empty,
-        _ => return Err(bad("The request body must be a CBOR map.")),
-    };
+    if reads_only(operation) {
+        return read(fleet, operation, input, now);
+    }
     match operation {
-        "GetMetricData" => get_metric_data(fleet, input, now),
-        "ListMetrics" => list_metrics(fleet, input),
-        "PutMetricData" => put_metric_data(fleet, input, now),
+        "PutMetricData" => put_metric_data(fleet, entries(&input)?, now),
         other => Err(bad(format!(
             "The operation {other} is not supported by this emulator."
         ))),

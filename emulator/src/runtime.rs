@@ -6,7 +6,7 @@ use std::{
     net::SocketAddr,
     sync::{
         atomic::{AtomicI64, AtomicU64, Ordering},
-        Arc, Mutex, RwLock, Weak,
+        Arc, RwLock, Weak,
     },
     time::Duration,
 };
@@ -41,7 +41,9 @@ const CLOUDWATCH_TARGET_PREFIX: &str = "GraniteServiceVersion20100801.";
 const ECS_CONTENT_TYPE: &str = "application/x-amz-json-1.1";
 
 struct Inner {
-    fleet: Mutex<Fleet>,
+    /// Written by what changes the fleet (and by the clock, once a simulated second); read by
+    /// many requests at once, as ECS answers its reads in parallel.
+    fleet: RwLock<Fleet>,
     clock: SimClock,
     /// Simulated milliseconds added by `/_emulator/advance`.
     offset_ms: AtomicI64,
@@ -88,7 +90,7 @@ impl Emulator {
         let clock = SimClock::new(fleet.now, clock_speed);
         Emulator {
             inner: Arc::new(Inner {
-                fleet: Mutex::new(fleet),
+                fleet: RwLock::new(fleet),
                 clock,
                 offset_ms: AtomicI64::new(0),
                 faults: RwLock::new(faults),
@@ -106,13 +108,13 @@ impl Emulator {
             + chrono::Duration::milliseconds(self.inner.offset_ms.load(Ordering::Relaxed))
     }
 
-    /// Runs `f` on the fleet, brought up to the simulated time first.
+    /// Runs `f` on the fleet, brought up to the simulated time first, alone.
     pub fn with_fleet<R>(&self, f: impl FnOnce(&mut Fleet) -> R) -> R {
         let now = self.now();
         let mut fleet = self
             .inner
             .fleet
-            .lock()
+            .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         fleet.advance(now);
         let out = f(&mut fleet);
@@ -121,6 +123,31 @@ impl Emulator {
             None => crate::events::forget_changes(&mut fleet),
         }
         out
+    }
+
+    /// Runs `f` on the fleet brought up to the simulated time, without changing it: many reads
+    /// run at once, and a read waits only for a change, never for another read.
+    pub fn read_fleet<R>(&self, f: impl FnOnce(&Fleet) -> R) -> R {
+        let now = self.now();
+        {
+            let fleet = self
+                .inner
+                .fleet
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if !fleet.behind(now) {
+                return f(&fleet);
+            }
+        }
+        // A simulated second has passed since the last step: take it first. (Every change
+        // emits its events before it lets go of the fleet, so there is nothing else to do.)
+        self.with_fleet(|_| ());
+        let fleet = self
+            .inner
+            .fleet
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&fleet)
     }
 
     /// Routes ECS's task state change events to an SQS queue from now on, as an EventBridge
@@ -271,7 +298,7 @@ fn spawn_ticker(inner: Weak<Inner>) {
         loop {
             interval.tick().await;
             let Some(inner) = inner.upgrade() else { break };
-            Emulator { inner }.with_fleet(|_| ());
+            Emulator { inner }.read_fleet(|_| ());
         }
     });
 }
@@ -295,8 +322,19 @@ fn dropped() -> Response {
 /// Waits out the operation's injected latency and draws what the request meets.
 async fn injected(emulator: &Emulator, operation: &str) -> Outcome {
     let fault = emulator.faults().for_operation(operation).clone();
-    tokio::time::sleep(fault.delay()).await;
+    let delay = fault.delay();
+    // A zero sleep still waits for the timer's next tick (up to a millisecond).
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     fault.draw()
+}
+
+/// Runs `f` on a blocking thread, so that building a large answer (a DescribeTasks of 100
+/// tasks takes milliseconds) holds up neither the server's other requests nor, when the
+/// emulator is embedded, the console's. `None` if `f` panicked.
+async fn off_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    tokio::task::spawn_blocking(f).await.ok()
 }
 
 fn ecs_error(emulator: &Emulator, error: &EcsError) -> Response {
@@ -392,7 +430,22 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             }
         }
     };
-    let answer = emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input));
+    let answer = off_thread({
+        let emulator = emulator.clone();
+        move || {
+            if ecs_api::reads_only(&operation) {
+                emulator.read_fleet(|fleet| ecs_api::read(fleet, &operation, input))
+            } else {
+                emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input))
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|| {
+        Err(EcsError::Server(
+            "The emulator failed while answering; try again.".into(),
+        ))
+    });
     if outcome == Outcome::LoseAnswer {
         return dropped();
     }
@@ -518,7 +571,7 @@ async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
         Outcome::Drop => return dropped(),
         Outcome::Answer | Outcome::LoseAnswer => {}
     }
-    match emulator.with_fleet(|fleet| ec2::handle(fleet, &params, &id)) {
+    match emulator.read_fleet(|fleet| ec2::handle(fleet, &params, &id)) {
         Ok(answer) => xml(StatusCode::OK, answer),
         Err(error) => xml(StatusCode::BAD_REQUEST, error.to_xml(&id)),
     }
@@ -635,11 +688,34 @@ async fn cloudwatch(
             }
         }
     };
-    let now = emulator.now();
-    match emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now)) {
+    match cloudwatch_answer(&emulator, operation, input).await {
         Ok(output) => cbor_response(&emulator, StatusCode::OK, &output, None),
         Err(error) => cloudwatch_error(&emulator, &error),
     }
+}
+
+/// One CloudWatch operation's answer, worked out off the server's threads: reads beside other
+/// reads, PutMetricData alone.
+async fn cloudwatch_answer(
+    emulator: &Emulator,
+    operation: String,
+    input: ciborium::Value,
+) -> Result<ciborium::Value, CloudWatchError> {
+    let emulator = emulator.clone();
+    let now = emulator.now();
+    off_thread(move || {
+        if cbor::reads_only(&operation) {
+            emulator.read_fleet(|fleet| cbor::read(fleet, &operation, input, now))
+        } else {
+            emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now))
+        }
+    })
+    .await
+    .unwrap_or_else(|| {
+        Err(CloudWatchError::InternalService(
+            "The emulator failed while answering; try again.".into(),
+        ))
+    })
 }
 
 /// CloudWatch over `awsJson1_0`: the same operations, JSON in and out, timestamps as epoch
@@ -694,8 +770,7 @@ async fn cloudwatch_json(emulator: Emulator, operation: String, body: Bytes) -> 
             "The request body could not be read.".into(),
         ));
     };
-    let now = emulator.now();
-    match emulator.with_fleet(|fleet| cbor::handle(fleet, &operation, input, now)) {
+    match cloudwatch_answer(&emulator, operation, input).await {
         Ok(output) => {
             let mut response = (StatusCode::OK, cbor_to_json(&output).to_string()).into_response();
             response.headers_mut().insert(
@@ -770,5 +845,46 @@ async fn advance(State(emulator): State<Emulator>, body: Bytes) -> Response {
             Json(json!({"error": "send {\"seconds\": N} with N from 0 to 86400"})),
         )
             .into_response(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture;
+
+    #[test]
+    fn a_read_sees_the_fleet_at_the_simulated_time_and_changes_nothing_else() {
+        // A stopped clock: only the offset moves simulated time.
+        let emulator = Emulator::new(fixture::fleet(2, 4), "test", 0.0, Faults::default());
+        assert_eq!(emulator.read_fleet(|fleet| fleet.now), fixture::start());
+        emulator.inner.offset_ms.fetch_add(5_500, Ordering::Relaxed);
+        // Five whole simulated seconds have passed: the read steps through them first.
+        assert_eq!(
+            emulator.read_fleet(|fleet| fleet.now),
+            fixture::start() + chrono::Duration::seconds(5)
+        );
+        let before = emulator.read_fleet(|fleet| fleet.clusters.len());
+        let answer = emulator
+            .read_fleet(|fleet| ecs_api::read(fleet, "ListClusters", json!({})))
+            .unwrap();
+        assert!(answer.contains("clusterArns"), "{answer}");
+        assert_eq!(emulator.read_fleet(|fleet| fleet.clusters.len()), before);
+    }
+
+    #[test]
+    fn only_operations_that_change_nothing_are_reads() {
+        for operation in ecs_api::OPERATIONS {
+            let changes = operation.starts_with("Create")
+                || operation.starts_with("Update")
+                || operation.starts_with("Register")
+                || operation.starts_with("Deregister")
+                || operation.starts_with("Tag")
+                || operation.starts_with("Untag");
+            assert_eq!(ecs_api::reads_only(operation), !changes, "{operation}");
+        }
+        assert!(cbor::reads_only("GetMetricData") && cbor::reads_only("ListMetrics"));
+        assert!(!cbor::reads_only("PutMetricData"));
     }
 }

@@ -45,29 +45,62 @@ pub const OPERATIONS: [&str; 20] = [
 const DESCRIBE_LIMIT: usize = 100;
 const DESCRIBE_SERVICES_LIMIT: usize = 10;
 
-/// Runs one ECS operation and answers with the JSON body.
-pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String, EcsError> {
+/// Whether `operation` only reads the fleet (and so can run beside other reads).
+pub fn reads_only(operation: &str) -> bool {
+    matches!(
+        operation,
+        "DescribeContainerInstances"
+            | "ListClusters"
+            | "DescribeClusters"
+            | "ListContainerInstances"
+            | "ListServices"
+            | "DescribeServices"
+            | "ListTasks"
+            | "DescribeTasks"
+            | "ListTaskDefinitionFamilies"
+            | "ListTaskDefinitions"
+            | "DescribeTaskDefinition"
+            | "ListTagsForResource"
+    )
+}
+
+/// Runs one ECS operation that only reads (see [`reads_only`]) and answers with the JSON body.
+pub fn read(fleet: &Fleet, operation: &str, body: Value) -> Result<String, EcsError> {
     use input::read;
     let answer = match operation {
-        // The largest answer is written straight to text.
+        // The largest answers are written straight to text.
         "DescribeContainerInstances" => return instances::describe(fleet, &read(body)?),
-        "UpdateContainerInstancesState" => return instances::update_state(fleet, &read(body)?),
         "ListClusters" => clusters::list(fleet, &read(body)?),
         "DescribeClusters" => clusters::describe(fleet, read(body)?),
-        "CreateCluster" => clusters::create(fleet, read(body)?),
         "ListContainerInstances" => instances::list(fleet, &read(body)?),
         "ListServices" => services::list(fleet, &read(body)?),
         "DescribeServices" => services::describe(fleet, &read(body)?),
-        "CreateService" => services::create(fleet, read(body)?),
-        "UpdateService" => services::update(fleet, read(body)?),
         "ListTasks" => tasks::list(fleet, &read(body)?),
-        "DescribeTasks" => tasks::describe(fleet, &read(body)?),
+        "DescribeTasks" => return tasks::describe(fleet, &read(body)?),
         "ListTaskDefinitionFamilies" => task_definitions::list_families(fleet, &read(body)?),
         "ListTaskDefinitions" => task_definitions::list(fleet, &read(body)?),
         "DescribeTaskDefinition" => task_definitions::describe(fleet, &read(body)?),
+        "ListTagsForResource" => task_definitions::list_tags(fleet, read(body)?),
+        other => Err(EcsError::Client(format!(
+            "The operation {other} is not supported by this emulator."
+        ))),
+    }?;
+    Ok(answer.to_string())
+}
+
+/// Runs one ECS operation and answers with the JSON body.
+pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String, EcsError> {
+    use input::read;
+    if reads_only(operation) {
+        return self::read(fleet, operation, body);
+    }
+    let answer = match operation {
+        "UpdateContainerInstancesState" => return instances::update_state(fleet, &read(body)?),
+        "CreateCluster" => clusters::create(fleet, read(body)?),
+        "CreateService" => services::create(fleet, read(body)?),
+        "UpdateService" => services::update(fleet, read(body)?),
         "RegisterTaskDefinition" => task_definitions::register(fleet, read(body)?),
         "DeregisterTaskDefinition" => task_definitions::deregister(fleet, read(body)?),
-        "ListTagsForResource" => task_definitions::list_tags(fleet, read(body)?),
         "TagResource" => task_definitions::tag(fleet, read(body)?),
         "UntagResource" => task_definitions::untag(fleet, read(body)?),
         other => Err(EcsError::Client(format!(

@@ -1,11 +1,12 @@
 //! ListTasks and DescribeTasks.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{
     clusters::cluster_of,
     input,
-    output::{epoch, listed, missing, page, tags_of},
+    output::{epoch_seconds, listed, missing, page, tags_of},
     DESCRIBE_LIMIT,
 };
 use crate::{
@@ -76,7 +77,8 @@ pub fn list(fleet: &Fleet, input: &input::ListTasks) -> Result<Value, EcsError> 
     Ok(listed("taskArns", items, next))
 }
 
-pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, EcsError> {
+/// DescribeTasks, written straight to text: the largest answer a fleet read asks for.
+pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<String, EcsError> {
     let cluster = cluster_of(fleet, input.cluster.as_deref())?;
     if input.tasks.is_empty() {
         return Err(invalid("tasks must list at least one task."));
@@ -89,7 +91,7 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, Ec
         cluster.arn.split(":cluster/").next().unwrap_or_default(),
         cluster.name
     );
-    let mut tasks = Vec::new();
+    let mut tasks = Vec::with_capacity(input.tasks.len());
     let mut failures = Vec::new();
     for reference in &input.tasks {
         let arn = if reference.starts_with("arn:") {
@@ -101,71 +103,128 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeTasks) -> Result<Value, Ec
             Some(task) => {
                 let zone = cluster
                     .instance(&task.instance_arn)
-                    .map(|i| i.availability_zone.clone())
-                    .unwrap_or_default();
-                let mut body = task_json(task, &zone);
+                    .map_or("", |i| i.availability_zone.as_str());
+                let mut body = TaskOut::new(task, zone);
                 if input.include.tags() {
-                    body["tags"] = tags_of(fleet, &task.arn);
+                    body.tags = Some(tags_of(fleet, &task.arn));
                 }
                 tasks.push(body);
             }
             None => failures.push(missing(&arn)),
         }
     }
-    Ok(json!({"tasks": tasks, "failures": failures}))
+    serde_json::to_string(&DescribedTasks { tasks, failures })
+        .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
 }
 
 /// A task as DescribeTasks answers it (and as its state change events carry it).
 pub fn task_json(task: &Task, zone: &str) -> Value {
-    let mut body = json!({
-        "taskArn": task.arn,
-        "clusterArn": task.cluster_arn,
-        "taskDefinitionArn": task.task_definition_arn,
-        "containerInstanceArn": task.instance_arn,
-        "lastStatus": task.last_status.as_str(),
-        "desiredStatus": if task.desired_status == TaskStatus::Stopped { "STOPPED" } else { "RUNNING" },
-        "group": task.group,
-        "cpu": task.needs.cpu.to_string(),
-        "memory": task.needs.memory_mib.to_string(),
-        "createdAt": epoch(task.created_at),
-        "launchType": "EC2",
-        "availabilityZone": zone,
-        "version": task.version.max(1),
-        "containers": task.containers.iter().map(|c| {
-            let mut container = json!({
-                "containerArn": c.arn,
-                "taskArn": task.arn,
-                "name": c.name,
-                "lastStatus": task.last_status.as_str(),
-                "gpuIds": c.gpu_ids,
-            });
-            if let Some(code) = c.exit_code { container["exitCode"] = json!(code); }
-            if let Some(reason) = &c.reason { container["reason"] = json!(reason); }
-            if let Some(sharing) = &c.gpu_sharing_strategy { container["gpuSharingStrategy"] = sharing.clone(); }
-            container
-        }).collect::<Vec<_>>(),
-    });
-    if let Some(map) = body.as_object_mut() {
-        let mut put = |key: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                map.insert(key.into(), value);
-            }
-        };
-        put("startedBy", task.started_by.as_ref().map(|by| json!(by)));
-        put("startedAt", task.started_at.map(epoch));
-        put("stoppingAt", task.stopping_at.map(epoch));
-        put("stoppedAt", task.stopped_at.map(epoch));
-        put(
-            "stoppedReason",
-            task.stopped_reason.as_ref().map(|r| json!(r)),
-        );
-        put("stopCode", task.stop_code.map(|code| json!(code)));
-        put(
-            "attachments",
-            task.needs.awsvpc.then(|| eni_attachment(task)),
-        );
+    serde_json::to_value(TaskOut::new(task, zone)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct DescribedTasks<'a> {
+    tasks: Vec<TaskOut<'a>>,
+    failures: Vec<Value>,
+}
+
+/// A task as ECS describes it; fields it leaves out when they have no value are left out.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskOut<'a> {
+    task_arn: &'a str,
+    cluster_arn: &'a str,
+    task_definition_arn: &'a str,
+    container_instance_arn: &'a str,
+    last_status: &'static str,
+    desired_status: &'static str,
+    group: &'a str,
+    cpu: String,
+    memory: String,
+    created_at: f64,
+    launch_type: &'static str,
+    availability_zone: &'a str,
+    version: u64,
+    containers: Vec<ContainerOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started_by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopping_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_at: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attachments: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerOut<'a> {
+    container_arn: &'a str,
+    task_arn: &'a str,
+    name: &'a str,
+    last_status: &'static str,
+    gpu_ids: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_sharing_strategy: Option<&'a Value>,
+}
+
+impl<'a> TaskOut<'a> {
+    fn new(task: &'a Task, zone: &'a str) -> TaskOut<'a> {
+        let status = task.last_status.as_str();
+        TaskOut {
+            task_arn: &task.arn,
+            cluster_arn: &task.cluster_arn,
+            task_definition_arn: &task.task_definition_arn,
+            container_instance_arn: &task.instance_arn,
+            last_status: status,
+            desired_status: if task.desired_status == TaskStatus::Stopped {
+                "STOPPED"
+            } else {
+                "RUNNING"
+            },
+            group: &task.group,
+            cpu: task.needs.cpu.to_string(),
+            memory: task.needs.memory_mib.to_string(),
+            created_at: epoch_seconds(task.created_at),
+            launch_type: "EC2",
+            availability_zone: zone,
+            version: task.version.max(1),
+            containers: task
+                .containers
+                .iter()
+                .map(|c| ContainerOut {
+                    container_arn: &c.arn,
+                    task_arn: &task.arn,
+                    name: &c.name,
+                    last_status: status,
+                    gpu_ids: &c.gpu_ids,
+                    exit_code: c.exit_code,
+                    reason: c.reason.as_deref(),
+                    gpu_sharing_strategy: c.gpu_sharing_strategy.as_ref(),
+                })
+                .collect(),
+            started_by: task.started_by.as_deref(),
+            started_at: task.started_at.map(epoch_seconds),
+            stopping_at: task.stopping_at.map(epoch_seconds),
+            stopped_at: task.stopped_at.map(epoch_seconds),
+            stopped_reason: task.stopped_reason.as_deref(),
+            stop_code: task.stop_code,
+            attachments: task.needs.awsvpc.then(|| eni_attachment(task)),
+            tags: None,
+        }
     }
-    body
 }
 
 /// An `awsvpc` task's network interface, as ECS lists it in `attachments`: attaching while the

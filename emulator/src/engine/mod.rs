@@ -138,9 +138,14 @@ impl Fleet {
         }
     }
 
+    /// Whether a simulated second or more has passed between the last step and `to`.
+    pub fn behind(&self, to: DateTime<Utc>) -> bool {
+        self.now + Duration::seconds(1) <= to
+    }
+
     /// Moves the simulation forward to `to`, one simulated second at a time.
     pub fn advance(&mut self, to: DateTime<Utc>) {
-        while self.now + Duration::seconds(1) <= to {
+        while self.behind(to) {
             let next = self.now + Duration::seconds(1);
             self.step(next);
         }
