@@ -391,19 +391,23 @@ impl FleetReader {
                 Ok(instances)
             },
             async {
-                let tasks: Vec<RawTask> = self
-                    .pipelined(
+                // The task definitions a described batch names are read as soon as it comes
+                // back, not after the cluster's last batch: that one's new definitions, if it
+                // has any, are all that is left to wait for.
+                let (named, names) = futures::channel::mpsc::unbounded();
+                let (described, ()) = tokio::try_join!(
+                    self.pipelined(
                         calls,
                         100,
                         self.listing(cluster, Listing::Tasks(None), calls, lane),
-                        self.describe_tasks(cluster, lane),
-                    )
-                    .await?
+                        self.describe_tasks(cluster, lane, Some(named)),
+                    ),
+                    self.cache_definitions_of(names, calls, lane),
+                )?;
+                Ok(described
                     .into_iter()
                     .filter_map(Result::ok)
-                    .collect();
-                self.cache_definitions(&tasks, calls, lane).await?;
-                Ok(tasks)
+                    .collect::<Vec<RawTask>>())
             },
             self.pipelined(
                 calls,
@@ -614,15 +618,22 @@ impl FleetReader {
         }
     }
 
-    /// DescribeTasks of one batch: each task, or the ARN ECS did not find.
-    fn describe_tasks(
+    /// DescribeTasks of one batch: each task, or the ARN ECS did not find. Each task's
+    /// definition ARN also goes to `definitions`, when given.
+    pub(super) fn describe_tasks(
         &self,
         cluster: &str,
         lane: Lane,
+        definitions: Option<futures::channel::mpsc::UnboundedSender<String>>,
     ) -> impl Fn(Vec<String>) -> Described<RawTask> {
         let (ecs, cluster, budget) = (self.ecs.clone(), cluster.to_string(), self.budget.clone());
         move |batch| {
-            let (ecs, cluster, budget) = (ecs.clone(), cluster.clone(), budget.clone());
+            let (ecs, cluster, budget, definitions) = (
+                ecs.clone(),
+                cluster.clone(),
+                budget.clone(),
+                definitions.clone(),
+            );
             Box::pin(async move {
                 if let Some(budget) = &budget {
                     budget.take("DescribeTasks", lane).await;
@@ -634,6 +645,13 @@ impl FleetReader {
                     .send()
                     .await
                     .map_err(failed("DescribeTasks"))?;
+                if let Some(definitions) = definitions {
+                    for arn in out.tasks().iter().filter_map(|t| t.task_definition_arn()) {
+                        // Closed only once the reading of definitions has failed, and then
+                        // so has the read.
+                        let _ = definitions.unbounded_send(arn.to_string());
+                    }
+                }
                 Ok(out
                     .tasks()
                     .iter()
@@ -762,27 +780,42 @@ impl FleetReader {
         Ok(counts)
     }
 
-    /// Describes the task definitions not yet cached.
-    async fn cache_definitions(
+    /// Describes the task definitions of `tasks` not yet cached.
+    pub(super) async fn cache_definitions(
         &self,
         tasks: &[RawTask],
         calls: &AtomicU32,
         lane: Lane,
     ) -> Result<(), ReadError> {
-        let missing: Vec<String> = {
-            let cache = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
-            let mut missing: Vec<String> = tasks
-                .iter()
-                .map(|t| t.task_definition_arn.clone())
-                .filter(|arn| !cache.contains_key(arn))
-                .collect();
-            missing.sort();
-            missing.dedup();
-            missing
-        };
+        let arns: Vec<String> = tasks
+            .iter()
+            .map(|t| t.task_definition_arn.clone())
+            .collect();
+        self.cache_definitions_of(stream::iter(arns), calls, lane)
+            .await
+    }
+
+    /// Describes each task definition `arns` names, as it comes, unless cached or already
+    /// asked for; each goes into the cache as soon as it is read.
+    async fn cache_definitions_of(
+        &self,
+        arns: impl Stream<Item = String> + Send,
+        calls: &AtomicU32,
+        lane: Lane,
+    ) -> Result<(), ReadError> {
+        let mut asked = std::collections::HashSet::new();
+        let missing = arns.filter(move |arn| {
+            let new = asked.insert(arn.clone())
+                && !self
+                    .definitions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains_key(arn);
+            futures::future::ready(new)
+        });
         let team_tag = self.team_tag.as_str();
-        let found: Vec<(String, DefinitionGpu)> =
-            stream::iter(missing.into_iter().map(|arn| async move {
+        missing
+            .map(|arn| async move {
                 self.pace("DescribeTaskDefinition", lane).await;
                 calls.fetch_add(1, Ordering::Relaxed);
                 let out = self
@@ -823,16 +856,17 @@ impl FleetReader {
                         memory_mib,
                     },
                 ))
-            }))
-            // Small calls at the end of the dependent chain: one wave where ECS's burst allows.
+            })
+            // Small calls, many at once where ECS's burst allows.
             .buffer_unordered(self.concurrency.max(DEFINITION_CONCURRENCY))
-            .try_collect()
-            .await?;
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(found);
-        Ok(())
+            .try_for_each(|(arn, definition)| {
+                self.definitions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(arn, definition);
+                futures::future::ready(Ok(()))
+            })
+            .await
     }
 }
 

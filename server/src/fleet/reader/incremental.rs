@@ -501,7 +501,12 @@ impl FleetReader {
     ) -> Result<(), ReadError> {
         let lane = Lane::Foreground;
         let described = self
-            .described(calls, 100, arns, self.describe_tasks(&state.arn, lane))
+            .described(
+                calls,
+                100,
+                arns,
+                self.describe_tasks(&state.arn, lane, None),
+            )
             .await?;
         let mut kept = Vec::new();
         for result in described {
