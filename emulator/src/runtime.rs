@@ -332,10 +332,17 @@ async fn injected(emulator: &Emulator, operation: &str) -> Outcome {
 
 /// Runs `f` on a blocking thread, so that building a large answer (a DescribeTasks of 100
 /// tasks takes milliseconds) holds up neither the server's other requests nor, when the
-/// emulator is embedded, the console's. `None` if `f` panicked.
+/// emulator is embedded, the console's. At most [`ANSWERING`] at once, so that a burst of
+/// calls reuses a few threads rather than starting one (and its memory) per call. `None` if
+/// `f` panicked.
 async fn off_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    static PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(ANSWERING);
+    let _permit = PERMITS.acquire().await.ok()?;
     tokio::task::spawn_blocking(f).await.ok()
 }
+
+/// Answers built at once, on blocking threads.
+const ANSWERING: usize = 4;
 
 fn ecs_error(emulator: &Emulator, error: &EcsError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
