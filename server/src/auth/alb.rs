@@ -32,6 +32,15 @@ const MAX_KEYS: usize = 32;
 /// How long a kid the key endpoint did not know is not asked for again.
 const MISS_FOR: Duration = Duration::from_secs(60);
 
+/// Kids the key endpoint did not know, kept at most.
+const MAX_MISSES: usize = 256;
+
+/// Fetches of keys not cached: at most this many at once, refilled at [`FETCH_REFILL`]. Every
+/// token names its kid before its signature can be checked, so without a bound anyone who can
+/// reach the console makes it fetch once per made-up kid.
+const FETCH_BURST: f64 = 10.0;
+const FETCH_REFILL: Duration = Duration::from_secs(6);
+
 /// Seconds of clock difference allowed on `exp`.
 const LEEWAY_SECONDS: i64 = 30;
 
@@ -117,6 +126,8 @@ pub struct AlbVerifier {
     outbound: Outbound,
     keys: Mutex<HashMap<String, Vec<u8>>>,
     misses: Mutex<HashMap<String, Instant>>,
+    /// Fetches left, and when they were last counted.
+    fetches: Mutex<(f64, Instant)>,
     /// Tokens already verified, by their digest, until they expire.
     verified: super::remembered::Remembered,
 }
@@ -197,6 +208,7 @@ impl AlbVerifier {
             outbound,
             keys: Mutex::default(),
             misses: Mutex::default(),
+            fetches: Mutex::new((FETCH_BURST, Instant::now())),
             verified: super::remembered::Remembered::default(),
         }
     }
@@ -225,6 +237,15 @@ impl AlbVerifier {
                 return Err(unknown());
             }
         }
+        if !self.may_fetch() {
+            tracing::warn!(
+                kid,
+                "a sign-in token names a key not cached, and the key fetches are used up"
+            );
+            return Err(refused(
+                "the sign-in token names a key the console does not have, and it has asked the key endpoint for many unknown keys lately; try again in a minute",
+            ));
+        }
         let url = format!("{}/{kid}", self.settings.key_url);
         let (status, body) = self.outbound.get(&url).await.map_err(|error| {
             tracing::warn!(%error, "the load balancer's public key could not be fetched");
@@ -248,13 +269,28 @@ impl AlbVerifier {
             }
             Err(why) => {
                 tracing::info!(kid, reason = %why, "no public key for a sign-in token's kid");
-                self.misses
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(kid.to_string(), Instant::now());
+                let mut misses = self.misses.lock().unwrap_or_else(|p| p.into_inner());
+                if misses.len() >= MAX_MISSES {
+                    misses.clear();
+                }
+                misses.insert(kid.to_string(), Instant::now());
                 Err(unknown())
             }
         }
+    }
+
+    /// Takes one of the key fetches left, if any.
+    fn may_fetch(&self) -> bool {
+        let mut fetches = self.fetches.lock().unwrap_or_else(|p| p.into_inner());
+        let (left, at) = *fetches;
+        let refilled =
+            (left + at.elapsed().as_secs_f64() / FETCH_REFILL.as_secs_f64()).min(FETCH_BURST);
+        if refilled < 1.0 {
+            *fetches = (refilled, Instant::now());
+            return false;
+        }
+        *fetches = (refilled - 1.0, Instant::now());
+        true
     }
 
     /// The person the request's token names, or why it cannot be believed.
@@ -365,9 +401,16 @@ pub fn signed_in(claims: &Value, groups_claim: &str) -> Result<SignedIn, Unident
             .collect(),
         _ => Vec::new(),
     };
+    // An address the provider has not verified is whatever the person typed: it must not name
+    // them in the audit log or pass for someone else's (Cognito sends the flag as a text).
+    let unverified = matches!(claims.get("email_verified"), Some(Value::Bool(false)))
+        || claims
+            .get("email_verified")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"));
     Ok(SignedIn {
         subject,
-        email: text("email"),
+        email: text("email").filter(|_| !unverified),
         groups,
     })
 }
@@ -417,6 +460,19 @@ mod tests {
             ["x", "y"]
         );
         assert!(signed_in(&serde_json::json!({"email": "a@b"}), "groups").is_err());
+        for unverified in [serde_json::json!(false), serde_json::json!("false")] {
+            let claims = serde_json::json!({"sub": "u-3", "email": "ceo@example.com", "email_verified": unverified});
+            assert_eq!(signed_in(&claims, "groups").expect("named").email, None);
+        }
+        let verified =
+            serde_json::json!({"sub": "u-4", "email": "ana@example.com", "email_verified": true});
+        assert_eq!(
+            signed_in(&verified, "groups")
+                .expect("named")
+                .email
+                .as_deref(),
+            Some("ana@example.com")
+        );
     }
 
     #[test]

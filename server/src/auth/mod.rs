@@ -142,6 +142,13 @@ pub async fn identify(State(state): State<AppState>, request: Request, next: Nex
         .await
     {
         Ok(actor) => {
+            // Who the sign-in says this is now: an approval of an earlier request of theirs is
+            // sent with these rights, not with the ones they asked with.
+            if actor.auth != AuthMode::None {
+                if let Err(error) = state.services.people.seen(&actor).await {
+                    tracing::warn!(%error, "who signed in could not be noted");
+                }
+            }
             request.extensions_mut().insert(actor);
             next.run(request).await
         }
@@ -214,6 +221,7 @@ pub fn from_flags(
     listen: SocketAddr,
     store: &Arc<crate::audit::SqlAuditLog>,
 ) -> Result<Authenticator, String> {
+    check_exposure(access, listen)?;
     match access.auth.mode() {
         AuthMode::None => {
             let insecure = !listen.ip().is_loopback();
@@ -230,11 +238,25 @@ pub fn from_flags(
             if access.trusted_proxies.is_empty() {
                 return Err("--auth proxy needs --trusted-proxy: the addresses (or CIDR ranges) of the sign-in proxy, whose identity headers are believed".into());
             }
-            let trusted = access
+            let trusted: Vec<Network> = access
                 .trusted_proxies
                 .iter()
                 .map(|t| Network::parse(t).map_err(|e| format!("--trusted-proxy {t:?}: {e}")))
                 .collect::<Result<_, _>>()?;
+            if let Some(everything) = access
+                .trusted_proxies
+                .iter()
+                .zip(&trusted)
+                .find(|(_, network)| network.is_everything())
+                .map(|(text, _)| text)
+            {
+                if !access.trust_any_proxy {
+                    return Err(format!(
+                        "--trusted-proxy {everything} trusts every address: anyone who reaches the console could send identity headers and be believed. \
+                         Name the sign-in proxy's own addresses, or, if nothing but the proxy can reach the console, say so with --trust-any-proxy"
+                    ));
+                }
+            }
             Ok(Authenticator::Proxy { trusted })
         }
         AuthMode::Alb => {
@@ -290,6 +312,30 @@ pub fn from_flags(
     }
 }
 
+/// Refuses flags that leave the console open to more than its operator meant: a sign-in without a
+/// policy file (nobody would be let in, so operators used to fall back on "everyone is a
+/// viewer"), and a network address without the console's own host names (every `Host` would be
+/// answered, so DNS rebinding could reach it).
+fn check_exposure(access: &crate::config::AccessArgs, listen: SocketAddr) -> Result<(), String> {
+    let mode = access.auth.mode();
+    if mode != AuthMode::None && access.policy.is_none() {
+        return Err(format!(
+            "--auth {} needs --policy: the file that gives people's groups their roles and teams (see policy.example.toml). \
+             Without one nobody who signs in may use the console",
+            mode.as_str()
+        ));
+    }
+    if !listen.ip().is_loopback() && access.public_url.is_none() && access.allowed_hosts.is_empty()
+    {
+        return Err(format!(
+            "refusing to serve {listen} without knowing the console's own host name: a request for any Host would be answered, \
+             which lets another site reach it through DNS rebinding. Give --public-url (the URL people open, e.g. https://gpushare.example.com) \
+             or --allowed-host (each host name it is reached by)"
+        ));
+    }
+    Ok(())
+}
+
 /// Shared, for the state.
 pub type SharedAuthenticator = Arc<Authenticator>;
 
@@ -309,10 +355,15 @@ mod tests {
         let from_flags = |access: &AccessArgs, listen| from_flags(access, listen, &store);
         let local = SocketAddr::from(([127, 0, 0, 1], 3000));
         let open = SocketAddr::from(([0, 0, 0, 0], 3000));
+        let policy = dir.join("policy.toml");
+        std::fs::create_dir_all(&dir).expect("a folder");
+        std::fs::write(&policy, "").expect("a policy file");
         let flags = |auth: AuthFlag, insecure: bool, trusted: &[&str]| AccessArgs {
             auth,
             insecure_no_auth: insecure,
             trusted_proxies: trusted.iter().map(|t| t.to_string()).collect(),
+            allowed_hosts: vec!["gpushare.internal".into()],
+            policy: (auth != AuthFlag::None).then(|| policy.clone()),
             ..AccessArgs::default()
         };
         assert!(matches!(
@@ -330,6 +381,47 @@ mod tests {
             .contains("--trusted-proxy"));
         assert!(from_flags(&flags(AuthFlag::Proxy, false, &["10.0.0.0/8"]), open).is_ok());
         assert!(from_flags(&flags(AuthFlag::Proxy, false, &["10.0.0.0/99"]), open).is_err());
+        // Trusting every address is said twice or not at all.
+        for everything in ["0.0.0.0/0", "::/0"] {
+            let refused = from_flags(
+                &flags(AuthFlag::Proxy, false, &["10.0.0.1", everything]),
+                open,
+            )
+            .expect_err("every address trusted");
+            assert!(refused.contains("--trust-any-proxy"), "{refused}");
+            let insisted = AccessArgs {
+                trust_any_proxy: true,
+                ..flags(AuthFlag::Proxy, false, &[everything])
+            };
+            assert!(from_flags(&insisted, open).is_ok());
+        }
+        // A sign-in without a policy would let nobody in; it is refused at start.
+        let no_policy = AccessArgs {
+            policy: None,
+            ..flags(AuthFlag::Proxy, false, &["10.0.0.1"])
+        };
+        assert!(from_flags(&no_policy, open)
+            .expect_err("no policy")
+            .contains("--policy"));
+        // A network address needs the console's own host names.
+        let any_host = AccessArgs {
+            allowed_hosts: Vec::new(),
+            ..flags(AuthFlag::Proxy, false, &["10.0.0.1"])
+        };
+        let refused = from_flags(&any_host, open).expect_err("every Host answered");
+        assert!(
+            refused.contains("--public-url") && refused.contains("--allowed-host"),
+            "{refused}"
+        );
+        assert!(
+            from_flags(&any_host, local).is_ok(),
+            "loopback answers only its own names"
+        );
+        let insecure_any_host = AccessArgs {
+            allowed_hosts: Vec::new(),
+            ..flags(AuthFlag::None, true, &[])
+        };
+        assert!(from_flags(&insecure_any_host, open).is_err());
         assert!(from_flags(&flags(AuthFlag::Alb, false, &[]), open)
             .expect_err("no load balancer named")
             .contains("--alb-arn"));
@@ -337,7 +429,7 @@ mod tests {
             auth: AuthFlag::Oidc,
             oidc_issuer: Some("https://idp.example.com".into()),
             oidc_client_id: Some("gpushare".into()),
-            ..AccessArgs::default()
+            ..flags(AuthFlag::Oidc, false, &[])
         };
         assert!(from_flags(&oidc, open)
             .expect_err("no public URL")

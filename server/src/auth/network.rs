@@ -31,6 +31,11 @@ impl Network {
         Ok(Network { address, prefix })
     }
 
+    /// Whether the range is every address (`0.0.0.0/0`, `::/0`): anyone could pass as the proxy.
+    pub fn is_everything(&self) -> bool {
+        self.prefix == 0
+    }
+
     /// Whether `address` is in the range. An IPv4 address mapped into IPv6 counts as IPv4.
     pub fn contains(&self, address: IpAddr) -> bool {
         let address = match address {
@@ -75,6 +80,10 @@ mod tests {
         );
         let everything = Network::parse("0.0.0.0/0").expect("valid");
         assert!(everything.contains(ip("192.0.2.1")));
+        assert!(
+            everything.is_everything() && Network::parse("::/0").expect("valid").is_everything()
+        );
+        assert!(!range.is_everything());
         let v6 = Network::parse("fd00::/8").expect("valid");
         assert!(v6.contains(ip("fd12::1")) && !v6.contains(ip("fe80::1")));
         assert!(!v6.contains(ip("10.0.0.1")));

@@ -3,13 +3,18 @@
 //! database named by an `HttpOnly`, `SameSite=Lax` cookie (`Secure` when the public URL is
 //! https).
 //!
-//! - `/auth/login?next=/path` makes a state, a nonce and a PKCE verifier, keeps them in the
-//!   database for ten minutes, binds the state to the browser with a short-lived cookie, and
-//!   sends the browser to the provider.
-//! - `/auth/callback` takes the state back (once), checks the cookie, exchanges the code with
-//!   the verifier, and verifies the ID token: RS256 or ES256 with a key of the provider's JWKS,
-//!   `iss`, `aud` (and `azp`), `exp`, and the nonce. The person's session lasts `--session-ttl`.
+//! - `/auth/login?next=/path` makes a state, a nonce and a PKCE verifier and keeps them, for ten
+//!   minutes, in a cookie signed with the console's own key (HMAC-SHA256; the key is made once
+//!   and kept in the database, so that every replica knows it). Nothing is written per sign-in,
+//!   so a loop of requests to `/auth/login` costs the database nothing.
+//! - `/auth/callback` checks the cookie's signature and age and that its state is the one the
+//!   provider sent back, exchanges the code with the verifier, and verifies the ID token: RS256
+//!   or ES256 with a key of the provider's JWKS, `iss`, `aud` (and `azp`), `exp`, and the nonce.
+//!   The person's session lasts `--session-ttl`.
 //! - `POST /auth/logout` ends the session.
+//!
+//! Over https the cookies are named with the `__Host-` prefix, which browsers accept only when
+//! `Secure`, for `Path=/` and without a `Domain`: no other site on the same domain can set them.
 
 use std::{
     collections::HashMap,
@@ -23,10 +28,13 @@ use serde_json::Value;
 use super::{proxy::SignedIn, Unidentified};
 use crate::{audit::SqlAuditLog, outbound::Outbound};
 
-/// The cookie that names a session.
+/// The cookie that names a session (`__Host-` before it over https).
 pub const SESSION_COOKIE: &str = "gpushare_session";
-/// The cookie that binds a sign-in under way to the browser that started it.
+/// The cookie that holds a sign-in under way, in the browser that started it (`__Host-`
+/// before it over https).
 pub const LOGIN_COOKIE: &str = "gpushare_login";
+/// The name of the key the sign-in cookies are signed with, in the database.
+const LOGIN_KEY: &str = "oidc-login";
 /// How long a sign-in may take at the provider.
 pub const LOGIN_SECONDS: i64 = 600;
 /// Seconds of clock difference allowed on the ID token's times.
@@ -66,13 +74,68 @@ impl OidcSettings {
         self.public_url.starts_with("https://")
     }
 
+    /// The name a cookie goes by: `__Host-` before `name` over https.
+    pub fn cookie_name(&self, name: &str) -> String {
+        if self.secure() {
+            format!("__Host-{name}")
+        } else {
+            name.to_string()
+        }
+    }
+
     /// A `Set-Cookie` value for `name` = `value` lasting `seconds` (0 clears it).
     pub fn cookie(&self, name: &str, value: &str, seconds: i64) -> String {
         format!(
-            "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={seconds}{}",
+            "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={seconds}{}",
+            self.cookie_name(name),
             if self.secure() { "; Secure" } else { "" }
         )
     }
+
+    /// The value of the cookie `name` (by [`OidcSettings::cookie_name`]) in a request.
+    pub fn cookie_in<'a>(&self, headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+        cookie_value(headers, &self.cookie_name(name))
+    }
+}
+
+/// A sign-in under way, as the login cookie holds it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingSignIn {
+    pub state: String,
+    pub nonce: String,
+    pub verifier: String,
+    pub next: String,
+    /// Until when (Unix seconds) the sign-in may finish.
+    pub until: i64,
+}
+
+/// `pending` as a cookie value: its JSON and an HMAC-SHA256 of it under `key`, base64url.
+pub fn seal(pending: &PendingSignIn, key: &[u8]) -> String {
+    let body = b64url(
+        serde_json::to_string(pending)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
+    let tag = aws_lc_rs::hmac::sign(&key, body.as_bytes());
+    format!("{body}.{}", b64url(tag.as_ref()))
+}
+
+/// The sign-in a cookie value holds, when its signature under `key` verifies and it is not
+/// past its time at `now`; or why not.
+pub fn unseal(value: &str, key: &[u8], now: i64) -> Result<PendingSignIn, String> {
+    let lost = "this sign-in was not started in this browser (or took longer than ten minutes)";
+    let (body, tag) = value.split_once('.').ok_or(lost)?;
+    let tag = unb64url(tag).ok_or(lost)?;
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
+    aws_lc_rs::hmac::verify(&key, body.as_bytes(), &tag).map_err(|_| lost.to_string())?;
+    let pending: PendingSignIn = unb64url(body)
+        .and_then(|json| serde_json::from_slice(&json).ok())
+        .ok_or(lost)?;
+    if pending.until < now {
+        return Err(lost.into());
+    }
+    Ok(pending)
 }
 
 /// The provider's endpoints, from its discovery document.
@@ -99,6 +162,8 @@ pub struct OidcSignIn {
     keys: Mutex<(HashMap<String, Key>, Option<Instant>)>,
     /// Sessions read from the database lately, by their hash.
     sessions: super::remembered::Remembered,
+    /// The key sign-in cookies are signed with, read from the database the first time.
+    login_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
 impl std::fmt::Debug for OidcSignIn {
@@ -180,7 +245,21 @@ impl OidcSignIn {
             endpoints: tokio::sync::Mutex::new(None),
             keys: Mutex::new((HashMap::new(), None)),
             sessions: super::remembered::Remembered::default(),
+            login_key: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The key the sign-in cookies are signed with: made once, kept in the database.
+    async fn login_key(&self) -> Result<&[u8], String> {
+        self.login_key
+            .get_or_try_init(|| async {
+                self.store
+                    .console_key(LOGIN_KEY)
+                    .await
+                    .map_err(|e| format!("the console's database failed: {e}"))
+            })
+            .await
+            .map(Vec::as_slice)
     }
 
     pub fn settings(&self) -> &OidcSettings {
@@ -283,11 +362,15 @@ impl OidcSignIn {
     /// the cookie that binds the sign-in to it.
     pub async fn begin(&self, next: Option<&str>) -> Result<(String, String), String> {
         let endpoints = self.endpoints().await?;
-        let (state, nonce, verifier) = (random(24), random(24), random(48));
-        self.store
-            .save_sign_in(&state, &verifier, &nonce, &safe_next(next))
-            .await
-            .map_err(|e| format!("the console's database failed: {e}"))?;
+        let key = self.login_key().await?;
+        let pending = PendingSignIn {
+            state: random(24),
+            nonce: random(24),
+            verifier: random(48),
+            next: safe_next(next),
+            until: chrono::Utc::now().timestamp() + LOGIN_SECONDS,
+        };
+        let (state, nonce, verifier) = (&pending.state, &pending.nonce, &pending.verifier);
         let form = crate::outbound::form_encode;
         let separator = if endpoints.authorization.contains('?') {
             '&'
@@ -300,11 +383,12 @@ impl OidcSignIn {
             form(&self.settings.client_id),
             form(&self.settings.redirect_uri()),
             form(&self.settings.scopes),
-            s256(&verifier),
+            s256(verifier),
         );
         Ok((
             url,
-            self.settings.cookie(LOGIN_COOKIE, &state, LOGIN_SECONDS),
+            self.settings
+                .cookie(LOGIN_COOKIE, &seal(&pending, key), LOGIN_SECONDS),
         ))
     }
 
@@ -316,18 +400,18 @@ impl OidcSignIn {
         state: &str,
         headers: &http::HeaderMap,
     ) -> Result<(String, String), String> {
-        if cookie_value(headers, LOGIN_COOKIE) != Some(state) {
+        let key = self.login_key().await?;
+        let cookie = self
+            .settings
+            .cookie_in(headers, LOGIN_COOKIE)
+            .unwrap_or_default();
+        let pending = unseal(cookie, key, chrono::Utc::now().timestamp())?;
+        if pending.state != state {
             return Err(
                 "this sign-in was not started in this browser (or took longer than ten minutes)"
                     .into(),
             );
         }
-        let pending = self
-            .store
-            .take_sign_in(state, LOGIN_SECONDS)
-            .await
-            .map_err(|e| format!("the console's database failed: {e}"))?
-            .ok_or("this sign-in is unknown, was already used, or took longer than ten minutes")?;
         let endpoints = self.endpoints().await?;
         let redirect = self.settings.redirect_uri();
         let mut form = vec![
@@ -442,7 +526,11 @@ impl OidcSignIn {
 
     /// The person of the request's session, or why there is none.
     pub async fn session(&self, headers: &http::HeaderMap) -> Result<SignedIn, Unidentified> {
-        let Some(id) = cookie_value(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) else {
+        let Some(id) = self
+            .settings
+            .cookie_in(headers, SESSION_COOKIE)
+            .filter(|v| !v.is_empty())
+        else {
             return Err(Unidentified::Missing(
                 "sign in first: open /auth/login".into(),
             ));
@@ -471,7 +559,11 @@ impl OidcSignIn {
 
     /// Ends the request's session; the cookie that clears it.
     pub async fn end(&self, headers: &http::HeaderMap) -> String {
-        if let Some(id) = cookie_value(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) {
+        if let Some(id) = self
+            .settings
+            .cookie_in(headers, SESSION_COOKIE)
+            .filter(|v| !v.is_empty())
+        {
             self.sessions.forget(session_hash(id).as_bytes());
             if let Err(error) = self.store.end_session(&session_hash(id)).await {
                 tracing::warn!(%error, "a session could not be ended in the database");
@@ -566,13 +658,28 @@ mod tests {
         let cookie = settings().cookie(SESSION_COOKIE, "abc", 60);
         assert_eq!(
             cookie,
-            "gpushare_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"
+            "__Host-gpushare_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"
+        );
+        let mut secure = http::HeaderMap::new();
+        secure.insert(
+            http::header::COOKIE,
+            "gpushare_session=planted; __Host-gpushare_session=real"
+                .parse()
+                .expect("a header"),
+        );
+        assert_eq!(
+            settings().cookie_in(&secure, SESSION_COOKIE),
+            Some("real"),
+            "over https only the __Host- cookie counts"
         );
         let plain = OidcSettings {
             public_url: "http://127.0.0.1:3000".into(),
             ..settings()
         };
         assert!(!plain.cookie(SESSION_COOKIE, "abc", 60).contains("Secure"));
+        assert!(plain
+            .cookie(SESSION_COOKIE, "abc", 60)
+            .starts_with("gpushare_session=abc;"));
         let mut headers = http::HeaderMap::new();
         headers.insert(
             http::header::COOKIE,
@@ -600,6 +707,34 @@ mod tests {
             assert_eq!(safe_next(Some(elsewhere)), "/", "{elsewhere}");
         }
         assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn a_sign_in_cookie_holds_only_what_its_signature_covers_and_only_for_its_time() {
+        let pending = PendingSignIn {
+            state: "s1".into(),
+            nonce: "n1".into(),
+            verifier: "v1".into(),
+            next: "/deployments".into(),
+            until: 1_000,
+        };
+        let key = b"0123456789abcdef0123456789abcdef";
+        let sealed = seal(&pending, key);
+        assert_eq!(unseal(&sealed, key, 999), Ok(pending.clone()));
+        assert!(unseal(&sealed, key, 1_001).is_err(), "too late");
+        assert!(unseal(&sealed, b"another key", 999).is_err());
+        // The next page changed by hand: the signature no longer covers it.
+        let forged = PendingSignIn {
+            next: "https://evil.example".into(),
+            ..pending
+        };
+        let (_, tag) = sealed.split_once('.').expect("two parts");
+        let (body, _) = seal(&forged, b"x")
+            .split_once('.')
+            .map(|(b, t)| (b.to_string(), t.to_string()))
+            .expect("two parts");
+        assert!(unseal(&format!("{body}.{tag}"), key, 999).is_err());
+        assert!(unseal("not a cookie", key, 999).is_err());
     }
 
     #[test]

@@ -49,6 +49,17 @@ pub fn signed_in(
             ))
         });
     }
+    // Two of one header could be one from the proxy and one the person added, which a proxy
+    // that appends rather than replaces lets through: which one counts is not for the console
+    // to guess.
+    if let Some(twice) = [USER, EMAIL, GROUPS, PREFERRED_USERNAME]
+        .into_iter()
+        .find(|name| headers.get_all(*name).iter().count() > 1)
+    {
+        return Err(Unidentified::Refused(format!(
+            "the request carries {twice} more than once, so who signed in is not clear; set the sign-in proxy to replace identity headers, not add to them"
+        )));
+    }
     let subject = header(headers, USER)
         .or_else(|| header(headers, PREFERRED_USERNAME))
         .or_else(|| header(headers, EMAIL))
@@ -117,5 +128,16 @@ mod tests {
             signed_in(&trusted, peer("10.0.0.9"), &headers(&[(GROUPS, "ml")])),
             Err(Unidentified::Missing(_))
         ));
+        for name in [USER, EMAIL, GROUPS] {
+            let mut twice = signed.clone();
+            twice.append(name, "platform-admins".parse().expect("a value"));
+            assert!(
+                matches!(
+                    signed_in(&trusted, peer("10.0.0.9"), &twice),
+                    Err(Unidentified::Refused(ref why)) if why.contains("more than once")
+                ),
+                "{name}"
+            );
+        }
     }
 }

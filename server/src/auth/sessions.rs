@@ -1,6 +1,6 @@
-//! Sessions and sign-ins under way, in the console's database beside the audit log: a session
-//! is kept by the SHA-256 of its id (the cookie's value), so that reading the database does not
-//! give anyone a session; a sign-in under way is taken back once.
+//! Sessions, in the console's database beside the audit log: a session is kept by the SHA-256 of
+//! its id (the cookie's value), so that reading the database does not give anyone a session.
+//! Beside them, the console's own keys (the one that signs a sign-in under way).
 
 use std::time::Duration;
 
@@ -8,14 +8,6 @@ use sqlx::Row;
 
 use super::proxy::SignedIn;
 use crate::audit::SqlAuditLog;
-
-/// A sign-in under way, as `/auth/login` left it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PendingSignIn {
-    pub verifier: String,
-    pub nonce: String,
-    pub next: String,
-}
 
 fn now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
@@ -26,54 +18,31 @@ fn at(time: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 impl SqlAuditLog {
-    /// Keeps a sign-in under way; sign-ins older than ten minutes go.
-    pub async fn save_sign_in(
-        &self,
-        state: &str,
-        verifier: &str,
-        nonce: &str,
-        next: &str,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM sign_ins WHERE created_at < $1")
-            .bind(at(
-                now() - chrono::Duration::seconds(super::oidc::LOGIN_SECONDS)
-            ))
-            .execute(self.pool())
-            .await?;
+    /// The console's key `name`: 32 random bytes made the first time any replica asks, the same
+    /// for every replica sharing the database after that.
+    pub async fn console_key(&self, name: &str) -> Result<Vec<u8>, sqlx::Error> {
+        let mut fresh = [0u8; 32];
+        aws_lc_rs::rand::fill(&mut fresh)
+            .map_err(|_| sqlx::Error::Protocol("the system's random source failed".into()))?;
+        let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
         sqlx::query(
-            "INSERT INTO sign_ins (state, verifier, nonce, next, created_at) VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO console_keys (name, key, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
         )
-        .bind(state)
-        .bind(verifier)
-        .bind(nonce)
-        .bind(next)
+        .bind(name)
+        .bind(&hex)
         .bind(at(now()))
         .execute(self.pool())
         .await?;
-        Ok(())
-    }
-
-    /// Takes back the sign-in `state` if it is younger than `seconds`: once only.
-    pub async fn take_sign_in(
-        &self,
-        state: &str,
-        seconds: i64,
-    ) -> Result<Option<PendingSignIn>, sqlx::Error> {
-        let row = sqlx::query(
-            "DELETE FROM sign_ins WHERE state = $1 AND created_at >= $2 RETURNING verifier, nonce, next",
-        )
-        .bind(state)
-        .bind(at(now() - chrono::Duration::seconds(seconds)))
-        .fetch_optional(self.pool())
-        .await?;
-        row.map(|row| {
-            Ok(PendingSignIn {
-                verifier: row.try_get("verifier")?,
-                nonce: row.try_get("nonce")?,
-                next: row.try_get("next")?,
-            })
-        })
-        .transpose()
+        let row = sqlx::query("SELECT key FROM console_keys WHERE name = $1")
+            .bind(name)
+            .fetch_one(self.pool())
+            .await?;
+        let kept: String = row.try_get("key")?;
+        (0..kept.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(kept.get(i..i + 2).unwrap_or("zz"), 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| sqlx::Error::Decode(format!("the console key {name:?} is not hex").into()))
     }
 
     /// Opens a session for `person`, kept by `hash`, lasting `ttl`; expired sessions go.

@@ -46,6 +46,7 @@ async fn console(key_url: String) -> Router {
         args.access.alb_client_id = Some("gpushare-console".into());
         args.access.policy = Some(policy);
         args.listen = "0.0.0.0:3000".parse().expect("address");
+        args.access.allowed_hosts = vec!["gpushare.example.com".into()];
     })
     .await
 }
@@ -170,4 +171,65 @@ async fn load_balancer_tokens_are_verified_over_their_padded_text() {
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{case}: {message}");
     }
+}
+
+/// A key endpoint that counts what it is asked: `signer`'s key under `kid`, 404 for any other.
+async fn counting_key_server(
+    signer: &TokenSigner,
+    kid: &str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::{extract::Path, routing::get};
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (pem, kid, counter) = (signer.public_pem(), kid.to_string(), asked.clone());
+    let keys = Router::new().route(
+        "/{kid}",
+        get(move |Path(wanted): Path<String>| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let answer = if wanted == kid {
+                (StatusCode::OK, pem.clone())
+            } else {
+                (StatusCode::NOT_FOUND, "no such key".to_string())
+            };
+            async move { answer }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let address = listener.local_addr().expect("bound");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, keys).await;
+    });
+    (format!("http://{address}"), asked)
+}
+
+#[tokio::test]
+async fn made_up_key_ids_cost_a_bounded_number_of_key_fetches() {
+    let signer = TokenSigner::new().expect("a key");
+    let (url, asked) = counting_key_server(&signer, KID).await;
+    let app = console(url).await;
+    let later = now() + 600;
+    // Anyone who reaches the console can name any kid: 200 of them, each new.
+    for n in 0..200 {
+        let kid = format!("00000000-0000-0000-0000-{n:012}");
+        let token = signer.token(&header(&kid, ARN, later), &claims(later));
+        let (status, _) = status_with(&app, Some(&token)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+    }
+    let fetched = asked.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(fetched <= 12, "{fetched} key fetches for 200 made-up kids");
+    let (status, body) = status_with(
+        &app,
+        Some(&signer.token(&header(KID, ARN, later), &claims(later))),
+    )
+    .await;
+    // The real key may wait for the fetches to come back (one every few seconds), but a
+    // token it signed is still told apart from a made-up one.
+    assert!(
+        status == StatusCode::OK
+            || body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("try again in a minute")),
+        "{status}: {body}"
+    );
 }

@@ -56,6 +56,10 @@ impl Provider {
         match spoil {
             Some("nonce") => claims["nonce"] = "another sign-in's".into(),
             Some("audience") => claims["aud"] = "another-client".into(),
+            Some("unverified") => {
+                claims["email"] = "ceo@example.com".into();
+                claims["email_verified"] = false.into();
+            }
             _ => {}
         }
         let signed = format!(
@@ -167,19 +171,27 @@ async fn provider() -> Arc<Provider> {
 
 /// A console that signs in with `provider`, sessions lasting `ttl` seconds.
 async fn console(provider: &Provider, ttl: u64) -> Router {
+    console_at(provider, ttl, "http://127.0.0.1:3000").await.0
+}
+
+/// [`console`] reached at `public_url`, with its site root (where its database is).
+async fn console_at(
+    provider: &Provider,
+    ttl: u64,
+    public_url: &str,
+) -> (Router, std::path::PathBuf) {
     let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy.example.toml");
-    let issuer = provider.issuer.clone();
-    let (app, _) = test_app_configured(false, Vec::new(), None, move |args| {
+    let (issuer, public_url) = (provider.issuer.clone(), public_url.to_string());
+    test_app_configured(false, Vec::new(), None, move |args| {
         args.access.auth = gpushare::config::AuthFlag::Oidc;
         args.access.oidc_issuer = Some(issuer);
         args.access.oidc_client_id = Some(CLIENT.into());
         args.access.oidc_client_secret = Some(SECRET.into());
-        args.access.public_url = Some("http://127.0.0.1:3000".into());
+        args.access.public_url = Some(public_url);
         args.access.policy = Some(policy);
         args.access.session_ttl = ttl;
     })
-    .await;
-    app
+    .await
 }
 
 /// The query parameters of a URL.
@@ -418,4 +430,94 @@ async fn sign_ins_that_cannot_be_believed_are_refused() {
     // After sign-in the browser goes only to the console's own pages.
     let (response, _) = sign_in(&app, &provider, "ana", "https://evil.example.com/").await;
     assert_eq!(response.headers()[header::LOCATION], "/");
+}
+
+/// Every table of the console's database with its number of rows.
+async fn rows(site_root: &std::path::Path) -> Vec<(String, i64)> {
+    use sqlx::Row as _;
+    let url = format!(
+        "sqlite://{}?mode=ro",
+        site_root.join("data").join("gpushare.db").display()
+    );
+    let pool = sqlx::sqlite::SqlitePool::connect(&url)
+        .await
+        .expect("the database opens");
+    let tables: Vec<String> = sqlx::query(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_sqlx%' ORDER BY name",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("tables")
+    .iter()
+    .map(|row| row.get::<String, _>("name"))
+    .collect();
+    let mut counts = Vec::new();
+    for table in tables {
+        let count: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM \"{table}\""))
+            .fetch_one(&pool)
+            .await
+            .expect("a count")
+            .get("n");
+        counts.push((table, count));
+    }
+    counts
+}
+
+#[tokio::test]
+async fn starting_sign_ins_writes_nothing_to_the_database() {
+    let provider = provider().await;
+    let (app, site_root) = console_at(&provider, 3600, "http://127.0.0.1:3000").await;
+    // The first start makes the console's key; what follows must write nothing.
+    let first = send(&app, get("/auth/login")).await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let before = rows(&site_root).await;
+    for _ in 0..300 {
+        let response = send(&app, get("/auth/login?next=/cost")).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    }
+    assert_eq!(rows(&site_root).await, before, "300 sign-ins started");
+    // And a sign-in still finishes.
+    let (response, _) = sign_in(&app, &provider, "ana", "/cost").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(response.headers()[header::LOCATION], "/cost");
+}
+
+#[tokio::test]
+async fn an_address_the_provider_has_not_verified_names_nobody() {
+    let provider = provider().await;
+    let app = console(&provider, 3600).await;
+    *provider.spoil.lock().expect("lock") = Some("unverified");
+    let (response, _) = sign_in(&app, &provider, "mallory", "/").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let cookie = cookie_pair(&set_cookie(&response, "gpushare_session").expect("a session"));
+    let (status, body) = status_with(&app, &cookie).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["actor"]["subject"], "mallory");
+    assert!(body["actor"]["email"].is_null(), "{body}");
+}
+
+#[tokio::test]
+async fn over_https_the_cookies_are_host_only() {
+    let provider = provider().await;
+    let (app, _) = console_at(&provider, 3600, "https://gpushare.example.com").await;
+    let response = send(&app, get("/auth/login")).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let login = set_cookie(&response, "__Host-gpushare_login").expect("a __Host- cookie");
+    assert!(
+        login.contains("Secure") && login.contains("Path=/") && !login.contains("Domain"),
+        "{login}"
+    );
+    assert!(set_cookie(&response, "gpushare_login").is_none());
+    // A cookie of the plain name, which another site on the domain could have set, is not it.
+    let asked = parameters(response.headers()[header::LOCATION].to_str().expect("text"));
+    let value = cookie_pair(&login)
+        .split_once('=')
+        .map(|(_, v)| v.to_string())
+        .expect("a value");
+    let planted = Request::get(format!("/auth/callback?code=c&state={}", asked["state"]))
+        .header(header::COOKIE, format!("gpushare_login={value}"))
+        .body(Body::empty())
+        .expect("request");
+    let page = text(send(&app, planted).await).await;
+    assert!(page.contains("not started in this browser"), "{page}");
 }
