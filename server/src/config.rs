@@ -71,6 +71,20 @@ pub enum BenchCommand {
     /// Team budgets with approval: the budget check's cost per deploy on the scenario, and the
     /// time from an approval to UpdateService answered and recorded.
     Approvals(BenchApprovalsArgs),
+    /// What a flood of unauthenticated `/readyz` probes costs: the ECS and CloudWatch calls
+    /// they become, and their latency.
+    Readiness(BenchReadinessArgs),
+}
+
+/// Options of `gpushare bench readiness`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchReadinessArgs {
+    /// Probes a second.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    pub rate: u32,
+    /// Seconds of the flood.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub seconds: u32,
 }
 
 /// Options of `gpushare bench approvals`.
@@ -412,6 +426,10 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_REQUEST_TIMEOUT", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub request_timeout: u64,
 
+    /// Seconds a client may take to send a request's headers; a slower connection is closed.
+    #[arg(long, env = "GPUSHARE_HEADER_READ_TIMEOUT", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=300), value_name = "SECS")]
+    pub header_read_timeout: u64,
+
     /// Largest request body accepted, in bytes; larger bodies get 413.
     #[arg(long, env = "GPUSHARE_BODY_LIMIT", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
     pub body_limit: u64,
@@ -470,8 +488,14 @@ pub struct AccessArgs {
     )]
     pub trusted_proxies: Vec<String>,
 
+    /// Believe identity headers from any address (a --trusted-proxy of 0.0.0.0/0 or ::/0): only
+    /// where nothing but the proxy can reach the console. Without it such a range is refused.
+    #[arg(long, env = "GPUSHARE_TRUST_ANY_PROXY")]
+    pub trust_any_proxy: bool,
+
     /// The policy file: groups → roles and teams, and the fields only admins may change (see
-    /// policy.example.toml). Without it everyone who signs in is a viewer.
+    /// policy.example.toml). A sign-in (--auth proxy, alb or oidc) needs one: without it nobody
+    /// would be let in.
     #[arg(long, env = "GPUSHARE_POLICY", value_name = "FILE")]
     pub policy: Option<PathBuf>,
 
@@ -557,6 +581,7 @@ impl Default for AccessArgs {
             auth: AuthFlag::None,
             insecure_no_auth: false,
             trusted_proxies: Vec::new(),
+            trust_any_proxy: false,
             policy: None,
             public_url: None,
             allowed_hosts: Vec::new(),
@@ -608,6 +633,7 @@ impl Default for ServeArgs {
             cost_host_share: 0.0,
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
+            header_read_timeout: 10,
             body_limit: 1024 * 1024,
             max_streams_per_client: crate::http::streams::PER_CLIENT,
             max_streams: crate::http::streams::TOTAL,

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fleet;
 pub mod http;
 pub mod outbound;
+pub mod people;
 pub mod ports;
 pub mod prices;
 pub mod readiness;
@@ -157,6 +158,18 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/{*path}",
             axum::routing::any(http::api::unknown_endpoint),
+        )
+        // Open without sign-in: what is not a sign-in route or a built file is a bare 404.
+        .route(
+            "/auth/{*path}",
+            axum::routing::any(http::api::bare_not_found),
+        )
+        .nest_service(
+            "/pkg",
+            tower_http::services::ServeDir::new(
+                std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"),
+            )
+            .not_found_service(axum::routing::any(http::api::bare_not_found).with_state(())),
         )
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = shell_options.clone();
@@ -320,15 +333,16 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     if args.access.insecure_no_auth && auth == app::model::identity::AuthMode::None {
         tracing::warn!(address = %args.listen, "serving a network address without sign-in: everyone who reaches it is an admin");
     }
-    if args.access.public_url.is_none() && !args.listen.ip().is_loopback() {
-        tracing::warn!("no --public-url: changes are accepted from any origin matching the request's Host, and every Host is answered");
-    }
+    http::panics::log_panics();
     // The peer's address reaches the sign-in, which trusts a proxy by it.
-    let service = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, service)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("the HTTP server stopped with an error")?;
+    http::serve::serve(
+        listener,
+        router(state),
+        Duration::from_secs(args.header_read_timeout),
+        shutdown_signal(),
+    )
+    .await
+    .context("the HTTP server stopped with an error")?;
     // The other replicas may settle at once whatever this one leaves.
     if let Err(error) = audit.leave().await {
         tracing::warn!(%error, "could not tell the audit database that this replica stopped");

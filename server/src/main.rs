@@ -19,6 +19,9 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Bench(BenchCommand::Validate(args))) => gpushare::bench::validate(args).await,
         Some(Command::Bench(BenchCommand::Auth(args))) => gpushare::bench::auth(args).await,
         Some(Command::Bench(BenchCommand::Cost(args))) => gpushare::bench::cost(args).await,
+        Some(Command::Bench(BenchCommand::Readiness(args))) => {
+            gpushare::bench::readiness(args).await
+        }
         Some(Command::Bench(BenchCommand::Approvals(args))) => {
             gpushare::bench::approvals(args).await
         }

@@ -105,6 +105,51 @@ impl ReadinessCheck for SiteAssets {
     }
 }
 
+/// How long a dependency's answer to a readiness probe is kept: `/readyz` needs no sign-in, so
+/// a loop of requests must not become a loop of AWS calls (ECS's and CloudWatch's request
+/// budgets are shared by every caller in the account).
+pub const PROBE_CACHE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A check whose answer is kept for a while: one probe at a time, and at most one per period
+/// however many requests ask; the others wait for it or take the kept answer.
+pub struct Cached {
+    inner: Box<dyn ReadinessCheck>,
+    period: std::time::Duration,
+    last: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
+}
+
+impl Cached {
+    /// `check`, probed at most once every `period`.
+    pub fn new(check: impl ReadinessCheck + 'static, period: std::time::Duration) -> Cached {
+        Cached {
+            inner: Box::new(check),
+            period,
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl ReadinessCheck for Cached {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            // Held across the probe: a burst waits for the one probe rather than starting its own.
+            let mut last = self.last.lock().await;
+            if let Some((at, answer)) = last.as_ref() {
+                if at.elapsed() < self.period {
+                    return answer.clone();
+                }
+            }
+            let answer = self.inner.check().await;
+            *last = Some((std::time::Instant::now(), answer.clone()));
+            answer
+        })
+    }
+}
+
 /// How long a dependency may take to answer a readiness probe.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -198,6 +243,45 @@ impl ReadinessCheck for HistoryReplay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A check that counts its probes.
+    struct Counting(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+    impl ReadinessCheck for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+
+        fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                Err("down".to_string())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_probes_makes_one_call_a_period() {
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let readiness = Readiness::default().with(Cached::new(
+            Counting(calls.clone()),
+            std::time::Duration::from_millis(300),
+        ));
+        let burst = (0..200).map(|_| readiness.run());
+        let answers = futures::future::join_all(burst).await;
+        assert!(answers
+            .iter()
+            .all(|a| !a[0].ok && a[0].error.as_deref() == Some("down")));
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+        readiness.run().await;
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "asked again after the period"
+        );
+    }
 
     #[tokio::test]
     async fn site_assets_names_the_missing_files() {

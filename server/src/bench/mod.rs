@@ -9,6 +9,7 @@ mod emulator;
 mod fit;
 mod fleet;
 mod precheck;
+mod readiness;
 mod refresh;
 mod validate;
 
@@ -20,6 +21,7 @@ pub use emulator::emulator;
 pub use fit::fit;
 pub use fleet::fleet;
 pub use precheck::precheck;
+pub use readiness::readiness;
 pub use validate::validate;
 
 use anyhow::Context;

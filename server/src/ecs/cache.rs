@@ -113,6 +113,16 @@ impl ReadCache {
         *self.stale.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
+    /// Notes that `key` happened now (an answer with nothing to keep but its time).
+    pub fn remember(&self, key: &str) {
+        self.put(key, ());
+    }
+
+    /// Whether `key` was noted less than `ttl` ago.
+    pub fn fresh(&self, key: &str, ttl: Duration) -> bool {
+        self.get::<()>(key).is_some_and(|((), age)| age < ttl)
+    }
+
     /// Forgets every entry whose key starts with `prefix` (after a write that changes it).
     pub fn forget(&self, prefix: &str) {
         self.entries

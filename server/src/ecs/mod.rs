@@ -32,6 +32,11 @@ const DEFINITIONS_TTL: Duration = Duration::from_secs(30);
 const SERVICE_TTL: Duration = Duration::ZERO;
 const EVENTS_TTL: Duration = Duration::from_secs(5);
 const TASKS_TTL: Duration = Duration::ZERO;
+/// How long a family's newest active revision is kept (the console's own registrations forget
+/// it at once).
+const LATEST_ACTIVE_TTL: Duration = Duration::from_secs(5);
+/// How long "there is no such revision" is kept.
+const MISSING_TTL: Duration = Duration::from_secs(30);
 
 /// ECS, read and written through one SDK client; on-demand reads go through a short-lived
 /// cache ([`cache`]), which the console's own writes clear where they change something.
@@ -94,9 +99,14 @@ impl EcsReads for Ecs {
         let me = self.clone();
         let reference = format!("{family}:{revision}");
         Box::pin(async move {
-            // A revision never changes; one that does not exist yet may be registered later,
-            // so "no such revision" is not kept.
+            // A revision never changes; one that does not exist yet may be registered later, so
+            // "no such revision" is kept only for a while (and the console's own registrations
+            // forget it), so that asking again and again for one costs ECS one call a while.
             let key = format!("revision/{reference}");
+            let missing = format!("missing/{reference}");
+            if self.cache.fresh(&missing, MISSING_TTL) {
+                return Ok(None);
+            }
             let found = self
                 .cache
                 .read(
@@ -108,8 +118,28 @@ impl EcsReads for Ecs {
                 .map_err(ServiceError::unavailable)?;
             if found.is_none() {
                 self.cache.forget(&key);
+                self.cache.remember(&missing);
             }
             Ok(found)
+        })
+    }
+
+    fn latest_active(
+        &self,
+        family: String,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        let me = self.clone();
+        Box::pin(async move {
+            // By the family alone, ECS describes its newest active revision: who owns the
+            // family now, for the rules that authorize changes of it.
+            self.cache
+                .read(
+                    format!("latest-active/{family}/"),
+                    Some(LATEST_ACTIVE_TTL),
+                    async move { me.describe(&family).await },
+                )
+                .await
+                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -192,6 +222,8 @@ impl EcsWrites for Ecs {
             // Whatever the answer (it may have been made), the lists are read again.
             self.cache.forget("latest/");
             self.cache.forget(&format!("revisions/{family}/"));
+            self.cache.forget(&format!("missing/{family}:"));
+            self.cache.forget(&format!("latest-active/{family}/"));
             registered
         })
     }

@@ -398,6 +398,17 @@ fn shape_errors(task: &Map<String, Value>) -> Vec<placement::rules::RuleError> {
             message: "containerDefinitions must list at least one container.".into(),
         }),
     }
+    // ECS refuses a request that gives a tag key twice; the console's team rules read the team
+    // from one key, so a repeat must not reach them either.
+    for key in app::model::task_definition::duplicate_tag_keys(task) {
+        errors.push(RuleError {
+            container: None,
+            path: "tags".into(),
+            message: format!(
+                "The tag key {key:?} is given more than once; ECS refuses duplicate tag keys. Keep one."
+            ),
+        });
+    }
     errors
 }
 
@@ -418,5 +429,16 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(valid.1, placement::GpuRequest::None);
+        let twice = SdkSchema::check(
+            r#"{"family": "embed", "containerDefinitions": [{"name": "a", "image": "x"}],
+                "tags": [{"key": "team", "value": "search"}, {"key": "team", "value": "vision"}]}"#,
+        )
+        .expect_err("a tag key twice");
+        assert!(
+            twice.iter().any(
+                |e| e.field == "tags" && e.message.contains("\"team\" is given more than once")
+            ),
+            "{twice:?}"
+        );
     }
 }

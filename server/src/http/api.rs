@@ -2,7 +2,8 @@
 
 use axum::{
     extract::{rejection::QueryRejection, Query},
-    http::{Method, Uri},
+    http::{header, Method, StatusCode, Uri},
+    response::{IntoResponse, Response},
 };
 
 use crate::error::AppError;
@@ -13,6 +14,18 @@ pub async fn unknown_endpoint(method: Method, uri: Uri) -> AppError {
         "there is no API endpoint {method} {}; see the API documentation in the README",
         uri.path()
     ))
+}
+
+/// A path under the open prefixes (`/auth/…`, `/pkg/…`) that names nothing: a bare 404. These
+/// paths are answered without sign-in, so they must not render the app's shell, which tells the
+/// console's version, its AWS endpoint and its last read error.
+pub async fn bare_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "Not found\n",
+    )
+        .into_response()
 }
 
 /// An endpoint's query parameters, or a 400 that says what was wrong and which parameters

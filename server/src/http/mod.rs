@@ -9,8 +9,10 @@ pub mod fleet;
 pub mod health;
 pub mod metrics;
 pub mod origin;
+pub mod panics;
 pub mod plan;
 pub mod security;
+pub mod serve;
 pub mod services;
 pub mod state;
 pub mod streams;
@@ -32,9 +34,9 @@ use crate::error::AppError;
 use state::AppState;
 
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
-/// bottom-up: metrics, tracing, security headers, clear errors for oversized and slow requests,
-/// the refusal of requests from elsewhere (host, origin, content type), sign-in, compression,
-/// the timeout, and the body limit.
+/// bottom-up: metrics, tracing, security headers, the catching of panics, clear errors for
+/// oversized and slow requests, the refusal of requests from elsewhere (host, origin, content
+/// type), sign-in, compression, the timeout, and the body limit.
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router
         .layer(RequestBodyLimitLayer::new(state.body_limit))
@@ -52,6 +54,7 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
             state.clone(),
             explain_edge_errors,
         ))
+        .layer(middleware::from_fn(panics::catch))
         .layer(middleware::from_fn(security::headers))
         .layer(
             TraceLayer::new_for_http().make_span_with(|request: &Request| {

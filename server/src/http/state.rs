@@ -25,7 +25,7 @@ use crate::{
         usage::UsageReader,
     },
     ports::service_context,
-    readiness::{CloudWatchReachable, EcsReachable, Readiness},
+    readiness::{Cached, CloudWatchReachable, EcsReachable, Readiness, PROBE_CACHE},
 };
 
 /// The server's shared state, cloned into every handler.
@@ -151,8 +151,14 @@ impl AppState {
                 args.max_streams,
             )),
             readiness: Readiness::for_site(&args.site_root)
-                .with(EcsReachable::new(clients.ecs.clone()))
-                .with(CloudWatchReachable::new(clients.cloudwatch.clone()))
+                .with(Cached::new(
+                    EcsReachable::new(clients.ecs.clone()),
+                    PROBE_CACHE,
+                ))
+                .with(Cached::new(
+                    CloudWatchReachable::new(clients.cloudwatch.clone()),
+                    PROBE_CACHE,
+                ))
                 .with(crate::readiness::HistoryReplay(history.clone())),
             leptos_options,
             services,
