@@ -184,6 +184,18 @@ pub fn parse_tags(tags: Option<Value>) -> Result<Vec<Tag>, EcsError> {
             list.len()
         )));
     }
+    // A request that gives a key twice is refused, as AWS's tagging refuses it; which value
+    // would win is not documented, so the cautious reading keeps neither.
+    let mut keys = std::collections::HashSet::new();
+    if let Some(key) = list
+        .iter()
+        .filter_map(|tag| tag.get("key").and_then(Value::as_str))
+        .find(|key| !keys.insert(*key))
+    {
+        return Err(invalid(format!(
+            "Duplicate tag keys are not allowed: {key:?} is given more than once."
+        )));
+    }
     list.iter()
         .map(|tag| {
             let key = tag
@@ -222,6 +234,20 @@ mod tests {
 
     fn gpu_container(name: &str, requirement: Value) -> Value {
         json!({"name": name, "image": "img", "resourceRequirements": [requirement]})
+    }
+
+    #[test]
+    fn a_tag_key_given_twice_is_refused() {
+        let refused = register(
+            json!({"family": "a", "containerDefinitions": [{"name": "c", "image": "i"}],
+            "tags": [{"key": "team", "value": "search"}, {"key": "team", "value": "vision"}]}),
+        )
+        .expect_err("a key twice");
+        assert!(refused.to_string().contains("\"team\""), "{refused}");
+        assert!(parse_tags(Some(
+            json!([{"key": "a", "value": "1"}, {"key": "b", "value": "1"}])
+        ))
+        .is_ok());
     }
 
     /// ECS's model: a requirement has a value or a sharing strategy, not both. Whether ECS

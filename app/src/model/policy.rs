@@ -26,10 +26,14 @@ pub struct TeamRule {
     pub team: String,
 }
 
-/// The fields of a task definition that widen what a task may do on its host or in AWS: only
-/// an admin may change them. A path names a field as the diff does, `[*]` for any item of a
-/// list (`containerDefinitions[*].privileged`); a path covers everything below it.
-pub const DEFAULT_ADMIN_ONLY_FIELDS: [&str; 14] = [
+/// The fields of a task definition that widen what a task may do on its host or in AWS, or
+/// reach other teams' data: only an admin may change them. A path names a field as the diff
+/// does, `[*]` for any item of a list (`containerDefinitions[*].privileged`); a path covers
+/// everything below it. Secrets, environment files and private registry credentials read what
+/// the execution role can read, which is every team's in an account that shares one;
+/// `volumesFrom` mounts another container's volumes; EFS and FSx volumes mount file systems by
+/// id.
+pub const DEFAULT_ADMIN_ONLY_FIELDS: [&str; 21] = [
     "taskRoleArn",
     "executionRoleArn",
     "networkMode",
@@ -37,6 +41,8 @@ pub const DEFAULT_ADMIN_ONLY_FIELDS: [&str; 14] = [
     "ipcMode",
     "volumes[*].host",
     "volumes[*].dockerVolumeConfiguration",
+    "volumes[*].efsVolumeConfiguration",
+    "volumes[*].fsxWindowsFileServerVolumeConfiguration",
     "containerDefinitions[*].privileged",
     "containerDefinitions[*].user",
     "containerDefinitions[*].linuxParameters.capabilities",
@@ -44,6 +50,11 @@ pub const DEFAULT_ADMIN_ONLY_FIELDS: [&str; 14] = [
     "containerDefinitions[*].dockerSecurityOptions",
     "containerDefinitions[*].systemControls",
     "containerDefinitions[*].mountPoints",
+    "containerDefinitions[*].volumesFrom",
+    "containerDefinitions[*].secrets",
+    "containerDefinitions[*].environmentFiles",
+    "containerDefinitions[*].repositoryCredentials",
+    "containerDefinitions[*].logConfiguration.secretOptions",
 ];
 
 fn default_admin_only() -> Vec<String> {
@@ -67,17 +78,25 @@ pub struct Policy {
     /// GPU budgets per team and cluster; a team without one on a cluster has no limit there.
     #[serde(default)]
     pub budgets: Vec<BudgetRule>,
+    /// The `NVIDIA_*` and `CUDA_MPS_*` environment variables an edit may set (exact names, or
+    /// prefixes ending in `*`); any other such variable an edit sets or changes is refused, for
+    /// admins too.
+    #[serde(default)]
+    pub allowed_gpu_variables: Vec<String>,
 }
 
 impl Default for Policy {
-    /// Everyone who signs in is a viewer; nobody is on a team.
+    /// Nobody who signs in is let in (no default role), nobody is on a team: a console with a
+    /// sign-in needs a policy file, and without one only the local administrator of `--auth
+    /// none` uses it.
     fn default() -> Self {
         Policy {
-            default_role: Some(Role::Viewer),
+            default_role: None,
             roles: Vec::new(),
             teams: Vec::new(),
             admin_only_fields: default_admin_only(),
             budgets: Vec::new(),
+            allowed_gpu_variables: Vec::new(),
         }
     }
 }
@@ -251,24 +270,30 @@ impl Policy {
         })
     }
 
-    /// Whether `actor` may make the changes of `diff`: the team tag `team_tag` and the
-    /// admin-only fields are an admin's to change.
+    /// Whether `actor` may make the changes of `diff` to a family that belongs to `owner` now,
+    /// the edit's result naming `result_team` in its team tag (`team_tag`): the team tag and the
+    /// admin-only fields are an admin's to change. The team is compared as the two requests
+    /// name it, not through the diff, so that a `tags` list dropped whole or a repeated key
+    /// cannot move a family to another team unseen.
     pub fn may_edit(
         &self,
         actor: &Actor,
         diff: &[DiffEntry],
+        (owner, result_team): (Option<&str>, Option<&str>),
         team_tag: &str,
     ) -> Result<(), Refusal> {
         if actor.role == Role::Admin {
             return Ok(());
         }
-        let tag = format!("tags[{team_tag}]");
-        if diff
-            .iter()
-            .any(|e| e.path == tag || e.path.starts_with(&format!("{tag}.")))
-        {
+        if owner != result_team {
+            let said = |team: Option<&str>| {
+                team.map_or_else(|| "no team".to_string(), |t| format!("team {t}"))
+            };
             return Err(format!(
-                "The edit changes the team tag `{team_tag}`, which only an admin may change: ask {}.",
+                "The edit changes the team tag `{team_tag}` from {} to {} (the family belongs to {} now), and only an admin may change it: keep the tag as it is, or ask {}.",
+                said(owner),
+                said(result_team),
+                said(owner),
                 self.admins()
             ));
         }
@@ -287,6 +312,24 @@ impl Policy {
                 self.admins()
             ))
         }
+    }
+
+    /// Why the GPU-steering environment variables an edit sets (`(container, name)`) are
+    /// refused, or `None` when the policy allows each of them.
+    pub fn gpu_variables_refused(&self, set: &[(String, String)]) -> Option<String> {
+        let refused: Vec<String> = set
+            .iter()
+            .filter(|(_, name)| {
+                !crate::model::task_definition::allowed_by(name, &self.allowed_gpu_variables)
+            })
+            .map(|(container, name)| format!("{name} (container {container})"))
+            .collect();
+        (!refused.is_empty()).then(|| {
+            format!(
+                "The edit sets {}: NVIDIA_* and CUDA_MPS_* variables steer what a container sees of the GPUs and of the MPS daemon, and ECS sets the ones GPU sharing needs. Remove them, or ask an admin to allow them in the policy file (allowed_gpu_variables).",
+                refused.join(", ")
+            )
+        })
     }
 }
 
@@ -397,6 +440,9 @@ mod tests {
         }
     }
 
+    /// The family belongs to search before and after the edit.
+    const SEARCH: (Option<&str>, Option<&str>) = (Some("search"), Some("search"));
+
     fn actor(groups: &[&str]) -> Actor {
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         let policy = policy();
@@ -489,31 +535,49 @@ mod tests {
             Some("{}"),
         );
         assert!(policy
-            .may_edit(&deployer, std::slice::from_ref(&gpu), "team")
+            .may_edit(&deployer, std::slice::from_ref(&gpu), SEARCH, "team")
             .is_ok());
-        let tag = entry("tags[team].value", Some("\"vision\""));
+        let moved = policy
+            .may_edit(
+                &deployer,
+                std::slice::from_ref(&gpu),
+                (Some("search"), Some("vision")),
+                "team",
+            )
+            .expect_err("the team tag");
+        assert!(
+            moved.contains("team tag `team` from team search to team vision"),
+            "{moved}"
+        );
+        // A tags list dropped whole, or a key given twice, names another team or none.
+        for result in [None, Some("search, vision")] {
+            assert!(policy
+                .may_edit(&deployer, &[], (Some("search"), result), "team")
+                .is_err());
+        }
         assert!(policy
-            .may_edit(&deployer, &[gpu, tag], "team")
-            .expect_err("the team tag")
-            .contains("team tag `team`"));
+            .may_edit(&actor(&["platform"]), &[], (Some("search"), None), "team")
+            .is_ok());
         let privileged = entry("containerDefinitions[model].privileged", Some("true"));
         let refused = policy
-            .may_edit(&deployer, std::slice::from_ref(&privileged), "team")
+            .may_edit(&deployer, std::slice::from_ref(&privileged), SEARCH, "team")
             .expect_err("privileged");
         assert!(
             refused.contains("containerDefinitions[*].privileged"),
             "{refused}"
         );
         assert!(policy
-            .may_edit(&actor(&["platform"]), &[privileged], "team")
+            .may_edit(&actor(&["platform"]), &[privileged], SEARCH, "team")
             .is_ok());
         let role = entry("taskRoleArn", Some("\"arn:aws:iam::1:role/x\""));
-        assert!(policy.may_edit(&deployer, &[role], "team").is_err());
+        assert!(policy.may_edit(&deployer, &[role], SEARCH, "team").is_err());
         let capabilities = entry(
             "containerDefinitions[model].linuxParameters.capabilities.add",
             Some("[\"SYS_ADMIN\"]"),
         );
-        assert!(policy.may_edit(&deployer, &[capabilities], "team").is_err());
+        assert!(policy
+            .may_edit(&deployer, &[capabilities], SEARCH, "team")
+            .is_err());
     }
 
     #[test]
@@ -524,25 +588,93 @@ mod tests {
             "containerDefinitions[sidecar]",
             Some(r#"{"name": "sidecar", "image": "x", "privileged": false}"#),
         );
-        assert!(policy.may_edit(&deployer, &[plain], "team").is_ok());
+        assert!(policy.may_edit(&deployer, &[plain], SEARCH, "team").is_ok());
         let privileged = entry(
             "containerDefinitions[sidecar]",
             Some(r#"{"name": "sidecar", "image": "x", "privileged": true}"#),
         );
-        assert!(policy.may_edit(&deployer, &[privileged], "team").is_err());
+        assert!(policy
+            .may_edit(&deployer, &[privileged], SEARCH, "team")
+            .is_err());
         let host = entry(
             "volumes[data]",
             Some(r#"{"name": "data", "host": {"sourcePath": "/"}}"#),
         );
-        assert!(policy.may_edit(&deployer, &[host], "team").is_err());
+        assert!(policy.may_edit(&deployer, &[host], SEARCH, "team").is_err());
         let caps = entry(
             "containerDefinitions",
             Some(r#"[{"name": "a", "linuxParameters": {"capabilities": {"add": ["NET_ADMIN"]}}}]"#),
         );
-        assert!(policy.may_edit(&deployer, &[caps], "team").is_err());
+        assert!(policy.may_edit(&deployer, &[caps], SEARCH, "team").is_err());
         assert_eq!(
             generic("containerDefinitions[m].environment[A].value"),
             "containerDefinitions[*].environment[*].value"
         );
+    }
+
+    #[test]
+    fn fields_that_reach_other_teams_data_are_an_admins() {
+        let policy = policy();
+        let deployer = actor(&["ml", "search-eng"]);
+        for (path, after) in [
+            (
+                "containerDefinitions[model].secrets[DB]",
+                r#"{"name": "DB", "valueFrom": "arn:aws:secretsmanager:us-east-1:1:secret:vision-db"}"#,
+            ),
+            (
+                "containerDefinitions[model].environmentFiles[0]",
+                r#"{"type": "s3", "value": "arn:aws:s3:::vision/env"}"#,
+            ),
+            (
+                "containerDefinitions[model].repositoryCredentials.credentialsParameter",
+                r#""arn:aws:secretsmanager:us-east-1:1:secret:registry""#,
+            ),
+            (
+                "containerDefinitions[model].logConfiguration.secretOptions[token]",
+                r#"{"name": "token", "valueFrom": "x"}"#,
+            ),
+            (
+                "containerDefinitions[model].volumesFrom[0]",
+                r#"{"sourceContainer": "other"}"#,
+            ),
+            (
+                "volumes[data].efsVolumeConfiguration",
+                r#"{"fileSystemId": "fs-1"}"#,
+            ),
+            (
+                "volumes[data].fsxWindowsFileServerVolumeConfiguration",
+                r#"{"fileSystemId": "fs-2"}"#,
+            ),
+        ] {
+            let refused = policy
+                .may_edit(&deployer, &[entry(path, Some(after))], SEARCH, "team")
+                .expect_err(path);
+            assert!(refused.contains("only an admin"), "{path}: {refused}");
+        }
+        // A sidecar added whole with a secret is looked into too.
+        let sidecar = entry(
+            "containerDefinitions[sidecar]",
+            Some(r#"{"name": "sidecar", "secrets": [{"name": "K", "valueFrom": "x"}]}"#),
+        );
+        assert!(policy
+            .may_edit(&deployer, &[sidecar], SEARCH, "team")
+            .is_err());
+    }
+
+    #[test]
+    fn gpu_variables_are_refused_unless_the_policy_names_them() {
+        let set = vec![("model".to_string(), "NVIDIA_VISIBLE_DEVICES".to_string())];
+        let refused = policy().gpu_variables_refused(&set).expect("refused");
+        assert!(
+            refused.contains("NVIDIA_VISIBLE_DEVICES (container model)"),
+            "{refused}"
+        );
+        assert!(refused.contains("allowed_gpu_variables"), "{refused}");
+        let allowing = Policy {
+            allowed_gpu_variables: vec!["NVIDIA_*".into()],
+            ..policy()
+        };
+        assert_eq!(allowing.gpu_variables_refused(&set), None);
+        assert_eq!(policy().gpu_variables_refused(&[]), None);
     }
 }

@@ -14,10 +14,10 @@ use crate::{
         policy::Permission,
         task_definition::{
             check_description, check_edit, cli_json, cloudformation_yaml, diff, gpu_changes,
-            invalid_family, locate, mask_pair, mask_secrets, parse_inputs, set_audit_tag,
-            set_change_tag, unmask_secrets, valid_family, Comparison, EditCheck, EditInput,
-            EditResult, FamilyDetail, FamilySummary, FieldError, FitAnswer, GpuSetting,
-            RevisionDetail, RevisionView, SourceRevision, Validation,
+            gpu_variables_set, invalid_family, locate, mask_at, mask_pair_at, parse_inputs,
+            set_audit_tag, set_change_tag, tag_value, unmask_secrets, valid_family, Comparison,
+            EditCheck, EditInput, EditResult, FamilyDetail, FamilySummary, FieldError, FitAnswer,
+            GpuSetting, MaskLevel, RevisionDetail, RevisionView, SourceRevision, Validation,
         },
         FleetSnapshot, ServiceError,
     },
@@ -119,6 +119,31 @@ pub async fn find_revision(
     context.ecs.revision(family.to_string(), revision).await
 }
 
+/// The team a family belongs to now: the team tag of its newest active revision (of its newest
+/// revision when none is active). Changes of the family are authorized against it, whichever
+/// revision they start from, so that naming an old revision tagged for another team does not
+/// reach a family that has moved.
+pub async fn family_owner(
+    context: &ServiceContext,
+    family: &str,
+) -> Result<Option<String>, ServiceError> {
+    check_family(family)?;
+    if let Some(newest) = context.ecs.latest_active(family.to_string()).await? {
+        return Ok(newest.detail.team);
+    }
+    let revisions = context.ecs.revisions(family.to_string()).await?;
+    Ok(revisions.first().and_then(|r| r.team.clone()))
+}
+
+/// How much of a family's JSON `actor` sees masked: what looks secret for its team and admins,
+/// every environment value and log option for everyone else.
+fn mask_level(context: &ServiceContext, actor: &Actor, owner: Option<&str>) -> MaskLevel {
+    match context.policy.may_reveal(actor, owner) {
+        Ok(()) => MaskLevel::SecretLooking,
+        Err(_) => MaskLevel::Everything,
+    }
+}
+
 /// The revision an edit starts from.
 async fn source_revision(
     context: &ServiceContext,
@@ -146,14 +171,19 @@ pub async fn revision(
     let Some(source) = find_revision(context, family, revision).await? else {
         return Ok(None);
     };
-    let owner = source.detail.team.as_deref();
+    let owner = family_owner(context, family).await?;
+    let owner = owner.as_deref();
     let may_reveal = context.policy.may_reveal(actor, owner);
     if reveal {
         may_reveal.clone().map_err(ServiceError::forbidden)?;
     }
     let what = format!("Task definition family {family}");
     let mut task = source.task;
-    let masked = if reveal { 0 } else { mask_secrets(&mut task) };
+    let masked = if reveal {
+        0
+    } else {
+        mask_at(&mut task, mask_level(context, actor, owner))
+    };
     Ok(Some(RevisionView {
         register: Permission::of(context.policy.may_change(actor, owner, &what)),
         reveal: Permission::of(may_reveal),
@@ -164,24 +194,24 @@ pub async fn revision(
     }))
 }
 
-/// Refuses to reveal the masked values of `source` to a person who may not see them.
+/// Refuses to reveal the masked values of a family of `owner` to a person who may not see them.
 fn check_reveal(
     context: &ServiceContext,
     actor: &Actor,
-    source: &SourceRevision,
+    owner: Option<&str>,
     reveal: bool,
 ) -> Result<(), ServiceError> {
     if reveal {
         context
             .policy
-            .may_reveal(actor, source.detail.team.as_deref())
+            .may_reveal(actor, owner)
             .map_err(ServiceError::forbidden)?;
     }
     Ok(())
 }
 
 /// Two revisions of `family` compared: GPU settings first, then every difference of the JSON;
-/// `None` when either does not exist.
+/// `None` when either does not exist. Values are masked as `actor` sees them unless `reveal`.
 pub async fn compare(
     context: &ServiceContext,
     actor: &Actor,
@@ -190,17 +220,30 @@ pub async fn compare(
     to: u32,
     reveal: bool,
 ) -> Result<Option<Comparison>, ServiceError> {
+    let owner = family_owner(context, family).await?;
+    check_reveal(context, actor, owner.as_deref(), reveal)?;
+    let level = (!reveal).then(|| mask_level(context, actor, owner.as_deref()));
+    compare_masked(context, family, from, to, level).await
+}
+
+/// Two revisions compared with their values masked at `level` (`None`: unmasked), for the
+/// audit log and the approvers, who may be of any team: [`MaskLevel::Everything`].
+pub async fn compare_masked(
+    context: &ServiceContext,
+    family: &str,
+    from: u32,
+    to: u32,
+    level: Option<MaskLevel>,
+) -> Result<Option<Comparison>, ServiceError> {
     let (Some(old), Some(new)) = (
         find_revision(context, family, from).await?,
         find_revision(context, family, to).await?,
     ) else {
         return Ok(None);
     };
-    check_reveal(context, actor, &old, reveal)?;
-    check_reveal(context, actor, &new, reveal)?;
     let (mut before, mut after) = (old.task.clone(), new.task.clone());
-    if !reveal {
-        mask_pair(&mut before, &mut after);
+    if let Some(level) = level {
+        mask_pair_at(&mut before, &mut after, level);
     }
     Ok(Some(Comparison {
         diff: diff(&before, &after),
@@ -210,12 +253,24 @@ pub async fn compare(
     }))
 }
 
+/// A task definition's JSON text through every check before registering, in its turn: past the
+/// queue's bound the request is refused as busy rather than waiting without end.
+async fn checked(
+    context: &ServiceContext,
+    text: &str,
+) -> Result<Result<ValidRequest, Vec<FieldError>>, ServiceError> {
+    context
+        .heavy
+        .with_turn(context.schema.validate(text.to_string()))
+        .await
+}
+
 /// Every check the console makes before registering, on a task definition's JSON text.
-pub async fn validate(context: &ServiceContext, text: &str) -> Validation {
-    match context.schema.validate(text.to_string()).await {
+pub async fn validate(context: &ServiceContext, text: &str) -> Result<Validation, ServiceError> {
+    Ok(match checked(context, text).await? {
         Ok((_, request)) => Validation::valid(&request),
         Err(errors) => Validation::invalid(errors),
-    }
+    })
 }
 
 /// Where one task of the task definition `text` could go in the fleet now (in `cluster`, or
@@ -225,7 +280,7 @@ pub async fn fit_check(
     text: &str,
     cluster: Option<&str>,
 ) -> Result<FitAnswer, ServiceError> {
-    let (task, request) = match context.schema.validate(text.to_string()).await {
+    let (task, request) = match checked(context, text).await? {
         Ok(checked) => checked,
         Err(errors) => return Ok(FitAnswer::Invalid(Validation::invalid(errors))),
     };
@@ -236,12 +291,12 @@ pub async fn fit_check(
     }
     let snapshot = lookup::snapshot(context)?;
     lookup::known_cluster(&snapshot, cluster)?;
-    Ok(FitAnswer::Fits(place_one(
-        &snapshot,
-        cluster,
-        &request,
-        &needs_besides_gpus(&task),
-    )))
+    let (cluster, needs) = (cluster.map(str::to_string), needs_besides_gpus(&task));
+    let report = context
+        .heavy
+        .run(move || place_one(&snapshot, cluster.as_deref(), &request, &needs))
+        .await?;
+    Ok(FitAnswer::Fits(report))
 }
 
 /// What one task of `task` needs of an instance besides GPUs; a `memberOf` expression the
@@ -267,7 +322,15 @@ async fn apply(
         }
         EditSpec::Json(text) => text,
     };
-    let (mut task, request) = context.schema.validate(text.clone()).await?;
+    let (mut task, request) = match checked(context, text).await {
+        Ok(answer) => answer?,
+        Err(busy) => {
+            return Err(vec![FieldError {
+                message: busy.message().to_string(),
+                ..FieldError::default()
+            }])
+        }
+    };
     let family = &source.detail.family;
     let named = task
         .get("family")
@@ -286,6 +349,19 @@ async fn apply(
         }]);
     }
     let still_masked = unmask_secrets(&mut task, &source.task);
+    if let Some(refusal) = context
+        .policy
+        .gpu_variables_refused(&gpu_variables_set(&source.task, &task))
+    {
+        let at = locate(text, "environment");
+        return Err(vec![FieldError {
+            field: "containerDefinitions.environment".into(),
+            message: refusal,
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            ..FieldError::default()
+        }]);
+    }
     if !still_masked.is_empty() {
         return Err(still_masked
             .into_iter()
@@ -315,7 +391,16 @@ pub async fn check(
     reveal: bool,
 ) -> Result<EditCheck, ServiceError> {
     let source = source_revision(context, family, revision).await?;
-    check_reveal(context, actor, &source, reveal)?;
+    let owner = family_owner(context, family).await?;
+    let owner = owner.as_deref();
+    // A check answers with the edit's diff, so it would confirm a guessed masked value by an
+    // empty one: only those who may change the family check edits of it.
+    let what = format!("Task definition family {family}");
+    context
+        .policy
+        .may_change(actor, owner, &format!("Checking an edit of {what}"))
+        .map_err(ServiceError::forbidden)?;
+    check_reveal(context, actor, owner, reveal)?;
     let (task, request) = match apply(context, &source, &spec).await {
         Ok(checked) => checked,
         Err(errors) => {
@@ -343,17 +428,30 @@ pub async fn check(
             }
         }
         let needs = needs_besides_gpus(&task);
-        snapshot.map(|snapshot| place_one(&snapshot, cluster.as_deref(), &request, &needs))
+        match snapshot {
+            Some(snapshot) => {
+                let (cluster, request) = (cluster.clone(), request.clone());
+                Some(
+                    context
+                        .heavy
+                        .run(move || place_one(&snapshot, cluster.as_deref(), &request, &needs))
+                        .await?,
+                )
+            }
+            None => None,
+        }
     };
-    let what = format!("Task definition family {family}");
     let register = Permission::of(
         context
             .policy
-            .may_change(actor, source.detail.team.as_deref(), &what)
+            .may_change(actor, owner, &what)
             .and_then(|()| {
-                context
-                    .policy
-                    .may_edit(actor, &diff(&source.task, &task), &context.team_tag)
+                context.policy.may_edit(
+                    actor,
+                    &diff(&source.task, &task),
+                    (owner, tag_value(&task, &context.team_tag).as_deref()),
+                    &context.team_tag,
+                )
             }),
     );
     let (mut before, mut after) = (source.task.clone(), task.clone());
@@ -361,8 +459,9 @@ pub async fn check(
     let masked = if reveal {
         0
     } else {
-        mask_pair(&mut before, &mut after);
-        mask_secrets(&mut exported)
+        let level = mask_level(context, actor, owner);
+        mask_pair_at(&mut before, &mut after, level);
+        mask_at(&mut exported, level)
     };
     Ok(EditCheck {
         register,
@@ -440,7 +539,8 @@ pub async fn register(
         description: Some(description.trim().to_string()).filter(|d| !d.is_empty()),
         ..AuditIntent::by(actor, AuditAction::Register, family)
     };
-    let owner = source.detail.team.as_deref();
+    let owner = family_owner(context, family).await?;
+    let owner = owner.as_deref();
     let what = format!("Task definition family {family}");
     if let Err(reason) = context.policy.may_change(actor, owner, &what) {
         return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
@@ -452,15 +552,17 @@ pub async fn register(
         Ok(task) => task,
         Err(errors) => return Ok(refused(errors)),
     };
-    if let Err(reason) =
-        context
-            .policy
-            .may_edit(actor, &diff(&source.task, &task), &context.team_tag)
-    {
+    if let Err(reason) = context.policy.may_edit(
+        actor,
+        &diff(&source.task, &task),
+        (owner, tag_value(&task, &context.team_tag).as_deref()),
+        &context.team_tag,
+    ) {
         return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
     }
+    // The audit log is read by every team: its diff tells what changed, not the values.
     let (mut masked_before, mut masked_after) = (source.task.clone(), task.clone());
-    mask_pair(&mut masked_before, &mut masked_after);
+    mask_pair_at(&mut masked_before, &mut masked_after, MaskLevel::Everything);
     let intent = AuditIntent {
         diff: serde_json::to_string(&diff(&masked_before, &masked_after)).unwrap_or_default(),
         ..intent

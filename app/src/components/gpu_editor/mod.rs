@@ -39,8 +39,9 @@ enum Last {
 
 /// The editor for `revision`, whose RegisterTaskDefinition JSON is `json` (masked unless
 /// `reveal`); the fit check starts on `cluster` and offers `clusters`; `registered` gets the new
-/// revision once it is registered. Without `permission` to register, the edit can be checked
-/// but not registered, and the editor says why; `may_reveal` offers the unmasked exports.
+/// revision once it is registered. Without `permission` to change the family, the edit can be
+/// neither checked (a check's diff would confirm a guessed masked value) nor registered, and the
+/// editor says why; `may_reveal` offers the unmasked exports.
 #[component]
 pub fn GpuEditor(
     revision: RevisionDetail,
@@ -149,6 +150,7 @@ pub fn GpuEditor(
         register.dispatch((edit(), description.get_untracked()));
     };
     let busy = move || check.pending().get() || register.pending().get();
+    let may_check = permission.allowed;
     // The last check can say more than the family's ownership: a field only an admin changes.
     let refused = Memo::new(move |_| match checked.get() {
         Some(Ok(check)) if check.errors.is_empty() && !check.register.allowed => {
@@ -200,7 +202,8 @@ pub fn GpuEditor(
                 </select>
             </label>
             <div class="edit-actions">
-                <button type="button" data-testid="edit-check" on:click=on_check disabled=busy>"Check"</button>
+                <button type="button" data-testid="edit-check" on:click=on_check
+                    disabled=move || busy() || !may_check>"Check"</button>
                 <button type="button" data-testid="edit-register" on:click=on_register
                     disabled=move || busy() || refused.with(Option::is_some)
                     title=move || refused.get().unwrap_or_default()>

@@ -7,6 +7,7 @@
 mod diff;
 mod edit;
 mod export;
+mod guard;
 pub mod limits;
 mod locate;
 mod secrets;
@@ -20,8 +21,15 @@ pub use export::{
     check_description, cli_json, cloudformation_yaml, set_audit_tag, set_change_tag, AUDIT_TAG,
     CHANGE_TAG, DESCRIBE_ONLY_FIELDS, TAG_VALUE_LIMIT,
 };
+pub use guard::{
+    allowed_by, duplicate_tag_keys, gpu_variables_set, is_gpu_variable, tag_value,
+    GPU_VARIABLE_PREFIXES,
+};
 pub use locate::{line_column, locate, locate_all};
-pub use secrets::{looks_secret, mask_pair, mask_secrets, unmask_secrets, MASK};
+pub use secrets::{
+    carries_password, looks_secret, mask_at, mask_pair, mask_pair_at, mask_secrets, unmask_secrets,
+    MaskLevel, MASK,
+};
 
 use serde::{Deserialize, Serialize};
 
