@@ -50,6 +50,10 @@ struct Inner {
     faults: RwLock<Faults>,
     scenario: String,
     requests: AtomicU64,
+    /// Every call received, by service and operation (`ecs:ListClusters`,
+    /// `cloudwatch:GetMetricData`, …), whatever became of it: the emulator's own record of what
+    /// a client asked, against which a client's own counts can be held.
+    received: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
     /// ECS's request throttling, and the calls per group of actions.
     buckets: Buckets,
     /// The SQS queue ECS's events go to, when an EventBridge rule routes them there.
@@ -74,6 +78,9 @@ pub struct Status {
     pub services: usize,
     pub tasks: usize,
     pub requests: u64,
+    /// Every call received, by `service:Operation`, whatever became of it.
+    #[serde(default)]
+    pub received: std::collections::BTreeMap<String, u64>,
     /// Whether ECS's request throttling is enforced.
     pub rate_limits: bool,
     /// ECS calls per group of actions (the groups ECS throttles by).
@@ -96,6 +103,7 @@ impl Emulator {
                 faults: RwLock::new(faults),
                 scenario: scenario.to_string(),
                 requests: AtomicU64::new(0),
+                received: std::sync::Mutex::default(),
                 buckets: Buckets::default(),
                 events: RwLock::new(None),
             }),
@@ -249,6 +257,7 @@ impl Emulator {
             services,
             tasks,
             requests: self.inner.requests.load(Ordering::Relaxed),
+            received: self.received(),
             rate_limits: self.rate_limits(),
             api_groups: self
                 .inner
@@ -256,6 +265,26 @@ impl Emulator {
                 .status(self.rate_limits(), std::time::Instant::now()),
             events_queue: self.events_queue().map(|q| q.status()),
         }
+    }
+
+    /// Every call received so far, by `service:Operation`.
+    pub fn received(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner
+            .received
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Counts a call of `service`'s `operation`.
+    fn receive(&self, service: &str, operation: &str) {
+        *self
+            .inner
+            .received
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(format!("{service}:{operation}"))
+            .or_default() += 1;
     }
 
     /// The emulator's HTTP surface.
@@ -387,6 +416,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         .strip_prefix(ECS_TARGET_PREFIX)
         .unwrap_or_default()
         .to_string();
+    emulator.receive("ecs", &operation);
     if !ecs_api::OPERATIONS.contains(&operation.as_str()) {
         let message = if operation.is_empty() {
             "Missing or unknown X-Amz-Target header; expected AmazonEC2ContainerServiceV20141113.<Operation>.".to_string()
@@ -469,6 +499,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
 /// One SQS request (awsJson1_0) to the events queue: faults as for any operation, then the
 /// queue's answer.
 async fn sqs(emulator: Emulator, operation: String, body: Bytes) -> Response {
+    emulator.receive("sqs", &operation);
     let id = request_id(&emulator);
     let reply = |status: StatusCode, body: Value, query_error: Option<&str>| {
         let mut response = (status, body.to_string()).into_response();
@@ -551,6 +582,7 @@ async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
         .find(|(k, _)| k == "Action")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
+    emulator.receive("ec2", &action);
     let id = request_id(&emulator);
     let xml = |status: StatusCode, text: String| {
         let mut response = (status, text).into_response();
@@ -633,6 +665,7 @@ async fn cloudwatch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    emulator.receive("cloudwatch", &operation);
     if !cbor::OPERATIONS.contains(&operation.as_str()) {
         return cloudwatch_error(
             &emulator,
@@ -728,6 +761,7 @@ async fn cloudwatch_answer(
 /// CloudWatch over `awsJson1_0`: the same operations, JSON in and out, timestamps as epoch
 /// seconds.
 async fn cloudwatch_json(emulator: Emulator, operation: String, body: Bytes) -> Response {
+    emulator.receive("cloudwatch", &operation);
     let fail = |error: &CloudWatchError| {
         let (type_name, query_error) = error.codes();
         let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);

@@ -1,6 +1,8 @@
 //! The approval requests' store, in the audit log's database (SQLite or PostgreSQL). A decision
 //! moves a request out of `pending` with one conditional UPDATE, so that of two approvers at the
-//! same moment — on one replica or several — exactly one wins, and the change is sent once.
+//! same moment — on one replica or several — exactly one wins, and the change is sent once. A
+//! unique index keeps one pending request per service and change, and the counts and sums of
+//! what waits are made by the database, whatever their number.
 
 use app::{
     model::{
@@ -9,7 +11,7 @@ use app::{
     },
     service::{
         clock,
-        ports::{ApprovalStore, BoxFuture, Decision},
+        ports::{ApprovalQuery, ApprovalStore, BoxFuture, Created, Decision, PendingCount},
     },
 };
 use sqlx::{any::AnyRow, Row};
@@ -61,8 +63,41 @@ fn now() -> String {
     clock::rfc3339_micros(chrono::Utc::now())
 }
 
+/// Whether a database error is a unique constraint's refusal.
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|e| e.is_unique_violation())
+}
+
 impl SqlAuditLog {
-    async fn insert_request(&self, request: ApprovalRequest) -> Result<String, ServiceError> {
+    /// The pending request for `key`'s change of `cluster/service`, if one waits.
+    async fn waiting_for(
+        &self,
+        cluster: &str,
+        service: &str,
+        key: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT id FROM approvals WHERE cluster = $1 AND service = $2 AND change_key = $3 AND state = 'pending'",
+        )
+        .bind(cluster)
+        .bind(service)
+        .bind(key)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| row.try_get("id")).transpose()
+    }
+
+    async fn insert_request(&self, request: ApprovalRequest) -> Result<Created, ServiceError> {
+        let key = request.change_key();
+        if let Some(id) = self
+            .waiting_for(&request.cluster, &request.service, &key)
+            .await
+            .map_err(failed)?
+        {
+            return Ok(Created { id, existing: true });
+        }
         let now = now();
         let request = ApprovalRequest {
             id: crate::audit::new_id(),
@@ -72,9 +107,9 @@ impl SqlAuditLog {
             ..request
         };
         let body = body_of(&request)?;
-        sqlx::query(
-            "INSERT INTO approvals (id, created_at, updated_at, state, team, cluster, service, requester, delta_mib, delta_whole_gpus, body, owner)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        let inserted = sqlx::query(
+            "INSERT INTO approvals (id, created_at, updated_at, state, team, cluster, service, requester, delta_mib, delta_whole_gpus, body, owner, change_key)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&request.id)
         .bind(&request.created_at)
@@ -88,24 +123,91 @@ impl SqlAuditLog {
         .bind(request.delta.whole_gpus)
         .bind(body)
         .bind(&self.replica)
+        .bind(&key)
         .execute(self.pool())
-        .await
-        .map_err(failed)?;
-        Ok(request.id)
+        .await;
+        match inserted {
+            Ok(_) => Ok(Created {
+                id: request.id,
+                existing: false,
+            }),
+            // Another replica kept the same change a moment ago: that one waits.
+            Err(error) if is_unique_violation(&error) => self
+                .waiting_for(&request.cluster, &request.service, &key)
+                .await
+                .map_err(failed)?
+                .map(|id| Created { id, existing: true })
+                .ok_or_else(|| failed(error)),
+            Err(error) => Err(failed(error)),
+        }
     }
 
     async fn select_requests(
         &self,
-        state: Option<ApprovalState>,
-    ) -> Result<Vec<ApprovalRequest>, sqlx::Error> {
+        query: &ApprovalQuery,
+    ) -> Result<(Vec<ApprovalRequest>, u64), sqlx::Error> {
+        const FILTER: &str = "($1 IS NULL OR state = $1) AND ($2 IS NULL OR team = $2) AND ($3 IS NULL OR cluster = $3)";
+        let state = query.state.map(|s| s.as_str().to_string());
         let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE ($1 IS NULL OR state = $1)
-             ORDER BY created_at DESC, id DESC LIMIT 500"
+            "SELECT {COLUMNS} FROM approvals WHERE {FILTER}
+             ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
         ))
-        .bind(state.map(|s| s.as_str().to_string()))
+        .bind(state.clone())
+        .bind(query.team.clone())
+        .bind(query.cluster.clone())
+        .bind(i64::from(query.limit.max(1)))
+        .bind(i64::from(query.offset))
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(request_of).collect()
+        let total: i64 = sqlx::query(&format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS n FROM approvals WHERE {FILTER}"
+        ))
+        .bind(state)
+        .bind(query.team.clone())
+        .bind(query.cluster.clone())
+        .fetch_one(self.pool())
+        .await?
+        .try_get("n")?;
+        let requests = rows.iter().map(request_of).collect::<Result<_, _>>()?;
+        Ok((requests, u64::try_from(total).unwrap_or(0)))
+    }
+
+    async fn count_pending(
+        &self,
+        subject: &str,
+        except: Option<&str>,
+    ) -> Result<Vec<PendingCount>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT team, cluster, CAST(CASE WHEN requester = $1 THEN 1 ELSE 0 END AS BIGINT) AS own,
+                    CAST(COUNT(*) AS BIGINT) AS n,
+                    CAST(SUM(CASE WHEN delta_mib > 0 THEN delta_mib ELSE 0 END) AS BIGINT) AS mib,
+                    CAST(SUM(CASE WHEN delta_whole_gpus > 0 THEN delta_whole_gpus ELSE 0 END) AS BIGINT) AS whole
+             FROM approvals
+             WHERE state = 'pending' AND ($2 IS NULL OR cluster || '/' || service <> $2)
+             GROUP BY team, cluster, CASE WHEN requester = $1 THEN 1 ELSE 0 END",
+        )
+        .bind(subject)
+        .bind(except)
+        .fetch_all(self.pool())
+        .await?;
+        let number = |row: &AnyRow, column: &str| -> Result<u64, sqlx::Error> {
+            // Cast to BIGINT above: PostgreSQL's SUM of BIGINTs is a NUMERIC.
+            let value: Option<i64> = row.try_get(column)?;
+            Ok(u64::try_from(value.unwrap_or(0)).unwrap_or(0))
+        };
+        rows.iter()
+            .map(|row| {
+                let own: i64 = row.try_get("own")?;
+                Ok(PendingCount {
+                    team: row.try_get("team")?,
+                    cluster: row.try_get("cluster")?,
+                    own: own == 1,
+                    count: number(row, "n")?,
+                    memory_mib: number(row, "mib")?,
+                    whole_gpus: number(row, "whole")?,
+                })
+            })
+            .collect()
     }
 
     async fn one_request(&self, id: &str) -> Result<Option<ApprovalRequest>, sqlx::Error> {
@@ -158,15 +260,27 @@ impl SqlAuditLog {
 }
 
 impl ApprovalStore for SqlAuditLog {
-    fn create(&self, request: ApprovalRequest) -> BoxFuture<'_, Result<String, ServiceError>> {
+    fn create(&self, request: ApprovalRequest) -> BoxFuture<'_, Result<Created, ServiceError>> {
         Box::pin(async move { self.insert_request(request).await })
     }
 
     fn list(
         &self,
-        state: Option<ApprovalState>,
-    ) -> BoxFuture<'_, Result<Vec<ApprovalRequest>, ServiceError>> {
-        Box::pin(async move { self.select_requests(state).await.map_err(failed) })
+        query: ApprovalQuery,
+    ) -> BoxFuture<'_, Result<(Vec<ApprovalRequest>, u64), ServiceError>> {
+        Box::pin(async move { self.select_requests(&query).await.map_err(failed) })
+    }
+
+    fn pending_counts(
+        &self,
+        subject: String,
+        except: Option<String>,
+    ) -> BoxFuture<'_, Result<Vec<PendingCount>, ServiceError>> {
+        Box::pin(async move {
+            self.count_pending(&subject, except.as_deref())
+                .await
+                .map_err(failed)
+        })
     }
 
     fn get(&self, id: String) -> BoxFuture<'_, Result<Option<ApprovalRequest>, ServiceError>> {

@@ -29,7 +29,7 @@ use sqlx::{
 };
 
 /// The schema, one migration per step; applied in order at start, each once.
-const MIGRATIONS: [(i64, &str, &str); 7] = [
+const MIGRATIONS: [(i64, &str, &str); 8] = [
     (
         1,
         "audit log and deploy locks",
@@ -170,6 +170,28 @@ const MIGRATIONS: [(i64, &str, &str); 7] = [
     CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state);
     ALTER TABLE audit_log ADD COLUMN approved_by TEXT;
     ALTER TABLE audit_log ADD COLUMN approval_id TEXT;",
+    ),
+    (
+        8,
+        "hardening: the console's keys, the people seen, one pending request per service and change",
+        "CREATE TABLE IF NOT EXISTS console_keys (
+        name TEXT PRIMARY KEY,
+        key TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    DROP TABLE IF EXISTS sign_ins;
+    CREATE TABLE IF NOT EXISTS people (
+        subject TEXT PRIMARY KEY,
+        email TEXT,
+        groups TEXT NOT NULL,
+        auth_mode TEXT NOT NULL,
+        seen_at TEXT NOT NULL
+    );
+    ALTER TABLE approvals ADD COLUMN change_key TEXT;
+    CREATE UNIQUE INDEX IF NOT EXISTS approvals_pending_change
+        ON approvals (cluster, service, change_key) WHERE state = 'pending';
+    CREATE INDEX IF NOT EXISTS approvals_team ON approvals (team, cluster, state);
+    CREATE INDEX IF NOT EXISTS audit_log_resource ON audit_log (resource, at);",
     ),
 ];
 
@@ -332,6 +354,28 @@ impl SqlAuditLog {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// The deploys, rollbacks and scales of `cluster`'s services written at or after `since`,
+    /// oldest first. The resources are `cluster/service`, so they lie between `cluster/` and
+    /// `cluster0` (`0` follows `/`), which the index on resource reads directly.
+    pub async fn select_changes_since(
+        &self,
+        cluster: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<AuditRecord>, sqlx::Error> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM audit_log
+             WHERE resource >= $1 AND resource < $2 AND at >= $3
+               AND action IN ('deploy', 'rollback', 'scale')
+             ORDER BY at LIMIT 10000"
+        ))
+        .bind(format!("{cluster}/"))
+        .bind(format!("{cluster}0"))
+        .bind(clock::rfc3339_micros(since))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(record).collect()
     }
 
     /// The records matching `filter`, newest first.
@@ -559,5 +603,17 @@ impl AuditStore for SqlAuditLog {
 
     fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
         Box::pin(async move { self.select_unsettled().await.map_err(failed) })
+    }
+
+    fn changes_since(
+        &self,
+        cluster: String,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
+        Box::pin(async move {
+            self.select_changes_since(&cluster, since)
+                .await
+                .map_err(failed)
+        })
     }
 }

@@ -27,6 +27,7 @@ pub fn service_context(
     source: FleetSource,
 ) -> ServiceContext {
     let ecs = Arc::new(Ecs::new(clients.ecs.clone(), team_tag, fleet.clone()));
+    let audit_for_people = audit.clone();
     ServiceContext {
         version: env!("CARGO_PKG_VERSION"),
         started: Instant::now(),
@@ -45,6 +46,9 @@ pub fn service_context(
         team_tag: team_tag.to_string(),
         contention_threshold: app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
         in_flight: Arc::default(),
+        heavy: Arc::default(),
+        people: Arc::new(crate::people::SqlPeople::new((*audit_for_people).clone())),
+        budget_locks: Arc::default(),
     }
 }
 

@@ -158,6 +158,25 @@ impl ApprovalRequest {
         }
     }
 
+    /// What exactly is asked, as one text: two requests with the same key for the same service
+    /// ask for the same change, and only one of them waits. A deploy names both revisions with
+    /// their family and whether it is forced; a scale names the revision it runs and both counts.
+    pub fn change_key(&self) -> String {
+        match &self.scale {
+            Some(scale) => format!(
+                "scale {} {} -> {}",
+                self.from, scale.expected_desired, scale.desired
+            ),
+            None => format!(
+                "{} {} -> {}{}",
+                self.action.as_str(),
+                self.from,
+                self.target,
+                if self.request.force { " forced" } else { "" }
+            ),
+        }
+    }
+
     /// Who asked, in words.
     pub fn requester_words(&self) -> String {
         self.requester
@@ -183,9 +202,28 @@ pub struct ApprovalFilter {
     pub state: Option<String>,
     pub team: Option<String>,
     pub cluster: Option<String>,
+    /// The page, from 1 (the first by default).
+    pub page: Option<String>,
 }
 
 impl ApprovalFilter {
+    /// The page the filter names (from 1), or what is wrong with it.
+    pub fn page(&self) -> Result<u32, String> {
+        match self
+            .page
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            None => Ok(1),
+            Some(text) => text
+                .parse::<u32>()
+                .ok()
+                .filter(|p| (1..=100_000).contains(p))
+                .ok_or_else(|| format!("page {text:?} is not a page number from 1")),
+        }
+    }
+
     /// The state the filter names, or what is wrong with it.
     pub fn state(&self) -> Result<Option<ApprovalState>, String> {
         match self.state.as_deref().filter(|s| !s.is_empty()) {
@@ -206,7 +244,16 @@ impl ApprovalFilter {
 pub struct ApprovalsView {
     pub requests: Vec<ApprovalItem>,
     pub budgets: Vec<BudgetUse>,
+    /// How many requests match the filter in all (the list shows [`APPROVALS_PAGE`] at a time).
+    #[serde(default)]
+    pub total: u64,
+    /// The page shown, from 1.
+    #[serde(default)]
+    pub page: u32,
 }
+
+/// Requests listed on one page.
+pub const APPROVALS_PAGE: u32 = 100;
 
 /// A request and what the person looking may do with it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -202,7 +202,7 @@ pub struct AuditOutcome {
 }
 
 /// One record of the log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRecord {
     pub id: String,
     /// When the intent was written, RFC 3339.

@@ -198,6 +198,10 @@ pub struct ServiceHolding {
     pub per_task: Option<TaskGpu>,
     pub memory_mib: u64,
     pub whole_gpus: u64,
+    /// Counted from a change the console sent (or from ECS now) rather than from the fleet
+    /// data, which has not shown it yet.
+    #[serde(default)]
+    pub counts_sent: bool,
 }
 
 /// A team's budget on a cluster and what it holds, waits for and has free.

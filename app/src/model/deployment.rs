@@ -69,6 +69,11 @@ pub struct DeployRequest {
 pub struct ScaleRequest {
     pub desired: u32,
     pub expected_desired: u32,
+    /// The revision the user saw running (`family:N`, or a number of the family it runs): the
+    /// change is refused if the service runs another one now. A request for approval always
+    /// binds it, so that an approval covers the tasks it was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<crate::model::arn::RevisionRef>,
     #[serde(default)]
     pub description: String,
 }
@@ -90,6 +95,10 @@ pub struct DeployAnswer {
     /// approval (`/approvals/{id}`); nothing was sent, and `audit_id` is the request's record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
+    /// The same change of the same service was already waiting for approval: `approval` is
+    /// that request, and nothing new was asked for (nor audited).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub already_asked: bool,
 }
 
 /// One deployment of a service, as DescribeServices reports it.

@@ -86,6 +86,12 @@ impl ServiceError {
         }
     }
 
+    pub fn internal(message: impl Into<String>) -> ServiceError {
+        ServiceError::Internal {
+            message: message.into(),
+        }
+    }
+
     /// What went wrong and what to do, for a person.
     pub fn message(&self) -> &str {
         match self {

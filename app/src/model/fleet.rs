@@ -208,6 +208,10 @@ pub struct ServiceRef {
     /// `binpack(memory)`, `random`); empty for ECS's default, spread across Availability Zones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_strategy: Vec<String>,
+    /// When ECS last described the service to the console, RFC 3339: a budget counts the
+    /// changes the console sent since (see [`crate::model::sent`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
 }
 
 /// The whole fleet at one moment.

@@ -18,6 +18,8 @@ pub mod heatmap;
 pub mod identity;
 pub mod policy;
 pub mod rollout;
+#[cfg(feature = "ssr")]
+pub mod sent;
 pub mod task_definition;
 mod theme;
 

@@ -14,7 +14,7 @@ use crate::{
     },
     model::{
         activity::when,
-        approval::{ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalState},
+        approval::{ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalState, APPROVALS_PAGE},
         fleet_view::encode,
         task_definition::DiffEntry,
     },
@@ -30,6 +30,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             state: q.get("state").filter(|v| !v.is_empty()),
             team: q.get("team").filter(|v| !v.is_empty()),
             cluster: q.get("cluster").filter(|v| !v.is_empty()),
+            page: q.get("page").filter(|v| !v.is_empty()),
         })
     });
     let view_data = Resource::new(move || filter.get(), list_approvals);
@@ -59,12 +60,14 @@ pub fn ApprovalsPage() -> impl IntoView {
                 match view_data.await {
                     Ok(data) => {
                         let budgets = (!data.budgets.is_empty()).then(|| view! { <BudgetTable budgets=data.budgets /> });
+                        let pages = (data.total > u64::from(APPROVALS_PAGE) || data.page > 1)
+                            .then(|| view! { <Pages filter=filter.get_untracked() total=data.total page=data.page /> });
                         let requests = if data.requests.is_empty() {
                             view! { <p data-testid="approvals-empty">"No request matches."</p> }.into_any()
                         } else {
                             view! { <RequestTable items=data.requests /> }.into_any()
                         };
-                        view! { {requests} {budgets} }.into_any()
+                        view! { {requests} {pages} {budgets} }.into_any()
                     }
                     Err(error) => {
                         set_status(error.status());
@@ -73,6 +76,35 @@ pub fn ApprovalsPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+/// Which requests of how many the page shows, and links to the pages before and after.
+#[component]
+fn Pages(filter: ApprovalFilter, total: u64, page: u32) -> impl IntoView {
+    let size = u64::from(APPROVALS_PAGE);
+    let first = u64::from(page.saturating_sub(1)) * size + 1;
+    let last = (first + size - 1).min(total);
+    let link = |page: u32| {
+        let mut query = vec![format!("page={page}")];
+        for (key, value) in [
+            ("state", &filter.state),
+            ("team", &filter.team),
+            ("cluster", &filter.cluster),
+        ] {
+            if let Some(value) = value {
+                query.push(format!("{key}={}", encode(value)));
+            }
+        }
+        format!("/approvals?{}", query.join("&"))
+    };
+    let before = (page > 1).then(|| view! { <a href=link(page - 1) rel="prev">"Newer"</a> });
+    let after = (last < total).then(|| view! { <a href=link(page + 1) rel="next">"Older"</a> });
+    view! {
+        <nav class="pages" aria-label="Pages of requests" data-testid="approvals-pages">
+            <span data-testid="approvals-total">{format!("Requests {first}–{last} of {total}")}</span>
+            " " {before} " " {after}
+        </nav>
     }
 }
 

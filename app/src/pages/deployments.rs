@@ -224,7 +224,7 @@ fn ServiceRollout(found: PreCheck) -> impl IntoView {
                 <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
             </dl>
         </section>
-        {deploy.allowed.then(|| view! { <ScaleForm cluster=service.cluster.clone() service=s.name.clone() desired=s.desired /> })}
+        {deploy.allowed.then(|| view! { <ScaleForm cluster=service.cluster.clone() service=s.name.clone() desired=s.desired runs=format!("{}:{running}", service.family) /> })}
         <form class="compare-picker card" method="get" data-testid="revision-picker">
             <label><span>"Roll out"</span><select name="revision" data-testid="rollout-revision">{options}</select></label>
             <button type="submit" data-testid="rollout-check">"Check"</button>
@@ -379,7 +379,7 @@ fn DeployForm(
 
 /// Changes the service's desired count; past the team's budget it asks for approval.
 #[component]
-fn ScaleForm(cluster: String, service: String, desired: u32) -> impl IntoView {
+fn ScaleForm(cluster: String, service: String, desired: u32, runs: String) -> impl IntoView {
     let scale = ServerAction::<ScaleService>::new();
     let wanted = RwSignal::new(desired.to_string());
     let description = RwSignal::new(String::new());
@@ -401,6 +401,8 @@ fn ScaleForm(cluster: String, service: String, desired: u32) -> impl IntoView {
             request: ScaleRequest {
                 desired: count,
                 expected_desired: desired,
+                // The count is of the tasks of the revision shown, and of no other.
+                expected_revision: crate::model::arn::RevisionRef::parse(&runs).ok(),
                 description: description.get_untracked(),
             },
         });

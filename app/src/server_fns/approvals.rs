@@ -39,12 +39,12 @@ pub async fn decide_approval(
 /// Every team's budget per cluster, with what it holds, waits for and has free.
 #[server(name = TeamBudgets, prefix = "/api", endpoint = "team_budgets")]
 pub async fn team_budgets() -> Result<Vec<BudgetUse>, ServiceError> {
-    crate::service::approvals::budgets(&super::context()?).await
+    crate::service::budget::budgets(&super::context()?).await
 }
 
 /// How many requests wait on the person: those they may decide, and their own.
 #[server(name = ApprovalsWaiting, prefix = "/api", endpoint = "approvals_waiting")]
-pub async fn approvals_waiting() -> Result<u32, ServiceError> {
+pub async fn approvals_waiting() -> Result<u64, ServiceError> {
     let (context, actor) = (super::context()?, super::actor()?);
     crate::service::approvals::waiting_on(&context, &actor).await
 }

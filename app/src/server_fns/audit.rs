@@ -12,5 +12,5 @@ use crate::model::{
 pub async fn list_audit(
     #[server(default)] filter: AuditFilter,
 ) -> Result<Vec<AuditRecord>, ServiceError> {
-    crate::service::audit::list(&super::context()?, filter).await
+    crate::service::audit::list(&super::context()?, &super::actor()?, filter).await
 }

@@ -4,20 +4,31 @@
 use crate::{
     model::{
         audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        identity::{Actor, Role},
         ServiceError,
     },
     service::context::ServiceContext,
 };
 
-/// The records that match `filter`, newest first.
+/// The records that match `filter`, newest first, as `actor` may see them: the source address
+/// of each only for admins.
 pub async fn list(
     context: &ServiceContext,
+    actor: &Actor,
     filter: AuditFilter,
 ) -> Result<Vec<AuditRecord>, ServiceError> {
     if let Some(problem) = filter.problem() {
         return Err(ServiceError::invalid(problem));
     }
-    context.audit.list(filter).await
+    let mut records = context.audit.list(filter).await?;
+    // Where people were when they acted is for those who look into incidents, not for everyone
+    // who may read the log.
+    if actor.role != Role::Admin {
+        for record in &mut records {
+            record.source = None;
+        }
+    }
+    Ok(records)
 }
 
 /// Records that `intent` was refused before anything was sent, and why; the refusal to answer

@@ -5,11 +5,13 @@ use std::{sync::Arc, time::Instant};
 use crate::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
+        budget::BudgetLocks,
         detached::InFlight,
         ports::{
-            ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, RolloutWatches,
-            SpotMarket, TaskDefinitionSchema,
+            ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, People,
+            RolloutWatches, SpotMarket, TaskDefinitionSchema,
         },
+        turns::Turns,
     },
 };
 
@@ -52,4 +54,10 @@ pub struct ServiceContext {
     pub contention_threshold: u32,
     /// The audit records whose change runs in this process now.
     pub in_flight: Arc<InFlight>,
+    /// Turns at the work that holds a core for a while (checks, simulations, plans).
+    pub heavy: Arc<Turns>,
+    /// The people the sign-in named, as it last named them.
+    pub people: Arc<dyn People>,
+    /// The locks that make the changes of one team's budget on one cluster judged one by one.
+    pub budget_locks: Arc<BudgetLocks>,
 }

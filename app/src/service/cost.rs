@@ -70,7 +70,12 @@ pub async fn plan(
             Some(((cluster.clone(), service.name.clone()), needs))
         })
         .collect();
-    consolidate::plan(&snapshot, &prices, &needs, query).map_err(ServiceError::invalid)
+    let query = query.clone();
+    context
+        .heavy
+        .run(move || consolidate::plan(&snapshot, &prices, &needs, &query))
+        .await?
+        .map_err(ServiceError::invalid)
 }
 
 /// The detailed CSV of `query`'s recorded period: a line per day and row.

@@ -49,7 +49,8 @@ pub struct Fake {
     pub watched: Mutex<Vec<WatchState>>,
     pub fail_begin: AtomicBool,
     pub fail_finish: AtomicBool,
-    pub lock_taken: AtomicBool,
+    /// The locks held, by resource.
+    pub locks: Mutex<std::collections::HashSet<String>>,
     pub refuse_writes: AtomicBool,
     /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
@@ -59,6 +60,10 @@ pub struct Fake {
     pub budgets: Mutex<Vec<crate::model::budget::BudgetRule>>,
     /// Approval requests, in order of asking.
     pub approvals: Mutex<Vec<crate::model::approval::ApprovalRequest>>,
+    /// How old the fleet snapshot is, in seconds (0 by default).
+    pub snapshot_age: Mutex<i64>,
+    /// People as their latest sign-in named them, by subject.
+    pub people: Mutex<std::collections::HashMap<String, crate::service::ports::SeenPerson>>,
 }
 
 impl Fake {
@@ -114,6 +119,9 @@ impl Fake {
             team_tag: "team".into(),
             contention_threshold: crate::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
             in_flight: Arc::default(),
+            heavy: Arc::default(),
+            people: self.clone(),
+            budget_locks: Arc::default(),
         }
     }
 
@@ -230,7 +238,8 @@ fn task(memory: u32) -> Map<String, Value> {
             "resourceRequirements": [
                 {"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": memory}}}
             ]
-        }]
+        }],
+        "tags": [{"key": "team", "value": "search"}]
     })
     .as_object()
     .cloned()
@@ -336,7 +345,12 @@ impl FleetFeed for Fake {
     fn state(&self) -> FleetState {
         FleetState {
             snapshot: Some(Arc::new(snapshot())),
-            taken_at: Some(chrono::Utc::now()),
+            taken_at: Some(
+                chrono::Utc::now()
+                    - chrono::Duration::seconds(
+                        *self.snapshot_age.lock().unwrap_or_else(|p| p.into_inner()),
+                    ),
+            ),
             version: 1,
             ..FleetState::default()
         }
@@ -354,6 +368,16 @@ impl FleetFeed for Fake {
 impl EcsReads for Fake {
     fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
         Box::pin(async move { Ok(vec![revision(2).detail]) })
+    }
+
+    fn latest_active(
+        &self,
+        family: String,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok((family == "embed").then(|| revision(newest)))
+        })
     }
 
     fn revisions(
@@ -546,7 +570,7 @@ impl AuditStore for Fake {
             let id = format!("record-{}", records.len() + 1);
             records.push(AuditRecord {
                 id: id.clone(),
-                at: String::new(),
+                at: crate::service::clock::rfc3339_micros(chrono::Utc::now()),
                 updated_at: String::new(),
                 actor: intent.actor,
                 actor_email: intent.actor_email,
@@ -605,17 +629,32 @@ impl AuditStore for Fake {
         Box::pin(async move { Ok(self.records().into_iter().find(|r| r.id == id)) })
     }
 
-    fn lock(&self, _resource: String, _id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
+    fn lock(&self, resource: String, _id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
         Box::pin(async move {
-            self.call("audit.lock");
-            Ok(!self.lock_taken.swap(true, Ordering::SeqCst))
+            self.call(if resource.starts_with("budget:") {
+                "audit.lock budget"
+            } else {
+                "audit.lock"
+            });
+            Ok(self
+                .locks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(resource))
         })
     }
 
-    fn unlock(&self, _resource: String, _id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+    fn unlock(&self, resource: String, _id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move {
-            self.call("audit.unlock");
-            self.lock_taken.store(false, Ordering::SeqCst);
+            self.call(if resource.starts_with("budget:") {
+                "audit.unlock budget"
+            } else {
+                "audit.unlock"
+            });
+            self.locks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&resource);
             Ok(())
         })
     }
@@ -635,6 +674,53 @@ impl AuditStore for Fake {
             Ok(records)
         })
     }
+
+    fn changes_since(
+        &self,
+        cluster: String,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>> {
+        Box::pin(async move {
+            let since = crate::service::clock::rfc3339_micros(since);
+            Ok(self
+                .records()
+                .into_iter()
+                .filter(|r| r.resource.starts_with(&format!("{cluster}/")) && r.at >= since)
+                .collect())
+        })
+    }
+}
+
+impl crate::service::ports::People for Fake {
+    fn seen(&self, actor: &Actor) -> BoxFuture<'_, Result<(), ServiceError>> {
+        let person = crate::service::ports::SeenPerson {
+            subject: actor.subject.clone(),
+            email: actor.email.clone(),
+            groups: actor.groups.clone(),
+            seen_at: crate::service::clock::now(),
+        };
+        Box::pin(async move {
+            self.people
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(person.subject.clone(), person);
+            Ok(())
+        })
+    }
+
+    fn latest(
+        &self,
+        subject: String,
+    ) -> BoxFuture<'_, Result<Option<crate::service::ports::SeenPerson>, ServiceError>> {
+        Box::pin(async move {
+            Ok(self
+                .people
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&subject)
+                .cloned())
+        })
+    }
 }
 
 impl crate::service::ports::SpotMarket for Fake {
@@ -647,32 +733,94 @@ impl crate::service::ports::ApprovalStore for Fake {
     fn create(
         &self,
         request: crate::model::approval::ApprovalRequest,
-    ) -> BoxFuture<'_, Result<String, ServiceError>> {
+    ) -> BoxFuture<'_, Result<crate::service::ports::Created, ServiceError>> {
         Box::pin(async move {
             self.call("approvals.create");
             let mut approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            let key = request.change_key();
+            if let Some(waiting) = approvals.iter().find(|r| {
+                r.state == crate::model::approval::ApprovalState::Pending
+                    && r.cluster == request.cluster
+                    && r.service == request.service
+                    && r.change_key() == key
+            }) {
+                return Ok(crate::service::ports::Created {
+                    id: waiting.id.clone(),
+                    existing: true,
+                });
+            }
             let id = format!("request-{}", approvals.len() + 1);
             approvals.push(crate::model::approval::ApprovalRequest {
                 id: id.clone(),
                 state: crate::model::approval::ApprovalState::Pending,
                 ..request
             });
-            Ok(id)
+            Ok(crate::service::ports::Created {
+                id,
+                existing: false,
+            })
         })
     }
 
     fn list(
         &self,
-        state: Option<crate::model::approval::ApprovalState>,
-    ) -> BoxFuture<'_, Result<Vec<crate::model::approval::ApprovalRequest>, ServiceError>> {
+        query: crate::service::ports::ApprovalQuery,
+    ) -> BoxFuture<'_, Result<(Vec<crate::model::approval::ApprovalRequest>, u64), ServiceError>>
+    {
         Box::pin(async move {
             let approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
-            Ok(approvals
+            let matching: Vec<_> = approvals
                 .iter()
                 .rev()
-                .filter(|r| state.is_none_or(|s| r.state == s))
+                .filter(|r| query.state.is_none_or(|s| r.state == s))
+                .filter(|r| query.team.as_ref().is_none_or(|t| &r.team == t))
+                .filter(|r| query.cluster.as_ref().is_none_or(|c| &r.cluster == c))
                 .cloned()
-                .collect())
+                .collect();
+            let total = matching.len() as u64;
+            Ok((
+                matching
+                    .into_iter()
+                    .skip(query.offset as usize)
+                    .take(query.limit as usize)
+                    .collect(),
+                total,
+            ))
+        })
+    }
+
+    fn pending_counts(
+        &self,
+        subject: String,
+        except: Option<String>,
+    ) -> BoxFuture<'_, Result<Vec<crate::service::ports::PendingCount>, ServiceError>> {
+        Box::pin(async move {
+            let approvals = self.approvals.lock().unwrap_or_else(|p| p.into_inner());
+            let mut counts: Vec<crate::service::ports::PendingCount> = Vec::new();
+            for request in approvals.iter().filter(|r| {
+                r.state == crate::model::approval::ApprovalState::Pending
+                    && except.as_deref() != Some(r.resource().as_str())
+            }) {
+                let own = request.requester.subject == subject;
+                let at = counts
+                    .iter()
+                    .position(|c| {
+                        c.team == request.team && c.cluster == request.cluster && c.own == own
+                    })
+                    .unwrap_or_else(|| {
+                        counts.push(crate::service::ports::PendingCount {
+                            team: request.team.clone(),
+                            cluster: request.cluster.clone(),
+                            own,
+                            ..Default::default()
+                        });
+                        counts.len() - 1
+                    });
+                counts[at].count += 1;
+                counts[at].memory_mib += request.delta.memory_mib.max(0) as u64;
+                counts[at].whole_gpus += request.delta.whole_gpus.max(0) as u64;
+            }
+            Ok(counts)
         })
     }
 

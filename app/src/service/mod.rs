@@ -8,6 +8,7 @@
 pub mod activity;
 pub mod approvals;
 pub mod audit;
+pub mod budget;
 pub mod clock;
 pub mod context;
 pub mod cost;
@@ -20,5 +21,6 @@ pub mod lookup;
 pub mod ports;
 pub mod rollouts;
 pub mod task_definitions;
+pub mod turns;
 
 pub use context::ServiceContext;

@@ -14,6 +14,7 @@ use crate::model::{
     activity::{ClusterEvent, TaskInfo},
     audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord},
     deployment::{LiveService, WatchState},
+    identity::Actor,
     task_definition::{FieldError, RevisionDetail, SourceRevision},
     FleetSnapshot, ServiceError,
 };
@@ -73,6 +74,12 @@ pub trait EcsReads: Send + Sync {
         &self,
         family: String,
         revision: u32,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>>;
+    /// The family's newest active revision with its JSON (what DescribeTaskDefinition names by
+    /// the family alone), read again after a few seconds at most; `None` when none is active.
+    fn latest_active(
+        &self,
+        family: String,
     ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>>;
     /// A service now: its deployments, counts and latest events (DescribeServices).
     fn service(
@@ -192,6 +199,34 @@ pub trait AuditStore: Send + Sync {
     /// The records not settled yet (`pending`, `unknown`, `in_progress`) that this replica may
     /// settle: its own, and those of replicas no longer alive. Oldest first.
     fn unsettled(&self) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
+    /// The deploys, rollbacks and scales of services of `cluster` whose intent was written at
+    /// or after `since`, whatever their outcome, oldest first: what was sent that a fleet
+    /// snapshot may not show yet.
+    fn changes_since(
+        &self,
+        cluster: String,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<'_, Result<Vec<AuditRecord>, ServiceError>>;
+}
+
+/// A person as their latest sign-in named them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeenPerson {
+    pub subject: String,
+    pub email: Option<String>,
+    pub groups: Vec<String>,
+    /// When, RFC 3339.
+    pub seen_at: String,
+}
+
+/// The people the sign-in named, as it last named them. A person's groups can change between a
+/// request and its approval (their role or team taken away at the provider), and the console
+/// learns it only from their next sign-in, so the latest one is kept.
+pub trait People: Send + Sync {
+    /// Notes the person of a request as the sign-in names them now.
+    fn seen(&self, actor: &Actor) -> BoxFuture<'_, Result<(), ServiceError>>;
+    /// `subject` as their latest sign-in named them, if they were ever seen.
+    fn latest(&self, subject: String) -> BoxFuture<'_, Result<Option<SeenPerson>, ServiceError>>;
 }
 
 /// A decision about a pending request: where it goes, who decided and their note.
@@ -203,18 +238,60 @@ pub struct Decision {
     pub note: Option<String>,
 }
 
+/// Which requests to read, newest first: by state, team and cluster, and at most `limit` from
+/// `offset` on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApprovalQuery {
+    pub state: Option<crate::model::approval::ApprovalState>,
+    pub team: Option<String>,
+    pub cluster: Option<String>,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+/// What the requests waiting for a decision add up to, for a team on a cluster, by whether a
+/// given person asked for them: never capped, whatever their number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PendingCount {
+    pub team: String,
+    pub cluster: String,
+    /// Whether the person counted for asked for them.
+    pub own: bool,
+    pub count: u64,
+    /// The GPU memory and whole GPUs they would add (each request's positive part).
+    pub memory_mib: u64,
+    pub whole_gpus: u64,
+}
+
+/// A request kept, or the one that already waited for the same change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Created {
+    pub id: String,
+    /// The same change of the same service was already waiting: its request is `id`.
+    pub existing: bool,
+}
+
 /// The requests waiting for approval and what became of them, in the audit log's database.
 pub trait ApprovalStore: Send + Sync {
-    /// Keeps a new request, giving it its id and times; the id.
+    /// Keeps a new request, giving it its id and times, unless a request for the same change
+    /// (its [`change_key`](crate::model::approval::ApprovalRequest::change_key)) of the same
+    /// service already waits: then that one's id. Decided once across replicas.
     fn create(
         &self,
         request: crate::model::approval::ApprovalRequest,
-    ) -> BoxFuture<'_, Result<String, ServiceError>>;
-    /// The requests in `state` (all when `None`), newest first, at most 500.
+    ) -> BoxFuture<'_, Result<Created, ServiceError>>;
+    /// The requests the query names, newest first, and how many match it in all.
     fn list(
         &self,
-        state: Option<crate::model::approval::ApprovalState>,
-    ) -> BoxFuture<'_, Result<Vec<crate::model::approval::ApprovalRequest>, ServiceError>>;
+        query: ApprovalQuery,
+    ) -> BoxFuture<'_, Result<(Vec<crate::model::approval::ApprovalRequest>, u64), ServiceError>>;
+    /// The requests waiting, counted and summed by team, cluster and whether `subject` asked
+    /// for them; `except` leaves out those of one `cluster/service`.
+    fn pending_counts(
+        &self,
+        subject: String,
+        except: Option<String>,
+    ) -> BoxFuture<'_, Result<Vec<PendingCount>, ServiceError>>;
     /// One request.
     fn get(
         &self,

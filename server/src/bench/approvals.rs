@@ -13,7 +13,7 @@ use app::{
         identity::{Actor, AuthMode, Role},
         policy::{Policy, RoleRule, TeamRule},
     },
-    service::{approvals, deployments, lookup, task_definitions::find_revision},
+    service::{approvals, budget, deployments, lookup, task_definitions::find_revision},
 };
 
 use super::{print_table, Row};
@@ -107,18 +107,28 @@ async fn check_cost(scenario: &str, rounds: u32) -> anyhow::Result<(f64, Vec<f64
     let mut words = String::new();
     for round in 0..=rounds {
         let started = Instant::now();
-        let verdict = approvals::gate(
+        // As a deploy does it: the team's hold, the judgment counting what was sent since the
+        // snapshot, and the hold given back.
+        let hold = budget::hold(&context, &cluster.name, service)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let verdict = budget::judge_change(
             &context,
             &snapshot,
-            &cluster.name,
-            service,
-            &runs,
-            &runs,
-            "this deploy",
+            budget::Change {
+                cluster: &cluster.name,
+                service,
+                before: (service.desired, &runs),
+                after: (service.desired + 1, &runs),
+                what: "this scale-up",
+            },
         )
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .context("the service's team has a budget")?;
+        if let Some(hold) = hold {
+            hold.release().await;
+        }
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         if round == 0 {
             first = ms;
@@ -166,7 +176,7 @@ async fn approval_times(count: u32) -> anyhow::Result<Vec<f64>> {
     // Search may hold what it holds: any growth waits for approval.
     let held: BTreeMap<(String, String), u64> = {
         context.policy = Arc::new(policy_for(&snapshot, |_, _| u64::MAX / 4));
-        let uses = approvals::budgets(&context)
+        let uses = budget::budgets(&context)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         uses.into_iter()
@@ -247,11 +257,11 @@ pub async fn approvals(args: crate::config::BenchApprovalsArgs) -> anyhow::Resul
         &format!("gpushare bench approvals — budget checks on {}", args.scenario),
         &[
             Row {
-                what: format!("budget check of a deploy ({words}), first (revisions read)"),
+                what: format!("budget judged under its hold, counting what was sent since the snapshot ({words}), first (revisions read)"),
                 value: format!("{first:.2} ms"),
             },
             Row {
-                what: format!("budget check of a deploy, then ({} rounds), p50 / p95", checks.len()),
+                what: format!("budget judged under its hold, then ({} rounds), p50 / p95", checks.len()),
                 value: format!(
                     "{:.3} ms / {:.3} ms",
                     percentile(&mut checks.clone(), 0.5),

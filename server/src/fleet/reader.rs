@@ -929,6 +929,7 @@ fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> ServiceRef {
             .map(constraint_json)
             .collect(),
         placement_strategy: s.placement_strategy().iter().map(strategy_text).collect(),
+        read_at: Some(app::service::clock::now()),
     }
 }
 

@@ -18,14 +18,15 @@ use app::{
 
 use crate::{error::AppError, http::api::parameters, http::state::AppState};
 
-/// `GET /api/v1/approvals[?state=&team=&cluster=]`: requests newest first, with what the caller
-/// may do with each, and every budget's use.
+/// `GET /api/v1/approvals[?state=&team=&cluster=&page=]`: requests newest first, a page of 100
+/// at a time, with what the caller may do with each, how many match in all, and every budget's
+/// use.
 pub async fn list(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     query: Result<Query<ApprovalFilter>, QueryRejection>,
 ) -> Result<Json<ApprovalsView>, AppError> {
-    let filter = parameters(query, "state, team and cluster")?;
+    let filter = parameters(query, "state, team, cluster and page")?;
     Ok(Json(
         approvals::list(&state.services, &actor, &filter).await?,
     ))
@@ -77,5 +78,5 @@ pub async fn decide(
 /// `GET /api/v1/budgets`: every team's budget per cluster with what it holds, waits for and has
 /// free.
 pub async fn budgets(State(state): State<AppState>) -> Result<Json<Vec<BudgetUse>>, AppError> {
-    Ok(Json(approvals::budgets(&state.services).await?))
+    Ok(Json(app::service::budget::budgets(&state.services).await?))
 }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/audit`: the audit log, filtered, as JSON or CSV.
 
 use axum::{
-    extract::{rejection::QueryRejection, Query, State},
+    extract::{rejection::QueryRejection, Extension, Query, State},
     http::header,
     response::{IntoResponse, Response},
     Json,
@@ -9,7 +9,10 @@ use axum::{
 use serde::Deserialize;
 
 use app::{
-    model::audit::{to_csv, AuditFilter},
+    model::{
+        audit::{to_csv, AuditFilter},
+        identity::Actor,
+    },
     service::audit,
 };
 
@@ -29,6 +32,7 @@ pub struct AuditQuery {
 /// `GET /api/v1/audit[?action=&resource=&outcome=&limit=&format=csv]`: newest first.
 pub async fn list(
     State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Response, AppError> {
     let query = parameters(query, "action, resource, outcome, limit and format")?;
@@ -47,7 +51,7 @@ pub async fn list(
             )))
         }
     };
-    let records = audit::list(&state.services, filter).await?;
+    let records = audit::list(&state.services, &actor, filter).await?;
     Ok(if csv {
         (
             [

@@ -44,7 +44,7 @@ pub async fn validate(
     body: Bytes,
 ) -> Result<Json<Validation>, AppError> {
     Ok(Json(
-        use_case::validate(&state.services, text(&body)?).await,
+        use_case::validate(&state.services, text(&body)?).await?,
     ))
 }
 

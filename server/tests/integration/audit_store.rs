@@ -11,7 +11,7 @@ use app::{
         budget::Delta,
         identity::{Actor, AuthMode, Role},
     },
-    service::ports::{ApprovalStore, Decision},
+    service::ports::{ApprovalQuery, ApprovalStore, Decision},
 };
 use gpushare::audit::SqlAuditLog;
 
@@ -179,10 +179,33 @@ fn decision(to: ApprovalState, by: &str) -> Decision {
 /// What the approvals store must do on every backend, with `other` a second replica on the same
 /// database: a request kept whole, decided once when two replicas decide at once, settled only
 /// from `sending`.
+/// The requests the store lists for `state`, and how many match in all.
+async fn listed(log: &SqlAuditLog, state: Option<ApprovalState>) -> (Vec<ApprovalRequest>, u64) {
+    ApprovalStore::list(
+        log,
+        ApprovalQuery {
+            state,
+            limit: 100,
+            ..ApprovalQuery::default()
+        },
+    )
+    .await
+    .expect("list")
+}
+
 async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
-    let id = ApprovalStore::create(log, asked("embed"))
+    let created = ApprovalStore::create(log, asked("embed"))
         .await
         .expect("create");
+    assert!(!created.existing);
+    let id = created.id;
+    // The same change of the same service asked again, on either replica, is the same request.
+    for store in [log, other] {
+        let again = ApprovalStore::create(store, asked("embed"))
+            .await
+            .expect("create");
+        assert_eq!((again.id.as_str(), again.existing), (id.as_str(), true));
+    }
     let kept = ApprovalStore::get(other, id.clone())
         .await
         .expect("get")
@@ -192,10 +215,8 @@ async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
     assert_eq!(kept.delta.memory_mib, 2048);
     assert_eq!(kept.after_mib, 4096);
     assert!(!kept.created_at.is_empty());
-    let pending = ApprovalStore::list(log, Some(ApprovalState::Pending))
-        .await
-        .expect("list");
-    assert_eq!(pending.len(), 1);
+    let (pending, total) = listed(log, Some(ApprovalState::Pending)).await;
+    assert_eq!((pending.len(), total), (1, 1));
 
     // Many decisions at once from two replicas: exactly one moves the request.
     let deciders: Vec<_> = (0..8)
@@ -255,7 +276,7 @@ async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
     )
     .await
     .expect("settle");
-    let sent = ApprovalStore::get(other, id)
+    let sent = ApprovalStore::get(other, id.clone())
         .await
         .expect("get")
         .expect("found");
@@ -265,7 +286,8 @@ async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
 
     let rejected = ApprovalStore::create(other, asked("rerank"))
         .await
-        .expect("create");
+        .expect("create")
+        .id;
     assert!(ApprovalStore::decide(
         log,
         rejected.clone(),
@@ -278,11 +300,73 @@ async fn check_approvals(log: &SqlAuditLog, other: &SqlAuditLog) {
             .await
             .expect("decide")
     );
-    assert!(ApprovalStore::list(log, Some(ApprovalState::Pending))
+    assert_eq!(listed(log, Some(ApprovalState::Pending)).await.1, 0);
+    assert_eq!(listed(log, None).await.1, 2);
+    // Once decided, the same change may be asked again.
+    let anew = ApprovalStore::create(other, asked("embed"))
         .await
-        .expect("list")
-        .is_empty());
-    assert_eq!(ApprovalStore::list(log, None).await.expect("list").len(), 2);
+        .expect("create");
+    assert!(!anew.existing && anew.id != id);
+
+    // Counts and sums are never capped, whatever the number of requests: 600 requests of three
+    // teams (past the 500 the list used to stop at).
+    for n in 0..600 {
+        let request = ApprovalRequest {
+            team: ["search", "vision", "ads"][n % 3].into(),
+            cluster: "prod".into(),
+            from: format!("svc-{n}:1"),
+            target: format!("svc-{n}:2"),
+            ..asked(&format!("svc-{n}"))
+        };
+        assert!(
+            !ApprovalStore::create(log, request)
+                .await
+                .expect("create")
+                .existing
+        );
+    }
+    let counts = ApprovalStore::pending_counts(other, "ana".into(), None)
+        .await
+        .expect("counts");
+    let of = |team: &str| -> (u64, u64) {
+        counts
+            .iter()
+            .filter(|c| c.team == team)
+            .fold((0, 0), |(n, mib), c| (n + c.count, mib + c.memory_mib))
+    };
+    // Ana asked for all of them (the "embed" one asked again above among them, for search).
+    assert_eq!(of("search"), (201, 201 * 2048));
+    assert_eq!(of("vision"), (200, 200 * 2048));
+    assert!(counts.iter().all(|c| c.own));
+    let others = ApprovalStore::pending_counts(other, "cy".into(), Some("prod/svc-0".into()))
+        .await
+        .expect("counts");
+    assert_eq!(
+        others
+            .iter()
+            .filter(|c| c.team == "search")
+            .map(|c| c.count)
+            .sum::<u64>(),
+        200,
+        "one service left out"
+    );
+    assert!(others.iter().all(|c| !c.own));
+    let (page, total) = listed(log, Some(ApprovalState::Pending)).await;
+    assert_eq!((page.len(), total), (100, 601));
+    let (vision, total) = ApprovalStore::list(
+        log,
+        ApprovalQuery {
+            state: Some(ApprovalState::Pending),
+            team: Some("vision".into()),
+            limit: 100,
+            offset: 150,
+            ..ApprovalQuery::default()
+        },
+    )
+    .await
+    .expect("list");
+    assert_eq!((vision.len(), total), (50, 200));
+    assert!(vision.iter().all(|r| r.team == "vision"));
 }
 
 #[tokio::test]

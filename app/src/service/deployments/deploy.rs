@@ -9,15 +9,17 @@ use crate::{
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::Verdict,
-        task_definition::check_description,
+        task_definition::{check_description, MaskLevel},
         ServiceError,
     },
     service::{
-        approvals::{self, Approved},
-        audit, clock,
+        approvals, audit,
+        budget::{self, Approved},
+        clock,
         context::ServiceContext,
         detached, lookup,
         ports::RolloutToWatch,
+        task_definitions::compare_masked,
     },
 };
 
@@ -163,30 +165,51 @@ async fn deploy_as(
         from: TaskDefinitionId::new(family, now_running),
         action,
     };
-    let diff = check
-        .comparison
-        .as_ref()
-        .and_then(|c| serde_json::to_string(&c.diff).ok())
-        .unwrap_or_else(|| "[]".into());
+    // The audit log and the approvers may be of any team: the diff they keep tells what
+    // changed, not the values.
+    let diff = compare_masked(
+        context,
+        &sending.target.family,
+        sending.from.revision,
+        sending.target.revision,
+        Some(MaskLevel::Everything),
+    )
+    .await?
+    .and_then(|c| serde_json::to_string(&c.diff).ok())
+    .unwrap_or_else(|| "[]".into());
     let pre_check_words = if request.force && !completes {
         format!("{verdict} (deployed anyway)")
     } else {
         verdict
     };
-    // The team's budget: past it, the deploy waits for someone to say yes.
+    // The team's budget, judged under its hold so that changes sent at once are counted one
+    // after the other: past it, the deploy waits for someone to say yes.
+    let hold = budget::hold(context, cluster, &found).await?;
     let what = format!("this {}", action.as_str());
-    let budget = approvals::gate(
+    let verdict = budget::judge_change(
         context,
         &snapshot,
-        cluster,
-        &found,
-        &sending.from,
-        &sending.target,
-        &what,
+        budget::Change {
+            cluster,
+            service: &found,
+            before: (before.desired, &sending.from),
+            after: (before.desired, &sending.target),
+            what: &what,
+        },
     )
     .await?;
-    match (&approved, budget) {
+    match (&approved, verdict) {
         (None, Some((delta, verdict))) if verdict.over => {
+            // The request binds the exact revisions, with their family.
+            let bound = |number: u32| RevisionRef {
+                family: Some(sending.target.family.clone()),
+                number,
+            };
+            let request = DeployRequest {
+                revision: bound(sending.target.revision),
+                expected_revision: bound(sending.from.revision),
+                ..request
+            };
             return approvals::ask(
                 context,
                 actor,
@@ -206,7 +229,7 @@ async fn deploy_as(
             )
             .await;
         }
-        (Some(approval), Some((_, verdict))) => approvals::covers(approval, &verdict)?,
+        (Some(approval), Some((_, verdict))) => budget::covers(approval, &verdict)?,
         _ => {}
     }
     let intent = AuditIntent {
@@ -219,12 +242,16 @@ async fn deploy_as(
         approval_id: approved.as_ref().map(|a| a.id.clone()),
         ..AuditIntent::by(actor, action, resource.clone())
     };
-    // The intent first: a crash after it leaves a record that a reconcile settles.
+    // The intent first: a crash after it leaves a record that a reconcile settles. Once it is
+    // written the next judgment of the team's budget counts it, so the hold can go.
     let id = context
         .audit
         .begin(intent)
         .await
         .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    if let Some(hold) = hold {
+        hold.release().await;
+    }
     // From here the deploy runs to its end, and to its audit outcome, whatever the request does.
     let owned = context.clone();
     let record = id.clone();
@@ -410,6 +437,7 @@ async fn send_update(
         request_id: updated.request_id,
         action: *action,
         approval: None,
+        already_asked: false,
     })
 }
 
@@ -492,7 +520,10 @@ mod tests {
     #[tokio::test]
     async fn a_deploy_that_finds_the_service_locked_is_refused_and_audited() {
         let fake = Fake::new();
-        fake.lock_taken.store(true, Ordering::SeqCst);
+        fake.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert("prod/embed".into());
         let error = deploy_embed(&fake, request(2, 1))
             .await
             .expect_err("refused");

@@ -204,7 +204,11 @@ pub async fn pre_check(
     };
     let layout = Cluster::of(&snapshot, cluster, service)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
-    let rollout = simulate(&layout, &plan);
+    let simulated = plan.clone();
+    let rollout = context
+        .heavy
+        .run(move || simulate(&layout, &simulated))
+        .await?;
     let comparison = if target_number == runs.revision {
         None
     } else {
@@ -220,15 +224,18 @@ pub async fn pre_check(
     } else {
         "this deploy"
     };
-    // A budget that cannot be read now is said at the deploy, which checks it again.
-    let budget = crate::service::approvals::gate(
+    // A budget that cannot be judged now is said at the deploy, which judges it again.
+    let target_id = TaskDefinitionId::new(family.clone(), target_number);
+    let budget = crate::service::budget::judge_change(
         context,
         &snapshot,
-        cluster,
-        &found,
-        &runs,
-        &TaskDefinitionId::new(family.clone(), target_number),
-        action,
+        crate::service::budget::Change {
+            cluster,
+            service: &found,
+            before: (found.desired, &runs),
+            after: (found.desired, &target_id),
+            what: action,
+        },
     )
     .await
     .ok()

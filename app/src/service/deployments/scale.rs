@@ -8,14 +8,15 @@ use super::{
 };
 use crate::{
     model::{
+        arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
         deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
         task_definition::check_description,
         ServiceError,
     },
     service::{
-        approvals::{self, Approved},
-        audit,
+        approvals, audit,
+        budget::{self, Approved},
         context::ServiceContext,
         detached, lookup,
     },
@@ -83,9 +84,10 @@ async fn scale_as(
     let (found, runs) = running(&snapshot, cluster, service)?;
     let resource = format!("{cluster}/{service}");
     let description = Some(request.description.trim().to_string()).filter(|d| !d.is_empty());
+    let wanted = request.desired;
     let intent = |from: u32| AuditIntent {
         from_revision: Some(sized(&runs.to_string(), from)),
-        to_revision: Some(sized(&runs.to_string(), request.desired)),
+        to_revision: Some(sized(&runs.to_string(), wanted)),
         description: description.clone(),
         approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
         approval_id: approved.as_ref().map(|a| a.id.clone()),
@@ -110,6 +112,19 @@ async fn scale_as(
             live.desired, request.expected_desired
         )));
     }
+    // The revision it runs now: the tasks a count counts are of it.
+    let runs_now = TaskDefinitionId::parse(&live.task_definition).unwrap_or_else(|| runs.clone());
+    if let Some(expected) = &request.expected_revision {
+        let named = expected
+            .of_family(&runs_now.family)
+            .map_err(ServiceError::conflict)?;
+        if named != runs_now.revision {
+            return Err(ServiceError::conflict(format!(
+                "{resource} now runs {runs_now}, not {}:{named} as when you looked: another deploy changed it, so this count would be of other tasks. Look again.",
+                runs_now.family
+            )));
+        }
+    }
     if live.desired == request.desired {
         return Err(ServiceError::invalid(format!(
             "{resource} already has a desired count of {}; choose another",
@@ -126,20 +141,27 @@ async fn scale_as(
         live.desired,
         request.desired
     );
-    let budget = approvals::gate_scale(
+    // The team's budget, judged under its hold (see the deploy).
+    let hold = budget::hold(context, cluster, &found).await?;
+    let verdict = budget::judge_change(
         context,
         &snapshot,
-        cluster,
-        &found,
-        &runs,
-        live.desired,
-        request.desired,
-        &what,
+        budget::Change {
+            cluster,
+            service: &found,
+            before: (live.desired, &runs_now),
+            after: (request.desired, &runs_now),
+            what: &what,
+        },
     )
     .await?;
-    match (&approved, budget) {
+    match (&approved, verdict) {
         (None, Some((delta, verdict))) if verdict.over => {
-            let target = sized(&runs.to_string(), request.desired);
+            let target = sized(&runs_now.to_string(), request.desired);
+            let bound = RevisionRef {
+                family: Some(runs_now.family.clone()),
+                number: runs_now.revision,
+            };
             return approvals::ask(
                 context,
                 actor,
@@ -147,13 +169,16 @@ async fn scale_as(
                     cluster,
                     service: &found,
                     request: DeployRequest {
-                        revision: crate::model::arn::RevisionRef::number(runs.revision),
-                        expected_revision: crate::model::arn::RevisionRef::number(runs.revision),
+                        revision: bound.clone(),
+                        expected_revision: bound.clone(),
                         ..DeployRequest::default()
                     },
-                    scale: Some(request),
+                    scale: Some(ScaleRequest {
+                        expected_revision: Some(bound),
+                        ..request
+                    }),
                     action: AuditAction::Scale,
-                    from: sized(&runs.to_string(), live.desired),
+                    from: sized(&runs_now.to_string(), live.desired),
                     target,
                     diff: "[]".into(),
                     pre_check: "not simulated for a change of the desired count".into(),
@@ -163,14 +188,23 @@ async fn scale_as(
             )
             .await;
         }
-        (Some(approval), Some((_, verdict))) => approvals::covers(approval, &verdict)?,
+        (Some(approval), Some((_, verdict))) => budget::covers(approval, &verdict)?,
         _ => {}
     }
+    let intent = AuditIntent {
+        from_revision: Some(sized(&runs_now.to_string(), live.desired)),
+        to_revision: Some(sized(&runs_now.to_string(), request.desired)),
+        ..intent(live.desired)
+    };
     let id = context
         .audit
-        .begin(intent(live.desired))
+        .begin(intent)
         .await
         .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    // Counted by the next judgment from here: the hold can go.
+    if let Some(hold) = hold {
+        hold.release().await;
+    }
     let owned = context.clone();
     let (record, cluster, service) = (id.clone(), cluster.to_string(), service.to_string());
     let desired = request.desired;
@@ -228,6 +262,7 @@ async fn send_scale(
         request_id: updated.request_id,
         action: AuditAction::Scale,
         approval: None,
+        already_asked: false,
     })
 }
 
@@ -244,6 +279,7 @@ mod tests {
         ScaleRequest {
             desired,
             expected_desired: expected,
+            expected_revision: None,
             description: "launch traffic".into(),
         }
     }

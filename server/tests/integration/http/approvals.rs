@@ -441,3 +441,160 @@ async fn the_cost_review_burns_each_teams_monthly_budget() {
     let (_, other) = call_json(&app, ROOT, get("/api/v1/cost?period=now&cluster=ml-dev")).await;
     assert_eq!(other["budgets"], serde_json::json!([]), "{other}");
 }
+
+/// [`POLICY`] with search's budget on inference-prod at `budget`, behind a console whose fleet
+/// snapshot is read once and not again for ten minutes: every step below is judged between two
+/// refreshes.
+async fn console_between_refreshes(budget: &str) -> Router {
+    let policy = POLICY.replace(
+        "gpu_memory = \"64 GiB\"",
+        &format!("gpu_memory = \"{budget}\""),
+    );
+    behind_proxy_with(
+        &policy,
+        SocketAddr::from(([127, 0, 0, 1], 41_000)),
+        |args| {
+            args.fleet.refresh_interval = 600;
+        },
+    )
+    .await
+}
+
+const SCALE: &str = "/api/v1/services/inference-prod/embed-api/scale";
+
+fn scale_to(desired: u32, expected: u32) -> Request<Body> {
+    post_json(
+        SCALE,
+        &serde_json::json!({"desired": desired, "expected_desired": expected}).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn steps_sent_between_two_refreshes_add_up() {
+    // Search holds 64 GiB (embed-api: 8 tasks of 4 GiB; rerank: 4 of 8 GiB) of 72 GiB.
+    let app = console_between_refreshes("72 GiB").await;
+    ready(&app).await;
+    for (to, from) in [(9, 8), (10, 9)] {
+        let (status, answer) = call_json(&app, ANA, scale_to(to, from)).await;
+        assert_eq!(status, StatusCode::OK, "{from} → {to} fits: {answer}");
+        assert!(answer["approval"].is_null(), "{answer}");
+    }
+    // The snapshot still says 8 tasks; what was sent says 10, and one more is 76 GiB.
+    let (status, answer) = call_json(&app, ANA, scale_to(11, 10)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let id = answer["approval"].as_str().expect("a request").to_string();
+    let (_, item) = call_json(&app, CY, get(&format!("/api/v1/approvals/{id}"))).await;
+    assert!(
+        item["request"]["arithmetic"]
+            .as_str()
+            .is_some_and(|a| a.contains("search holds 72 GiB of 72 GiB") && a.contains("to 76 GiB")),
+        "{item}"
+    );
+    let (_, budgets) = call_json(&app, ANA, get("/api/v1/budgets")).await;
+    let embed = budgets[0]["services"]
+        .as_array()
+        .and_then(|s| s.iter().find(|h| h["service"] == "embed-api"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (embed["desired"].as_u64(), embed["counts_sent"].as_bool()),
+        (Some(10), Some(true)),
+        "{budgets}"
+    );
+    assert_eq!(
+        records(&app, "scale").await.len(),
+        2,
+        "two sent, one waiting"
+    );
+}
+
+#[tokio::test]
+async fn changes_of_two_services_sent_at_once_are_judged_one_after_the_other() {
+    // 64 GiB of 72: embed-api + 4 GiB fits, rerank + 8 GiB fits, not both.
+    let app = console_between_refreshes("72 GiB").await;
+    ready(&app).await;
+    let embed = call_json(&app, ANA, scale_to(9, 8));
+    let rerank = call_json(
+        &app,
+        ANA,
+        post_json(
+            "/api/v1/services/inference-prod/rerank/scale",
+            r#"{"desired": 5, "expected_desired": 4}"#,
+        ),
+    );
+    let ((a, embed), (b, rerank)) = tokio::join!(embed, rerank);
+    let sent = [&embed, &rerank]
+        .iter()
+        .filter(|answer| answer["approval"].is_null())
+        .count();
+    assert_eq!(sent, 1, "one sent, one waiting: {a} {embed} / {b} {rerank}");
+    assert!([a, b].contains(&StatusCode::ACCEPTED), "{a} {b}");
+}
+
+#[tokio::test]
+async fn a_scale_request_is_bound_to_the_revision_it_counted() {
+    let app = console().await;
+    ready(&app).await;
+    let (status, asked) = call_json(&app, ANA, scale_to(12, 8)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
+    let id = asked["approval"].as_str().expect("a request").to_string();
+    let (_, item) = call_json(&app, CY, get(&format!("/api/v1/approvals/{id}"))).await;
+    assert_eq!(
+        item["request"]["scale"]["expected_revision"], "embed-api:1",
+        "{item}"
+    );
+    // Meanwhile an admin rolls out a revision of 2 GiB a task (it frees memory: sent at once).
+    let edit = r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "mps", "memory_mib": 2048, "max_compute_percent": 50}}]}"#;
+    let (status, body) = call(
+        &app,
+        ROOT,
+        post_json("/api/v1/task-definitions/embed-api/1/register", edit),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = call(
+        &app,
+        ROOT,
+        post_json(
+            "/api/v1/services/inference-prod/embed-api/deploy",
+            r#"{"revision": 2, "expected_revision": 1, "force": true}"#,
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    // The approval would scale other tasks than the ones it was shown: nothing is sent.
+    let (status, body) = call(&app, CY, decide(&id, "approve", "")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("now runs embed-api:2"), "{body}");
+    assert!(records(&app, "scale")
+        .await
+        .iter()
+        .all(|r| r["outcome"] == "refused"));
+}
+
+#[tokio::test]
+async fn one_request_per_change_and_a_bounded_number_per_team() {
+    let app = console().await;
+    ready(&app).await;
+    register_bigger(&app).await;
+    let first = ask(&app).await;
+    let (status, again) = call_json(&app, ANA, post_json(DEPLOY, ASK)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+    assert_eq!(again["approval"], first.as_str(), "the same request");
+    assert_eq!(again["already_asked"], true);
+    assert_eq!(records(&app, "request").await.len(), 1, "asked once");
+    // Distinct changes wait side by side, up to twenty for the team on the cluster.
+    for desired in 9..28 {
+        let (status, answer) = call_json(&app, ANA, scale_to(desired, 8)).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{desired}: {answer}");
+    }
+    let (status, body) = call(&app, ANA, scale_to(40, 8)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("already has 20 requests waiting"), "{body}");
+    // The approvers still see every one of them, counted whole.
+    let (_, list) = call_json(&app, CY, get("/api/v1/approvals?state=pending")).await;
+    assert_eq!(list["total"], 20, "{list}");
+    assert_eq!(list["budgets"][0]["pending_requests"], 20);
+    let (status, _) = call(&app, CY, get("/api/v1/approvals?page=0")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
