@@ -1,7 +1,8 @@
 //! Who may do what, and from where: sign-in through a trusted proxy, the authorization matrix
 //! of every state-changing route (built from the router's own list of endpoints and server
-//! functions) × {anonymous, viewer, deployer of the owning team, deployer of another team,
-//! admin}, reveals, refusals in the audit log, and requests from another site.
+//! functions) × {anonymous, signed in but in no group, viewer, deployer of the owning team,
+//! deployer of another team, admin, a deployer whose role was taken away since they asked for
+//! a change}, reveals, refusals in the audit log, and requests from another site.
 
 use std::net::SocketAddr;
 
@@ -15,8 +16,6 @@ use super::support::*;
 
 /// The policy the tests sign in under.
 const POLICY: &str = r#"
-default_role = "viewer"
-
 [[roles]]
 group = "platform"
 role = "admin"
@@ -24,6 +23,16 @@ role = "admin"
 [[roles]]
 group = "ml"
 role = "deployer"
+
+[[roles]]
+group = "readers"
+role = "viewer"
+
+[[budgets]]
+team = "search"
+cluster = "inference-prod"
+gpu_memory = "64 GiB"
+approvers = ["search-leads"]
 
 [[teams]]
 group = "search-eng"
@@ -48,34 +57,47 @@ async fn behind_proxy(peer: ([u8; 4], u16)) -> Router {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Who {
     Anonymous,
+    /// Signed in at the provider, in no group the policy names: no role, so no way in.
+    NoGroup,
     Viewer,
     OwningDeployer,
     OtherDeployer,
     Admin,
+    /// A deployer of the owning team when they asked for a change; the provider has since taken
+    /// the deployer group away (they read, as a viewer).
+    RoleRemoved,
 }
 
 impl Who {
-    const ALL: [Who; 5] = [
+    const ALL: [Who; 7] = [
         Who::Anonymous,
+        Who::NoGroup,
         Who::Viewer,
         Who::OwningDeployer,
         Who::OtherDeployer,
         Who::Admin,
+        Who::RoleRemoved,
     ];
 
     /// `(user, groups)` as the proxy passes them.
     fn identity(self) -> Option<(&'static str, &'static str)> {
         match self {
             Who::Anonymous => None,
-            Who::Viewer => Some(("vic", "search-eng")),
+            Who::NoGroup => Some(("nobody", "")),
+            Who::Viewer => Some(("vic", "readers,search-eng")),
             Who::OwningDeployer => Some(("ana", "ml,search-eng")),
             Who::OtherDeployer => Some(("bo", "ml,vision-eng")),
             Who::Admin => Some(("root", "platform")),
+            Who::RoleRemoved => Some(("dee", "readers,search-eng")),
         }
     }
 
     fn may_change(self) -> bool {
         matches!(self, Who::OwningDeployer | Who::Admin)
+    }
+
+    fn may_read(self) -> bool {
+        !matches!(self, Who::Anonymous | Who::NoGroup)
     }
 }
 
@@ -188,7 +210,7 @@ fn rules() -> Vec<(&'static str, Rule)> {
         ),
         (
             "/api/v1/task-definitions/{family}/{revision}/check",
-            Rule::Read(|| {
+            Rule::Change(|| {
                 post_json(
                     "/api/v1/task-definitions/embed-api/1/check",
                     r#"{"edits": [{"container": "embed-api", "gpu": {"kind": "none"}}]}"#,
@@ -251,7 +273,7 @@ fn rules() -> Vec<(&'static str, Rule)> {
         ),
         (
             "/api/check_gpu_edit",
-            Rule::Read(|| {
+            Rule::Change(|| {
                 form(
                     "/api/check_gpu_edit",
                     "family=embed-api&revision=1&edits[0][container]=embed-api&edits[0][kind]=none&reveal=false",
@@ -260,7 +282,7 @@ fn rules() -> Vec<(&'static str, Rule)> {
         ),
         (
             "/api/check_task_definition_json",
-            Rule::Read(|| {
+            Rule::Change(|| {
                 form(
                     "/api/check_task_definition_json",
                     "family=embed-api&revision=1&text=%7B%7D&reveal=false",
@@ -358,10 +380,35 @@ async fn refused(response: axum::response::Response) -> (bool, StatusCode, Strin
     (forbidden, status, body)
 }
 
+/// Dee, a deployer of search when asking, asks for a scale-up past search's budget; the id of
+/// the request that waits.
+async fn dee_asks_while_a_deployer(app: &Router) -> String {
+    let asked = json(
+        send(
+            app,
+            signed_as(
+                "dee",
+                "ml,search-eng",
+                post_json(
+                    "/api/v1/services/inference-prod/embed-api/scale",
+                    r#"{"desired": 9, "expected_desired": 8, "description": "launch"}"#,
+                ),
+            ),
+        )
+        .await,
+    )
+    .await;
+    asked["approval"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the scale waits for approval: {asked}"))
+        .to_string()
+}
+
 #[tokio::test]
 async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
     let app = behind_proxy(PROXY).await;
     fleet_json_signed(&app).await;
+    let deed = dee_asks_while_a_deployer(&app).await;
     let rules = rules();
     let ruled: Vec<&str> = rules.iter().map(|(path, _)| *path).collect();
     let unruled: Vec<String> = post_routes()
@@ -377,7 +424,7 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
         for who in Who::ALL {
             let (request, may) = match rule {
                 Rule::Change(request) => (request(), who.may_change()),
-                Rule::Read(request) | Rule::Decide(request) => (request(), who != Who::Anonymous),
+                Rule::Read(request) | Rule::Decide(request) => (request(), who.may_read()),
                 Rule::Anyone(request) => (request(), true),
             };
             let (was_refused, status, body) = refused(send(&app, signed(who, request)).await).await;
@@ -388,10 +435,55 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
             if who == Who::Anonymous && !matches!(rule, Rule::Anyone(_)) {
                 assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
             }
+            if who == Who::NoGroup && !matches!(rule, Rule::Anyone(_)) {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
+                assert!(body.contains("has a role"), "{path}: {body}");
+            }
             cells += 1;
         }
     }
     assert_eq!(cells, rules.len() * Who::ALL.len());
+    println!(
+        "the access matrix: {} routes × {} identities = {cells} cells",
+        rules.len(),
+        Who::ALL.len()
+    );
+    // Dee's request, asked as a deployer, is approved now that the role is gone: it is not sent
+    // as theirs.
+    let approved = send(
+        &app,
+        signed(
+            Who::Admin,
+            post_json(
+                &format!("/api/v1/approvals/{deed}/approve"),
+                r#"{"note": "ok"}"#,
+            ),
+        ),
+    )
+    .await;
+    let (status, body) = (approved.status(), text(approved).await);
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body.contains("nothing was sent") && body.contains("viewer"),
+        "{body}"
+    );
+    let scales = json(
+        send(
+            &app,
+            signed(
+                Who::Admin,
+                get("/api/v1/audit?action=scale&resource=inference-prod/embed-api"),
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        scales
+            .as_array()
+            .is_some_and(|records| records.iter().all(|r| r["outcome"] == "refused")),
+        "no scale was sent: {scales}"
+    );
     // Refusals that reached a use case are in the audit log, with who and from where.
     let log = json(
         send(
@@ -409,6 +501,21 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
     assert_eq!(bo["actor_role"], "deployer");
     assert_eq!(bo["auth_mode"], "proxy");
     assert_eq!(bo["source"], "127.0.0.1");
+    // Where people acted from is for admins: a viewer reads the log without it.
+    let read = json(
+        send(
+            &app,
+            signed(Who::Viewer, get("/api/v1/audit?outcome=refused")),
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        read.as_array().is_some_and(
+            |records| !records.is_empty() && records.iter().all(|r| r["source"].is_null())
+        ),
+        "{read}"
+    );
     assert!(bo["detail"]
         .as_str()
         .is_some_and(|d| d.contains("belongs to team search")));
@@ -571,5 +678,31 @@ async fn changes_from_another_site_are_refused() {
         rebound.status(),
         StatusCode::FORBIDDEN,
         "a rebound host name"
+    );
+}
+
+#[tokio::test]
+async fn an_identity_header_given_twice_is_refused() {
+    let app = behind_proxy(PROXY).await;
+    fleet_json_signed(&app).await;
+    // A proxy that appends rather than replaces passes the person's own header beside its own.
+    for (name, value) in [
+        ("x-forwarded-groups", "platform"),
+        ("x-forwarded-user", "root"),
+        ("x-forwarded-email", "root@example.com"),
+    ] {
+        let mut request = signed(Who::Viewer, get("/api/v1/services"));
+        request
+            .headers_mut()
+            .append(name, value.parse().expect("a value"));
+        let response = send(&app, request).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{name}");
+        assert!(text(response).await.contains("more than once"), "{name}");
+    }
+    assert_eq!(
+        send(&app, signed(Who::Viewer, get("/api/v1/services")))
+            .await
+            .status(),
+        StatusCode::OK
     );
 }

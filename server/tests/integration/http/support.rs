@@ -262,3 +262,25 @@ pub async fn set_emulator_faults(app: &Router, faults: &str) {
     stream.read_to_string(&mut answer).await.expect("answered");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+/// The calls the embedded emulator has received so far, by `service:Operation` (its own record,
+/// `GET /_emulator/status`); `status` is the console status request, signed as the app needs.
+pub async fn emulator_received(
+    app: &Router,
+    status: Request<Body>,
+) -> std::collections::BTreeMap<String, u64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let endpoint = emulator_address(app, status).await;
+    let mut stream = tokio::net::TcpStream::connect(&endpoint)
+        .await
+        .expect("connects");
+    let request =
+        format!("GET /_emulator/status HTTP/1.1\r\nHost: {endpoint}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answered");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let status: serde_json::Value = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("the emulator's status ({e}): {body}"));
+    serde_json::from_value(status["received"].clone()).expect("counts by operation")
+}
