@@ -8,7 +8,7 @@ use crate::model::{
     activity::TaskInfo,
     arn::RevisionRef,
     audit::AuditAction,
-    policy::Permission,
+    identity::Permission,
     rollout::RolloutCheck,
     task_definition::{Comparison, RevisionDetail},
     ServiceRef,

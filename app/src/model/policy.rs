@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{
     budget::BudgetRule,
-    identity::{Actor, Role},
+    identity::{Actor, Refusal, Role},
     task_definition::DiffEntry,
 };
 
@@ -97,33 +97,6 @@ impl Default for Policy {
             admin_only_fields: default_admin_only(),
             budgets: Vec::new(),
             allowed_gpu_variables: Vec::new(),
-        }
-    }
-}
-
-/// Why a request about a resource is refused, in words that name the rule and who could do it.
-pub type Refusal = String;
-
-/// Whether the person may do something, and why not.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Permission {
-    pub allowed: bool,
-    /// Why not, naming the rule and who could.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl Permission {
-    pub fn of(decision: Result<(), Refusal>) -> Permission {
-        match decision {
-            Ok(()) => Permission {
-                allowed: true,
-                reason: None,
-            },
-            Err(reason) => Permission {
-                allowed: false,
-                reason: Some(reason),
-            },
         }
     }
 }

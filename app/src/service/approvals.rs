@@ -1,9 +1,9 @@
-//! Approvals: a change past its team's budget kept as a request (one per service and change,
-//! and a bounded number per team), and the decisions about requests — approve (the checks run
-//! again, and the change is sent as the requester's as they are now, approved by the approver),
-//! reject, withdraw — each audited with its actor. A request is decided once: the store moves it
-//! out of `pending` atomically, on one replica or several. The budget itself is judged in
-//! [`crate::service::budget`].
+//! Approvals: the decisions about requests for changes past a team's budget — approve (the
+//! checks run again, and the change is sent as the requester's as they are now, approved by the
+//! approver), reject, withdraw — each audited with its actor, and the reads of requests. A
+//! request is decided once: the store moves it out of `pending` atomically, on one replica or
+//! several. The budget itself is judged in [`crate::service::budget`]; requests are made in
+//! [`crate::service::requests`].
 
 use crate::{
     model::{
@@ -12,10 +12,9 @@ use crate::{
             ApprovalsView, APPROVALS_PAGE,
         },
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
-        budget::{BudgetVerdict, Delta},
-        deployment::{DeployAnswer, DeployRequest, ScaleRequest},
+        deployment::DeployAnswer,
         identity::{Actor, AuthMode},
-        ServiceError, ServiceRef,
+        ServiceError,
     },
     service::{
         audit,
@@ -25,154 +24,6 @@ use crate::{
         ports::{ApprovalQuery, Decision},
     },
 };
-
-/// Requests one team may have waiting on one cluster: past it, a new one is refused until some
-/// are decided or withdrawn, so that one team cannot bury the others' in the approvers' list.
-pub const MAX_PENDING_PER_TEAM: u64 = 20;
-
-/// What a deploy past the budget asks for.
-pub struct Asked<'a> {
-    pub cluster: &'a str,
-    pub service: &'a ServiceRef,
-    pub request: DeployRequest,
-    /// A change of the desired count rather than a deploy.
-    pub scale: Option<ScaleRequest>,
-    pub action: AuditAction,
-    pub from: String,
-    pub target: String,
-    pub diff: String,
-    pub pre_check: String,
-    pub delta: Delta,
-    pub verdict: BudgetVerdict,
-}
-
-/// Keeps a change past its team's budget as a request waiting for approval, audited as the
-/// requester's; the answer names the request. The same change of the same service already
-/// waiting is that request (nothing new is kept); a team with [`MAX_PENDING_PER_TEAM`] requests
-/// waiting on the cluster is refused until some are decided.
-pub async fn ask(
-    context: &ServiceContext,
-    actor: &Actor,
-    asked: Asked<'_>,
-) -> Result<DeployAnswer, ServiceError> {
-    let team = asked.service.team.clone().unwrap_or_default();
-    let resource = format!("{}/{}", asked.cluster, asked.service.name);
-    let request = ApprovalRequest {
-        state: ApprovalState::Pending,
-        action: asked.action,
-        team: team.clone(),
-        cluster: asked.cluster.to_string(),
-        service: asked.service.name.clone(),
-        requester: actor.clone(),
-        request: DeployRequest {
-            description: asked.request.description.trim().to_string(),
-            ..asked.request
-        },
-        scale: asked.scale.map(|scale| ScaleRequest {
-            description: scale.description.trim().to_string(),
-            ..scale
-        }),
-        from: asked.from.clone(),
-        target: asked.target.clone(),
-        diff: asked.diff.clone(),
-        pre_check: asked.pre_check.clone(),
-        arithmetic: asked.verdict.arithmetic.clone(),
-        delta: asked.delta,
-        after_mib: asked.verdict.after_mib,
-        ..ApprovalRequest::default()
-    };
-    let waiting: u64 = context
-        .approvals
-        .pending_counts(actor.subject.clone(), None)
-        .await?
-        .iter()
-        .filter(|c| c.team == team && c.cluster == asked.cluster)
-        .map(|c| c.count)
-        .sum();
-    if waiting >= MAX_PENDING_PER_TEAM {
-        return Err(ServiceError::conflict(format!(
-            "Team {team} already has {waiting} requests waiting for approval on {}, the most one team may have; nothing was sent or asked for. Withdraw the ones no longer needed, or wait for decisions, then ask again.",
-            asked.cluster
-        )));
-    }
-    let description = Some(request.note().to_string()).filter(|d| !d.is_empty());
-    let created = context
-        .approvals
-        .create(request)
-        .await
-        .map_err(|error| error.with_suffix("; nothing was sent or asked for"))?;
-    let id = created.id;
-    if created.existing {
-        return Ok(DeployAnswer {
-            audit_id: String::new(),
-            deployment_id: None,
-            request_id: None,
-            action: asked.action,
-            approval: Some(id),
-            already_asked: true,
-        });
-    }
-    let intent = AuditIntent {
-        from_revision: Some(asked.from),
-        to_revision: Some(asked.target),
-        diff: asked.diff,
-        pre_check: Some(asked.pre_check),
-        description,
-        approval_id: Some(id.clone()),
-        ..AuditIntent::by(actor, AuditAction::Request, resource)
-    };
-    let detail = format!(
-        "waiting for approval: {} See /approvals/{id}.",
-        asked.verdict.arithmetic
-    );
-    match record(context, intent, detail).await {
-        Ok(audit_id) => Ok(DeployAnswer {
-            audit_id,
-            deployment_id: None,
-            request_id: None,
-            action: asked.action,
-            approval: Some(id),
-            already_asked: false,
-        }),
-        Err(error) => {
-            // A request nobody can trace is not left waiting.
-            let _ = context
-                .approvals
-                .decide(
-                    id,
-                    Decision {
-                        to: ApprovalState::Withdrawn,
-                        by: "gpushare".into(),
-                        note: Some("the audit log could not record the request".into()),
-                        ..Decision::default()
-                    },
-                )
-                .await;
-            Err(error.with_suffix("; nothing was sent or asked for"))
-        }
-    }
-}
-
-/// Writes a record that sends nothing: its intent, then `recorded` with `detail`.
-async fn record(
-    context: &ServiceContext,
-    intent: AuditIntent,
-    detail: String,
-) -> Result<String, ServiceError> {
-    let id = context.audit.begin(intent).await?;
-    context
-        .audit
-        .finish(
-            id.clone(),
-            AuditOutcome {
-                outcome: Outcome::Recorded,
-                detail: Some(detail),
-                ..AuditOutcome::default()
-            },
-        )
-        .await?;
-    Ok(id)
-}
 
 /// The record of a decision about `request` by `actor`.
 fn decision_intent(
@@ -368,17 +219,17 @@ async fn send_approved(
             .settle(id.clone(), state, detail, audit_id)
     };
     let intent = decision_intent(approver, AuditAction::Approve, &request, note);
-    let approval_record = match record(context, intent, "approved; the checks run again".into())
-        .await
-    {
-        Ok(record) => record,
-        Err(error) => {
-            let why =
-                format!("the audit log could not record the approval ({error}); nothing was sent");
-            settle(ApprovalState::Refused, why.clone(), None).await?;
-            return Err(ServiceError::unavailable(why));
-        }
-    };
+    let approval_record =
+        match audit::recorded(context, intent, "approved; the checks run again".into()).await {
+            Ok(record) => record,
+            Err(error) => {
+                let why = format!(
+                    "the audit log could not record the approval ({error}); nothing was sent"
+                );
+                settle(ApprovalState::Refused, why.clone(), None).await?;
+                return Err(ServiceError::unavailable(why));
+            }
+        };
     let approved = Approved {
         id: id.clone(),
         by: approver.clone(),
@@ -534,7 +385,7 @@ async fn close(
     let request = open(context, actor, id, note, action).await?;
     take(context, actor, &request, state, note).await?;
     let intent = decision_intent(actor, action, &request, note);
-    record(context, intent, words.into()).await?;
+    audit::recorded(context, intent, words.into()).await?;
     load(context, id).await
 }
 
@@ -633,7 +484,10 @@ mod tests {
 
     use super::*;
     use crate::{
-        model::{arn::RevisionRef, audit::AuditRecord, budget::BudgetRule, identity::Role},
+        model::{
+            arn::RevisionRef, audit::AuditRecord, budget::BudgetRule, deployment::DeployRequest,
+            identity::Role,
+        },
         service::{budget::budgets, deployments::deploy, fake::Fake},
     };
 

@@ -1,5 +1,5 @@
-//! The audit log: read, newest first; and the record of an attempt refused before anything was
-//! sent.
+//! The audit log: read, newest first; the record of an attempt refused before anything was
+//! sent; and the record of a step that sends nothing (a request, a decision).
 
 use crate::{
     model::{
@@ -51,4 +51,25 @@ pub async fn refused(
         Ok(()) => refusal,
         Err(error) => error.with_suffix(&format!("; the attempt was refused: {refusal}")),
     }
+}
+
+/// Writes a record that sends nothing: its intent, then `recorded` with `detail`.
+pub async fn recorded(
+    context: &ServiceContext,
+    intent: AuditIntent,
+    detail: String,
+) -> Result<String, ServiceError> {
+    let id = context.audit.begin(intent).await?;
+    context
+        .audit
+        .finish(
+            id.clone(),
+            AuditOutcome {
+                outcome: Outcome::Recorded,
+                detail: Some(detail),
+                ..AuditOutcome::default()
+            },
+        )
+        .await?;
+    Ok(id)
 }

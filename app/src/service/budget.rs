@@ -9,11 +9,7 @@
 //! replicas — so that two changes sent at once are judged one after the other, the second
 //! counting the first. A snapshot too old to judge by is said, and nothing is sent.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use crate::{
     model::{
@@ -330,19 +326,6 @@ pub fn covers(approved: &Approved, verdict: &BudgetVerdict) -> Result<(), Servic
         verdict.arithmetic,
         crate::model::budget::mib_words(approved.after_mib)
     )))
-}
-
-/// The in-process locks of the teams' budgets, by `team@cluster`.
-#[derive(Debug, Default)]
-pub struct BudgetLocks {
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl BudgetLocks {
-    fn of(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(key.to_string()).or_default().clone()
-    }
 }
 
 /// The hold of one team's budget on one cluster: while it lives, no other change of the team's

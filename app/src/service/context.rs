@@ -5,12 +5,11 @@ use std::{sync::Arc, time::Instant};
 use crate::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
-        budget::BudgetLocks,
-        detached::InFlight,
         ports::{
             ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, People,
             RolloutWatches, SpotMarket, TaskDefinitionSchema,
         },
+        process::{BudgetLocks, InFlight},
         turns::Turns,
     },
 };

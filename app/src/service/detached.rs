@@ -3,40 +3,12 @@
 //! dropped connection or the request timeout cannot cut it between the call and the record. The
 //! records whose change runs in this process are known, so that a reconcile leaves them alone.
 
-use std::{
-    collections::HashSet,
-    future::Future,
-    sync::{Arc, Mutex},
+use std::{future::Future, sync::Arc};
+
+use crate::{
+    model::ServiceError,
+    service::{context::ServiceContext, process::InFlight},
 };
-
-use crate::{model::ServiceError, service::context::ServiceContext};
-
-/// The audit records whose change runs in this process now.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    ids: Mutex<HashSet<String>>,
-}
-
-impl InFlight {
-    fn ids(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.ids.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Whether the change of record `id` runs in this process.
-    pub fn contains(&self, id: &str) -> bool {
-        self.ids().contains(id)
-    }
-
-    /// How many changes run in this process.
-    pub fn len(&self) -> usize {
-        self.ids().len()
-    }
-
-    /// Whether no change runs in this process.
-    pub fn is_empty(&self) -> bool {
-        self.ids().is_empty()
-    }
-}
 
 /// Takes record `id` off the in-flight list when its change ends, however it ends.
 struct Running {
@@ -46,7 +18,7 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.in_flight.ids().remove(&self.id);
+        self.in_flight.end(&self.id);
     }
 }
 
@@ -62,7 +34,7 @@ where
     T: Send + 'static,
     F: Future<Output = Result<T, ServiceError>> + Send + 'static,
 {
-    context.in_flight.ids().insert(id.to_string());
+    context.in_flight.start(id);
     let running = Running {
         in_flight: context.in_flight.clone(),
         id: id.to_string(),

@@ -19,6 +19,8 @@ mod fake;
 pub mod fleet;
 pub mod lookup;
 pub mod ports;
+pub mod process;
+pub mod requests;
 pub mod rollouts;
 pub mod task_definitions;
 pub mod turns;

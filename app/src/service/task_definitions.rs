@@ -11,7 +11,7 @@ use crate::{
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
         fit::fit_check as place_one,
         identity::Actor,
-        policy::Permission,
+        identity::Permission,
         task_definition::{
             check_description, check_edit, cli_json, cloudformation_yaml, diff, gpu_changes,
             gpu_variables_set, invalid_family, locate, mask_at, mask_pair_at, parse_inputs,

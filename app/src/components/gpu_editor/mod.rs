@@ -14,7 +14,7 @@ use settings_form::{Row, SettingsForm};
 
 use crate::{
     model::{
-        policy::Permission,
+        identity::Permission,
         task_definition::{EditCheck, EditResult, FieldError, RevisionDetail, MASK},
     },
     server_fns::task_definitions::{

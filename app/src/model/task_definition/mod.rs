@@ -33,7 +33,7 @@ pub use secrets::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{fit::FitReport, policy::Permission};
+use crate::model::{fit::FitReport, identity::Permission};
 
 /// How one container uses GPUs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,12 +13,13 @@ use crate::{
         ServiceError,
     },
     service::{
-        approvals, audit,
+        audit,
         budget::{self, Approved},
         clock,
         context::ServiceContext,
         detached, lookup,
         ports::RolloutToWatch,
+        requests,
         task_definitions::compare_masked,
     },
 };
@@ -210,10 +211,10 @@ async fn deploy_as(
                 expected_revision: bound(sending.from.revision),
                 ..request
             };
-            return approvals::ask(
+            return requests::ask(
                 context,
                 actor,
-                approvals::Asked {
+                requests::Asked {
                     cluster,
                     service: &found,
                     request,

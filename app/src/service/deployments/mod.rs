@@ -20,7 +20,7 @@ use crate::{
         arn::{RevisionRef, TaskDefinitionId},
         deployment::{PreCheck, ServiceRow},
         identity::Actor,
-        policy::Permission,
+        identity::Permission,
         rollout::{pre_check as simulate, Cluster, RolloutPlan},
         task_definition::gpu_settings,
         FleetSnapshot, ServiceError, ServiceRef,

@@ -15,10 +15,10 @@ use crate::{
         ServiceError,
     },
     service::{
-        approvals, audit,
+        audit,
         budget::{self, Approved},
         context::ServiceContext,
-        detached, lookup,
+        detached, lookup, requests,
     },
 };
 
@@ -162,10 +162,10 @@ async fn scale_as(
                 family: Some(runs_now.family.clone()),
                 number: runs_now.revision,
             };
-            return approvals::ask(
+            return requests::ask(
                 context,
                 actor,
-                approvals::Asked {
+                requests::Asked {
                     cluster,
                     service: &found,
                     request: DeployRequest {
