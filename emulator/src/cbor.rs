@@ -6,7 +6,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use ciborium::Value;
 
 use crate::{
-    cloudwatch::{CloudWatchError, MetricId, MetricQuery, MAX_DATAPOINTS},
+    cloudwatch::{CloudWatchError, MetricQuery, MAX_DATAPOINTS},
+    metric_store::MetricId,
     model::Fleet,
 };
 

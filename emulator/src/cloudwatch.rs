@@ -5,11 +5,12 @@
 //! cycle, deterministic noise, and a few GPUs that are allocated but sit idle, so that usage
 //! differs from allocation in ways worth seeing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
 
 use crate::{
+    metric_store::MetricId,
     model::{splitmix, ContainerInstance, Fleet},
     placement::{GpuSlot, SharingMode},
 };
@@ -74,38 +75,6 @@ impl CloudWatchError {
             _ => 400,
         }
     }
-}
-
-/// A metric's identity: namespace, name, and dimensions sorted by name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MetricId {
-    pub namespace: String,
-    pub name: String,
-    pub dimensions: Vec<(String, String)>,
-}
-
-impl MetricId {
-    pub fn new(namespace: &str, name: &str, mut dimensions: Vec<(String, String)>) -> MetricId {
-        dimensions.sort();
-        MetricId {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            dimensions,
-        }
-    }
-
-    fn dimension(&self, name: &str) -> Option<&str> {
-        self.dimensions
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Data points stored by PutMetricData: metric → minute → values.
-#[derive(Clone, Debug, Default)]
-pub struct MetricStore {
-    pub points: HashMap<MetricId, BTreeMap<i64, Vec<f64>>>,
 }
 
 /// One query of a GetMetricData call.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod faults;
 pub mod instance_types;
+pub mod metric_store;
 pub mod model;
 pub mod placement;
 pub mod runtime;

@@ -435,7 +435,7 @@ pub struct Fleet {
     /// The simulated time of the last step.
     pub now: DateTime<Utc>,
     /// Data points stored through PutMetricData.
-    pub metrics: crate::cloudwatch::MetricStore,
+    pub metrics: crate::metric_store::MetricStore,
     /// Changes the scenario's story makes at set times (scale-ups, weekend dips), soonest first.
     pub schedule: std::collections::VecDeque<Scheduled>,
     /// Services (`cluster/service`) whose GPUs sit idle from a time on: their work moved
