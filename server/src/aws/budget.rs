@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use emulator::throttle::{group_of, Group};
+use ecs_facts::throttling::{group_of, Group};
 
 /// Which work a call is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
