@@ -436,11 +436,11 @@ pub struct ServeArgs {
 
     /// Live-update streams (the fleet's and a rollout's) one person, or one address without
     /// sign-in, may hold open; more get 429.
-    #[arg(long, env = "GPUSHARE_MAX_STREAMS_PER_CLIENT", default_value_t = crate::http::streams::PER_CLIENT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    #[arg(long, env = "GPUSHARE_MAX_STREAMS_PER_CLIENT", default_value_t = crate::limits::STREAMS_PER_CLIENT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub max_streams_per_client: usize,
 
     /// Live-update streams the server holds open in all; more get 429.
-    #[arg(long, env = "GPUSHARE_MAX_STREAMS", default_value_t = crate::http::streams::TOTAL, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    #[arg(long, env = "GPUSHARE_MAX_STREAMS", default_value_t = crate::limits::STREAMS_TOTAL, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_streams: usize,
 
     /// Seconds between reconciles of the audit log with ECS: records left `pending` or
@@ -635,8 +635,8 @@ impl Default for ServeArgs {
             request_timeout: 30,
             header_read_timeout: 10,
             body_limit: 1024 * 1024,
-            max_streams_per_client: crate::http::streams::PER_CLIENT,
-            max_streams: crate::http::streams::TOTAL,
+            max_streams_per_client: crate::limits::STREAMS_PER_CLIENT,
+            max_streams: crate::limits::STREAMS_TOTAL,
             reconcile_interval: 60,
             data_dir: PathBuf::from("data"),
             database_url: None,

@@ -14,6 +14,7 @@ pub mod ecs;
 pub mod error;
 pub mod fleet;
 pub mod http;
+pub mod limits;
 pub mod outbound;
 pub mod people;
 pub mod ports;

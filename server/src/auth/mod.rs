@@ -29,7 +29,7 @@ use axum::{
     response::{Html, IntoResponse, Response},
 };
 
-use crate::{error::AppError, http::state::AppState};
+use crate::error::AppError;
 use network::Network;
 
 /// How this server learns who is asking.
@@ -124,8 +124,16 @@ fn open_path(path: &str) -> bool {
         || path.starts_with("/auth/")
 }
 
+/// What the sign-in reads of the server's state: the way people sign in, and the use cases'
+/// context (the policy, and the people it notes as they come).
+#[derive(Clone)]
+pub struct SignIn {
+    pub authenticator: Arc<Authenticator>,
+    pub services: app::service::ServiceContext,
+}
+
 /// Middleware: puts the [`Actor`] of each request in its extensions, or answers 401/403.
-pub async fn identify(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn identify(State(state): State<SignIn>, request: Request, next: Next) -> Response {
     if open_path(request.uri().path()) {
         return next.run(request).await;
     }

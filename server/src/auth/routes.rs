@@ -9,8 +9,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{oidc::LOGIN_COOKIE, Authenticator};
-use crate::http::state::AppState;
+use super::{oidc::LOGIN_COOKIE, Authenticator, SignIn};
 
 /// A small page of the console: a title, a message and a link.
 fn page(status: StatusCode, title: &str, message: &str, link: (&str, &str)) -> Response {
@@ -27,7 +26,7 @@ fn page(status: StatusCode, title: &str, message: &str, link: (&str, &str)) -> R
 }
 
 /// What a sign-in route says under another sign-in mode.
-fn not_here(state: &AppState) -> Response {
+fn not_here(state: &SignIn) -> Response {
     let how = match &*state.authenticator {
         Authenticator::None { .. } => "without sign-in",
         Authenticator::Proxy { .. } => "through its sign-in proxy",
@@ -49,7 +48,7 @@ pub struct LoginQuery {
 
 /// `GET /auth/login?next=/path`: to the provider's sign-in, and back to `next`.
 pub async fn login(
-    State(state): State<AppState>,
+    State(state): State<SignIn>,
     query: Result<Query<LoginQuery>, QueryRejection>,
 ) -> Response {
     let Authenticator::Oidc(sign_in) = &*state.authenticator else {
@@ -86,7 +85,7 @@ pub struct CallbackQuery {
 
 /// `GET /auth/callback`: the provider's answer, checked, opens a session.
 pub async fn callback(
-    State(state): State<AppState>,
+    State(state): State<SignIn>,
     headers: HeaderMap,
     query: Result<Query<CallbackQuery>, QueryRejection>,
 ) -> Response {
@@ -145,7 +144,7 @@ pub async fn callback(
 }
 
 /// `POST /auth/logout`: ends the session.
-pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub async fn logout(State(state): State<SignIn>, headers: HeaderMap) -> Response {
     let Authenticator::Oidc(sign_in) = &*state.authenticator else {
         return not_here(&state);
     };

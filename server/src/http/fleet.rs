@@ -1,7 +1,5 @@
 //! `GET /api/v1/fleet`: the latest snapshot, filtered, with its age and any refresh failure.
 
-use std::{collections::HashMap, sync::Mutex};
-
 use axum::{
     body::{Body, Bytes},
     extract::{rejection::QueryRejection, Extension, Query, State},
@@ -32,43 +30,6 @@ struct FleetHead {
     /// True when the last refresh failed: the snapshot is the last good one.
     stale: bool,
     last_error: Option<String>,
-}
-
-/// Filtered snapshots as JSON, kept per snapshot version and filter: a snapshot never changes,
-/// so each view is serialized once, and requests share the bytes.
-#[derive(Default)]
-pub struct FleetJsonCache {
-    entries: Mutex<HashMap<(u64, FleetFilter), Bytes>>,
-}
-
-/// Views kept at once.
-const CACHED_VIEWS: usize = 32;
-
-impl FleetJsonCache {
-    fn get_or_make(
-        &self,
-        version: u64,
-        filter: &FleetFilter,
-        make: impl FnOnce() -> Result<Bytes, AppError>,
-    ) -> Result<Bytes, AppError> {
-        let key = (version, filter.clone());
-        if let Some(bytes) = self
-            .entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(bytes.clone());
-        }
-        let bytes = make()?;
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.retain(|(v, _), _| *v == version);
-        if entries.len() >= CACHED_VIEWS {
-            entries.clear();
-        }
-        entries.insert(key, bytes.clone());
-        Ok(bytes)
-    }
 }
 
 /// `GET /api/v1/fleet`.

@@ -1,6 +1,11 @@
 //! Request counts and latencies by matched route, served at `/metrics` in Prometheus text format.
 
-use std::{collections::BTreeMap, fmt::Write as _, sync::Mutex, time::Instant};
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
 
 use axum::{
     extract::{MatchedPath, Request, State},
@@ -9,7 +14,10 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::http::state::AppState;
+use crate::{
+    aws::{budget::Budget, calls::CallCounts},
+    fleet::{reader::FleetReader, store::SnapshotStore},
+};
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -151,9 +159,27 @@ fn write_metrics(
     Ok(())
 }
 
+/// What reading AWS costs, for `/metrics`.
+pub struct Costs {
+    pub calls: Arc<CallCounts>,
+    pub budget: Arc<Budget>,
+    pub store: Arc<SnapshotStore>,
+    pub reader: Arc<FleetReader>,
+}
+
+/// What `/metrics` shows: the requests, what reading AWS costs, and the server's version and
+/// start.
+#[derive(Clone)]
+pub struct MetricsPage {
+    pub metrics: Arc<HttpMetrics>,
+    pub costs: Arc<Costs>,
+    pub version: &'static str,
+    pub started: Instant,
+}
+
 /// What reading AWS costs: calls by service, operation and outcome, retries, the budget, the
 /// snapshot's age, the last refresh, and the full reads' checks of the incremental state.
-fn write_costs(out: &mut String, costs: &crate::http::state::Costs) -> std::fmt::Result {
+fn write_costs(out: &mut String, costs: &Costs) -> std::fmt::Result {
     family(
         out,
         "gpushare_aws_calls_total",
@@ -356,7 +382,11 @@ fn method_label(method: &axum::http::Method) -> &str {
 }
 
 /// Middleware: times every request and records it under its matched route.
-pub async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn record(
+    State(metrics): State<Arc<HttpMetrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let method = method_label(request.method()).to_owned();
     let route = request
@@ -364,7 +394,7 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         .get::<MatchedPath>()
         .map_or_else(|| UNMATCHED.to_owned(), |path| path.as_str().to_owned());
     let response = next.run(request).await;
-    state.metrics.observe(
+    metrics.observe(
         &method,
         &route,
         response.status().as_u16(),
@@ -374,12 +404,11 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
 }
 
 /// `GET /metrics`.
-pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    let mut body = state.metrics.render(
-        state.services.version,
-        state.services.started.elapsed().as_secs(),
-    );
-    let _ = write_costs(&mut body, &state.costs);
+pub async fn render(State(page): State<MetricsPage>) -> impl IntoResponse {
+    let mut body = page
+        .metrics
+        .render(page.version, page.started.elapsed().as_secs());
+    let _ = write_costs(&mut body, &page.costs);
     (
         [(
             header::CONTENT_TYPE,

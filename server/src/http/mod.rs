@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod audit;
 pub mod cost;
 pub mod fleet;
+pub mod fleet_cache;
 pub mod health;
 pub mod metrics;
 pub mod origin;

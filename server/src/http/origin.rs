@@ -3,7 +3,7 @@
 //! another site sent it (cross-site request forgery), and a JSON API body that is not
 //! `application/json` (which a plain form or `text/plain` post could send without asking).
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc};
 
 use axum::{
     extract::{Request, State},
@@ -12,7 +12,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::{error::AppError, http::state::AppState};
+use crate::error::AppError;
 
 /// The console's own origin and the hosts it answers for.
 #[derive(Clone, Debug, Default)]
@@ -133,11 +133,12 @@ fn host_name(host: &str) -> &str {
 }
 
 /// Middleware: refuses requests from elsewhere before anything else sees them.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match state
-        .origin
-        .check(request.method(), request.uri().path(), request.headers())
-    {
+pub async fn guard(
+    State(origin): State<Arc<OriginGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match origin.check(request.method(), request.uri().path(), request.headers()) {
         None => next.run(request).await,
         Some(refusal) => {
             tracing::info!(method = %request.method(), path = %request.uri().path(), reason = %refusal, "request refused as not the console's own");

@@ -12,7 +12,10 @@ use app::{
 };
 
 use super::{
-    fleet::FleetJsonCache, metrics::HttpMetrics, origin::OriginGuard, streams::StreamLimits,
+    fleet_cache::FleetJsonCache,
+    metrics::{Costs, HttpMetrics, MetricsPage},
+    origin::OriginGuard,
+    streams::StreamLimits,
 };
 use crate::{
     audit::SqlAuditLog,
@@ -56,14 +59,6 @@ pub struct AppState {
     pub costs: Arc<Costs>,
     /// The allocation history the cost review reads and the recorder writes.
     pub history: Arc<crate::cost_history::SqlCostHistory>,
-}
-
-/// What reading AWS costs, for `/metrics`.
-pub struct Costs {
-    pub calls: Arc<crate::aws::calls::CallCounts>,
-    pub budget: Arc<crate::aws::budget::Budget>,
-    pub store: Arc<SnapshotStore>,
-    pub reader: Arc<FleetReader>,
 }
 
 impl AppState {
@@ -181,5 +176,37 @@ impl AppState {
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(state: &AppState) -> Self {
         state.leptos_options.clone()
+    }
+}
+
+impl FromRef<AppState> for auth::SignIn {
+    fn from_ref(state: &AppState) -> Self {
+        auth::SignIn {
+            authenticator: state.authenticator.clone(),
+            services: state.services.clone(),
+        }
+    }
+}
+
+impl FromRef<AppState> for Arc<OriginGuard> {
+    fn from_ref(state: &AppState) -> Self {
+        state.origin.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<HttpMetrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics.clone()
+    }
+}
+
+impl FromRef<AppState> for MetricsPage {
+    fn from_ref(state: &AppState) -> Self {
+        MetricsPage {
+            metrics: state.metrics.clone(),
+            costs: state.costs.clone(),
+            version: state.services.version,
+            started: state.services.started,
+        }
     }
 }

@@ -10,12 +10,11 @@ use app::model::identity::{Actor, AuthMode};
 
 use crate::error::AppError;
 
-/// Streams one client may hold open by default: a few console tabs, each with its fleet stream
-/// and a rollout being watched.
-pub const PER_CLIENT: usize = 8;
+/// Streams one client may hold open by default.
+pub const PER_CLIENT: usize = crate::limits::STREAMS_PER_CLIENT;
 
 /// Streams the server holds open by default.
-pub const TOTAL: usize = 512;
+pub const TOTAL: usize = crate::limits::STREAMS_TOTAL;
 
 /// The streams open now, by client.
 #[derive(Debug)]
