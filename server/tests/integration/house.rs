@@ -1,0 +1,651 @@
+//! The shape of the workspace's code, read from its source: no cycle of imports between sibling
+//! modules (two files of one folder, or two folders of one parent) in any crate, no source file
+//! over the size limit, and a README whose Layout table names what is there.
+//!
+//! The imports are read as text: every `crate::…` and `super::…` path in a file (its `use`
+//! trees, and paths written out in code), with `pub use` re-exports followed to the module that
+//! defines the name. Inline test modules (`#[cfg(test)] mod tests`) are left out, as are
+//! comments.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The crates whose `src/` is read.
+const CRATES: &[&str] = &["app", "ecs-facts", "emulator", "placement", "server"];
+
+/// The most lines a source file may have, its inline tests included.
+const MOST_LINES: usize = 600;
+
+/// Files still over [`MOST_LINES`], with the lines each has now: a file of this list may shrink,
+/// never grow, and a file not on it may not pass the limit. Splitting one takes it off the list.
+const STILL_TOO_LONG: &[(&str, usize)] = &[
+    ("app/src/model/budget.rs", 622),
+    ("app/src/model/cost/consolidate.rs", 1355),
+    ("app/src/model/cost/mod.rs", 906),
+    ("app/src/model/cost/tests.rs", 620),
+    ("app/src/model/heatmap.rs", 601),
+    ("app/src/model/policy.rs", 653),
+    ("app/src/model/rollout.rs", 1104),
+    ("app/src/pages/deployments.rs", 645),
+    ("app/src/service/approvals.rs", 811),
+    ("app/src/service/deployments/deploy.rs", 645),
+    ("app/src/service/fake.rs", 881),
+    ("app/src/service/task_definitions.rs", 846),
+    ("emulator/src/cloudwatch.rs", 631),
+    ("emulator/src/ec2.rs", 654),
+    ("emulator/src/engine/rollout.rs", 946),
+    ("emulator/src/engine/scheduling.rs", 872),
+    ("emulator/src/runtime.rs", 931),
+    ("emulator/src/scenario.rs", 894),
+    ("placement/src/resources.rs", 744),
+    ("server/src/audit.rs", 619),
+    ("server/src/auth/oidc.rs", 750),
+    ("server/src/config.rs", 777),
+    ("server/src/fleet/reader.rs", 1358),
+    ("server/src/fleet/reader/incremental.rs", 1005),
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the server crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// The `.rs` files under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The module path of a file under a crate's `src/`: `lib.rs` is the root, `a/mod.rs` and
+/// `a.rs` are `a`, `a/b.rs` is `a::b`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).expect("a file of the crate");
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if !matches!(stem, "mod" | "lib" | "main") {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// The file's code without comments and without its inline test module.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            // Past the module's other attributes, to what they are on.
+            let mut after = lines
+                .clone()
+                .skip_while(|line| line.trim_start().starts_with("#["));
+            if after.next().is_some_and(|next| {
+                next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')
+            }) {
+                break;
+            }
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let line = match line.find("//") {
+            // A comment after code (but not the `//` of a URL in a string).
+            Some(at) if !line[..at].contains('"') => &line[..at],
+            _ => line,
+        };
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// Reads a use tree or a path at `chars[at..]` (after `crate::` or the like), pushing every full
+/// path it names onto `paths`, each prefixed with `prefix`. Returns where it stopped.
+fn read_tree(
+    chars: &[char],
+    mut at: usize,
+    prefix: &[String],
+    paths: &mut Vec<Vec<String>>,
+) -> usize {
+    let skip_space = |at: &mut usize| {
+        while *at < chars.len() && chars[*at].is_whitespace() {
+            *at += 1;
+        }
+    };
+    let mut path = prefix.to_vec();
+    loop {
+        skip_space(&mut at);
+        if at < chars.len() && chars[at] == '{' {
+            at += 1;
+            loop {
+                skip_space(&mut at);
+                if at >= chars.len() {
+                    return at;
+                }
+                if chars[at] == '}' {
+                    return at + 1;
+                }
+                if chars[at] == ',' {
+                    at += 1;
+                    continue;
+                }
+                let before = at;
+                at = read_tree(chars, at, &path, paths);
+                if at == before {
+                    at += 1;
+                }
+            }
+        }
+        let start = at;
+        while at < chars.len() && (chars[at].is_alphanumeric() || chars[at] == '_') {
+            at += 1;
+        }
+        if at == start {
+            break;
+        }
+        let segment: String = chars[start..at].iter().collect();
+        if segment != "self" {
+            path.push(segment);
+        }
+        skip_space(&mut at);
+        if at + 1 < chars.len() && chars[at] == ':' && chars[at + 1] == ':' {
+            at += 2;
+            continue;
+        }
+        break;
+    }
+    if path.len() > prefix.len() {
+        paths.push(path);
+    }
+    at
+}
+
+/// Every module-rooted path a file's code names: `crate::…` as is, `super::…` and `self::…`
+/// resolved against the file's module.
+fn paths_in(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut paths = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        let word_start = at == 0
+            || !(chars[at - 1].is_alphanumeric() || chars[at - 1] == '_' || chars[at - 1] == ':');
+        if !word_start {
+            at += 1;
+            continue;
+        }
+        let rest: String = chars[at..chars.len().min(at + 7)].iter().collect();
+        if rest.starts_with("crate::") {
+            at = read_tree(&chars, at + 7, &[], &mut paths);
+        } else if rest.starts_with("super::") {
+            let mut base = module.to_vec();
+            let mut cursor = at;
+            while chars[cursor..].starts_with(&['s', 'u', 'p', 'e', 'r', ':', ':']) {
+                base.pop();
+                cursor += 7;
+            }
+            at = read_tree(&chars, cursor, &base, &mut paths);
+        } else if rest.starts_with("self::") {
+            at = read_tree(&chars, at + 6, module, &mut paths);
+        } else {
+            at += 1;
+        }
+    }
+    paths
+}
+
+/// One crate read: its modules, what each file names, and the re-exports of each module.
+struct Crate {
+    name: String,
+    modules: BTreeSet<Vec<String>>,
+    /// File → the module paths it names.
+    uses: BTreeMap<PathBuf, (Vec<String>, Vec<Vec<String>>)>,
+    /// (module, name) → the path a `pub use` of that module gives it.
+    reexports: BTreeMap<(Vec<String>, String), Vec<String>>,
+}
+
+fn read_crate(name: &str) -> Crate {
+    let src = workspace().join(name).join("src");
+    let mut modules = BTreeSet::new();
+    let mut uses = BTreeMap::new();
+    let mut reexports = BTreeMap::new();
+    for file in rust_files(&src) {
+        if file.file_name().is_some_and(|name| name == "main.rs") {
+            continue;
+        }
+        let module = module_of(&src, &file);
+        for depth in 0..=module.len() {
+            modules.insert(module[..depth].to_vec());
+        }
+        let text = fs::read_to_string(&file).expect("a readable source file");
+        let code = code_of(&text);
+        for line in code.lines() {
+            let trimmed = line.trim_start();
+            let Some(tree) = trimmed
+                .strip_prefix("pub use ")
+                .or_else(|| trimmed.strip_prefix("pub(crate) use "))
+            else {
+                continue;
+            };
+            let mut targets = Vec::new();
+            let tree: Vec<char> = tree.chars().collect();
+            if tree.starts_with(&['c', 'r', 'a', 't', 'e', ':', ':']) {
+                read_tree(&tree, 7, &[], &mut targets);
+            } else {
+                read_tree(&tree, 0, &module, &mut targets);
+            }
+            for target in targets {
+                if let Some(last) = target.last() {
+                    reexports.insert((module.clone(), last.clone()), target.clone());
+                }
+            }
+        }
+        uses.insert(file.clone(), (module.clone(), paths_in(&code, &module)));
+    }
+    Crate {
+        name: name.to_string(),
+        modules,
+        uses,
+        reexports,
+    }
+}
+
+impl Crate {
+    /// The module a path reaches: its longest prefix that is a module, with names re-exported
+    /// by a module followed to where they come from.
+    fn module_reached(&self, path: &[String]) -> Vec<String> {
+        let mut path = path.to_vec();
+        for _ in 0..8 {
+            let mut depth = 0;
+            while depth < path.len() && self.modules.contains(&path[..=depth]) {
+                depth += 1;
+            }
+            if depth < path.len() {
+                let key = (path[..depth].to_vec(), path[depth].clone());
+                if let Some(target) = self.reexports.get(&key) {
+                    let mut followed = target.clone();
+                    followed.extend_from_slice(&path[depth + 1..]);
+                    if followed != path {
+                        path = followed;
+                        continue;
+                    }
+                }
+            }
+            return path[..depth].to_vec();
+        }
+        path
+    }
+
+    /// The edges between siblings: (parent, from child, to child) → a file that makes it.
+    fn sibling_edges(&self) -> BTreeMap<(Vec<String>, String, String), String> {
+        let mut edges = BTreeMap::new();
+        for (file, (module, paths)) in &self.uses {
+            for path in paths {
+                let target = self.module_reached(path);
+                let common = module
+                    .iter()
+                    .zip(&target)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if common < module.len() && common < target.len() {
+                    let shown = file
+                        .strip_prefix(workspace())
+                        .unwrap_or(file)
+                        .display()
+                        .to_string();
+                    edges
+                        .entry((
+                            module[..common].to_vec(),
+                            module[common].clone(),
+                            target[common].clone(),
+                        ))
+                        .or_insert(format!("{shown} names {}", path.join("::")));
+                }
+            }
+        }
+        edges
+    }
+
+    /// Every cycle among the children of one module, as the list of its edges.
+    fn cycles(&self) -> Vec<String> {
+        let edges = self.sibling_edges();
+        let mut by_parent: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> =
+            BTreeMap::new();
+        for (parent, from, to) in edges.keys() {
+            by_parent
+                .entry(parent.clone())
+                .or_default()
+                .entry(from.clone())
+                .or_default()
+                .insert(to.clone());
+        }
+        let mut found = Vec::new();
+        for (parent, graph) in &by_parent {
+            for component in strongly_connected(graph) {
+                if component.len() < 2 {
+                    continue;
+                }
+                let mut why = Vec::new();
+                for ((edge_parent, from, to), reason) in &edges {
+                    if edge_parent == parent && component.contains(from) && component.contains(to) {
+                        why.push(format!("    {from} -> {to}: {reason}"));
+                    }
+                }
+                found.push(format!(
+                    "{}::{} : {}\n{}",
+                    self.name,
+                    parent.join("::"),
+                    component.iter().cloned().collect::<Vec<_>>().join(", "),
+                    why.join("\n")
+                ));
+            }
+        }
+        found
+    }
+}
+
+/// Tarjan's strongly connected components of a small graph.
+fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<String, usize>,
+        low: BTreeMap<String, usize>,
+        stack: Vec<String>,
+        on_stack: BTreeSet<String>,
+        next: usize,
+        components: Vec<BTreeSet<String>>,
+    }
+    impl Walk<'_> {
+        fn visit(&mut self, node: &str) {
+            self.index.insert(node.to_string(), self.next);
+            self.low.insert(node.to_string(), self.next);
+            self.next += 1;
+            self.stack.push(node.to_string());
+            self.on_stack.insert(node.to_string());
+            let targets: Vec<String> = self
+                .graph
+                .get(node)
+                .map(|set| set.iter().cloned().collect())
+                .unwrap_or_default();
+            for target in targets {
+                if !self.index.contains_key(&target) {
+                    self.visit(&target);
+                    let low = self.low[node].min(self.low[&target]);
+                    self.low.insert(node.to_string(), low);
+                } else if self.on_stack.contains(&target) {
+                    let low = self.low[node].min(self.index[&target]);
+                    self.low.insert(node.to_string(), low);
+                }
+            }
+            if self.low[node] == self.index[node] {
+                let mut component = BTreeSet::new();
+                while let Some(top) = self.stack.pop() {
+                    self.on_stack.remove(&top);
+                    let done = top == node;
+                    component.insert(top);
+                    if done {
+                        break;
+                    }
+                }
+                self.components.push(component);
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        components: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !walk.index.contains_key(node) {
+            walk.visit(node);
+        }
+    }
+    walk.components
+}
+
+#[test]
+fn no_module_imports_a_sibling_that_imports_it_back() {
+    let cycles: Vec<String> = CRATES
+        .iter()
+        .flat_map(|name| read_crate(name).cycles())
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "cycles of imports between sibling modules (crate::parent : the modules, then each edge):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_reader_of_imports_sees_a_cycle_where_there_is_one() {
+    // Two sibling files that import each other, one through its parent's re-export.
+    let mut made = Crate {
+        name: "made".into(),
+        modules: [
+            vec![],
+            vec!["a".into()],
+            vec!["a".into(), "b".into()],
+            vec!["a".into(), "c".into()],
+        ]
+        .into_iter()
+        .collect(),
+        uses: BTreeMap::new(),
+        reexports: BTreeMap::new(),
+    };
+    let b = code_of("use super::c::Thing;\n#[cfg(test)]\nmod tests {\n use crate::a::Other;\n}\n");
+    let c = code_of("// use crate::a::b::Not;\nfn f() { let _ = crate::a::{Other as _, b}; }\n");
+    made.uses.insert(
+        PathBuf::from("a/b.rs"),
+        (
+            vec!["a".into(), "b".into()],
+            paths_in(&b, &["a".into(), "b".into()]),
+        ),
+    );
+    made.uses.insert(
+        PathBuf::from("a/c.rs"),
+        (
+            vec!["a".into(), "c".into()],
+            paths_in(&c, &["a".into(), "c".into()]),
+        ),
+    );
+    made.reexports.insert(
+        (vec!["a".into()], "Other".into()),
+        vec!["a".into(), "b".into(), "Other".into()],
+    );
+    assert_eq!(made.cycles().len(), 1, "b -> c -> b through a's re-export");
+    // Without the code path that names `b`, the only way back is the re-export.
+    made.uses.insert(
+        PathBuf::from("a/c.rs"),
+        (
+            vec!["a".into(), "c".into()],
+            paths_in("use crate::a::Other;", &["a".into(), "c".into()]),
+        ),
+    );
+    assert_eq!(made.cycles().len(), 1);
+    made.reexports.clear();
+    assert!(
+        made.cycles().is_empty(),
+        "a name of the parent itself is no sibling"
+    );
+}
+
+#[test]
+fn no_source_file_is_longer_than_one_sitting() {
+    let root = workspace();
+    let mut problems = Vec::new();
+    for name in CRATES {
+        for file in rust_files(&root.join(name).join("src")) {
+            let shown = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            let lines = fs::read_to_string(&file)
+                .expect("a readable source file")
+                .lines()
+                .count();
+            match STILL_TOO_LONG.iter().find(|(path, _)| *path == shown) {
+                Some((_, ceiling)) if lines > *ceiling => problems.push(format!(
+                    "{shown} has {lines} lines, more than the {ceiling} it had: split it rather than grow it"
+                )),
+                Some(_) => {}
+                None if lines > MOST_LINES => problems.push(format!(
+                    "{shown} has {lines} lines, over {MOST_LINES}: split it into named parts"
+                )),
+                None => {}
+            }
+        }
+    }
+    for (path, _) in STILL_TOO_LONG {
+        let lines = fs::read_to_string(root.join(path)).map(|text| text.lines().count());
+        if lines.map_or(true, |lines| lines <= MOST_LINES) {
+            problems.push(format!(
+                "{path} is no longer over {MOST_LINES} lines (or is gone): take it off STILL_TOO_LONG"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_readme_layout_names_what_is_there() {
+    let root = workspace();
+    let readme = fs::read_to_string(root.join("README.md")).expect("the README");
+    let layout = readme
+        .split("\n## Layout\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the README has a Layout section");
+    // Every path it names in backquotes, as written or under the folder of its row.
+    let mut problems = Vec::new();
+    let mut named = BTreeSet::new();
+    for row in layout.lines().filter(|line| line.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').collect();
+        let folders: Vec<String> = cells.get(1).map(|cell| quoted(cell)).unwrap_or_default();
+        for folder in &folders {
+            if !root.join(folder).exists() {
+                problems.push(format!("the Layout names `{folder}`, which does not exist"));
+            }
+            named.insert(folder.trim_end_matches('/').to_string());
+        }
+        for mentioned in cells.get(2).map(|cell| quoted(cell)).unwrap_or_default() {
+            if !(mentioned.ends_with(".rs")
+                || mentioned.ends_with('/')
+                || mentioned.ends_with(".js")
+                || mentioned.ends_with(".py")
+                || mentioned.ends_with(".sh"))
+            {
+                continue;
+            }
+            let whole = root.join(&mentioned);
+            let found = if mentioned.contains('/') && whole.exists() {
+                Some(whole)
+            } else {
+                folders.iter().find_map(|folder| {
+                    let base = root.join(folder);
+                    let base = if base.is_dir() {
+                        base
+                    } else {
+                        base.parent().map(Path::to_path_buf).unwrap_or(base)
+                    };
+                    found_below(&base, &mentioned)
+                })
+            };
+            match found {
+                None => problems.push(format!(
+                    "the Layout names `{mentioned}` (row {}), which is not there",
+                    folders.join(", ")
+                )),
+                Some(path) => {
+                    let shown = path
+                        .strip_prefix(&root)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string();
+                    named.insert(shown.trim_end_matches('/').to_string());
+                }
+            }
+        }
+    }
+    // Every folder of each crate's `src/` (and each top-level folder) is named.
+    for name in CRATES {
+        let src = root.join(name).join("src");
+        let mut folders = vec![format!("{name}/")];
+        for entry in fs::read_dir(&src).expect("a crate's src").flatten() {
+            if entry.path().is_dir() {
+                folders.push(format!(
+                    "{name}/src/{}/",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+        for folder in folders {
+            let folder = folder.trim_end_matches('/').to_string();
+            let covered = named
+                .iter()
+                .any(|path| path == &folder || path.starts_with(&format!("{folder}/")));
+            if !covered {
+                problems.push(format!("the Layout does not name `{folder}/`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The backquoted words of a table cell.
+fn quoted(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .enumerate()
+        .filter(|(index, _)| index % 2 == 1)
+        .map(|(_, word)| word.to_string())
+        .collect()
+}
+
+/// Where a file or folder of that name (or relative path) is below `base`, nearest first.
+fn found_below(base: &Path, name: &str) -> Option<PathBuf> {
+    let mut folders = std::collections::VecDeque::from([base.to_path_buf()]);
+    while let Some(folder) = folders.pop_front() {
+        let candidate = folder.join(name.trim_end_matches('/'));
+        if candidate.exists() {
+            return Some(candidate);
+        }
+        let mut below: Vec<PathBuf> = fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect();
+        below.sort();
+        folders.extend(below);
+    }
+    None
+}
