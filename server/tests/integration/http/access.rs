@@ -14,8 +14,8 @@ use axum::{
 
 use super::support::*;
 
-/// The policy the tests sign in under.
-const POLICY: &str = r#"
+/// The policy the tests sign in under (the team rules' tests too).
+pub(super) const POLICY: &str = r#"
 [[roles]]
 group = "platform"
 role = "admin"

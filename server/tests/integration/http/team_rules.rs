@@ -12,29 +12,7 @@ use axum::{
 };
 use serde_json::{json, Value};
 
-use super::support::*;
-
-const POLICY: &str = r#"
-[[roles]]
-group = "platform"
-role = "admin"
-
-[[roles]]
-group = "ml"
-role = "deployer"
-
-[[roles]]
-group = "readers"
-role = "viewer"
-
-[[teams]]
-group = "search-eng"
-team = "search"
-
-[[teams]]
-group = "vision-eng"
-team = "vision"
-"#;
+use super::{access::POLICY, support::*};
 
 const ANA: (&str, &str) = ("ana", "ml,search-eng");
 const BO: (&str, &str) = ("bo", "ml,vision-eng");
