@@ -199,7 +199,19 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         week["notes"].to_string().contains("The history covers"),
         "{week}"
     );
-    assert_eq!(week["chart"]["days"].as_array().unwrap().len(), 8, "{week}");
+    // One bar per calendar day the period's hour-aligned range touches: 8, or 7 when its ends
+    // fall on midnight (between 23:00 and 24:00 UTC).
+    let (from, to) = (
+        week["range"]["from"].as_i64().unwrap(),
+        week["range"]["to"].as_i64().unwrap(),
+    );
+    let touched = (to + 86_399).div_euclid(86_400) - from.div_euclid(86_400);
+    assert!(touched == 7 || touched == 8, "{week}");
+    assert_eq!(
+        week["chart"]["days"].as_array().unwrap().len() as i64,
+        touched,
+        "{week}"
+    );
     let page = text(
         send(
             &app,
