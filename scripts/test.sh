@@ -55,11 +55,12 @@ free_port() {
 }
 port="$(free_port)"
 # A fresh audit log, so that every run starts from the same state; a short refresh interval,
-# so that the live-update test sees a new snapshot soon; two days of the demo's past replayed
-# into the cost history (the server is ready once they are in).
+# so that the live-update test sees a new snapshot soon; three days of the demo's past replayed
+# into the cost history (the server is ready once they are in), so that yesterday and the day
+# before it are recorded in full at any time of day.
 data_dir="$(mktemp -d)"
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=2 \
+  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=3 \
   "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
