@@ -22,6 +22,7 @@ pub mod prices;
 pub mod readiness;
 pub mod rollouts;
 pub mod spot_prices;
+pub mod startup;
 pub mod telemetry;
 
 use std::time::Duration;
@@ -301,7 +302,7 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     let (source, clients, emulator) = connect_fleet_with_emulator(&args.fleet).await?;
     let audit = audit::SqlAuditLog::open(args.database_url.as_deref(), &args.data_dir).await?;
     tracing::info!(backend = audit.backend, replica = %audit.replica, "audit log open");
-    let state = AppState::new(
+    let state = startup::start(
         &args,
         source,
         clients.clone(),

@@ -1,77 +1,96 @@
 //! The service layer's ports implemented over AWS and SQL — ECS reads and writes through
 //! aws-sdk-ecs, the SDK's task definition schema, rollouts followed on this server, the fleet
-//! snapshot and the audit store — wired into the one context every use case is given.
+//! snapshot, the audit store, the cost history and spot prices — wired into the one context
+//! every use case is given.
 
 use std::{sync::Arc, time::Instant};
 
 use app::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
-    service::{rollouts::POLL, ServiceContext},
+    service::{
+        ports::{CostHistory, SpotMarket},
+        rollouts::POLL,
+        ServiceContext,
+    },
 };
 
 use crate::{
+    audit::SqlAuditLog,
     aws::Clients,
     ecs::{task_definitions::SdkSchema, Ecs},
     fleet::store::SnapshotStore,
+    people::SqlPeople,
     rollouts::RolloutWatcher,
 };
 
+/// What the use cases are told besides their ports: where the fleet comes from, the team tag,
+/// the policy, the prices and the contention threshold.
+pub struct Settings {
+    pub source: FleetSource,
+    pub team_tag: String,
+    pub policy: Policy,
+    pub prices: PriceBook,
+    pub contention_threshold: u32,
+}
+
+impl Settings {
+    /// What a console started with no flags is told for `source` in `region`: the default team
+    /// tag, no policy file, the built-in prices of the region, the default contention threshold.
+    pub fn defaults(source: FleetSource, region: &str) -> Settings {
+        Settings {
+            source,
+            team_tag: "team".to_string(),
+            policy: Policy::default(),
+            prices: PriceBook::builtin(region),
+            contention_threshold: app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
+        }
+    }
+}
+
+/// The stores the use cases read and write besides ECS: the fleet snapshot, the audit log (which
+/// also keeps the approval requests and the people), the allocation history and spot prices.
+pub struct Stores {
+    pub fleet: Arc<SnapshotStore>,
+    pub audit: Arc<SqlAuditLog>,
+    pub history: Arc<dyn CostHistory>,
+    pub spot: Arc<dyn SpotMarket>,
+}
+
 /// The use cases' context over AWS through `clients`: ECS reads and writes over one client,
-/// the task definition schema of the SDK, rollouts followed on this server, the fleet snapshot
-/// of `fleet`, and the audit store `audit`.
-pub fn service_context(
-    clients: &Clients,
-    team_tag: &str,
-    fleet: Arc<SnapshotStore>,
-    audit: Arc<crate::audit::SqlAuditLog>,
-    source: FleetSource,
-) -> ServiceContext {
-    let ecs = Arc::new(Ecs::new(clients.ecs.clone(), team_tag, fleet.clone()));
-    let audit_for_people = audit.clone();
+/// the task definition schema of the SDK, rollouts followed on this server, and `stores`, told
+/// `settings`. Built once, by [`crate::startup`] for a server.
+pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) -> ServiceContext {
+    let Stores {
+        fleet,
+        audit,
+        history,
+        spot,
+    } = stores;
+    let ecs = Arc::new(Ecs::new(
+        clients.ecs.clone(),
+        &settings.team_tag,
+        fleet.clone(),
+    ));
     ServiceContext {
         version: env!("CARGO_PKG_VERSION"),
         started: Instant::now(),
-        fleet_source: source,
+        fleet_source: settings.source,
         fleet,
         ecs: ecs.clone(),
         ecs_writes: ecs.clone(),
         schema: Arc::new(SdkSchema::default()),
         watches: Arc::new(RolloutWatcher::new(ecs, audit.clone(), POLL)),
         approvals: audit.clone(),
+        people: Arc::new(SqlPeople::new((*audit).clone())),
         audit,
-        policy: Arc::new(Policy::default()),
-        prices: Arc::new(PriceBook::builtin(&clients.region)),
-        history: Arc::new(NoHistory),
-        spot: Arc::new(app::service::ports::NoSpotMarket),
-        team_tag: team_tag.to_string(),
-        contention_threshold: app::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
+        policy: Arc::new(settings.policy),
+        prices: Arc::new(settings.prices),
+        history,
+        spot,
+        team_tag: settings.team_tag,
+        contention_threshold: settings.contention_threshold,
         in_flight: Arc::default(),
         heavy: Arc::default(),
-        people: Arc::new(crate::people::SqlPeople::new((*audit_for_people).clone())),
         budget_locks: Arc::default(),
-    }
-}
-
-/// A history with nothing recorded, until the server gives the context its own.
-struct NoHistory;
-
-impl app::service::ports::CostHistory for NoHistory {
-    fn recorded(
-        &self,
-        _from: i64,
-        _to: i64,
-    ) -> app::service::ports::BoxFuture<
-        '_,
-        Result<app::model::cost::Recorded, app::model::ServiceError>,
-    > {
-        Box::pin(async { Ok(app::model::cost::Recorded::default()) })
-    }
-
-    fn retention_days(&self) -> u32 {
-        crate::cost_history::RETENTION_DAYS
-    }
-
-    fn replaying(&self) -> Option<String> {
-        None
     }
 }

@@ -171,7 +171,7 @@ pub async fn auth(args: BenchAuthArgs) -> anyhow::Result<()> {
             mode.headers = cookies.remove(0);
             mode.fresh = cookies;
         }
-        let state = crate::AppState::new(&args_for, source.clone(), clients.clone(), audit)?;
+        let state = crate::startup::start(&args_for, source.clone(), clients.clone(), audit)?;
         let authenticator = state.authenticator.clone();
         let policy_of = state.services.policy.clone();
         let service = crate::router(state).into_make_service_with_connect_info::<SocketAddr>();

@@ -98,14 +98,21 @@ pub(crate) async fn scenario_context(
         std::process::id()
     ));
     let audit = std::sync::Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
+    let source = app::model::FleetSource::Emulator {
+        endpoint: "embedded".to_string(),
+        scenario: scenario.name().to_string(),
+    };
     let context = crate::ports::service_context(
         &clients,
-        "team",
-        store,
-        audit,
-        app::model::FleetSource::Emulator {
-            endpoint: "embedded".to_string(),
-            scenario: scenario.name().to_string(),
+        crate::ports::Settings::defaults(source, &clients.region),
+        crate::ports::Stores {
+            fleet: store,
+            history: std::sync::Arc::new(crate::cost_history::SqlCostHistory::new(
+                &audit,
+                crate::cost_history::RETENTION_DAYS,
+            )),
+            audit,
+            spot: std::sync::Arc::new(app::service::ports::NoSpotMarket),
         },
     );
     Ok((context, dir))

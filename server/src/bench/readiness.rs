@@ -32,7 +32,7 @@ pub async fn readiness(args: BenchReadinessArgs) -> anyhow::Result<()> {
     let (source, clients, emulator) = crate::connect_fleet_with_emulator(&serve.fleet).await?;
     let emulator = emulator.context("the embedded emulator")?;
     let audit = Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
-    let state = crate::AppState::new(&serve, source, clients, audit)?;
+    let state = crate::startup::start(&serve, source, clients, audit)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     tokio::spawn(crate::http::serve::serve(

@@ -98,7 +98,7 @@ pub async fn validate(args: BenchValidateArgs) -> anyhow::Result<()> {
     let (source, clients) = crate::connect_fleet(&serve.fleet).await?;
     let dir = std::env::temp_dir().join(format!("gpushare-bench-validate-{}", std::process::id()));
     let audit = crate::audit::SqlAuditLog::open(None, &dir).await?;
-    let app = crate::router(crate::AppState::new(
+    let app = crate::router(crate::startup::start(
         &serve,
         source,
         clients,

@@ -50,14 +50,21 @@ async fn draining_the_planned_instances_leaves_every_service_running() {
             .await
             .expect("opens"),
     );
+    let source = app::model::FleetSource::Emulator {
+        endpoint: "embedded".into(),
+        scenario: "demo".into(),
+    };
     let context = gpushare::ports::service_context(
         &clients,
-        "team",
-        store,
-        audit,
-        app::model::FleetSource::Emulator {
-            endpoint: "embedded".into(),
-            scenario: "demo".into(),
+        gpushare::ports::Settings::defaults(source, &clients.region),
+        gpushare::ports::Stores {
+            fleet: store,
+            history: Arc::new(gpushare::cost_history::SqlCostHistory::new(
+                &audit,
+                gpushare::cost_history::RETENTION_DAYS,
+            )),
+            audit,
+            spot: Arc::new(app::service::ports::NoSpotMarket),
         },
     );
     let plan = app::service::cost::plan(

@@ -100,13 +100,20 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         .expect("lock"));
 
     let fleet = Arc::new(SnapshotStore::new(std::time::Duration::from_secs(15)));
+    let source = app::model::FleetSource::Aws {
+        region: clients.region.clone(),
+    };
     let services = gpushare::ports::service_context(
         &clients,
-        "team",
-        fleet,
-        audit.clone(),
-        app::model::FleetSource::Aws {
-            region: clients.region.clone(),
+        gpushare::ports::Settings::defaults(source, &clients.region),
+        gpushare::ports::Stores {
+            fleet,
+            history: Arc::new(gpushare::cost_history::SqlCostHistory::new(
+                &audit,
+                gpushare::cost_history::RETENTION_DAYS,
+            )),
+            audit: audit.clone(),
+            spot: Arc::new(app::service::ports::NoSpotMarket),
         },
     );
     // Finished rollouts' channels are dropped soon here, to see it happen.

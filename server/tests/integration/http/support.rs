@@ -127,7 +127,7 @@ pub async fn test_state(
             .await
             .expect("the audit log opens");
     (
-        AppState::new(&args, source, clients, std::sync::Arc::new(audit))
+        gpushare::startup::start(&args, source, clients, std::sync::Arc::new(audit))
             .expect("flags a console starts with"),
         site_root,
     )
