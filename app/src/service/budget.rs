@@ -364,7 +364,9 @@ impl Drop for BudgetHold {
         );
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = audit.unlock(resource, id).await;
+                if let Err(error) = audit.unlock(resource, id).await {
+                    tracing::warn!(%error, "a hold on a team's budget could not be given back; it lapses with its replica");
+                }
             });
         }
     }

@@ -246,14 +246,21 @@ async fn send_scale(
     };
     let unknown = outcome.outcome == Outcome::Unknown;
     let recorded = context.audit.finish(id.clone(), outcome).await;
-    if !unknown {
-        // An answer that never came keeps the lock until a reconcile asks ECS.
-        let _ = context.audit.unlock(resource.clone(), id.clone()).await;
-    }
+    // An answer that never came keeps the lock until a reconcile asks ECS.
+    let unlocked = if unknown {
+        Ok(())
+    } else {
+        context.audit.unlock(resource.clone(), id.clone()).await
+    };
     let updated = sent?;
     recorded.map_err(|error| {
         error.with_suffix(&format!(
             "; the desired count of {resource} was set to {desired}, but the audit log could not record it"
+        ))
+    })?;
+    unlocked.map_err(|error| {
+        error.with_suffix(&format!(
+            "; the desired count of {resource} was set to {desired}, but {resource} stays locked for other changes for up to five minutes"
         ))
     })?;
     Ok(DeployAnswer {
