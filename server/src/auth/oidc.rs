@@ -16,6 +16,8 @@
 //! Over https the cookies are named with the `__Host-` prefix, which browsers accept only when
 //! `Secure`, for `Path=/` and without a `Domain`: no other site on the same domain can set them.
 
+mod checks;
+
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -27,6 +29,9 @@ use serde_json::Value;
 
 use super::{proxy::SignedIn, Unidentified};
 use crate::{audit::SqlAuditLog, outbound::Outbound};
+
+use self::checks::{b64url, random, unb64url};
+pub use self::checks::{check_claims, cookie_value, s256, safe_next, session_hash};
 
 /// The cookie that names a session (`__Host-` before it over https).
 pub const SESSION_COOKIE: &str = "gpushare_session";
@@ -171,68 +176,6 @@ impl std::fmt::Debug for OidcSignIn {
         f.debug_struct("OidcSignIn")
             .field("issuer", &self.settings.issuer)
             .finish_non_exhaustive()
-    }
-}
-
-fn b64url(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn unb64url(text: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(text.trim_end_matches('='))
-        .ok()
-}
-
-/// `bytes` random bytes, base64url.
-fn random(bytes: usize) -> String {
-    let mut buffer = vec![0u8; bytes];
-    // The system's random source does not fail on the platforms the console runs on; if it
-    // did, the all-zero value would only fail the sign-in's checks, never pass them.
-    let _ = aws_lc_rs::rand::fill(&mut buffer);
-    b64url(&buffer)
-}
-
-/// SHA-256 of `text`, base64url: the PKCE challenge of a verifier.
-pub fn s256(text: &str) -> String {
-    b64url(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, text.as_bytes()).as_ref())
-}
-
-/// SHA-256 of a session id, hex: what the database keeps instead of the id.
-pub fn session_hash(id: &str) -> String {
-    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, id.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The value of cookie `name` in a request's `Cookie` headers.
-pub fn cookie_value<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-/// Where to go after signing in: a path of this console, never another site.
-pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(path)
-            if path.starts_with('/')
-                && !path.starts_with("//")
-                && !path.starts_with("/\\")
-                && !path.starts_with("/auth/")
-                && path.len() <= 2048
-                && !path.chars().any(char::is_control) =>
-        {
-            path.to_string()
-        }
-        _ => "/".to_string(),
     }
 }
 
@@ -573,178 +516,5 @@ impl OidcSignIn {
     }
 }
 
-/// The ID token's claims checked: issuer, audience (and authorized party), expiry, issue time,
-/// and the nonce of this sign-in.
-pub fn check_claims(
-    claims: &Value,
-    settings: &OidcSettings,
-    nonce: &str,
-    now: i64,
-) -> Result<(), String> {
-    let text = |name: &str| claims.get(name).and_then(Value::as_str);
-    if text("iss") != Some(settings.issuer.as_str()) {
-        return Err(format!(
-            "the ID token was issued by {:?}, not {:?}",
-            text("iss").unwrap_or("nobody"),
-            settings.issuer
-        ));
-    }
-    let audiences: Vec<&str> = match claims.get("aud") {
-        Some(Value::String(one)) => vec![one.as_str()],
-        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    if !audiences.contains(&settings.client_id.as_str()) {
-        return Err("the ID token is not for this console (aud)".into());
-    }
-    if audiences.len() > 1 && text("azp") != Some(settings.client_id.as_str()) {
-        return Err("the ID token was given to another party (azp)".into());
-    }
-    match claims.get("exp").and_then(Value::as_i64) {
-        Some(exp) if exp + LEEWAY_SECONDS >= now => {}
-        Some(_) => return Err("the ID token has expired; sign in again".into()),
-        None => return Err("the ID token has no expiry (exp)".into()),
-    }
-    if claims
-        .get("iat")
-        .and_then(Value::as_i64)
-        .is_none_or(|iat| iat > now + LEEWAY_SECONDS)
-    {
-        return Err("the ID token has no issue time, or one in the future (iat)".into());
-    }
-    if text("nonce") != Some(nonce) {
-        return Err("the ID token is not from this sign-in (nonce)".into());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn settings() -> OidcSettings {
-        OidcSettings {
-            issuer: "https://idp.example.com".into(),
-            client_id: "gpushare".into(),
-            client_secret: None,
-            scopes: "openid email".into(),
-            groups_claim: "groups".into(),
-            public_url: "https://gpushare.example.com".into(),
-            session_ttl: Duration::from_secs(3600),
-        }
-    }
-
-    #[test]
-    fn id_token_claims_are_checked_one_by_one() {
-        let now = 1_800_000_000;
-        let good = serde_json::json!({"iss": "https://idp.example.com", "aud": "gpushare",
-            "exp": now + 300, "iat": now, "nonce": "n1", "sub": "ana"});
-        assert_eq!(check_claims(&good, &settings(), "n1", now), Ok(()));
-        let with = |field: &str, value: Value| {
-            let mut claims = good.clone();
-            claims[field] = value;
-            check_claims(&claims, &settings(), "n1", now).expect_err(field)
-        };
-        assert!(with("iss", "https://evil.example.com".into()).contains("issued by"));
-        assert!(with("aud", "someone-else".into()).contains("aud"));
-        assert!(with("aud", serde_json::json!(["gpushare", "other"])).contains("azp"));
-        assert!(with("exp", (now - 3600).into()).contains("expired"));
-        assert!(with("iat", (now + 3600).into()).contains("iat"));
-        assert!(with("nonce", "replayed".into()).contains("nonce"));
-    }
-
-    #[test]
-    fn cookies_are_http_only_lax_and_secure_over_https() {
-        let cookie = settings().cookie(SESSION_COOKIE, "abc", 60);
-        assert_eq!(
-            cookie,
-            "__Host-gpushare_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure"
-        );
-        let mut secure = http::HeaderMap::new();
-        secure.insert(
-            http::header::COOKIE,
-            "gpushare_session=planted; __Host-gpushare_session=real"
-                .parse()
-                .expect("a header"),
-        );
-        assert_eq!(
-            settings().cookie_in(&secure, SESSION_COOKIE),
-            Some("real"),
-            "over https only the __Host- cookie counts"
-        );
-        let plain = OidcSettings {
-            public_url: "http://127.0.0.1:3000".into(),
-            ..settings()
-        };
-        assert!(!plain.cookie(SESSION_COOKIE, "abc", 60).contains("Secure"));
-        assert!(plain
-            .cookie(SESSION_COOKIE, "abc", 60)
-            .starts_with("gpushare_session=abc;"));
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::COOKIE,
-            "theme=dark; gpushare_session=xyz"
-                .parse()
-                .expect("a header"),
-        );
-        assert_eq!(cookie_value(&headers, SESSION_COOKIE), Some("xyz"));
-        assert_eq!(cookie_value(&headers, LOGIN_COOKIE), None);
-    }
-
-    #[test]
-    fn after_sign_in_the_browser_goes_only_to_the_consoles_own_paths() {
-        assert_eq!(
-            safe_next(Some("/deployments?cluster=a")),
-            "/deployments?cluster=a"
-        );
-        for elsewhere in [
-            "https://evil.example.com",
-            "//evil.example.com",
-            "/\\evil",
-            "/auth/login",
-            "x",
-        ] {
-            assert_eq!(safe_next(Some(elsewhere)), "/", "{elsewhere}");
-        }
-        assert_eq!(safe_next(None), "/");
-    }
-
-    #[test]
-    fn a_sign_in_cookie_holds_only_what_its_signature_covers_and_only_for_its_time() {
-        let pending = PendingSignIn {
-            state: "s1".into(),
-            nonce: "n1".into(),
-            verifier: "v1".into(),
-            next: "/deployments".into(),
-            until: 1_000,
-        };
-        let key = b"0123456789abcdef0123456789abcdef";
-        let sealed = seal(&pending, key);
-        assert_eq!(unseal(&sealed, key, 999), Ok(pending.clone()));
-        assert!(unseal(&sealed, key, 1_001).is_err(), "too late");
-        assert!(unseal(&sealed, b"another key", 999).is_err());
-        // The next page changed by hand: the signature no longer covers it.
-        let forged = PendingSignIn {
-            next: "https://evil.example".into(),
-            ..pending
-        };
-        let (_, tag) = sealed.split_once('.').expect("two parts");
-        let (body, _) = seal(&forged, b"x")
-            .split_once('.')
-            .map(|(b, t)| (b.to_string(), t.to_string()))
-            .expect("two parts");
-        assert!(unseal(&format!("{body}.{tag}"), key, 999).is_err());
-        assert!(unseal("not a cookie", key, 999).is_err());
-    }
-
-    #[test]
-    fn the_pkce_challenge_is_rfc_7636s() {
-        // RFC 7636, appendix B.
-        assert_eq!(
-            s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-        );
-        assert_ne!(random(32), random(32));
-        assert_eq!(session_hash("a").len(), 64);
-    }
-}
+mod tests;

@@ -10,70 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::holdings::{merge, Holdings};
 #[cfg(feature = "ssr")]
-use super::{price, CostQuery, CostReport, PriceBook, RowKind};
-
-/// Which period a report covers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Period {
-    /// Today's allocations, held for the query's span (no history needed).
-    Now,
-    /// The last 7 days, up to now.
-    Last7,
-    /// The last 30 days, up to now.
-    #[default]
-    Last30,
-    /// From the first of this month (UTC) to now.
-    ThisMonth,
-    /// The whole of last month (UTC).
-    LastMonth,
-    /// From one day to another, both included.
-    Custom,
-}
-
-impl Period {
-    pub const ALL: [Period; 6] = [
-        Period::Now,
-        Period::Last7,
-        Period::Last30,
-        Period::ThisMonth,
-        Period::LastMonth,
-        Period::Custom,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Period::Now => "now",
-            Period::Last7 => "7d",
-            Period::Last30 => "30d",
-            Period::ThisMonth => "this_month",
-            Period::LastMonth => "last_month",
-            Period::Custom => "custom",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Period::Now => "Today's allocations",
-            Period::Last7 => "Last 7 days",
-            Period::Last30 => "Last 30 days",
-            Period::ThisMonth => "This month",
-            Period::LastMonth => "Last month",
-            Period::Custom => "Custom",
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Period, String> {
-        Period::ALL
-            .into_iter()
-            .find(|p| p.as_str() == text)
-            .ok_or_else(|| {
-                format!(
-                    "period {text:?} is not one of now, 7d, 30d, this_month, last_month, custom"
-                )
-            })
-    }
-}
+use super::{price, CostQuery, CostReport, Period, PriceBook, RowKind};
 
 /// A period resolved to times: `[from, to)`, whole hours, Unix seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

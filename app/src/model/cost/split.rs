@@ -1,0 +1,363 @@
+//! The split itself: holdings priced per instance-hour, shared among the rows by the rule, rounded
+//! by largest remainder so that the rows add up to the total, and sorted as asked.
+
+use super::*;
+
+/// The key a holding is counted under.
+pub(super) fn key_of(group: Grouping, key: &HoldingKey) -> String {
+    match group {
+        Grouping::Team if key.team.is_empty() => "(no team)".to_string(),
+        Grouping::Team => key.team.clone(),
+        Grouping::Service if key.service.is_empty() => {
+            format!("{}/(tasks outside services)", key.cluster)
+        }
+        Grouping::Service => format!("{}/{}", key.cluster, key.service),
+        Grouping::Cluster => key.cluster.clone(),
+        Grouping::InstanceType => key.instance_type.clone(),
+    }
+}
+
+/// A row's exact amounts, before rounding.
+#[derive(Default, Clone)]
+pub(super) struct Exact {
+    pub(super) dollars: f64,
+    pub(super) gpu_hours: f64,
+    pub(super) unused: f64,
+    pub(super) with_usage: bool,
+    pub(super) without_usage: f64,
+}
+
+/// What one (cluster, instance type, lifecycle)'s capacity costs, and what its holders pay per
+/// GPU-hour, CPU unit-hour and memory MiB-hour.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Rates {
+    pub(super) dollars: f64,
+    pub(super) gpu_hours: f64,
+    pub(super) gpu: f64,
+    pub(super) cpu: f64,
+    pub(super) memory: f64,
+}
+
+impl Rates {
+    /// The rates of `capacity`, which costs `dollars`, with `host_share` of it going to CPU
+    /// and memory — when the instances' CPU and memory are known; otherwise all to the GPUs.
+    pub(super) fn of(capacity: &Amounts, dollars: f64, host_share: f64) -> Rates {
+        let host_known = capacity.cpu_hours > 0.0 && capacity.host_memory_mib_hours > 0.0;
+        let host = if host_share > 0.0 && host_known {
+            dollars * host_share
+        } else {
+            0.0
+        };
+        let per = |part: f64, hours: f64| if hours > 0.0 { part / hours } else { 0.0 };
+        Rates {
+            dollars,
+            gpu_hours: capacity.gpu_hours,
+            gpu: per(dollars - host, capacity.gpu_hours),
+            cpu: per(host / 2.0, capacity.cpu_hours),
+            memory: per(host / 2.0, capacity.host_memory_mib_hours),
+        }
+    }
+}
+
+impl Exact {
+    /// A holding's amounts at `rate`. Unused is of the GPU part only: usage is the GPUs'.
+    pub(super) fn priced(amounts: &Amounts, rate: &Rates) -> Exact {
+        Exact {
+            dollars: amounts.gpu_hours * rate.gpu
+                + amounts.cpu_hours * rate.cpu
+                + amounts.host_memory_mib_hours * rate.memory,
+            gpu_hours: amounts.gpu_hours,
+            unused: amounts.unused_gpu_hours * rate.gpu,
+            with_usage: amounts.usage_gpu_hours > 0.0,
+            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0) * rate.gpu,
+        }
+    }
+
+    pub(super) fn scaled(&self, factor: f64) -> Exact {
+        Exact {
+            dollars: self.dollars * factor,
+            gpu_hours: self.gpu_hours * factor,
+            unused: self.unused * factor,
+            with_usage: self.with_usage,
+            without_usage: self.without_usage * factor,
+        }
+    }
+
+    pub(super) fn merge(&mut self, other: &Exact) {
+        self.dollars += other.dollars;
+        self.gpu_hours += other.gpu_hours;
+        self.unused += other.unused;
+        self.with_usage |= other.with_usage;
+        self.without_usage += other.without_usage;
+    }
+}
+
+/// An average count over `hours` from a sum of hours: never 0 for something that was there.
+pub(super) fn average_count(sum_hours: f64, hours: f64) -> u32 {
+    if sum_hours <= 0.0 || hours <= 0.0 {
+        return 0;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let count = (sum_hours / hours).round().max(1.0) as u32;
+    count
+}
+
+/// Prices `holdings`, which stand for `hours` hours in all, for `query`: the rows, the totals
+/// and what they rest on. The idle rows are what the instances cost less what is held, so the
+/// rows add up to Σ instance-hours × price whatever the holdings.
+pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
+    type Group = (String, String, String);
+    let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
+    // (cluster, type, lifecycle) → what its capacity costs and its rates, for the priced ones.
+    let mut rates: BTreeMap<Group, Rates> = BTreeMap::new();
+    let mut host_unknown = 0.0;
+    let mut instance_dollars = 0.0;
+    let mut used: BTreeMap<(String, Lifecycle), (Price, f64)> = BTreeMap::new();
+    let mut unpriced: BTreeMap<(String, Lifecycle), (f64, f64)> = BTreeMap::new();
+    let (mut gpu_hours, mut instance_hours, mut lifecycle_unknown) = (0.0, 0.0, 0.0);
+    for (key, amounts) in holdings {
+        if key.kind != HoldingKind::Capacity || !wanted(key) {
+            continue;
+        }
+        // Instances EC2 could not be asked about: priced on demand, and said so.
+        let lifecycle = Lifecycle::of(Some(key.lifecycle.as_str()));
+        let Some(price) = prices.price(&key.instance_type, lifecycle) else {
+            let entry = unpriced
+                .entry((key.instance_type.clone(), lifecycle))
+                .or_default();
+            entry.0 += amounts.instance_hours;
+            entry.1 += amounts.gpu_hours;
+            continue;
+        };
+        if key.lifecycle.is_empty() {
+            lifecycle_unknown += amounts.instance_hours;
+        }
+        let dollars = price.usd_per_hour * amounts.instance_hours;
+        instance_dollars += dollars;
+        instance_hours += amounts.instance_hours;
+        gpu_hours += amounts.gpu_hours;
+        used.entry((price.instance_type.clone(), lifecycle))
+            .or_insert_with(|| (price.clone(), 0.0))
+            .1 += amounts.instance_hours;
+        let rate = Rates::of(amounts, dollars, prices.host_share);
+        if prices.host_share > 0.0 && rate.cpu == 0.0 {
+            host_unknown += amounts.instance_hours;
+        }
+        let group = (
+            key.cluster.clone(),
+            key.instance_type.clone(),
+            key.lifecycle.clone(),
+        );
+        rates.insert(group, rate);
+    }
+
+    // (cluster, key) → exact amounts; unattributed per cluster; what each group's holders took.
+    let mut held: BTreeMap<(String, String), Exact> = BTreeMap::new();
+    let mut unattributed: BTreeMap<String, Exact> = BTreeMap::new();
+    let mut taken: BTreeMap<Group, (f64, f64)> = BTreeMap::new();
+    for (key, amounts) in holdings {
+        if key.kind == HoldingKind::Capacity || !wanted(key) {
+            continue;
+        }
+        let group = (
+            key.cluster.clone(),
+            key.instance_type.clone(),
+            key.lifecycle.clone(),
+        );
+        let Some(rate) = rates.get(&group) else {
+            continue;
+        };
+        let exact = Exact::priced(amounts, rate);
+        let took = taken.entry(group).or_default();
+        took.0 += exact.dollars;
+        took.1 += exact.gpu_hours;
+        match key.kind {
+            HoldingKind::Held => held
+                .entry((key.cluster.clone(), key_of(query.group, key)))
+                .or_default()
+                .merge(&exact),
+            _ => unattributed
+                .entry(key.cluster.clone())
+                .or_default()
+                .merge(&exact),
+        }
+    }
+    // Idle: what each cluster's capacity costs less what is held of it — all of it unused by
+    // definition, so not counted as unused.
+    let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
+    for (group, rate) in &rates {
+        let (dollars, gpus) = (rate.dollars, rate.gpu_hours);
+        let (took_dollars, took_gpus) = taken.get(group).copied().unwrap_or_default();
+        let entry = idle.entry(group.0.clone()).or_insert_with(|| Exact {
+            with_usage: true,
+            ..Exact::default()
+        });
+        entry.dollars += (dollars - took_dollars).max(0.0);
+        entry.gpu_hours += (gpus - took_gpus).max(0.0);
+    }
+    idle.retain(|_, e| e.dollars > 0.0 || e.gpu_hours > 0.0);
+
+    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
+    // Idle shared out: each cluster's idle goes to that cluster's rows by their cost.
+    if query.share_idle {
+        let mut kept = BTreeMap::new();
+        for (cluster, amount) in idle {
+            let rows: Vec<(String, String)> = held
+                .keys()
+                .filter(|(c, _)| c == &cluster)
+                .cloned()
+                .collect();
+            let base: f64 = rows.iter().map(|k| held[k].dollars).sum();
+            if base <= 0.0 {
+                kept.insert(cluster, amount);
+                continue;
+            }
+            for k in rows {
+                let factor = held[&k].dollars / base;
+                let share = amount.scaled(factor);
+                if let Some(row) = held.get_mut(&k) {
+                    row.dollars += share.dollars;
+                    row.gpu_hours += share.gpu_hours;
+                }
+            }
+        }
+        idle = kept;
+    }
+
+    // Rows: allocated by key (summed over clusters), then idle and unattributed per cluster.
+    let mut exact: Vec<(String, RowKind, Exact)> = Vec::new();
+    let mut by_key: BTreeMap<String, Exact> = BTreeMap::new();
+    for ((_, key), amount) in held {
+        by_key.entry(key).or_default().merge(&amount);
+    }
+    exact.extend(by_key.into_iter().map(|(k, a)| (k, RowKind::Allocated, a)));
+    exact.extend(idle.into_iter().map(|(c, a)| (c, RowKind::Idle, a)));
+    exact.extend(
+        unattributed
+            .into_iter()
+            .map(|(c, a)| (c, RowKind::Unattributed, a)),
+    );
+    let total_cents = cents(instance_dollars);
+    let dollars: Vec<f64> = exact.iter().map(|(_, _, a)| a.dollars).collect();
+    let parts = largest_remainder(&dollars, total_cents);
+    let mut rows: Vec<CostRow> = exact
+        .into_iter()
+        .zip(parts)
+        .map(|((name, kind, amount), cost_cents)| CostRow {
+            name,
+            kind,
+            cost_cents,
+            share_percent: if total_cents > 0 {
+                cost_cents as f64 * 100.0 / total_cents as f64
+            } else {
+                0.0
+            },
+            gpu_hours: amount.gpu_hours,
+            // Idle is unused by definition: it has no "unused" of its own.
+            unused_cents: (amount.with_usage && kind != RowKind::Idle)
+                .then(|| cents(amount.unused).min(cost_cents)),
+            without_usage_cents: cents(amount.without_usage).min(cost_cents),
+            change_cents: None,
+        })
+        .collect();
+    sort_rows(&mut rows, query.sort);
+    let idle_cents = if query.share_idle {
+        cents(idle_dollars)
+    } else {
+        rows.iter()
+            .filter(|r| r.kind == RowKind::Idle)
+            .map(|r| r.cost_cents)
+            .sum()
+    };
+    let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
+    let mut notes = prices.notes.clone();
+    let unknown_types: BTreeSet<String> = unpriced
+        .keys()
+        .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
+        .collect();
+    let unknown = average_count(lifecycle_unknown, hours);
+    if unknown > 0 {
+        notes.push(format!(
+            "EC2 could not be read for {unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
+            if unknown == 1 { "instance" } else { "instances" },
+            if unknown == 1 { "it is" } else { "they are" }
+        ));
+    }
+    let host_unknown = average_count(host_unknown, hours);
+    if host_unknown > 0 {
+        notes.push(format!(
+            "The CPU and memory of {host_unknown} {} are not known (not recorded then, or not reported): {} whole price went to {} GPUs.",
+            if host_unknown == 1 { "instance" } else { "instances" },
+            if host_unknown == 1 { "its" } else { "their" },
+            if host_unknown == 1 { "its" } else { "their" },
+        ));
+    }
+    if !unknown_types.is_empty() {
+        notes.push(format!(
+            "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
+            unknown_types.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    CostReport {
+        query: query.clone(),
+        region: prices.region.clone(),
+        rows,
+        total_cents,
+        idle_cents,
+        unused_cents,
+        gpus: average_count(gpu_hours, hours),
+        instances: average_count(instance_hours, hours),
+        prices: used
+            .into_values()
+            .map(|(price, hours_used)| PriceUsed {
+                price,
+                instances: average_count(hours_used, hours),
+            })
+            .collect(),
+        unpriced: unpriced
+            .into_iter()
+            .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
+                instance_type,
+                lifecycle,
+                instances: average_count(inst, hours),
+                gpus: average_count(gpus, hours),
+            })
+            .collect(),
+        notes,
+        rule: rule(prices.host_share),
+        ..CostReport::default()
+    }
+}
+
+/// Dollars to whole cents, half away from zero — first to a millionth of a dollar, so that sums
+/// that are exactly half a cent in decimal (prices have four decimals) round the same whatever
+/// order the float additions took.
+pub(super) fn cents(dollars: f64) -> i64 {
+    let micros = (dollars * 1_000_000.0).round();
+    #[allow(clippy::cast_possible_truncation)]
+    let cents = (micros / 10_000.0).round() as i64;
+    cents
+}
+
+/// Allocated rows by the key (largest first; names A to Z), then idle and unattributed rows.
+pub(super) fn sort_rows(rows: &mut [CostRow], key: SortKey) {
+    let rank = |kind: RowKind| match kind {
+        RowKind::Allocated => 0,
+        RowKind::Unattributed => 1,
+        RowKind::Idle => 2,
+    };
+    rows.sort_by(|a, b| {
+        rank(a.kind)
+            .cmp(&rank(b.kind))
+            .then_with(|| match key {
+                SortKey::Cost => b.cost_cents.cmp(&a.cost_cents),
+                SortKey::Name => std::cmp::Ordering::Equal,
+                SortKey::GpuHours => b.gpu_hours.total_cmp(&a.gpu_hours),
+                SortKey::Unused => b
+                    .unused_cents
+                    .unwrap_or(-1)
+                    .cmp(&a.unused_cents.unwrap_or(-1)),
+            })
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}

@@ -1,0 +1,110 @@
+//! Report
+
+use super::*;
+
+#[component]
+pub(super) fn Report(report: CostReport) -> impl IntoView {
+    let query = report.query.clone();
+    let csv = {
+        let params = query.to_params();
+        if params.is_empty() {
+            "/api/v1/cost?format=csv".to_string()
+        } else {
+            format!("/api/v1/cost?{params}&format=csv")
+        }
+    };
+    let allocated = report.total_cents - report.idle_cents;
+    let percent = |part: i64, whole: i64| {
+        if whole > 0 {
+            format!("{:.0} %", part as f64 * 100.0 / whole as f64)
+        } else {
+            "—".to_string()
+        }
+    };
+    let span = match &report.range {
+        Some(_) => format!(
+            "{} ({})",
+            query.period.label().to_lowercase(),
+            report.period_label
+        ),
+        None => format!("{} at today's allocations", query.span.label()),
+    };
+    let change = report.previous_total_cents.map(|before| {
+        let delta = report.total_cents - before;
+        let sign = if delta > 0 { "+" } else { "" };
+        let relative = if before > 0 {
+            let percent = delta as f64 * 100.0 / before as f64;
+            // Below one percent a whole number would say "-0 %".
+            let digits = if percent.abs() < 1.0 { 1 } else { 0 };
+            format!(" ({sign}{percent:.digits$} %)")
+        } else {
+            String::new()
+        };
+        format!("{sign}{}{relative}", money(delta))
+    });
+    view! {
+        <CostForm query=query.clone() clusters=report.clusters.clone() csv />
+        {report.replaying.clone().map(|progress| view! {
+            <p class="banner info" role="status" data-testid="cost-replaying">{format!("The console is {progress}; the history fills in as it goes.")}</p>
+        })}
+        <p class="muted print-only">{format!("Grouped by {}, over {span}, idle {}{}.", query.group.label().to_lowercase(), if query.share_idle { "shared out" } else { "as rows" }, query.cluster.as_ref().map(|c| format!(", cluster {c}")).unwrap_or_default())}</p>
+        <p class="freshness" data-testid="cost-taken-at">{match &report.range {
+            Some(_) => format!("{:.0} hours recorded of the period; made at {}; prices for {}, applied to every hour.", report.recorded_hours, report.taken_at, report.region),
+            None => format!("Fleet as read at {}; prices for {}.", report.taken_at, report.region),
+        }}</p>
+        <section class="summary" aria-label="Totals" data-testid="cost-totals">
+            <div class="stat"><span class="value" data-testid="cost-total">{money(report.total_cents)}</span><span class="label">{format!("total, {span}")}</span></div>
+            {change.map(|change| view! {
+                <div class="stat"><span class="value" data-testid="cost-change">{change}</span><span class="label">"against the previous period"</span></div>
+            })}
+            <div class="stat"><span class="value">{money(allocated)}</span><span class="label">{format!("allocated ({})", percent(allocated, report.total_cents))}</span></div>
+            <div class="stat"><span class="value" data-testid="cost-idle">{money(report.idle_cents)}</span><span class="label">{format!("idle ({}){}", percent(report.idle_cents, report.total_cents), if query.share_idle { ", shared out in the rows" } else { "" })}</span></div>
+            <div class="stat"><span class="value">{money(report.unused_cents)}</span><span class="label">"allocated but unused"</span></div>
+            <div class="stat"><span class="value">{report.gpus}</span><span class="label">{format!("GPUs on {} priced instances", report.instances)}</span></div>
+        </section>
+        {(!report.notes.is_empty()).then(|| view! {
+            <div class="banner warn" role="status" data-testid="cost-notes">
+                {report.notes.iter().map(|n| view! { <p>{n.clone()}</p> }).collect_view()}
+            </div>
+        })}
+        {report.chart.clone().filter(|c| !c.days.is_empty()).map(|chart| view! { <CostChart chart group=query.group /> })}
+        <CostTable report=report.clone() />
+        {(!report.budgets.is_empty()).then(|| view! { <BudgetBurns burns=report.budgets.clone() /> })}
+        <section class="card" aria-labelledby="cost-prices-title" data-testid="cost-prices">
+            <h2 id="cost-prices-title" class="card-title">"Prices used"</h2>
+            <table class="data-table compact">
+                <thead><tr>
+                    <th scope="col">"Instance type"</th>
+                    <th scope="col">"Billed"</th>
+                    <th scope="col" class="num">"Per hour"</th>
+                    <th scope="col" class="num">"Instances"</th>
+                    <th scope="col">"Source"</th>
+                </tr></thead>
+                <tbody>
+                    {report.prices.iter().map(|p| view! {
+                        <tr>
+                            <td class="mono">{p.price.instance_type.clone()}</td>
+                            <td>{p.price.lifecycle.as_str()}</td>
+                            <td class="num">{format!("${:.4}", p.price.usd_per_hour)}</td>
+                            <td class="num">{p.instances}</td>
+                            <td>{p.price.source.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                    {report.unpriced.iter().map(|u| view! {
+                        <tr class="unpriced" data-testid="cost-unpriced">
+                            <td class="mono">{u.instance_type.clone()}</td>
+                            <td>{u.lifecycle.as_str()}</td>
+                            <td class="num">"unknown"</td>
+                            <td class="num">{u.instances}</td>
+                            <td>{format!("no price: {} GPUs left out of the totals", u.gpus)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <section class="card" aria-labelledby="cost-rule-title" data-testid="cost-rule">
+            <h2 id="cost-rule-title" class="card-title">"How the cost is split"</h2>
+            <p>{report.rule.clone()}</p>
+        </section>
+    }
+}

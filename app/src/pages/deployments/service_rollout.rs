@@ -1,0 +1,84 @@
+//! ServiceRollout
+
+use super::*;
+
+#[component]
+pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
+    let PreCheck {
+        service,
+        target,
+        revisions,
+        comparison,
+        rollout,
+        deploy,
+        budget,
+    } = found;
+    let s = &service.service;
+    let over_budget = budget.as_ref().is_some_and(|b| b.over);
+    let running = service.revision;
+    let options = revisions
+        .iter()
+        .map(|n| {
+            let label = if *n == running {
+                format!("revision {n} (running)")
+            } else {
+                format!("revision {n}")
+            };
+            view! { <option value=n.to_string() selected=*n == target.revision>{label}</option> }
+        })
+        .collect_view();
+    view! {
+        <section class="card" data-testid="service-facts">
+            <dl class="facts">
+                <dt>"Runs"</dt>
+                <dd><a class="mono" href=format!("/task-definitions/{}/{}", service.family, running)>{format!("{}:{running}", service.family)}</a></dd>
+                <dt>"GPU"</dt>
+                <dd>{if service.gpu.is_empty() { "no GPU".to_string() } else { service.gpu.join("; ") }}</dd>
+                <dt>"Tasks"</dt>
+                <dd>{format!("{} desired, {} running, {} pending", s.desired, s.running, s.pending)}</dd>
+                <dt>"Rollout"</dt>
+                <dd>{s.rollout_state.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Team"</dt>
+                <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
+            </dl>
+        </section>
+        {deploy.allowed.then(|| view! { <ScaleForm cluster=service.cluster.clone() service=s.name.clone() desired=s.desired runs=format!("{}:{running}", service.family) /> })}
+        <form class="compare-picker card" method="get" data-testid="revision-picker">
+            <label><span>"Roll out"</span><select name="revision" data-testid="rollout-revision">{options}</select></label>
+            <button type="submit" data-testid="rollout-check">"Check"</button>
+        </form>
+        <section class="card">
+            <h2>{format!("What changes: revision {running} → {}", target.revision)}</h2>
+            {match comparison {
+                None => view! { <p class="muted" data-testid="same-revision">"This is the revision the service runs."</p> }.into_any(),
+                Some(comparison) => view! {
+                    <GpuChanges changes=comparison.gpu />
+                    <DiffTable entries=comparison.diff />
+                }.into_any(),
+            }}
+        </section>
+        <PreCheckView rollout=rollout.clone() />
+        {(target.revision != running).then(|| budget.map(|verdict| view! {
+            <section class="card" data-testid="rollout-budget">
+                <h2>"Team budget"</h2>
+                <p class=if verdict.over { "banner warn" } else { "banner info" } role="status" data-over=verdict.over.to_string()>
+                    {verdict.arithmetic.clone()}
+                    {verdict.over.then_some(" Sending it asks the team's approvers; nothing is sent until one of them approves.")}
+                </p>
+            </section>
+        }))}
+        {(target.revision != running).then(|| if deploy.allowed {
+            view! {
+                <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes over_budget />
+            }.into_any()
+        } else {
+            view! {
+                <section class="card" data-testid="deploy-not-allowed">
+                    <h2>{format!("Deploy revision {}", target.revision)}</h2>
+                    <p class="not-allowed" role="note">{deploy.reason.clone().unwrap_or_default()}</p>
+                </section>
+            }.into_any()
+        })}
+        <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
+    }
+}

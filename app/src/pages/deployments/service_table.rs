@@ -1,0 +1,56 @@
+//! ServiceTable
+
+use super::*;
+
+#[component]
+pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
+    view! {
+        <table class="data-table" data-testid="service-table">
+            <thead>
+                <tr>
+                    <th scope="col">"Service"</th>
+                    <th scope="col">"Team"</th>
+                    <th scope="col">"Revision"</th>
+                    <th scope="col">"GPU"</th>
+                    <th scope="col" class="num" title="desired / running / pending">"Tasks"</th>
+                    <th scope="col">"Rollout"</th>
+                    <th scope="col">"Deployment configuration"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows.into_iter().map(|row| {
+                    let s = row.service.clone();
+                    let rollout = match (&s.rollout_state, s.deployments) {
+                        (Some(state), n) if n > 1 => format!("{state} ({n} deployments)"),
+                        (Some(state), _) => state.clone(),
+                        (None, _) => "—".into(),
+                    };
+                    let config = format!(
+                        "max {} %, min healthy {} %, circuit breaker {}",
+                        s.maximum_percent.map_or("—".into(), |p| p.to_string()),
+                        s.minimum_healthy_percent.map_or("—".into(), |p| p.to_string()),
+                        match (s.circuit_breaker, s.circuit_breaker_rollback) {
+                            (true, true) => "on, rolls back",
+                            (true, false) => "on",
+                            _ => "off",
+                        }
+                    );
+                    view! {
+                        <tr data-service=format!("{}/{}", row.cluster, s.name)>
+                            <th scope="row">
+                                <a href=format!("/deployments/{}/{}", row.cluster, s.name)>{s.name.clone()}</a>
+                                <div class="muted">{row.cluster.clone()}</div>
+                            </th>
+                            <td>{s.team.clone().unwrap_or_else(|| "—".into())}</td>
+                            <td><a class="mono" href=format!("/task-definitions/{}/{}", row.family, row.revision)>{format!("{}:{}", row.family, row.revision)}</a></td>
+                            <td>{if row.gpu.is_empty() { "no GPU".to_string() } else { row.gpu.join("; ") }}</td>
+                            <td class="num" data-testid="service-counts">{format!("{} / {} / {}", s.desired, s.running, s.pending)}</td>
+                            <td data-testid="service-rollout" class=format!("rollout-{}", s.rollout_state.clone().unwrap_or_default().to_lowercase())>{rollout}</td>
+                            <td class="muted">{config}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}

@@ -1,0 +1,200 @@
+//! Tests of `deploy`: a deploy (or rollback) of a revision to a service: the checks, the audit intent before
+
+use std::sync::atomic::Ordering;
+
+use super::*;
+use crate::service::fake::Fake;
+
+fn request(revision: u32, expected: u32) -> DeployRequest {
+    DeployRequest {
+        revision: RevisionRef::number(revision),
+        expected_revision: RevisionRef::number(expected),
+        description: "more memory".into(),
+        ..DeployRequest::default()
+    }
+}
+
+/// `request` for the `embed` service of cluster `prod`, by a deployer of its team.
+async fn deploy_embed(
+    fake: &std::sync::Arc<Fake>,
+    request: DeployRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    deploy(&fake.context(), &Fake::deployer(), "prod", "embed", request).await
+}
+
+fn position(calls: &[String], prefix: &str) -> usize {
+    calls
+        .iter()
+        .position(|c| c.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no call {prefix}: {calls:?}"))
+}
+
+#[tokio::test]
+async fn a_deploy_writes_its_intent_before_update_service_then_watches_the_rollout() {
+    let fake = Fake::new();
+    let answer = deploy_embed(&fake, request(2, 1)).await.expect("sent");
+    assert_eq!(answer.action, AuditAction::Deploy);
+    assert_eq!(answer.deployment_id.as_deref(), Some("ecs-svc/2"));
+    let calls = fake.calls();
+    let begin = position(&calls, "audit.begin");
+    let lock = position(&calls, "audit.lock");
+    let update = position(&calls, "ecs.update_service embed:2");
+    let recorded = position(&calls, "audit.finish in_progress");
+    let watched = position(&calls, "watches.start");
+    let unlock = position(&calls, "audit.unlock");
+    assert!(
+        begin < lock && lock < update && update < recorded,
+        "{calls:?}"
+    );
+    assert!(recorded < watched && watched < unlock, "{calls:?}");
+    let record = &fake.records()[0];
+    assert_eq!(record.outcome, Outcome::InProgress);
+    assert_eq!(record.from_revision.as_deref(), Some("embed:1"));
+    assert_eq!(record.to_revision.as_deref(), Some("embed:2"));
+    assert_eq!(record.description.as_deref(), Some("more memory"));
+    assert_eq!(record.pre_check.as_deref(), Some("completes"));
+}
+
+#[tokio::test]
+async fn nothing_is_sent_when_the_intent_cannot_be_written() {
+    let fake = Fake::new();
+    fake.fail_begin.store(true, Ordering::SeqCst);
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("refused");
+    assert_eq!(error.status(), 503);
+    assert!(error.message().ends_with("; nothing was sent"), "{error}");
+    assert!(
+        !fake
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("ecs.update_service")),
+        "{:?}",
+        fake.calls()
+    );
+}
+
+#[tokio::test]
+async fn a_deploy_that_finds_the_service_locked_is_refused_and_audited() {
+    let fake = Fake::new();
+    fake.locks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert("prod/embed".into());
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("refused");
+    assert_eq!(error.status(), 409);
+    assert!(!fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("ecs.update_service")));
+    let record = &fake.records()[0];
+    assert_eq!(record.outcome, Outcome::Refused);
+    assert!(record
+        .detail
+        .as_deref()
+        .is_some_and(|d| d.contains("Another deploy")));
+}
+
+#[tokio::test]
+async fn an_outcome_the_audit_log_cannot_record_is_an_error_not_dropped() {
+    let fake = Fake::new();
+    fake.fail_finish.store(true, Ordering::SeqCst);
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("the log lags");
+    assert_eq!(error.status(), 503);
+    assert!(
+        error.message().contains("UpdateService was sent"),
+        "it says what happened: {error}"
+    );
+    assert!(
+        fake.calls().iter().any(|c| c == "watches.start"),
+        "still watched"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_by_ecs_is_audited_and_answered_with_its_kind() {
+    let fake = Fake::new();
+    fake.refuse_writes.store(true, Ordering::SeqCst);
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("refused");
+    assert_eq!(error.status(), 502);
+    assert_eq!(fake.records()[0].outcome, Outcome::Refused);
+    assert!(
+        fake.calls().iter().any(|c| c == "audit.unlock"),
+        "the lock is given back"
+    );
+}
+
+#[tokio::test]
+async fn the_revision_the_user_saw_must_still_run() {
+    let fake = Fake::new();
+    *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("changed");
+    assert_eq!(error.status(), 409);
+    assert!(error.message().contains("now runs embed:2"), "{error}");
+    assert!(fake.records().is_empty(), "no intent for a stale request");
+}
+
+#[tokio::test]
+async fn a_rollback_goes_to_an_earlier_revision_of_the_same_family() {
+    let fake = Fake::new();
+    *fake.running.lock().unwrap_or_else(|p| p.into_inner()) = 2;
+    let context = fake.context();
+    assert_eq!(
+        rollback(&context, &Fake::deployer(), "prod", "embed", request(2, 2))
+            .await
+            .expect_err("not earlier")
+            .status(),
+        400
+    );
+    let other = DeployRequest {
+        revision: RevisionRef::parse("other:1").expect("a reference"),
+        ..request(1, 2)
+    };
+    assert!(deploy(&context, &Fake::deployer(), "prod", "embed", other)
+        .await
+        .expect_err("another family")
+        .message()
+        .contains("a revision of other"));
+    let answer = rollback(&context, &Fake::deployer(), "prod", "embed", request(1, 2))
+        .await
+        .expect("sent");
+    assert_eq!(answer.action, AuditAction::Rollback);
+}
+
+#[tokio::test]
+async fn another_teams_deployer_is_refused_before_anything_is_sent() {
+    let fake = Fake::new();
+    let error = deploy(
+        &fake.context(),
+        &Fake::outsider(),
+        "prod",
+        "embed",
+        request(2, 1),
+    )
+    .await
+    .expect_err("another team's service");
+    assert_eq!(error.status(), 403);
+    assert!(
+        error
+            .message()
+            .contains("Service prod/embed belongs to team search"),
+        "{error}"
+    );
+    assert!(
+        !fake.calls().iter().any(|c| c.starts_with("ecs.")),
+        "{:?}",
+        fake.calls()
+    );
+    let record = &fake.records()[0];
+    assert_eq!(record.outcome, Outcome::Refused);
+    assert_eq!(record.action, AuditAction::Deploy);
+    assert_eq!(record.source.as_deref(), Some("10.0.0.7"));
+}

@@ -1,0 +1,224 @@
+//! The fake's ECS: the fleet feed, reads and writes, the task definition schema and rollout
+//! watches, answering from what the test set up.
+
+use super::*;
+
+impl FleetFeed for Fake {
+    fn state(&self) -> FleetState {
+        FleetState {
+            snapshot: Some(Arc::new(snapshot())),
+            taken_at: Some(
+                chrono::Utc::now()
+                    - chrono::Duration::seconds(
+                        *self.snapshot_age.lock().unwrap_or_else(|p| p.into_inner()),
+                    ),
+            ),
+            version: 1,
+            ..FleetState::default()
+        }
+    }
+
+    fn refresh_interval_seconds(&self) -> u64 {
+        15
+    }
+
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        watch::channel(1).1
+    }
+}
+
+impl EcsReads for Fake {
+    fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        Box::pin(async move { Ok(vec![revision(2).detail]) })
+    }
+
+    fn latest_active(
+        &self,
+        family: String,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok((family == "embed").then(|| revision(newest)))
+        })
+    }
+
+    fn revisions(
+        &self,
+        family: String,
+    ) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(if family == "embed" {
+                (1..=newest).rev().map(|n| revision(n).detail).collect()
+            } else {
+                Vec::new()
+            })
+        })
+    }
+
+    fn revision(
+        &self,
+        family: String,
+        number: u32,
+    ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
+        Box::pin(async move {
+            let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            Ok((family == "embed" && (1..=newest).contains(&number)).then(|| revision(number)))
+        })
+    }
+
+    fn service(
+        &self,
+        _cluster: String,
+        _service: String,
+    ) -> BoxFuture<'_, Result<LiveService, ServiceError>> {
+        Box::pin(async move {
+            self.call("ecs.service");
+            let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
+            let task_definition = format!("{ARN}embed:{running}");
+            let desired = *self.desired.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(LiveService {
+                task_definition: task_definition.clone(),
+                desired,
+                running: 1,
+                pending: 0,
+                deployments: vec![LiveDeployment {
+                    id: "ecs-svc/1".into(),
+                    status: "PRIMARY".into(),
+                    task_definition,
+                    desired: 1,
+                    running: 1,
+                    rollout_state: Some("COMPLETED".into()),
+                    ..LiveDeployment::default()
+                }],
+                events: Vec::new(),
+            })
+        })
+    }
+
+    fn events(
+        &self,
+        _cluster: String,
+        _services: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<ClusterEvent>, ServiceError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+
+    fn tasks(
+        &self,
+        _cluster: String,
+        _query: TaskQuery,
+    ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>> {
+        Box::pin(async move { Ok(Vec::new()) })
+    }
+}
+
+impl EcsWrites for Fake {
+    fn register(
+        &self,
+        _task: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Registered, ServiceError>> {
+        Box::pin(async move {
+            self.call("ecs.register");
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused RegisterTaskDefinition: ClientException: no",
+                ));
+            }
+            let mut newest = self.registered.lock().unwrap_or_else(|p| p.into_inner());
+            *newest += 1;
+            Ok(Registered {
+                revision: revision(*newest).detail,
+                request_id: Some("request-1".into()),
+            })
+        })
+    }
+
+    fn update_service(
+        &self,
+        _cluster: String,
+        _service: String,
+        task_definition: String,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("ecs.update_service {task_definition}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused UpdateService: AccessDeniedException: no",
+                ));
+            }
+            Ok(ServiceUpdated {
+                deployment_id: Some("ecs-svc/2".into()),
+                request_id: Some("request-2".into()),
+            })
+        })
+    }
+
+    fn scale_service(
+        &self,
+        _cluster: String,
+        _service: String,
+        desired: u32,
+    ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!("ecs.scale_service {desired}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused UpdateService: AccessDeniedException: no",
+                ));
+            }
+            *self.desired.lock().unwrap_or_else(|p| p.into_inner()) = desired;
+            Ok(ServiceUpdated {
+                deployment_id: Some("ecs-svc/1".into()),
+                request_id: Some("request-3".into()),
+            })
+        })
+    }
+}
+
+impl TaskDefinitionSchema for Fake {
+    fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>> {
+        Box::pin(async move { self.check(&text) })
+    }
+}
+
+impl Fake {
+    pub(super) fn check(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
+        let task: Map<String, Value> = serde_json::from_str(text).map_err(|e| {
+            vec![FieldError {
+                message: e.to_string(),
+                ..FieldError::default()
+            }]
+        })?;
+        let request = placement::rules::check_task(&task).map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| FieldError {
+                    field: e.path,
+                    message: e.message,
+                    ..FieldError::default()
+                })
+                .collect::<Vec<_>>()
+        })?;
+        Ok((task, request))
+    }
+}
+
+impl RolloutWatches for Fake {
+    fn start(&self, rollout: RolloutToWatch) -> WatchState {
+        self.call("watches.start");
+        self.watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(rollout.initial.clone());
+        rollout.initial
+    }
+
+    fn current(&self, _id: &str) -> Option<WatchState> {
+        None
+    }
+
+    fn subscribe(&self, _id: &str) -> Option<watch::Receiver<WatchState>> {
+        None
+    }
+}

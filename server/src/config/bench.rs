@@ -1,0 +1,143 @@
+//! The options of `gpushare bench`: which part of the console each benchmark measures, and the
+//! sizes and rates it runs at.
+
+use super::*;
+
+/// What `gpushare bench` measures.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The emulator: scenario build time and memory, a full walk of the fleet through the SDK
+    /// at 0 and 40 ms of added latency, and DescribeContainerInstances throughput.
+    Emulator(BenchEmulatorArgs),
+    /// The fleet snapshot on an emulated fleet: wall time and calls at 0 and 40 ms of added
+    /// latency against the fewest calls and the chain of dependent calls, a sequential boto3
+    /// walk; the incremental refresh within ECS's API budget (polling, and following ECS's
+    /// events through SQS); and a served console's memory, page render time and size, API
+    /// throughput and time to hydrate.
+    Fleet(BenchFleetArgs),
+    /// The fit check of one task against the fleet snapshot, for MPS and whole-GPU requests.
+    Fit(BenchEmulatorArgs),
+    /// The capacity pre-check of a 60-task rollout (one that completes, one that stalls at the
+    /// overlap) against the fleet snapshot.
+    Precheck(BenchEmulatorArgs),
+    /// Audit log writes per second on SQLite (or the database of DATABASE_URL).
+    Audit(BenchAuditArgs),
+    /// The task definition checks on the worst bodies the body limit lets through: time and
+    /// memory of a validation request.
+    Validate(BenchValidateArgs),
+    /// What sign-in costs a request: the same console under each sign-in mode (none, proxy,
+    /// alb, oidc), the time to work out who is asking and the fleet page's requests per second.
+    Auth(BenchAuthArgs),
+    /// The cost history: the recorder's cost per minute, its storage for a month of the
+    /// scenario, a 30-day report's time, and the demo's start-up with its past replayed.
+    Cost(BenchCostArgs),
+    /// Team budgets with approval: the budget check's cost per deploy on the scenario, and the
+    /// time from an approval to UpdateService answered and recorded.
+    Approvals(BenchApprovalsArgs),
+    /// What a flood of unauthenticated `/readyz` probes costs: the ECS and CloudWatch calls
+    /// they become, and their latency.
+    Readiness(BenchReadinessArgs),
+}
+
+/// Options of `gpushare bench readiness`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchReadinessArgs {
+    /// Probes a second.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    pub rate: u32,
+    /// Seconds of the flood.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub seconds: u32,
+}
+
+/// Options of `gpushare bench approvals`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchApprovalsArgs {
+    /// The scenario whose budget checks are timed.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large"])]
+    pub scenario: String,
+    /// Budget checks timed, and approvals sent (on the demo).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rounds: u32,
+    /// Approvals sent and timed (each a request, its approval and a rollback).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub approvals: u32,
+}
+
+/// Options of `gpushare bench cost`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchCostArgs {
+    /// The scenario whose allocations are recorded.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Days of history to write.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=400))]
+    pub days: u32,
+    /// Reports timed.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// Days of the demo's past replayed for the start-up figure.
+    #[arg(long, default_value_t = 14, value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub replay_days: u32,
+    /// Measure this database instead of SQLite in a temporary directory.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+}
+
+/// Options of `gpushare bench auth`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchAuthArgs {
+    /// The scenario to serve.
+    #[arg(long, default_value = "demo", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Seconds of each mode's `wrk` run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: u64,
+    /// How many times each mode works out who is asking, in process.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub rounds: u32,
+}
+
+/// Options of `gpushare bench validate`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchValidateArgs {
+    /// The body limit, and the size of the worst bodies.
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(4096..=64 * 1024 * 1024))]
+    pub bytes: u64,
+}
+
+/// Options of `gpushare bench audit`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchAuditArgs {
+    /// Records to write.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub records: u32,
+    /// Measure this database instead of SQLite in a temporary directory.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+}
+
+/// Options of `gpushare bench emulator`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchEmulatorArgs {
+    /// The scenario to measure.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large", "empty"])]
+    pub scenario: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub concurrency: u64,
+    /// Seconds of the throughput run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: u64,
+}
+
+/// Options of `gpushare bench fleet`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchFleetArgs {
+    #[command(flatten)]
+    pub emulator: BenchEmulatorArgs,
+    /// Measure one part only: `reads` (full snapshots and the boto3 walk), `refresh` (the
+    /// incremental refresh within ECS's API budget) or `server` (the served console).
+    #[arg(long, value_parser = ["reads", "refresh", "server"])]
+    pub only: Option<String>,
+}
