@@ -11,6 +11,44 @@ use crate::model::{
     identity::Actor,
 };
 
+/// What someone decides about a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Send the change, as the requester's, approved by the approver.
+    Approve,
+    /// Close the request without sending anything.
+    Reject,
+    /// The requester takes the request back.
+    Withdraw,
+}
+
+impl ApprovalDecision {
+    /// The word the forms and the API use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalDecision::Approve => "approve",
+            ApprovalDecision::Reject => "reject",
+            ApprovalDecision::Withdraw => "withdraw",
+        }
+    }
+}
+
+impl std::str::FromStr for ApprovalDecision {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<ApprovalDecision, String> {
+        match word {
+            "approve" => Ok(ApprovalDecision::Approve),
+            "reject" => Ok(ApprovalDecision::Reject),
+            "withdraw" => Ok(ApprovalDecision::Withdraw),
+            other => Err(format!(
+                "decision {other:?} is not approve, reject or withdraw"
+            )),
+        }
+    }
+}
+
 /// Where a request is. `pending` waits for a decision; `sending`: approved, the checks run again
 /// and the change is being sent; then `sent`, or `refused` when the checks no longer passed.
 /// `rejected` and `withdrawn` send nothing.

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::words::{DeploymentStatus, RolloutState};
 use crate::model::{
     activity::TaskInfo,
     arn::RevisionRef,
@@ -105,15 +106,13 @@ pub struct DeployAnswer {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveDeployment {
     pub id: String,
-    /// `PRIMARY`, `ACTIVE` or `INACTIVE`.
-    pub status: String,
+    pub status: DeploymentStatus,
     pub task_definition: String,
     pub desired: u32,
     pub running: u32,
     pub pending: u32,
     pub failed_tasks: u32,
-    /// `IN_PROGRESS`, `COMPLETED` or `FAILED`.
-    pub rollout_state: Option<String>,
+    pub rollout_state: Option<RolloutState>,
     pub rollout_state_reason: Option<String>,
 }
 
@@ -249,15 +248,15 @@ pub fn rollout_result(
 ) -> Option<(RolloutResult, Option<String>)> {
     let ours = live.deployments.iter().find(|d| d.id == deployment_id);
     match ours {
-        Some(d) if d.rollout_state.as_deref() == Some("COMPLETED") => {
+        Some(d) if d.rollout_state == Some(RolloutState::Completed) => {
             Some((RolloutResult::Succeeded, None))
         }
-        Some(d) if d.rollout_state.as_deref() == Some("FAILED") => {
+        Some(d) if d.rollout_state == Some(RolloutState::Failed) => {
             // The circuit breaker's rollback makes a new PRIMARY deployment of the old revision.
             let rolled_back = live
                 .deployments
                 .iter()
-                .any(|other| other.id != d.id && other.status == "PRIMARY");
+                .any(|other| other.id != d.id && other.status == DeploymentStatus::Primary);
             let reason = d.rollout_state_reason.clone();
             Some((
                 if rolled_back {
@@ -457,7 +456,7 @@ mod tests {
         LiveDeployment {
             id: id.into(),
             status: status.into(),
-            rollout_state: state.map(str::to_string),
+            rollout_state: state.map(RolloutState::from),
             ..LiveDeployment::default()
         }
     }

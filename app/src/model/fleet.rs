@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::words::{DeploymentStrategy, InstanceStatus, RolloutState};
 pub use placement::SharingMode;
 
 /// A container that ECS assigned to a GPU.
@@ -133,8 +134,8 @@ pub struct HostReserved {
 
 impl InstanceView {
     /// Why ECS would place nothing on this instance, from its status and agent connection.
-    pub fn not_placing_reason(status: &str, agent_connected: bool) -> Option<String> {
-        if status != "ACTIVE" {
+    pub fn not_placing_reason(status: &InstanceStatus, agent_connected: bool) -> Option<String> {
+        if *status != InstanceStatus::Active {
             Some(status.to_string())
         } else if !agent_connected {
             Some("agent disconnected".to_string())
@@ -181,9 +182,9 @@ pub struct ServiceRef {
     pub running: u32,
     #[serde(default)]
     pub pending: u32,
-    /// The PRIMARY deployment's rollout state: `IN_PROGRESS`, `COMPLETED` or `FAILED`.
+    /// The PRIMARY deployment's rollout state.
     #[serde(default)]
-    pub rollout_state: Option<String>,
+    pub rollout_state: Option<RolloutState>,
     /// Deployments in flight (PRIMARY and ACTIVE).
     #[serde(default)]
     pub deployments: u32,
@@ -197,10 +198,9 @@ pub struct ServiceRef {
     pub circuit_breaker: bool,
     #[serde(default)]
     pub circuit_breaker_rollback: bool,
-    /// `deploymentConfiguration.strategy`: `ROLLING` (also when absent), `BLUE_GREEN`,
-    /// `LINEAR` or `CANARY`.
+    /// `deploymentConfiguration.strategy`: rolling also when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
+    pub strategy: Option<DeploymentStrategy>,
     /// The service's `placementConstraints` as ECS returns them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_constraints: Vec<serde_json::Value>,

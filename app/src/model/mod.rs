@@ -22,6 +22,7 @@ pub mod rollout;
 pub mod sent;
 pub mod task_definition;
 mod theme;
+pub mod words;
 
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource, StaleReads};
 pub use error::ServiceError;

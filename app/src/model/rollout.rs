@@ -17,6 +17,7 @@ use crate::model::{fleet_view::slot, FleetSnapshot};
 
 use self::simulate::scope;
 pub use self::simulate::simulate;
+use crate::model::words::DeploymentStrategy;
 
 /// A service's rollout as the pre-check sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +42,7 @@ pub struct RolloutPlan {
     /// The deployment strategy when not a rolling update (`BLUE_GREEN`, `LINEAR`, `CANARY`):
     /// the whole new set runs beside the old one, whatever the percentages say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
+    pub strategy: Option<DeploymentStrategy>,
     /// The service's placement strategies as ECS writes them; empty for ECS's default for
     /// services, spread across Availability Zones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -51,7 +52,7 @@ pub struct RolloutPlan {
 impl RolloutPlan {
     /// Whether the whole new set runs beside the old one before the old one stops.
     pub fn whole_new_set(&self) -> bool {
-        self.strategy.as_deref().is_some_and(|s| s != "ROLLING")
+        !DeploymentStrategy::is_rolling(self.strategy.as_ref())
     }
 }
 

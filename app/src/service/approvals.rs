@@ -8,8 +8,8 @@
 use crate::{
     model::{
         approval::{
-            note_problem, ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalState,
-            ApprovalsView, APPROVALS_PAGE,
+            note_problem, ApprovalDecision, ApprovalFilter, ApprovalItem, ApprovalRequest,
+            ApprovalState, ApprovalsView, APPROVALS_PAGE,
         },
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
         deployment::DeployAnswer,
@@ -167,7 +167,8 @@ async fn open(
     }
 }
 
-/// A decision named by its word: `approve`, `reject` or `withdraw`.
+/// A decision named by its word: `approve`, `reject` or `withdraw`; another word is refused
+/// with what the words are.
 pub async fn decide(
     context: &ServiceContext,
     actor: &Actor,
@@ -175,13 +176,13 @@ pub async fn decide(
     decision: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    match decision {
-        "approve" => approve(context, actor, id, note).await,
-        "reject" => reject(context, actor, id, note).await,
-        "withdraw" => withdraw(context, actor, id, note).await,
-        other => Err(ServiceError::invalid(format!(
-            "decision {other:?} is not approve, reject or withdraw"
-        ))),
+    match decision
+        .parse::<ApprovalDecision>()
+        .map_err(ServiceError::invalid)?
+    {
+        ApprovalDecision::Approve => approve(context, actor, id, note).await,
+        ApprovalDecision::Reject => reject(context, actor, id, note).await,
+        ApprovalDecision::Withdraw => withdraw(context, actor, id, note).await,
     }
 }
 

@@ -8,6 +8,7 @@ use aws_sdk_ecs::operation::RequestId;
 
 use super::Ecs;
 use crate::aws::{errors, rfc3339};
+use app::model::words::{DeploymentStatus, RolloutState};
 
 /// A count as the pages show it: ECS never reports a negative one.
 fn count(n: i32) -> u32 {
@@ -39,13 +40,13 @@ impl Ecs {
                 .iter()
                 .map(|d| LiveDeployment {
                     id: d.id().unwrap_or_default().to_string(),
-                    status: d.status().unwrap_or_default().to_string(),
+                    status: DeploymentStatus::from(d.status().unwrap_or_default()),
                     task_definition: d.task_definition().unwrap_or_default().to_string(),
                     desired: count(d.desired_count()),
                     running: count(d.running_count()),
                     pending: count(d.pending_count()),
                     failed_tasks: count(d.failed_tasks()),
-                    rollout_state: d.rollout_state().map(|s| s.as_str().to_string()),
+                    rollout_state: d.rollout_state().map(|s| RolloutState::from(s.as_str())),
                     rollout_state_reason: d.rollout_state_reason().map(str::to_string),
                 })
                 .collect(),
@@ -108,9 +109,9 @@ fn updated(out: &aws_sdk_ecs::operation::update_service::UpdateServiceOutput) ->
         deployment_id: out
             .service()
             .and_then(|s| {
-                s.deployments()
-                    .iter()
-                    .find(|d| d.status() == Some("PRIMARY"))
+                s.deployments().iter().find(|d| {
+                    d.status().map(DeploymentStatus::from) == Some(DeploymentStatus::Primary)
+                })
             })
             .and_then(|d| d.id())
             .map(str::to_string),

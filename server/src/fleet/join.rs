@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use app::model::{GpuContainer, GpuView, HostReserved, SharingMode};
+use app::model::{words::TaskStatus, GpuContainer, GpuView, HostReserved, SharingMode};
 
 /// One GPU as DescribeContainerInstances reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,9 +34,9 @@ pub struct RawTask {
     pub group: Option<String>,
     pub started_at: Option<String>,
     /// `lastStatus`.
-    pub last_status: Option<String>,
+    pub last_status: Option<TaskStatus>,
     /// `desiredStatus`: `RUNNING`, or `STOPPED` for a task told to stop.
-    pub desired_status: Option<String>,
+    pub desired_status: Option<TaskStatus>,
     pub containers: Vec<RawContainer>,
     /// The container instance it runs on.
     pub container_instance_arn: Option<String>,
@@ -93,7 +93,7 @@ pub fn host_reserved(
     type Sums = BTreeMap<(Option<String>, Option<String>), (u32, u32)>;
     let mut sums: HashMap<&str, Sums> = HashMap::new();
     for task in tasks {
-        if task.last_status.as_deref() == Some("STOPPED") {
+        if task.last_status == Some(TaskStatus::Stopped) {
             continue;
         }
         let (Some(instance), Some(definition)) = (

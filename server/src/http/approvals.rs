@@ -9,7 +9,10 @@ use axum::{
 
 use app::{
     model::{
-        approval::{ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalsView, DecisionBody},
+        approval::{
+            ApprovalDecision, ApprovalFilter, ApprovalItem, ApprovalRequest, ApprovalsView,
+            DecisionBody,
+        },
         budget::BudgetUse,
         identity::Actor,
     },
@@ -64,7 +67,7 @@ pub async fn decide(
     Path((id, decision)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Json<ApprovalRequest>, AppError> {
-    if !matches!(decision.as_str(), "approve" | "reject" | "withdraw") {
+    if decision.parse::<ApprovalDecision>().is_err() {
         return Err(AppError::NotFound(format!(
             "there is no decision {decision:?}: POST …/approve, …/reject or …/withdraw"
         )));

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::model::task_definition::{EditInput, FieldError, GpuSetting};
+use crate::model::task_definition::{EditInput, FieldError, GpuKind, GpuSetting};
 
 /// The form's own fields; an error about any other field is listed above the answer.
 pub const FORM_FIELDS: [&str; 4] = ["kind", "count", "memory_mib", "compute_percent"];
@@ -12,7 +12,7 @@ pub const FORM_FIELDS: [&str; 4] = ["kind", "count", "memory_mib", "compute_perc
 /// One container's form fields, as typed.
 #[derive(Clone, Copy)]
 pub struct Row {
-    kind: RwSignal<String>,
+    kind: RwSignal<GpuKind>,
     count: RwSignal<String>,
     memory: RwSignal<String>,
     compute: RwSignal<String>,
@@ -22,15 +22,18 @@ impl Row {
     /// The fields showing `setting`.
     pub fn of(setting: &GpuSetting) -> Row {
         let (kind, count, memory, compute) = match setting {
-            GpuSetting::None => ("none", "1".to_string(), String::new(), String::new()),
-            GpuSetting::Whole { count } => {
-                ("whole", count.to_string(), String::new(), String::new())
-            }
+            GpuSetting::None => (GpuKind::None, "1".to_string(), String::new(), String::new()),
+            GpuSetting::Whole { count } => (
+                GpuKind::Whole,
+                count.to_string(),
+                String::new(),
+                String::new(),
+            ),
             GpuSetting::Mps {
                 memory_mib,
                 max_compute_percent,
             } => (
-                "mps",
+                GpuKind::Mps,
                 "1".to_string(),
                 memory_mib.to_string(),
                 max_compute_percent
@@ -39,7 +42,7 @@ impl Row {
             ),
         };
         Row {
-            kind: RwSignal::new(kind.to_string()),
+            kind: RwSignal::new(kind),
             count: RwSignal::new(count),
             memory: RwSignal::new(memory),
             compute: RwSignal::new(compute),
@@ -50,7 +53,7 @@ impl Row {
     pub fn input(&self, container: &str) -> EditInput {
         EditInput {
             container: container.to_string(),
-            kind: self.kind.get_untracked(),
+            kind: self.kind.get_untracked().as_str().to_string(),
             count: self.count.get_untracked(),
             memory_mib: self.memory.get_untracked(),
             compute_percent: self.compute.get_untracked(),
@@ -92,16 +95,20 @@ pub fn SettingsForm(rows: Vec<(String, Row)>, errors: Memo<Vec<FieldError>>) -> 
                         <span>"GPU"</span>
                         <select
                             data-testid=kind_id
-                            prop:value=move || row.kind.get()
-                            on:change=move |ev| row.kind.set(event_target_value(&ev))
+                            prop:value=move || row.kind.get().as_str()
+                            on:change=move |ev| {
+                                if let Some(kind) = GpuKind::parse(&event_target_value(&ev)) {
+                                    row.kind.set(kind);
+                                }
+                            }
                         >
-                            <option value="none" selected=move || row.kind.get() == "none">"No GPU"</option>
-                            <option value="whole" selected=move || row.kind.get() == "whole">"Whole GPUs"</option>
-                            <option value="mps" selected=move || row.kind.get() == "mps">"Shared with MPS"</option>
+                            <option value="none" selected=move || row.kind.get() == GpuKind::None>"No GPU"</option>
+                            <option value="whole" selected=move || row.kind.get() == GpuKind::Whole>"Whole GPUs"</option>
+                            <option value="mps" selected=move || row.kind.get() == GpuKind::Mps>"Shared with MPS"</option>
                         </select>
                         {field_error(name.clone(), "kind")}
                     </label>
-                    <Show when=move || row.kind.get() == "whole">
+                    <Show when=move || row.kind.get() == GpuKind::Whole>
                         <label>
                             <span>"GPUs"</span>
                             <input type="text" inputmode="numeric" size="4" data-testid=count_id.clone()
@@ -110,7 +117,7 @@ pub fn SettingsForm(rows: Vec<(String, Row)>, errors: Memo<Vec<FieldError>>) -> 
                         </label>
                     </Show>
                     {field_error(name.clone(), "count")}
-                    <Show when=move || row.kind.get() == "mps">
+                    <Show when=move || row.kind.get() == GpuKind::Mps>
                         <label>
                             <span>"GPU memory, MiB"</span>
                             <input type="text" inputmode="numeric" size="8" data-testid=memory_id.clone()

@@ -31,6 +31,7 @@ use crate::model::{
 mod sim;
 
 use self::sim::{cents, overlap, request_mib, Host, Noticed, Sim, Task};
+use crate::model::words::DeploymentStrategy;
 
 /// Hours in a month, as AWS's pricing pages count them.
 pub const HOURS_PER_MONTH: f64 = 730.0;
@@ -292,15 +293,15 @@ pub fn plan(
                 _ => format!("{} MiB", request.mps_memory_mib()),
             };
             let bound = if overlap(service) == service.desired
-                && service.strategy.as_deref().is_some_and(|s| s != "ROLLING")
+                && !DeploymentStrategy::is_rolling(service.strategy.as_ref())
             {
                 format!(
                     "{} deployment",
                     service
                         .strategy
-                        .clone()
+                        .as_ref()
+                        .map(|s| s.as_str().to_lowercase())
                         .unwrap_or_default()
-                        .to_lowercase()
                         .replace('_', "/")
                 )
             } else {

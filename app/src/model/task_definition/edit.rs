@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{GpuSetting, SourceRevision};
+use super::{GpuKind, GpuSetting, SourceRevision};
 
 /// One container's GPU setting as the edit form sends it: text, checked here.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,9 +58,9 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
             ..FieldError::default()
         };
         let number = |text: &str| text.trim().parse::<i64>().ok();
-        match input.kind.as_str() {
-            "none" => settings.push((input.container.clone(), GpuSetting::None)),
-            "whole" => match number(&input.count) {
+        match GpuKind::parse(&input.kind) {
+            Some(GpuKind::None) => settings.push((input.container.clone(), GpuSetting::None)),
+            Some(GpuKind::Whole) => match number(&input.count) {
                 Some(count) if (1..=64).contains(&count) => settings.push((
                     input.container.clone(),
                     GpuSetting::Whole {
@@ -75,7 +75,7 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
                     ),
                 )),
             },
-            "mps" => {
+            Some(GpuKind::Mps) => {
                 let memory = match number(&input.memory_mib) {
                     Some(m) if (1..=i64::from(i32::MAX)).contains(&m) => Some(m as u32),
                     _ => {
@@ -116,9 +116,12 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
                     ));
                 }
             }
-            other => errors.push(error(
+            None => errors.push(error(
                 "kind",
-                format!("{other:?} is not a GPU setting: choose none, whole or mps."),
+                format!(
+                    "{:?} is not a GPU setting: choose none, whole or mps.",
+                    input.kind
+                ),
             )),
         }
     }

@@ -35,6 +35,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{fit::FitReport, identity::Permission};
 
+/// The kind of a container's GPU use, as the form and the API name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuKind {
+    /// No GPU.
+    None,
+    /// Whole GPUs to itself.
+    Whole,
+    /// A share of one GPU through MPS.
+    Mps,
+}
+
+impl GpuKind {
+    /// The word the form and the API use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuKind::None => "none",
+            GpuKind::Whole => "whole",
+            GpuKind::Mps => "mps",
+        }
+    }
+
+    /// The kind a word names, if any.
+    pub fn parse(word: &str) -> Option<GpuKind> {
+        [GpuKind::None, GpuKind::Whole, GpuKind::Mps]
+            .into_iter()
+            .find(|kind| kind.as_str() == word)
+    }
+}
+
 /// How one container uses GPUs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -217,7 +247,7 @@ pub struct Comparison {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuAskSummary {
     /// `none`, `whole` or `mps`.
-    pub kind: String,
+    pub kind: GpuKind,
     /// Whole GPUs the task needs on one instance.
     pub whole_gpus: u32,
     /// MiB the task's MPS containers need together on one GPU.
@@ -229,11 +259,10 @@ impl From<&placement::GpuRequest> for GpuAskSummary {
         use placement::GpuRequest;
         GpuAskSummary {
             kind: match request {
-                GpuRequest::None => "none",
-                GpuRequest::Whole(_) => "whole",
-                GpuRequest::Mps(_) => "mps",
-            }
-            .into(),
+                GpuRequest::None => GpuKind::None,
+                GpuRequest::Whole(_) => GpuKind::Whole,
+                GpuRequest::Mps(_) => GpuKind::Mps,
+            },
             whole_gpus: request.whole_gpus(),
             mps_memory_mib: request.mps_memory_mib(),
         }

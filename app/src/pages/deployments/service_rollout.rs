@@ -37,7 +37,7 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
                 <dt>"Tasks"</dt>
                 <dd>{format!("{} desired, {} running, {} pending", s.desired, s.running, s.pending)}</dd>
                 <dt>"Rollout"</dt>
-                <dd>{s.rollout_state.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dd>{s.rollout_state.as_ref().map_or_else(|| "—".to_string(), |r| r.to_string())}</dd>
                 <dt>"Team"</dt>
                 <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
             </dl>

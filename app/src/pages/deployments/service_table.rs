@@ -22,7 +22,7 @@ pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
                     let s = row.service.clone();
                     let rollout = match (&s.rollout_state, s.deployments) {
                         (Some(state), n) if n > 1 => format!("{state} ({n} deployments)"),
-                        (Some(state), _) => state.clone(),
+                        (Some(state), _) => state.to_string(),
                         (None, _) => "—".into(),
                     };
                     let config = format!(
@@ -45,7 +45,7 @@ pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
                             <td><a class="mono" href=format!("/task-definitions/{}/{}", row.family, row.revision)>{format!("{}:{}", row.family, row.revision)}</a></td>
                             <td>{if row.gpu.is_empty() { "no GPU".to_string() } else { row.gpu.join("; ") }}</td>
                             <td class="num" data-testid="service-counts">{format!("{} / {} / {}", s.desired, s.running, s.pending)}</td>
-                            <td data-testid="service-rollout" class=format!("rollout-{}", s.rollout_state.clone().unwrap_or_default().to_lowercase())>{rollout}</td>
+                            <td data-testid="service-rollout" class=format!("rollout-{}", s.rollout_state.as_ref().map(|r| r.as_str().to_lowercase()).unwrap_or_default())>{rollout}</td>
                             <td class="muted">{config}</td>
                         </tr>
                     }

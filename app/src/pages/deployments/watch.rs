@@ -37,13 +37,13 @@ pub(super) fn Watch(initial: WatchState) -> impl IntoView {
                     {move || state.with(|s| s.live.deployments.iter().map(|d| view! {
                         <tr>
                             <td class="mono">{d.id.clone()}</td>
-                            <td>{d.status.clone()}</td>
+                            <td>{d.status.to_string()}</td>
                             <td class="mono">{arn_tail(&d.task_definition).to_string()}</td>
                             <td class="num">{d.desired}</td>
                             <td class="num">{d.running}</td>
                             <td class="num">{d.pending}</td>
                             <td class="num">{d.failed_tasks}</td>
-                            <td>{format!("{} {}", d.rollout_state.clone().unwrap_or_default(), d.rollout_state_reason.clone().unwrap_or_default())}</td>
+                            <td>{format!("{} {}", d.rollout_state.as_ref().map(|r| r.to_string()).unwrap_or_default(), d.rollout_state_reason.clone().unwrap_or_default())}</td>
                         </tr>
                     }).collect_view())}
                 </tbody>

@@ -3,6 +3,7 @@
 //! by asking ECS, at start and then periodically.
 
 use super::deploy::refusal;
+use crate::model::words::DeploymentStatus;
 use crate::{
     model::{
         arn::TaskDefinitionId,
@@ -277,7 +278,7 @@ async fn settle_deploy(
     let primary = live
         .deployments
         .iter()
-        .find(|d| d.status == "PRIMARY")
+        .find(|d| d.status == DeploymentStatus::Primary)
         .cloned();
     let sent = primary.as_ref().is_some_and(|d| {
         TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string()) == Some(target.clone())

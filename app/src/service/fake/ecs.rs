@@ -2,6 +2,7 @@
 //! watches, answering from what the test set up.
 
 use super::*;
+use crate::model::words::{DeploymentStatus, RolloutState};
 
 impl FleetFeed for Fake {
     fn state(&self) -> FleetState {
@@ -84,11 +85,11 @@ impl EcsReads for Fake {
                 pending: 0,
                 deployments: vec![LiveDeployment {
                     id: "ecs-svc/1".into(),
-                    status: "PRIMARY".into(),
+                    status: DeploymentStatus::Primary,
                     task_definition,
                     desired: 1,
                     running: 1,
-                    rollout_state: Some("COMPLETED".into()),
+                    rollout_state: Some(RolloutState::Completed),
                     ..LiveDeployment::default()
                 }],
                 events: Vec::new(),

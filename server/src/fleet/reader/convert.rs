@@ -2,6 +2,9 @@
 //! the room left on them.
 
 use super::*;
+use app::model::words::{
+    DeploymentStatus, DeploymentStrategy, InstanceStatus, RolloutState, TaskStatus,
+};
 
 /// A service as the console shows it, from DescribeServices.
 pub(super) fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> ServiceRef {
@@ -23,9 +26,9 @@ pub(super) fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> Se
         rollout_state: s
             .deployments()
             .iter()
-            .find(|d| d.status() == Some("PRIMARY"))
+            .find(|d| d.status().map(DeploymentStatus::from) == Some(DeploymentStatus::Primary))
             .and_then(|d| d.rollout_state())
-            .map(|state| state.as_str().to_string()),
+            .map(|state| RolloutState::from(state.as_str())),
         deployments: s.deployments().len() as u32,
         maximum_percent: config.and_then(|c| c.maximum_percent()).map(count),
         minimum_healthy_percent: config.and_then(|c| c.minimum_healthy_percent()).map(count),
@@ -33,7 +36,7 @@ pub(super) fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> Se
         circuit_breaker_rollback: breaker.is_some_and(|b| b.rollback()),
         strategy: config
             .and_then(|c| c.strategy())
-            .map(|s| s.as_str().to_string()),
+            .map(|s| DeploymentStrategy::from(s.as_str())),
         placement_constraints: s
             .placement_constraints()
             .iter()
@@ -89,8 +92,8 @@ pub(super) fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
         arn: task.task_arn().unwrap_or_default().to_string(),
         task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
         group: task.group().map(str::to_string),
-        last_status: task.last_status().map(str::to_string),
-        desired_status: task.desired_status().map(str::to_string),
+        last_status: task.last_status().map(TaskStatus::from),
+        desired_status: task.desired_status().map(TaskStatus::from),
         started_at: task.started_at().map(crate::aws::rfc3339),
         containers: task
             .containers()
@@ -101,7 +104,7 @@ pub(super) fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
             })
             .collect(),
         container_instance_arn: task.container_instance_arn().map(str::to_string),
-        holds_eni: task.last_status() != Some("STOPPED")
+        holds_eni: task.last_status().map(TaskStatus::from) != Some(TaskStatus::Stopped)
             && task.attachments().iter().any(|a| {
                 a.r#type() == Some("ElasticNetworkInterface")
                     && !matches!(a.status(), Some("DELETED" | "DETACHED" | "FAILED"))
@@ -215,7 +218,7 @@ pub(super) fn instance_view(
         // From EC2, after the ECS read.
         lifecycle: None,
         not_placing: InstanceView::not_placing_reason(
-            instance.status().unwrap_or("ACTIVE"),
+            &InstanceStatus::from(instance.status().unwrap_or("ACTIVE")),
             instance.agent_connected(),
         ),
         room: Some(room(instance)),

@@ -2,6 +2,7 @@
 //! it, and the task definition cache filled as described tasks name them.
 
 use super::*;
+use app::model::words::ServiceStatus;
 
 /// Listing and describing, paced by the budget.
 impl FleetReader {
@@ -265,7 +266,7 @@ impl FleetReader {
                     .map(|s| {
                         Ok(incremental::KnownService {
                             arn: s.service_arn().unwrap_or_default().to_string(),
-                            status: s.status().unwrap_or("ACTIVE").to_string(),
+                            status: ServiceStatus::from(s.status().unwrap_or("ACTIVE")),
                             service: service_ref(s, &team_tag),
                         })
                     })

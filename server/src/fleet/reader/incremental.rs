@@ -39,6 +39,7 @@ use crate::fleet::{
     join::{host_reserved, join, DefinitionGpu, GpuAsk, RawGpu, RawTask},
     ReadError,
 };
+use app::model::words::{InstanceStatus, RolloutState, ServiceStatus, TaskStatus};
 
 /// Services described per refresh besides those of changed clusters and those in a rollout.
 pub(super) const SERVICE_SWEEP: usize = 10;
@@ -56,8 +57,7 @@ pub struct ClusterCounts {
 #[derive(Clone, Debug)]
 pub struct KnownInstance {
     pub arn: String,
-    /// `ACTIVE`, `DRAINING`, `INACTIVE`, …
-    pub status: String,
+    pub status: InstanceStatus,
     /// What DescribeContainerInstances said of it, hashed: equal means unchanged.
     pub fingerprint: u64,
     pub view: InstanceView,
@@ -84,7 +84,7 @@ impl KnownInstance {
             .hash(&mut hasher);
         KnownInstance {
             arn: view.arn.clone(),
-            status: instance.status().unwrap_or("ACTIVE").to_string(),
+            status: InstanceStatus::from(instance.status().unwrap_or("ACTIVE")),
             fingerprint: hasher.finish(),
             view,
             gpus,
@@ -106,7 +106,7 @@ impl KnownInstance {
 
     /// Counted by DescribeClusters' `registeredContainerInstancesCount`.
     fn registered(&self) -> bool {
-        matches!(self.status.as_str(), "ACTIVE" | "DRAINING")
+        self.status.holds_tasks()
     }
 }
 
@@ -131,7 +131,7 @@ fn tasks_agree(
     let tasks = tasks.map_or(&[][..], Vec::as_slice);
     let pending = tasks
         .iter()
-        .filter(|t| t.last_status.as_deref() != Some("RUNNING"))
+        .filter(|t| t.last_status != Some(TaskStatus::Running))
         .count();
     instance.counts_agree(tasks.len(), pending) && gpus_agree(instance, tasks, definitions)
 }
@@ -198,7 +198,7 @@ fn gpus_agree(
 #[derive(Clone, Debug)]
 pub struct KnownService {
     pub arn: String,
-    pub status: String,
+    pub status: ServiceStatus,
     pub service: ServiceRef,
 }
 
@@ -207,7 +207,7 @@ impl KnownService {
     fn moving(&self) -> bool {
         let s = &self.service;
         s.deployments > 1
-            || s.rollout_state.as_deref() == Some("IN_PROGRESS")
+            || s.rollout_state == Some(RolloutState::InProgress)
             || s.running != s.desired
             || s.pending > 0
     }
@@ -242,7 +242,7 @@ impl ClusterState {
             services: services
                 .into_iter()
                 .filter_map(Result::ok)
-                .filter(|s| s.status != "INACTIVE")
+                .filter(|s| s.status != ServiceStatus::Inactive)
                 .map(|s| (s.arn.clone(), s))
                 .collect(),
         }
@@ -347,14 +347,10 @@ pub fn assemble(
                 *eni_tasks.entry(arn.clone()).or_default() += 1;
             }
         }
-        let status = |wanted: &[&str]| {
+        let count = |wanted: fn(&TaskStatus) -> bool| {
             tasks
                 .iter()
-                .filter(|t| {
-                    t.last_status
-                        .as_deref()
-                        .is_some_and(|s| wanted.contains(&s))
-                })
+                .filter(|t| t.last_status.as_ref().is_some_and(wanted))
                 .count() as u32
         };
         clusters.push(ClusterView {
@@ -362,8 +358,8 @@ pub fn assemble(
             instances,
             services: services.len() as u32,
             service_list: services,
-            running_tasks: status(&["RUNNING"]),
-            pending_tasks: status(&["PROVISIONING", "PENDING", "ACTIVATING"]),
+            running_tasks: count(|s| *s == TaskStatus::Running),
+            pending_tasks: count(TaskStatus::is_pending),
         });
     }
     clusters.sort_by(|a, b| a.name.cmp(&b.name));

@@ -273,7 +273,7 @@ impl Sim {
 /// blue/green, linear or canary deployment, else what `maximumPercent` allows above `desired`
 /// (rounded down, as ECS does).
 pub(super) fn overlap(service: &ServiceRef) -> u32 {
-    if service.strategy.as_deref().is_some_and(|s| s != "ROLLING") {
+    if !DeploymentStrategy::is_rolling(service.strategy.as_ref()) {
         return service.desired;
     }
     let maximum = service.maximum_percent.unwrap_or(200);

@@ -87,7 +87,7 @@ impl FleetReader {
         let mut kept = Vec::new();
         for result in described {
             match result {
-                Ok(task) if task.desired_status.as_deref() != Some("STOPPED") => kept.push(task),
+                Ok(task) if task.desired_status != Some(TaskStatus::Stopped) => kept.push(task),
                 Ok(task) => {
                     state.tasks.remove(&task.arn);
                 }
@@ -147,7 +147,7 @@ impl FleetReader {
         for result in described {
             match result {
                 Ok(instance) => {
-                    gone |= instance.status == "INACTIVE";
+                    gone |= instance.status == InstanceStatus::Inactive;
                     found.insert(instance.arn.clone(), instance);
                 }
                 Err(_) => gone = true,
@@ -188,7 +188,7 @@ impl FleetReader {
         let instances: Vec<KnownInstance> = order
             .iter()
             .filter_map(|arn| found.remove(arn))
-            .filter(|i| i.status != "INACTIVE")
+            .filter(|i| i.status != InstanceStatus::Inactive)
             .collect();
         let disagreeing: HashSet<String> = if fresh {
             let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
@@ -245,7 +245,7 @@ impl FleetReader {
                     .tasks
                     .values()
                     .filter(|t| {
-                        t.last_status.as_deref() != Some("RUNNING")
+                        t.last_status != Some(TaskStatus::Running)
                             && t.container_instance_arn
                                 .as_deref()
                                 .is_some_and(|i| changed_set.contains(i))
@@ -323,7 +323,7 @@ impl FleetReader {
                     state
                         .tasks
                         .get(*arn)
-                        .is_none_or(|t| t.last_status.as_deref() != Some("RUNNING"))
+                        .is_none_or(|t| t.last_status != Some(TaskStatus::Running))
                 })
                 .cloned()
                 .collect();
@@ -348,7 +348,7 @@ impl FleetReader {
         let active = state
             .services
             .values()
-            .filter(|s| s.status == "ACTIVE")
+            .filter(|s| s.status == ServiceStatus::Active)
             .count() as i32;
         let relist_services = counts.is_some_and(|c| c.services != active);
         let mut describe: Vec<String> = state
@@ -383,7 +383,7 @@ impl FleetReader {
             .await?
         {
             match result {
-                Ok(service) if service.status == "INACTIVE" => {
+                Ok(service) if service.status == ServiceStatus::Inactive => {
                     state.services.remove(&service.arn);
                 }
                 Ok(service) => {
