@@ -64,6 +64,25 @@ where
     failure("ECS", operation, error)
 }
 
+/// The failure of an ECS read, as the use cases must treat it: ECS refused it (a client error
+/// such as AccessDeniedException or InvalidParameterException: asking again will not help, the
+/// message says why), or ECS cannot answer now (throttling, a server-side error, no answer at
+/// all: the page may show the last good answer and ask again).
+pub fn ecs_read<E, R>(operation: &str, error: &SdkError<E, R>) -> app::model::ServiceError
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    use app::model::ServiceError;
+    let message = failure("ECS", operation, error);
+    match error.code() {
+        Some(code) if !is_throttling(error) && !SERVER_SIDE.contains(&code) => {
+            ServiceError::refused_by_aws(message)
+        }
+        _ => ServiceError::unavailable(message),
+    }
+}
+
 /// Codes with which ECS says it failed on its side: the call may or may not have taken effect.
 const SERVER_SIDE: [&str; 4] = [
     "ServerException",
@@ -216,5 +235,42 @@ mod tests {
         let unbuilt = ecs_write("UpdateService", &unbuilt);
         assert!(matches!(unbuilt, ServiceError::Unavailable { .. }));
         assert!(unbuilt.message().contains("nothing was sent"), "{unbuilt}");
+    }
+
+    #[test]
+    fn a_read_refused_stays_a_refusal_and_one_that_can_pass_later_is_unavailable() {
+        use app::model::ServiceError;
+        let refused: SdkError<ListTasksError, ()> = SdkError::service_error(
+            ListTasksError::generic(
+                ErrorMetadata::builder()
+                    .code("AccessDeniedException")
+                    .message("not authorized to perform ecs:ListTasks")
+                    .build(),
+            ),
+            (),
+        );
+        let read = ecs_read("ListTasks", &refused);
+        assert!(
+            matches!(read, ServiceError::RefusedByAws { .. }),
+            "{read:?}"
+        );
+        assert_eq!(read.status(), 502);
+        assert!(read.message().contains("AccessDeniedException"), "{read}");
+        for code in ["ThrottlingException", "ServerException"] {
+            let later: SdkError<ListTasksError, ()> = SdkError::service_error(
+                ListTasksError::generic(ErrorMetadata::builder().code(code).message("m").build()),
+                (),
+            );
+            let read = ecs_read("ListTasks", &later);
+            assert!(
+                matches!(read, ServiceError::Unavailable { .. }),
+                "{code}: {read:?}"
+            );
+        }
+        let timeout: SdkError<ListTasksError, ()> = SdkError::timeout_error("timed out");
+        assert!(matches!(
+            ecs_read("ListTasks", &timeout),
+            ServiceError::Unavailable { .. }
+        ));
     }
 }

@@ -9,6 +9,7 @@ use app::{
     model::{
         activity::{ClusterEvent, EventKind, StopCode, TaskContainer, TaskGpu, TaskInfo},
         arn::arn_tail,
+        ServiceError,
     },
     service::ports::{FleetFeed, TaskQuery},
 };
@@ -108,7 +109,7 @@ impl Ecs {
         &self,
         cluster: &str,
         query: &TaskQuery,
-    ) -> Result<Vec<TaskInfo>, String> {
+    ) -> Result<Vec<TaskInfo>, ServiceError> {
         let places = Places::of(self.fleet.as_ref(), cluster);
         let arns: Vec<String> = self
             .client
@@ -125,7 +126,7 @@ impl Ecs {
             .send()
             .try_collect()
             .await
-            .map_err(|e| errors::ecs("ListTasks", &e))?;
+            .map_err(|e| errors::ecs_read("ListTasks", &e))?;
         let (client, places) = (&self.client, &places);
         let described: Vec<Vec<TaskInfo>> =
             stream::iter(arns.chunks(TASKS_PER_CALL).map(<[_]>::to_vec))
@@ -136,8 +137,10 @@ impl Ecs {
                         .set_tasks(Some(chunk))
                         .send()
                         .await
-                        .map_err(|e| errors::ecs("DescribeTasks", &e))?;
-                    Ok::<_, String>(out.tasks().iter().map(|t| task_info(t, places)).collect())
+                        .map_err(|e| errors::ecs_read("DescribeTasks", &e))?;
+                    Ok::<_, ServiceError>(
+                        out.tasks().iter().map(|t| task_info(t, places)).collect(),
+                    )
                 })
                 .buffer_unordered(CONCURRENCY)
                 .try_collect()
@@ -150,7 +153,7 @@ impl Ecs {
         &self,
         cluster: &str,
         services: &[String],
-    ) -> Result<Vec<ClusterEvent>, String> {
+    ) -> Result<Vec<ClusterEvent>, ServiceError> {
         let client = &self.client;
         let pages: Vec<Vec<ClusterEvent>> =
             stream::iter(services.chunks(SERVICES_PER_CALL).map(<[_]>::to_vec))
@@ -161,8 +164,8 @@ impl Ecs {
                         .set_services(Some(chunk))
                         .send()
                         .await
-                        .map_err(|e| errors::ecs("DescribeServices", &e))?;
-                    Ok::<_, String>(
+                        .map_err(|e| errors::ecs_read("DescribeServices", &e))?;
+                    Ok::<_, ServiceError>(
                         out.services()
                             .iter()
                             .flat_map(|s| {

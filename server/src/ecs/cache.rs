@@ -13,6 +13,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use app::model::ServiceError;
+
 /// How long a page waits for ECS when it has an older answer to show instead.
 pub const STALE_WAIT: Duration = Duration::from_millis(900);
 
@@ -138,10 +140,10 @@ impl ReadCache {
         key: String,
         ttl: Option<Duration>,
         fetch: F,
-    ) -> Result<T, String>
+    ) -> Result<T, ServiceError>
     where
         T: Clone + Send + Sync + 'static,
-        F: Future<Output = Result<T, String>> + Send + 'static,
+        F: Future<Output = Result<T, ServiceError>> + Send + 'static,
     {
         let cached = self.get::<T>(&key);
         if let Some((value, age)) = &cached {
@@ -172,7 +174,7 @@ impl ReadCache {
             match &result {
                 Ok(value) => cache.put(&task_key, value.clone()),
                 // A page that stopped waiting said only that ECS was slow: now it is known why.
-                Err(error) => cache.failed_late(error),
+                Err(error) => cache.failed_late(error.message()),
             }
             cache
                 .reading
@@ -188,7 +190,7 @@ impl ReadCache {
             }
             Ok(Ok(Err(error))) => {
                 tracing::warn!(%key, %error, "an ECS read failed; the page shows the last good answer");
-                self.served_stale(age, Some(error));
+                self.served_stale(age, Some(error.message().to_string()));
                 Ok(stale)
             }
             // Still reading (or the read stopped): the last good answer now.
@@ -215,7 +217,7 @@ mod tests {
     async fn a_fresh_answer_costs_nothing_and_a_slow_or_failed_read_shows_the_last_good_one() {
         let cache = Arc::new(ReadCache::default());
         let calls = Arc::new(AtomicU32::new(0));
-        let read = |answer: Result<u32, String>, delay: Duration| {
+        let read = |answer: Result<u32, ServiceError>, delay: Duration| {
             let calls = calls.clone();
             async move {
                 calls.fetch_add(1, Ordering::SeqCst);
@@ -239,7 +241,7 @@ mod tests {
             .read(
                 "k".into(),
                 ttl,
-                read(Err("throttled".into()), Duration::ZERO),
+                read(Err(ServiceError::unavailable("throttled")), Duration::ZERO),
             )
             .await;
         assert_eq!(failed, Ok(1));
@@ -268,10 +270,10 @@ mod tests {
             .read::<u32, _>(
                 "other".into(),
                 ttl,
-                read(Err("throttled".into()), Duration::ZERO),
+                read(Err(ServiceError::unavailable("throttled")), Duration::ZERO),
             )
             .await;
-        assert_eq!(missing, Err("throttled".to_string()));
+        assert_eq!(missing, Err(ServiceError::unavailable("throttled")));
         cache.forget("k");
         let forgotten = cache
             .read("k".into(), ttl, read(Ok(5), Duration::ZERO))

@@ -70,7 +70,6 @@ impl EcsReads for Ecs {
                     me.read_latest_revisions().await
                 })
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -87,7 +86,6 @@ impl EcsReads for Ecs {
                     async move { me.read_revisions(family).await },
                 )
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -114,8 +112,7 @@ impl EcsReads for Ecs {
                     None,
                     async move { me.describe(&reference).await },
                 )
-                .await
-                .map_err(ServiceError::unavailable)?;
+                .await?;
             if found.is_none() {
                 self.cache.forget(&key);
                 self.cache.remember(&missing);
@@ -139,7 +136,6 @@ impl EcsReads for Ecs {
                     async move { me.describe(&family).await },
                 )
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -157,7 +153,6 @@ impl EcsReads for Ecs {
                     async move { me.live(&cluster, &service).await },
                 )
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -177,7 +172,6 @@ impl EcsReads for Ecs {
                     async move { me.read_events(&cluster, &services).await },
                 )
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 
@@ -198,7 +192,6 @@ impl EcsReads for Ecs {
                     me.read_tasks(&cluster, &query).await
                 })
                 .await
-                .map_err(ServiceError::unavailable)
         })
     }
 

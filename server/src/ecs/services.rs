@@ -9,6 +9,7 @@ use aws_sdk_ecs::operation::RequestId;
 use super::Ecs;
 use crate::aws::{errors, rfc3339};
 use app::model::words::{DeploymentStatus, RolloutState};
+use app::model::ServiceError;
 
 /// A count as the pages show it: ECS never reports a negative one.
 fn count(n: i32) -> u32 {
@@ -17,7 +18,7 @@ fn count(n: i32) -> u32 {
 
 impl Ecs {
     /// The service now, from DescribeServices.
-    pub async fn live(&self, cluster: &str, service: &str) -> Result<LiveService, String> {
+    pub async fn live(&self, cluster: &str, service: &str) -> Result<LiveService, ServiceError> {
         let out = self
             .client
             .describe_services()
@@ -25,11 +26,12 @@ impl Ecs {
             .services(service)
             .send()
             .await
-            .map_err(|e| errors::ecs("DescribeServices", &e))?;
-        let found = out
-            .services()
-            .first()
-            .ok_or_else(|| format!("ECS has no service {service:?} in cluster {cluster:?}"))?;
+            .map_err(|e| errors::ecs_read("DescribeServices", &e))?;
+        let found = out.services().first().ok_or_else(|| {
+            ServiceError::not_found(format!(
+                "ECS has no service {service:?} in cluster {cluster:?}"
+            ))
+        })?;
         Ok(LiveService {
             task_definition: found.task_definition().unwrap_or_default().to_string(),
             desired: count(found.desired_count()),

@@ -58,7 +58,7 @@ pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
 
 impl Ecs {
     /// One revision with its RegisterTaskDefinition JSON; `None` when ECS has no such revision.
-    pub async fn describe(&self, reference: &str) -> Result<Option<SourceRevision>, String> {
+    pub async fn describe(&self, reference: &str) -> Result<Option<SourceRevision>, ServiceError> {
         let out = match self
             .client
             .describe_task_definition()
@@ -69,11 +69,13 @@ impl Ecs {
         {
             Ok(out) => out,
             Err(error) if error.code() == Some("ClientException") => return Ok(None),
-            Err(error) => return Err(errors::ecs("DescribeTaskDefinition", &error)),
+            Err(error) => return Err(errors::ecs_read("DescribeTaskDefinition", &error)),
         };
-        let td = out
-            .task_definition()
-            .ok_or("DescribeTaskDefinition answered without a task definition")?;
+        let td = out.task_definition().ok_or_else(|| {
+            ServiceError::unavailable(
+                "DescribeTaskDefinition answered without a task definition; try again",
+            )
+        })?;
         Ok(Some(SourceRevision {
             detail: self.detail_of(td, out.tags()),
             task: json::register_json(td, out.tags()),
@@ -119,15 +121,17 @@ impl Ecs {
         }
     }
 
-    async fn detail(&self, reference: &str) -> Result<RevisionDetail, String> {
+    async fn detail(&self, reference: &str) -> Result<RevisionDetail, ServiceError> {
         self.describe(reference)
             .await?
             .map(|source| source.detail)
-            .ok_or_else(|| format!("ECS has no task definition {reference}"))
+            .ok_or_else(|| {
+                ServiceError::not_found(format!("ECS has no task definition {reference}"))
+            })
     }
 
     /// Each of `references` described, in order.
-    async fn details(&self, references: Vec<String>) -> Result<Vec<RevisionDetail>, String> {
+    async fn details(&self, references: Vec<String>) -> Result<Vec<RevisionDetail>, ServiceError> {
         futures::stream::iter(
             references
                 .into_iter()
@@ -139,7 +143,7 @@ impl Ecs {
     }
 
     /// The latest revision of every active family.
-    pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, String> {
+    pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, ServiceError> {
         let families: Vec<String> = self
             .client
             .list_task_definition_families()
@@ -149,7 +153,7 @@ impl Ecs {
             .send()
             .try_collect()
             .await
-            .map_err(|e| errors::ecs("ListTaskDefinitionFamilies", &e))?;
+            .map_err(|e| errors::ecs_read("ListTaskDefinitionFamilies", &e))?;
         self.details(families).await
     }
 
@@ -159,7 +163,7 @@ impl Ecs {
         &self,
         family: &str,
         status: TaskDefinitionStatus,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, ServiceError> {
         let mut pages = self
             .client
             .list_task_definitions()
@@ -170,7 +174,7 @@ impl Ecs {
             .send();
         let mut arns = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| errors::ecs("ListTaskDefinitions", &e))?;
+            let page = page.map_err(|e| errors::ecs_read("ListTaskDefinitions", &e))?;
             arns.extend(
                 page.task_definition_arns()
                     .iter()
@@ -185,7 +189,10 @@ impl Ecs {
     }
 
     /// `family`'s revisions, active and inactive, newest first, at most [`REVISIONS_SHOWN`].
-    pub async fn read_revisions(&self, family: String) -> Result<Vec<RevisionDetail>, String> {
+    pub async fn read_revisions(
+        &self,
+        family: String,
+    ) -> Result<Vec<RevisionDetail>, ServiceError> {
         let (active, inactive) = futures::try_join!(
             self.revision_arns(&family, TaskDefinitionStatus::Active),
             self.revision_arns(&family, TaskDefinitionStatus::Inactive),
