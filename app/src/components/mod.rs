@@ -11,5 +11,6 @@ pub mod gpu_editor;
 pub mod gpu_panel;
 pub mod heatmap;
 pub mod identity_badge;
+pub mod report_page;
 pub mod stale_reads;
 pub mod td_views;

@@ -13,10 +13,9 @@ mod row;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
 
 use crate::{
-    components::error_banner::ErrorBanner,
+    components::report_page::{report_body, ReportPageText},
     model::cost::{
         money, Chart, CostQuery, CostReport, CostRow, Grouping, Period, RowKind, SortKey, Span,
     },
@@ -31,34 +30,21 @@ use self::{
 /// The cost page.
 #[component]
 pub fn CostPage() -> impl IntoView {
-    let params = use_query_map();
-    let parsed = Memo::new(move |_| {
-        params.with(|q| {
-            let pairs: Vec<(String, String)> = CostQuery::KEYS
-                .into_iter()
-                .filter_map(|k| q.get(k).map(|v| (k.to_string(), v)))
-                .collect();
-            CostQuery::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        })
-    });
-    let query = Memo::new(move |_| parsed.get().unwrap_or_default());
-    let report = Resource::new(move || query.get(), cost_report);
     view! {
         <Title text="Cost" />
         <div class="cost-page">
             <h1>"Cost"</h1>
             <p class="muted">"What the GPU fleet cost, and each team's share of every shared GPU — adding up to the instances' bill, to the cent. Past periods come from the allocation history the console records every minute; \"today's allocations\" prices the fleet as it stands now."</p>
-            {move || parsed.get().err().map(|error| view! {
-                <p class="banner error" role="alert" data-testid="cost-query-error">{format!("{error}. Showing the default view instead.")}</p>
-            })}
-            <Suspense fallback=|| view! { <p class="muted">"Pricing the fleet…"</p> }>
-                {move || Suspend::new(async move {
-                    match report.await {
-                        Ok(report) => view! { <Report report /> }.into_any(),
-                        Err(error) => view! { <ErrorBanner error lead="The cost could not be worked out: " /> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            {report_body(
+                ReportPageText {
+                    loading: "Pricing the fleet…",
+                    failed: "The cost could not be worked out: ",
+                    instead: "Showing the default view instead.",
+                    query_error_id: "cost-query-error",
+                },
+                cost_report,
+                |report| view! { <Report report /> },
+            )}
         </div>
     }
 }
