@@ -79,12 +79,7 @@ fn BudgetRow(budget: BudgetUse) -> impl IntoView {
             <th scope="row">{budget.team.clone()}</th>
             <td>{budget.cluster.clone()}</td>
             <td class="budget-bar-cell">
-                <svg class="budget-bar" class:over=over viewBox="0 0 1000 16" preserveAspectRatio="none" role="img" aria-label=label.clone()>
-                    <title>{label.clone()}</title>
-                    <rect class="free" x="0" y="0" width="1000" height="16" />
-                    <rect class="held" x="0" y="0" width=held.to_string() height="16" />
-                    <rect class="pending" x=held.to_string() y="0" width=pending.to_string() height="16" />
-                </svg>
+                <BudgetBar first=held second=pending over label=label.clone() />
                 {whole.map(|w| view! { <div class="muted">{w}</div> })}
                 {(!budget.unknown.is_empty()).then(|| view! {
                     <div class="muted">{format!("Not counted (revision unreadable): {}", budget.unknown.join(", "))}</div>
@@ -95,5 +90,21 @@ fn BudgetRow(budget: BudgetUse) -> impl IntoView {
             <td class="num">{if over { format!("over by {}", mib_words(budget.held_mib + budget.pending_mib - budget.budget_mib)) } else { mib_words(budget.free_mib()) }}</td>
             <td class="num">{mib_words(budget.budget_mib)}</td>
         </tr>
+    }
+}
+
+/// A budget's bar, in thousandths of the budget: what is used (`first`, solid), then what comes
+/// on top of it (`second`: waiting for approval, or forecast), over the free rest; red when
+/// over. `label` says it in words, for screen readers and as the tooltip.
+#[component]
+pub fn BudgetBar(first: u32, second: u32, over: bool, label: String) -> impl IntoView {
+    let title = label.clone();
+    view! {
+        <svg class="budget-bar" class:over=over viewBox="0 0 1000 16" preserveAspectRatio="none" role="img" aria-label=label>
+            <title>{title}</title>
+            <rect class="free" x="0" y="0" width="1000" height="16" />
+            <rect class="held" x="0" y="0" width=first.to_string() height="16" />
+            <rect class="pending" x=first.to_string() y="0" width=second.to_string() height="16" />
+        </svg>
     }
 }

@@ -1,6 +1,7 @@
 //! Each team's monthly cost budget against this month's spend, with the forecast to the month's
 
 use super::*;
+use crate::components::budget_bars::BudgetBar;
 
 /// Each team's monthly cost budget against this month's spend, with the forecast to the month's
 /// end: a bar (spent solid, forecast beyond it hatched) and the figures.
@@ -33,12 +34,7 @@ pub(super) fn BudgetBurns(burns: Vec<crate::model::budget::BudgetBurn>) -> impl 
                                 <th scope="row">{b.team.clone()}</th>
                                 <td>{b.cluster.clone()}</td>
                                 <td class="budget-bar-cell">
-                                    <svg class="budget-bar" class:over=over viewBox="0 0 1000 16" preserveAspectRatio="none" role="img" aria-label=label.clone()>
-                                        <title>{label.clone()}</title>
-                                        <rect class="free" x="0" y="0" width="1000" height="16" />
-                                        <rect class="held" x="0" y="0" width=spent.to_string() height="16" />
-                                        <rect class="pending" x=spent.to_string() y="0" width=ahead.to_string() height="16" />
-                                    </svg>
+                                    <BudgetBar first=spent second=ahead over label />
                                 </td>
                                 <td class="num">{money(b.spent_cents)}</td>
                                 <td class="num">{if over { format!("{} (over)", money(b.forecast_cents)) } else { money(b.forecast_cents) }}</td>

@@ -161,9 +161,6 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
         (AuditAction::Register, Outcome::Pending | Outcome::Unknown) => {
             settle_registration(context, record).await
         }
-        (AuditAction::Scale, Outcome::Pending | Outcome::Unknown) => {
-            settle_scale(context, record).await
-        }
         // A request or a decision sends nothing: one left pending (the server stopped between
         // its two writes) is simply recorded.
         (action, Outcome::Pending | Outcome::Unknown) if action.is_decision() => {
@@ -179,13 +176,18 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
                 .await?;
             Ok(true)
         }
-        (_, Outcome::Pending | Outcome::Unknown) => settle_deploy(context, record).await,
+        (_, Outcome::Pending | Outcome::Unknown) => settle_update(context, record).await,
         _ => Ok(false),
     }
 }
 
-/// A scale's record settled by the desired count ECS has now: the one it asked for, or not.
-async fn settle_scale(context: &ServiceContext, record: AuditRecord) -> Result<bool, ServiceError> {
+/// A scale's or a deploy's record settled by what ECS has now: the desired count it asked for,
+/// or its revision as the primary deployment (in progress, then watched); or not, and the
+/// UpdateService did not take effect (or was never sent). Its lock is given back.
+async fn settle_update(
+    context: &ServiceContext,
+    record: AuditRecord,
+) -> Result<bool, ServiceError> {
     let Some((cluster, service)) = record.resource.split_once('/') else {
         return Ok(false);
     };
@@ -194,30 +196,71 @@ async fn settle_scale(context: &ServiceContext, record: AuditRecord) -> Result<b
         .service(cluster.to_string(), service.to_string())
         .await
     else {
+        // ECS cannot say now; the next reconcile asks again.
         return Ok(false);
     };
-    let target = record
-        .to_revision
-        .as_deref()
-        .and_then(super::scale::size_of);
-    let settled = match (target, record.outcome) {
-        (Some(target), _) if live.desired == target => AuditOutcome {
-            outcome: Outcome::Succeeded,
-            detail: Some(format!("reconciled: ECS has the desired count {target}")),
-            ..AuditOutcome::default()
-        },
-        (_, Outcome::Unknown) => AuditOutcome {
+    let scale = record.action == AuditAction::Scale;
+    // What ECS has when the change took effect, and in words what it has when it did not.
+    let (reached, instead) = if scale {
+        let target = record
+            .to_revision
+            .as_deref()
+            .and_then(super::scale::size_of);
+        (
+            target
+                .filter(|target| live.desired == *target)
+                .map(|target| AuditOutcome {
+                    outcome: Outcome::Succeeded,
+                    detail: Some(format!("reconciled: ECS has the desired count {target}")),
+                    ..AuditOutcome::default()
+                }),
+            format!(
+                "the desired count of {} is {}",
+                record.resource, live.desired
+            ),
+        )
+    } else {
+        let target = record.to_revision.clone().unwrap_or_default();
+        let primary = live
+            .deployments
+            .iter()
+            .find(|d| d.status == DeploymentStatus::Primary)
+            .filter(|d| {
+                TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string())
+                    == Some(target.clone())
+            });
+        (
+            primary.map(|d| AuditOutcome {
+                outcome: Outcome::InProgress,
+                deployment_id: Some(d.id.clone()),
+                detail: Some("reconciled: ECS runs the deployment".into()),
+                ..AuditOutcome::default()
+            }),
+            format!("ECS does not run {target} on {}", record.resource),
+        )
+    };
+    let watch = !scale && reached.is_some();
+    let settled = match (reached, record.outcome) {
+        (Some(outcome), _) => outcome,
+        (None, Outcome::Unknown) => AuditOutcome {
             outcome: Outcome::Failed,
             detail: Some(format!(
-                "reconciled: the desired count of {} is {}, so UpdateService did not take effect",
-                record.resource, live.desired
+                "reconciled: {instead}, so UpdateService did not take effect"
             )),
             ..AuditOutcome::default()
         },
-        _ => refusal("reconciled: the server stopped before UpdateService was sent".into()),
+        (None, _) => refusal("reconciled: the server stopped before UpdateService was sent".into()),
     };
     context.audit.finish(record.id.clone(), settled).await?;
-    context.audit.unlock(record.resource, record.id).await?;
+    context
+        .audit
+        .unlock(record.resource.clone(), record.id.clone())
+        .await?;
+    if watch {
+        if let Some(record) = context.audit.get(record.id).await? {
+            state_of_record(context, record).await;
+        }
+    }
     Ok(true)
 }
 
@@ -254,63 +297,5 @@ async fn settle_registration(
         },
     };
     context.audit.finish(record.id, outcome).await?;
-    Ok(true)
-}
-
-/// A deploy's record settled by what ECS runs: its revision is the primary deployment (in
-/// progress, watched), or it is not (the deploy did not happen); its lock is given back.
-async fn settle_deploy(
-    context: &ServiceContext,
-    record: AuditRecord,
-) -> Result<bool, ServiceError> {
-    let Some((cluster, service)) = record.resource.split_once('/') else {
-        return Ok(false);
-    };
-    let Ok(live) = context
-        .ecs
-        .service(cluster.to_string(), service.to_string())
-        .await
-    else {
-        // ECS cannot say now; the next reconcile asks again.
-        return Ok(false);
-    };
-    let target = record.to_revision.clone().unwrap_or_default();
-    let primary = live
-        .deployments
-        .iter()
-        .find(|d| d.status == DeploymentStatus::Primary)
-        .cloned();
-    let sent = primary.as_ref().is_some_and(|d| {
-        TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string()) == Some(target.clone())
-    });
-    let settled = match (sent, record.outcome) {
-        (true, _) => AuditOutcome {
-            outcome: Outcome::InProgress,
-            deployment_id: primary.map(|d| d.id),
-            detail: Some("reconciled: ECS runs the deployment".into()),
-            ..AuditOutcome::default()
-        },
-        (false, Outcome::Unknown) => AuditOutcome {
-            outcome: Outcome::Failed,
-            detail: Some(format!(
-                "reconciled: ECS does not run {target} on {}, so UpdateService did not take effect",
-                record.resource
-            )),
-            ..AuditOutcome::default()
-        },
-        (false, _) => {
-            refusal("reconciled: the server stopped before UpdateService was sent".into())
-        }
-    };
-    context.audit.finish(record.id.clone(), settled).await?;
-    context
-        .audit
-        .unlock(record.resource.clone(), record.id.clone())
-        .await?;
-    if sent {
-        if let Some(record) = context.audit.get(record.id).await? {
-            state_of_record(context, record).await;
-        }
-    }
     Ok(true)
 }
