@@ -1,4 +1,4 @@
-//! Tests of `cloudwatch`: cloudWatch: the CloudWatch agent's `nvidia_smi_*` metrics for every GPU, generated from its
+//! Unit tests of the `cloudwatch` module.
 
 use super::*;
 use crate::scenario::Scenario;

@@ -1,4 +1,4 @@
-//! Tests of `ec2`: eC2 DescribeInstances and DescribeInstanceTypes over the EC2 query protocol (`POST /`, a
+//! Unit tests of [`super`], the `ec2` module.
 
 use super::*;
 

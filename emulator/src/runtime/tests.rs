@@ -1,4 +1,4 @@
-//! Tests of `runtime`: the running emulator: the fleet behind a lock, the simulated clock that drives it, the fault
+//! Unit tests of the `runtime` module.
 
 use super::*;
 use crate::engine::fixture;

@@ -1,4 +1,4 @@
-//! Tests of `scenario`: fleets to emulate, deterministic from a seed: `demo` to look at, `large` to measure,
+//! Unit tests of the `scenario` module.
 
 use super::*;
 use crate::model::TaskStatus;

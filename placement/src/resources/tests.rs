@@ -1,4 +1,4 @@
-//! Tests of `resources`: everything besides GPUs that ECS needs of an instance before it places a task there (ECS
+//! Unit tests of the `resources` module.
 
 use super::*;
 use serde_json::json;

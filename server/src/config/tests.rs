@@ -1,4 +1,4 @@
-//! Tests of `config`: the command line: every flag can also be set through a `GPUSHARE_*` environment variable.
+//! Unit tests of the `config` module.
 
 use super::*;
 use clap::CommandFactory;

@@ -1,4 +1,4 @@
-//! Tests of `budget`: team GPU budgets: what the policy file allows a team on a cluster (GPU memory, optionally whole
+//! Unit tests of the `budget` module.
 
 use super::*;
 

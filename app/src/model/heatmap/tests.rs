@@ -1,4 +1,4 @@
-//! Tests of `heatmap`: the fleet heatmap as one SVG, in two forms: the overview, where each instance is a small
+//! Unit tests of the `heatmap` module.
 
 use super::*;
 use crate::model::{ClusterView, GpuView, InstanceView};

@@ -1,4 +1,4 @@
-//! Tests of `policy`: who may do what: the policy file's groups → roles and groups → teams, the fields only an
+//! Unit tests of the `policy` module.
 
 use super::*;
 use crate::model::{identity::AuthMode, task_definition::DiffChange};

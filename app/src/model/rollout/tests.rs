@@ -1,4 +1,4 @@
-//! Tests of `rollout`: the capacity pre-check of a deployment: a rolling update simulated on the fleet snapshot with
+//! Unit tests of the `rollout` module.
 
 use super::*;
 use crate::model::{ClusterView, FleetSnapshot, GpuContainer, GpuView, InstanceView, SharingMode};

@@ -1,4 +1,4 @@
-//! EventTable
+//! A cluster's events as a table, newest first: when, the service, the kind and ECS's message.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Approve or reject with a note (an approver), or withdraw (the requester). Plain forms that
+//! Approve or reject with a note (an approver), or withdraw (the requester). Plain forms that post
+//! to the server function, so they work without JavaScript too.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! RequestDetail
+//! One request for approval: its state, the change and its budget arithmetic, the pre-check, the
+//! diff, the note, and the decision forms for those who may decide.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! RequestTable
+//! The requests for approval as a table: when asked, by whom, the service, the change, its budget
+//! and its state, each linked to its page.
 
 use super::*;
 

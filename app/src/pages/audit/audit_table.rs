@@ -1,4 +1,5 @@
-//! AuditTable
+//! The audit records as a table: when, who, the action and resource, the revisions, the pre-check,
+//! the outcome and AWS's request id.
 
 use super::*;
 

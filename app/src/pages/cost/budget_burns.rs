@@ -1,4 +1,5 @@
 //! Each team's monthly cost budget against this month's spend, with the forecast to the month's
+//! end: a bar (spent solid, forecast beyond it hatched) and the figures.
 
 use super::*;
 use crate::components::budget_bars::BudgetBar;

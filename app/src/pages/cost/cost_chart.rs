@@ -1,4 +1,5 @@
-//! Cost per day as stacked bars, drawn on the server: an SVG that scales with its box, each
+//! Cost per day as stacked bars, drawn on the server: an SVG that scales with its box, each segment
+//! titled with its day, name and amount, and a legend beside it.
 
 use super::*;
 

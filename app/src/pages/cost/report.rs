@@ -1,4 +1,5 @@
-//! Report
+//! A cost report: the totals (allocated, idle, unused), the form, the CSV links, the table, the
+//! chart, the budgets and what the figures rest on.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Row
+//! One row of the cost table: its name and kind, its share as a bar, its cost, GPU-hours and
+//! unused, and the change against the previous period.
 
 use super::*;
 

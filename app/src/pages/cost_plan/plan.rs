@@ -1,4 +1,5 @@
-//! Plan
+//! The consolidation plan: instances before and after, the monthly saving, what each cluster drains
+//! and where its tasks go, the blast radius, and what the plan could not know.
 
 use super::*;
 

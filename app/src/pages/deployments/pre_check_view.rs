@@ -1,4 +1,5 @@
-//! PreCheckView
+//! The capacity pre-check of a rollout: its verdict, the steps the simulated rolling update takes,
+//! what was checked and what could not be known, and what would let a stalled rollout through.
 
 use super::*;
 

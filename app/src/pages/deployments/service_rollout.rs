@@ -1,4 +1,5 @@
-//! ServiceRollout
+//! A service and the revision to roll out: what runs now, the revisions to choose from, the diff,
+//! the pre-check, the team's budget, and the deploy and scale forms.
 
 use super::*;
 

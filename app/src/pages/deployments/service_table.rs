@@ -1,4 +1,5 @@
-//! ServiceTable
+//! Every service as a table: its team, revision, GPU setting, task counts, rollout state and
+//! deployment configuration, each linked to its page.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! The filter form: a plain GET form, so it works without JavaScript; with it, a change
+//! The filter form: a plain GET form, so it works without JavaScript; with it, a change applies at
+//! once and the URL follows (without empty parameters).
 
 use super::*;
 

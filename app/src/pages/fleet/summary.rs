@@ -1,4 +1,5 @@
-//! Summary
+//! The fleet's figures above the heatmap: GPUs idle, shared and dedicated, the memory and compute
+//! allocated, GPUs over their limits, and usage.
 
 use super::*;
 

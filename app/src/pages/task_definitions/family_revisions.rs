@@ -1,4 +1,5 @@
-//! FamilyRevisions
+//! A family's revisions with the editor, the fit check on the cluster its services run in, and a
+//! revision registered from here added at the top.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! FamilyTable
+//! Every task definition family as a table: its latest revision, GPU settings, team and services,
+//! each linked to its page.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Revision
+//! One revision in a family's list: its number, when it was registered, its GPU settings and
+//! change, with links to it and to its comparison with the one before.
 
 use super::*;
 

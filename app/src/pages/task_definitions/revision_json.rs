@@ -1,4 +1,5 @@
-//! RevisionJson
+//! One revision whole: its facts, its RegisterTaskDefinition JSON with secret-looking values hidden
+//! unless revealed, and its exports.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! Tests of `approvals`: approvals: the decisions about requests for changes past a team's budget — approve (the
+//! Unit tests of the `approvals` module.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Tests of `task_definitions`: task definitions: families and revisions as ECS has them, joined with the services of the
+//! Unit tests of the `task_definitions` module.
 
 use std::sync::atomic::Ordering;
 

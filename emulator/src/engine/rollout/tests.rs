@@ -1,4 +1,4 @@
-//! Tests of `rollout`: a service brought toward its desired state within its deployment configuration: its
+//! Unit tests of the `rollout` module.
 
 use super::*;
 use crate::{

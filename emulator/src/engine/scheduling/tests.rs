@@ -1,4 +1,4 @@
-//! Tests of `scheduling`: tasks on their instances: placement (best fit on GPU memory for MPS, fewest idle GPUs that
+//! Unit tests of the `scheduling` module.
 
 use super::*;
 use crate::engine::fixture;

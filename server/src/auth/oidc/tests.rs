@@ -1,4 +1,4 @@
-//! Tests of `oidc`: direct sign-in with an OpenID Connect provider: the authorization code flow with PKCE, the ID
+//! Unit tests of the `oidc` module.
 
 use super::*;
 

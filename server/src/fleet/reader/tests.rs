@@ -1,4 +1,4 @@
-//! Tests of `reader`: reads the fleet through aws-sdk-ecs: clusters → container instances → tasks → task
+//! Unit tests of the `reader` module.
 
 use super::convert::TRUNK_ATTRIBUTE;
 use super::*;

@@ -1,4 +1,4 @@
-//! Tests of `consolidate`: the consolidation plan: the cheapest set of instances found that still holds today's GPU
+//! Unit tests of the `consolidate` module.
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 

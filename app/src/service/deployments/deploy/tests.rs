@@ -1,4 +1,4 @@
-//! Tests of `deploy`: a deploy (or rollback) of a revision to a service: the checks, the audit intent before
+//! Unit tests of the `deploy` module.
 
 use std::sync::atomic::Ordering;
 

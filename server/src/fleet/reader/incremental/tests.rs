@@ -1,4 +1,4 @@
-//! Tests of `incremental`: the fleet state kept between refreshes, and the incremental refresh that brings it up to
+//! Unit tests of the `incremental` module.
 
 use super::*;
 use crate::fleet::join::RawContainer;
