@@ -1,4 +1,4 @@
-//! Unit tests of [`super`], the `ec2` module.
+//! Unit tests of the `ec2` module.
 
 use super::*;
 
