@@ -15,7 +15,10 @@ use std::{borrow::Cow, path::Path};
 use anyhow::Context;
 use app::{
     model::{
-        audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        audit::{
+            AuditAction, AuditActor, AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Lock,
+            Outcome,
+        },
         identity::{AuthMode, Role},
         ServiceError,
     },
@@ -147,7 +150,7 @@ impl SqlAuditLog {
         .bind(&id)
         .bind(&now)
         .bind(&now)
-        .bind(&intent.actor)
+        .bind(&intent.who.actor)
         .bind(intent.action.as_str())
         .bind(&intent.resource)
         .bind(intent.from_revision.clone())
@@ -159,10 +162,10 @@ impl SqlAuditLog {
         .bind(None::<String>)
         .bind(None::<String>)
         .bind(None::<String>)
-        .bind(intent.actor_email.clone())
-        .bind(intent.actor_role.map(|r| r.as_str().to_string()))
-        .bind(intent.auth_mode.map(|m| m.as_str().to_string()))
-        .bind(intent.source.clone())
+        .bind(intent.who.actor_email.clone())
+        .bind(intent.who.actor_role.map(|r| r.as_str().to_string()))
+        .bind(intent.who.auth_mode.map(|m| m.as_str().to_string()))
+        .bind(intent.who.source.clone())
         .bind(intent.approved_by.clone())
         .bind(intent.approval_id.clone())
         .bind(&self.replica)
@@ -350,7 +353,13 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         id: text(row, "id")?,
         at: text(row, "at")?,
         updated_at: text(row, "updated_at")?,
-        actor: text(row, "actor")?,
+        who: AuditActor {
+            actor: text(row, "actor")?,
+            actor_email: optional(row, "actor_email")?,
+            actor_role: role.as_deref().and_then(Role::parse),
+            auth_mode: auth.as_deref().and_then(AuthMode::parse),
+            source: optional(row, "source")?,
+        },
         action: AuditAction::parse(&action).ok_or_else(|| {
             sqlx::Error::Decode(format!("unknown audit action {action:?}").into())
         })?,
@@ -366,10 +375,6 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         request_id: optional(row, "request_id")?,
         deployment_id: optional(row, "deployment_id")?,
         detail: optional(row, "detail")?,
-        actor_email: optional(row, "actor_email")?,
-        actor_role: role.as_deref().and_then(Role::parse),
-        auth_mode: auth.as_deref().and_then(AuthMode::parse),
-        source: optional(row, "source")?,
         approved_by: optional(row, "approved_by")?,
         approval_id: optional(row, "approval_id")?,
     })
@@ -426,12 +431,12 @@ impl AuditStore for SqlAuditLog {
         Box::pin(async move { self.one(&id).await.map_err(failed) })
     }
 
-    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
-        Box::pin(async move { self.take_lock(&resource, &id).await.map_err(failed) })
+    fn lock(&self, lock: Lock, id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
+        Box::pin(async move { self.take_lock(&lock.key(), &id).await.map_err(failed) })
     }
 
-    fn unlock(&self, resource: String, id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
-        Box::pin(async move { self.release_lock(&resource, &id).await.map_err(failed) })
+    fn unlock(&self, lock: Lock, id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move { self.release_lock(&lock.key(), &id).await.map_err(failed) })
     }
 
     fn heartbeat(&self) -> BoxFuture<'_, Result<(), ServiceError>> {

@@ -15,7 +15,7 @@ use std::{
 
 use app::{
     model::{
-        cost::{holdings, Amounts, HoldingKey, HoldingKind, Holdings, Recorded},
+        cost::{holdings, Amounts, HoldingKey, HoldingKind, Holdings, Lifecycle, Recorded},
         ServiceError,
     },
     service::ports::{BoxFuture, CostHistory},
@@ -45,7 +45,7 @@ fn key_id(key: &HoldingKey) -> i64 {
     for field in [
         key.cluster.as_str(),
         key.instance_type.as_str(),
-        key.lifecycle.as_str(),
+        key.lifecycle.map_or("", Lifecycle::as_str),
         key.kind.as_str(),
         key.team.as_str(),
         key.service.as_str(),
@@ -116,7 +116,7 @@ impl SqlCostHistory {
                     .bind(*id)
                     .bind(key.cluster.clone())
                     .bind(key.instance_type.clone())
-                    .bind(key.lifecycle.clone())
+                    .bind(key.lifecycle.map_or("", Lifecycle::as_str))
                     .bind(key.kind.as_str())
                     .bind(key.team.clone())
                     .bind(key.service.clone());
@@ -292,7 +292,7 @@ impl SqlCostHistory {
             let key = HoldingKey {
                 cluster: row.try_get(1)?,
                 instance_type: row.try_get(2)?,
-                lifecycle: row.try_get(3)?,
+                lifecycle: Lifecycle::parse(&row.try_get::<String, _>(3)?),
                 kind,
                 team: row.try_get(5)?,
                 service: row.try_get(6)?,

@@ -48,7 +48,7 @@ impl SpotPrices {
         let mut spot: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
         for instance in snapshot
             .instances()
-            .filter(|i| i.lifecycle.as_deref() == Some("spot"))
+            .filter(|i| i.lifecycle == Some(Lifecycle::Spot))
         {
             spot.entry(instance.instance_type.clone())
                 .or_default()

@@ -88,7 +88,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                         Some(detail.instance.instance_type.clone()),
                         Some(detail.cluster.clone()),
                         detail.instance.availability_zone.clone(),
-                        detail.instance.lifecycle.clone(),
+                        detail.instance.lifecycle.map(|l| l.as_str().to_string()),
                         detail.instance.not_placing.clone().map(|why| format!("{why}: takes no tasks")),
                     ]
                         .into_iter()

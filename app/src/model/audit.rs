@@ -138,10 +138,43 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// The intent, written before the AWS call.
+/// What a lock in the audit store keeps to one writer at a time, across the console's replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Lock {
+    /// A service, while a deploy, rollback or change of its desired count is sent (and, when
+    /// the answer never came, until a reconcile asks ECS what happened).
+    Service { cluster: String, service: String },
+    /// A team's GPU budget on a cluster, while a change of the team's use there is judged and
+    /// its intent written.
+    Budget { team: String, cluster: String },
+}
+
+impl Lock {
+    /// The lock of the service an audit record's `cluster/service` resource names; `None` for a
+    /// resource that is not a service (a family's registration).
+    pub fn of_service_resource(resource: &str) -> Option<Lock> {
+        let (cluster, service) = resource.split_once('/')?;
+        Some(Lock::Service {
+            cluster: cluster.to_string(),
+            service: service.to_string(),
+        })
+    }
+
+    /// The name the store keeps the lock under: the service's `cluster/service` (its audit
+    /// records' resource), or `budget:team@cluster`.
+    pub fn key(&self) -> String {
+        match self {
+            Lock::Service { cluster, service } => format!("{cluster}/{service}"),
+            Lock::Budget { team, cluster } => format!("budget:{team}@{cluster}"),
+        }
+    }
+}
+
+/// Who made a change and from where, as the intent and the record both keep it (its fields sit
+/// at the top level of either's JSON, as they always did).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditIntent {
-    /// Who: the sign-in's subject (`local` without sign-in).
+pub struct AuditActor {
+    /// The sign-in's subject (`local` without sign-in).
     pub actor: String,
     #[serde(default)]
     pub actor_email: Option<String>,
@@ -152,6 +185,35 @@ pub struct AuditIntent {
     /// The address the request came from.
     #[serde(default)]
     pub source: Option<String>,
+}
+
+impl AuditActor {
+    /// The signed-in (or local) person `actor`.
+    pub fn of(actor: &Actor) -> AuditActor {
+        AuditActor {
+            actor: actor.subject.clone(),
+            actor_email: actor.email.clone(),
+            actor_role: Some(actor.role),
+            auth_mode: Some(actor.auth),
+            source: actor.source.clone(),
+        }
+    }
+
+    /// Someone known only by name (a test's or an old record's).
+    pub fn named(actor: &str) -> AuditActor {
+        AuditActor {
+            actor: actor.to_string(),
+            ..AuditActor::default()
+        }
+    }
+}
+
+/// The intent, written before the AWS call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditIntent {
+    /// Who, and from where.
+    #[serde(flatten)]
+    pub who: AuditActor,
     pub action: AuditAction,
     /// The family for a registration, `cluster/service` for a deployment.
     pub resource: String,
@@ -176,11 +238,7 @@ impl AuditIntent {
     /// An intent of `actor` to do `action` to `resource`; the rest is filled in by the caller.
     pub fn by(actor: &Actor, action: AuditAction, resource: impl Into<String>) -> AuditIntent {
         AuditIntent {
-            actor: actor.subject.clone(),
-            actor_email: actor.email.clone(),
-            actor_role: Some(actor.role),
-            auth_mode: Some(actor.auth),
-            source: actor.source.clone(),
+            who: AuditActor::of(actor),
             action,
             resource: resource.into(),
             diff: "[]".into(),
@@ -209,15 +267,9 @@ pub struct AuditRecord {
     pub at: String,
     /// When the record last changed, RFC 3339.
     pub updated_at: String,
-    pub actor: String,
-    #[serde(default)]
-    pub actor_email: Option<String>,
-    #[serde(default)]
-    pub actor_role: Option<Role>,
-    #[serde(default)]
-    pub auth_mode: Option<AuthMode>,
-    #[serde(default)]
-    pub source: Option<String>,
+    /// Who, and from where, as the intent said.
+    #[serde(flatten)]
+    pub who: AuditActor,
     pub action: AuditAction,
     pub resource: String,
     pub from_revision: Option<String>,
@@ -286,7 +338,7 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
             r.id.as_str(),
             &r.at,
             &r.updated_at,
-            &r.actor,
+            &r.who.actor,
             r.action.as_str(),
             &r.resource,
             r.from_revision.as_deref().unwrap_or_default(),
@@ -297,10 +349,10 @@ pub fn to_csv(records: &[AuditRecord]) -> String {
             r.pre_check.as_deref().unwrap_or_default(),
             r.description.as_deref().unwrap_or_default(),
             r.detail.as_deref().unwrap_or_default(),
-            r.actor_email.as_deref().unwrap_or_default(),
-            r.actor_role.map(Role::as_str).unwrap_or_default(),
-            r.auth_mode.map(AuthMode::as_str).unwrap_or_default(),
-            r.source.as_deref().unwrap_or_default(),
+            r.who.actor_email.as_deref().unwrap_or_default(),
+            r.who.actor_role.map(Role::as_str).unwrap_or_default(),
+            r.who.auth_mode.map(AuthMode::as_str).unwrap_or_default(),
+            r.who.source.as_deref().unwrap_or_default(),
             r.approved_by.as_deref().unwrap_or_default(),
             r.approval_id.as_deref().unwrap_or_default(),
         ];
@@ -320,7 +372,13 @@ mod tests {
             id: "a1".into(),
             at: "2026-11-30T10:00:00Z".into(),
             updated_at: "2026-11-30T10:00:01Z".into(),
-            actor: "local".into(),
+            who: AuditActor {
+                actor: "local".into(),
+                actor_email: Some("ana@example.com".into()),
+                actor_role: Some(Role::Deployer),
+                auth_mode: Some(AuthMode::Proxy),
+                source: Some("10.0.0.7".into()),
+            },
             action: AuditAction::Deploy,
             resource: "prod/embed".into(),
             from_revision: Some("embed:1".into()),
@@ -332,10 +390,6 @@ mod tests {
             request_id: None,
             deployment_id: Some("ecs-svc/1".into()),
             detail: Some("=HYPERLINK(\"x\")".into()),
-            actor_email: Some("ana@example.com".into()),
-            actor_role: Some(Role::Deployer),
-            auth_mode: Some(AuthMode::Proxy),
-            source: Some("10.0.0.7".into()),
             approved_by: Some("cy".into()),
             approval_id: None,
         };
@@ -350,6 +404,26 @@ mod tests {
             "{line}"
         );
         assert_eq!(csv.lines().count(), 2);
+    }
+
+    #[test]
+    fn a_lock_is_kept_under_the_name_it_always_had_and_only_a_service_resource_names_a_service() {
+        let service = Lock::of_service_resource("prod/embed").expect("a service");
+        assert_eq!(
+            service,
+            Lock::Service {
+                cluster: "prod".into(),
+                service: "embed".into()
+            }
+        );
+        assert_eq!(service.key(), "prod/embed");
+        let budget = Lock::Budget {
+            team: "search".into(),
+            cluster: "prod".into(),
+        };
+        assert_eq!(budget.key(), "budget:search@prod");
+        assert_ne!(budget.key(), service.key());
+        assert_eq!(Lock::of_service_resource("embed-family"), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::words::{DeploymentStrategy, InstanceStatus, RolloutState};
+use crate::model::words::{DeploymentStrategy, InstanceStatus, Lifecycle, RolloutState};
 pub use placement::SharingMode;
 
 /// A container that ECS assigned to a GPU.
@@ -101,7 +101,7 @@ pub struct InstanceView {
     pub availability_zone: Option<String>,
     /// `spot` or `on-demand`, from EC2 DescribeInstances; `None` when EC2 could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lifecycle: Option<String>,
+    pub lifecycle: Option<Lifecycle>,
     /// What is left besides GPUs (status, agent, CPU, memory, host ports, attributes), for the
     /// checks; `None` when not read (pages get the instance without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -97,7 +97,7 @@ mod tests {
         AuditRecord {
             id: "r".into(),
             at: at.into(),
-            actor: "ana".into(),
+            who: crate::model::audit::AuditActor::named("ana"),
             action,
             resource: "prod/embed".into(),
             to_revision: Some(to.into()),

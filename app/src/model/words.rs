@@ -1,5 +1,6 @@
 //! ECS's closed vocabularies that the console decides by, typed: a deployment's status and
-//! rollout state, a service's deployment strategy, a task's and a container instance's status.
+//! rollout state, a service's deployment strategy, a task's and a container instance's status,
+//! and the lifecycle an instance is billed by.
 //!
 //! Each keeps a word ECS adds after this console was written as `Other`, shown as ECS wrote it
 //! and never refused. Serde reads and writes ECS's own word, so the JSON API, the audit log and
@@ -175,6 +176,52 @@ impl TaskStatus {
                 | TaskStatus::Stopped
                 | TaskStatus::Deleted
         )
+    }
+}
+
+/// How EC2 bills an instance, as the console prices it: EC2's `instanceLifecycle` `spot`, and
+/// `on-demand` for everything EC2 leaves without one. Closed: a price is for one of these.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lifecycle {
+    #[default]
+    OnDemand,
+    Spot,
+}
+
+impl Lifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::OnDemand => "on-demand",
+            Lifecycle::Spot => "spot",
+        }
+    }
+
+    /// How an instance is priced: without a lifecycle (EC2 could not be read) it is taken as
+    /// on demand; the cost report says so.
+    pub fn priced_as(known: Option<Lifecycle>) -> Lifecycle {
+        known.unwrap_or_default()
+    }
+
+    /// The word as written in a prices file or stored with cost history.
+    pub fn parse(value: &str) -> Option<Lifecycle> {
+        match value {
+            "on-demand" => Some(Lifecycle::OnDemand),
+            "spot" => Some(Lifecycle::Spot),
+            _ => None,
+        }
     }
 }
 

@@ -25,7 +25,7 @@ pub async fn list(
     // who may read the log.
     if actor.role != Role::Admin {
         for record in &mut records {
-            record.source = None;
+            record.who.source = None;
         }
     }
     Ok(records)

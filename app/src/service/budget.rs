@@ -14,6 +14,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use crate::{
     model::{
         arn::TaskDefinitionId,
+        audit::Lock,
         budget::{
             judge, whole_gpu_mib, BudgetRule, BudgetUse, BudgetVerdict, Delta, ServiceHolding,
             TaskGpu,
@@ -333,18 +334,18 @@ pub fn covers(approved: &Approved, verdict: &BudgetVerdict) -> Result<(), Servic
 pub struct BudgetHold {
     _local: tokio::sync::OwnedMutexGuard<()>,
     audit: Arc<dyn AuditStore>,
-    resource: String,
+    /// The database's lock, until it is given back.
+    lock: Option<Lock>,
     id: String,
 }
 
 impl BudgetHold {
     /// Lets go of the hold, the database's lock first.
     pub async fn release(mut self) {
-        let (resource, id) = (
-            std::mem::take(&mut self.resource),
-            std::mem::take(&mut self.id),
-        );
-        if let Err(error) = self.audit.unlock(resource, id).await {
+        let Some(lock) = self.lock.take() else {
+            return;
+        };
+        if let Err(error) = self.audit.unlock(lock, std::mem::take(&mut self.id)).await {
             tracing::warn!(%error, "a hold on a team's budget could not be given back; it lapses with its replica");
         }
     }
@@ -354,17 +355,13 @@ impl Drop for BudgetHold {
     /// A hold dropped on an early return (an error, a request for approval) gives its database
     /// lock back in the background.
     fn drop(&mut self) {
-        if self.resource.is_empty() {
+        let Some(lock) = self.lock.take() else {
             return;
-        }
-        let (audit, resource, id) = (
-            self.audit.clone(),
-            std::mem::take(&mut self.resource),
-            std::mem::take(&mut self.id),
-        );
+        };
+        let (audit, id) = (self.audit.clone(), std::mem::take(&mut self.id));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(error) = audit.unlock(resource, id).await {
+                if let Err(error) = audit.unlock(lock, id).await {
                     tracing::warn!(%error, "a hold on a team's budget could not be given back; it lapses with its replica");
                 }
             });
@@ -387,15 +384,18 @@ pub async fn hold(
     }
     let key = format!("{team}@{cluster}");
     let local = context.budget_locks.of(&key).lock_owned().await;
-    let resource = format!("budget:{key}");
+    let lock = Lock::Budget {
+        team: team.to_string(),
+        cluster: cluster.to_string(),
+    };
     let id = format!("hold-{}", uuid_like());
     let started = std::time::Instant::now();
     loop {
-        if context.audit.lock(resource.clone(), id.clone()).await? {
+        if context.audit.lock(lock.clone(), id.clone()).await? {
             return Ok(Some(BudgetHold {
                 _local: local,
                 audit: context.audit.clone(),
-                resource,
+                lock: Some(lock),
                 id,
             }));
         }

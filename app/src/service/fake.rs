@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::{
     model::{
         activity::{ClusterEvent, TaskInfo},
-        audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Outcome},
+        audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Lock, Outcome},
         deployment::{LiveDeployment, LiveService, WatchState},
         identity::{Actor, AuthMode, Role},
         policy::{Policy, RoleRule, TeamRule},

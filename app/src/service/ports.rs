@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::model::{
     activity::{ClusterEvent, TaskInfo},
-    audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord},
+    audit::{AuditFilter, AuditIntent, AuditOutcome, AuditRecord, Lock},
     deployment::{LiveService, WatchState},
     identity::Actor,
     task_definition::{FieldError, RevisionDetail, SourceRevision},
@@ -190,10 +190,10 @@ pub trait AuditStore: Send + Sync {
     fn get(&self, id: String) -> BoxFuture<'_, Result<Option<AuditRecord>, ServiceError>>;
     /// Takes the deploy lock of `resource` for the record `id`: `false` when another holds it.
     /// A lock carries its record and the replica that took it.
-    fn lock(&self, resource: String, id: String) -> BoxFuture<'_, Result<bool, ServiceError>>;
+    fn lock(&self, lock: Lock, id: String) -> BoxFuture<'_, Result<bool, ServiceError>>;
     /// Gives back the deploy lock of `resource` that the record `id` holds; a lock another record
     /// holds stays.
-    fn unlock(&self, resource: String, id: String) -> BoxFuture<'_, Result<(), ServiceError>>;
+    fn unlock(&self, lock: Lock, id: String) -> BoxFuture<'_, Result<(), ServiceError>>;
     /// Says this replica is alive, so that others leave its records and locks alone.
     fn heartbeat(&self) -> BoxFuture<'_, Result<(), ServiceError>>;
     /// The records not settled yet (`pending`, `unknown`, `in_progress`) that this replica may

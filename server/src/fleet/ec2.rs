@@ -18,6 +18,7 @@ use std::{
     },
 };
 
+use app::model::words::Lifecycle;
 use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
 
 use super::ReadError;
@@ -32,7 +33,7 @@ pub struct Ec2Instance {
     pub availability_zone: Option<String>,
     /// `spot` or `on-demand` (EC2 names only spot and scheduled instances; the rest are
     /// on-demand).
-    pub lifecycle: String,
+    pub lifecycle: Lifecycle,
 }
 
 /// Instance types one DescribeInstanceTypes call takes at most.
@@ -172,8 +173,8 @@ impl Ec2Reader {
                             .and_then(|p| p.availability_zone())
                             .map(str::to_string),
                         lifecycle: match instance.instance_lifecycle() {
-                            Some(InstanceLifecycleType::Spot) => "spot".into(),
-                            _ => "on-demand".into(),
+                            Some(InstanceLifecycleType::Spot) => Lifecycle::Spot,
+                            _ => Lifecycle::OnDemand,
                         },
                     },
                 );

@@ -7,7 +7,7 @@ use crate::support::{temp_dir, Postgres};
 use app::{
     model::{
         approval::{ApprovalRequest, ApprovalState},
-        audit::{AuditAction, AuditFilter, AuditIntent, AuditOutcome, Outcome},
+        audit::{AuditAction, AuditActor, AuditFilter, AuditIntent, AuditOutcome, Outcome},
         budget::Delta,
         identity::{Actor, AuthMode, Role},
     },
@@ -17,7 +17,13 @@ use gpushare::audit::SqlAuditLog;
 
 fn intent(resource: &str) -> AuditIntent {
     AuditIntent {
-        actor: "local".into(),
+        who: AuditActor {
+            actor: "local".into(),
+            actor_email: Some("ana@example.com".into()),
+            actor_role: Some(Role::Deployer),
+            auth_mode: Some(AuthMode::Proxy),
+            source: Some("10.0.0.7".into()),
+        },
         action: AuditAction::Deploy,
         resource: resource.into(),
         from_revision: Some("embed:1".into()),
@@ -25,10 +31,6 @@ fn intent(resource: &str) -> AuditIntent {
         diff: "[]".into(),
         pre_check: Some("completes".into()),
         description: Some("it's \"quoted\"; DROP TABLE audit_log; --".into()),
-        actor_email: Some("ana@example.com".into()),
-        actor_role: Some(Role::Deployer),
-        auth_mode: Some(AuthMode::Proxy),
-        source: Some("10.0.0.7".into()),
         approved_by: Some("cy".into()),
         approval_id: Some("request-1".into()),
     }
@@ -42,10 +44,10 @@ async fn check_store(log: &SqlAuditLog) {
     assert_eq!(pending.outcome, Outcome::Pending);
     assert_eq!(pending.action, AuditAction::Deploy);
     assert_eq!(pending.description, intent("x").description, "text is data");
-    assert_eq!(pending.actor_email.as_deref(), Some("ana@example.com"));
-    assert_eq!(pending.actor_role, Some(Role::Deployer));
-    assert_eq!(pending.auth_mode, Some(AuthMode::Proxy));
-    assert_eq!(pending.source.as_deref(), Some("10.0.0.7"));
+    assert_eq!(pending.who.actor_email.as_deref(), Some("ana@example.com"));
+    assert_eq!(pending.who.actor_role, Some(Role::Deployer));
+    assert_eq!(pending.who.auth_mode, Some(AuthMode::Proxy));
+    assert_eq!(pending.who.source.as_deref(), Some("10.0.0.7"));
     assert_eq!(pending.approved_by.as_deref(), Some("cy"));
     assert_eq!(pending.approval_id.as_deref(), Some("request-1"));
     log.update(

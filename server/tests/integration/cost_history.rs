@@ -16,7 +16,7 @@ fn key(kind: HoldingKind, team: &str, service: &str) -> HoldingKey {
     HoldingKey {
         cluster: "prod".into(),
         instance_type: "g5.12xlarge".into(),
-        lifecycle: "on-demand".into(),
+        lifecycle: Some(app::model::cost::Lifecycle::OnDemand),
         kind,
         team: team.into(),
         service: service.into(),
@@ -237,7 +237,7 @@ async fn the_recorder_over_the_emulators_past_matches_figures_worked_out_by_hand
         .filter_map(|i| {
             book.price(
                 &i.instance_type,
-                app::model::cost::Lifecycle::of(i.lifecycle.as_deref()),
+                app::model::cost::Lifecycle::priced_as(i.lifecycle),
             )
         })
         .map(|p| p.usd_per_hour * hours)

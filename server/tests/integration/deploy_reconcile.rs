@@ -7,14 +7,22 @@ use std::sync::Arc;
 use crate::support::{temp_dir, Postgres};
 
 use app::{
-    model::audit::{AuditAction, AuditFilter, AuditIntent, Outcome},
+    model::audit::{AuditAction, AuditActor, AuditFilter, AuditIntent, Lock, Outcome},
     service::{deployments::reconcile, ports::AuditStore},
 };
 use gpushare::{audit::SqlAuditLog, config::EmulatorArgs, fleet::store::SnapshotStore};
 
+/// The lock of the demo's `ml-dev/speech-align`.
+fn speech_align() -> Lock {
+    Lock::Service {
+        cluster: "ml-dev".into(),
+        service: "speech-align".into(),
+    }
+}
+
 fn intent(resource: &str, from: &str, to: &str) -> AuditIntent {
     AuditIntent {
-        actor: "local".into(),
+        who: AuditActor::named("local"),
         action: AuditAction::Deploy,
         resource: resource.into(),
         from_revision: Some(from.into()),
@@ -95,7 +103,7 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         .await
         .expect("intent");
     assert!(audit
-        .lock("ml-dev/speech-align".into(), lost.clone())
+        .lock(speech_align(), lost.clone())
         .await
         .expect("lock"));
 
@@ -141,7 +149,7 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
         .contains("before UpdateService was sent"));
     assert!(
         audit
-            .lock("ml-dev/speech-align".into(), "next".into())
+            .lock(speech_align(), "next".into())
             .await
             .expect("lock"),
         "the crash's lock is released"

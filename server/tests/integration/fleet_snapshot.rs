@@ -276,13 +276,12 @@ async fn usage_joins_by_host_and_index_and_missing_metrics_are_no_data() {
     assert!(instances
         .iter()
         .all(|(_, i)| i.availability_zone.is_some() && i.lifecycle.is_some()));
-    assert!(instances
-        .iter()
-        .any(|(cluster, i)| *cluster == "ml-dev" && i.lifecycle.as_deref() == Some("spot")));
+    assert!(instances.iter().any(|(cluster, i)| *cluster == "ml-dev"
+        && i.lifecycle == Some(app::model::cost::Lifecycle::Spot)));
     assert!(instances
         .iter()
         .any(|(cluster, i)| *cluster == "inference-prod"
-            && i.lifecycle.as_deref() == Some("on-demand")));
+            && i.lifecycle == Some(app::model::cost::Lifecycle::OnDemand)));
     // One ListMetrics page and one GetMetricData call: the demo has under 500 queries.
     assert_eq!(snapshot.cloudwatch_calls, 2);
     let agents: HashMap<String, (bool, String)> = emulator.with_fleet(|fleet| {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FleetSnapshot, GpuView, SharingMode};
+use crate::model::{words::Lifecycle, FleetSnapshot, GpuView, SharingMode};
 
 /// What a holding stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -51,8 +51,8 @@ impl HoldingKind {
 pub struct HoldingKey {
     pub cluster: String,
     pub instance_type: String,
-    /// `on-demand`, `spot`, or empty when EC2 could not say.
-    pub lifecycle: String,
+    /// `None` when EC2 could not say (stored as an empty string).
+    pub lifecycle: Option<Lifecycle>,
     pub kind: HoldingKind,
     pub team: String,
     pub service: String,
@@ -144,7 +144,7 @@ pub fn of_snapshot(snapshot: &FleetSnapshot, hours: f64) -> Holdings {
             let key = |kind: HoldingKind, team: Option<&str>, service: Option<&str>| HoldingKey {
                 cluster: cluster.name.clone(),
                 instance_type: instance.instance_type.clone(),
-                lifecycle: instance.lifecycle.clone().unwrap_or_default(),
+                lifecycle: instance.lifecycle,
                 kind,
                 team: team.unwrap_or_default().to_string(),
                 service: service.unwrap_or_default().to_string(),

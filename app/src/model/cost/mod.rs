@@ -19,10 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::words::Lifecycle;
 use crate::model::FleetSnapshot;
 pub use history::{Chart, ChartDay, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
-pub use prices::{Lifecycle, Price, PriceBook, PriceFile, SpotQuote};
+pub use prices::{Price, PriceBook, PriceFile, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span};
 pub use split::price;
 

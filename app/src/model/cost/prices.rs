@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::words::Lifecycle;
+
 /// When the built-in table was taken, and from where.
 pub const BUILTIN_SOURCE: &str =
     "built-in estimate: AWS on-demand Linux, us-east-1, as of 2026-11 (give --prices for your rates)";
@@ -32,43 +34,6 @@ const BUILTIN: &[(&str, f64)] = &[
     ("p4d.24xlarge", 21.958),
     ("p5.48xlarge", 55.04),
 ];
-
-/// How EC2 bills an instance.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Lifecycle {
-    #[default]
-    OnDemand,
-    Spot,
-}
-
-impl Lifecycle {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Lifecycle::OnDemand => "on-demand",
-            Lifecycle::Spot => "spot",
-        }
-    }
-
-    /// From the snapshot's lifecycle (`spot` or `on-demand`, from EC2). Without one (EC2 could
-    /// not be read) the instance is taken as on demand; the report says so.
-    pub fn of(value: Option<&str>) -> Lifecycle {
-        match value {
-            Some("spot") => Lifecycle::Spot,
-            _ => Lifecycle::OnDemand,
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Lifecycle> {
-        match value {
-            "on-demand" => Some(Lifecycle::OnDemand),
-            "spot" => Some(Lifecycle::Spot),
-            _ => None,
-        }
-    }
-}
 
 /// One instance type's hourly price.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -106,7 +106,7 @@ pub(super) fn average_count(sum_hours: f64, hours: f64) -> u32 {
 /// and what they rest on. The idle rows are what the instances cost less what is held, so the
 /// rows add up to Σ instance-hours × price whatever the holdings.
 pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
-    type Group = (String, String, String);
+    type Group = (String, String, Option<Lifecycle>);
     let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
     // (cluster, type, lifecycle) → what its capacity costs and its rates, for the priced ones.
     let mut rates: BTreeMap<Group, Rates> = BTreeMap::new();
@@ -120,7 +120,7 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             continue;
         }
         // Instances EC2 could not be asked about: priced on demand, and said so.
-        let lifecycle = Lifecycle::of(Some(key.lifecycle.as_str()));
+        let lifecycle = Lifecycle::priced_as(key.lifecycle);
         let Some(price) = prices.price(&key.instance_type, lifecycle) else {
             let entry = unpriced
                 .entry((key.instance_type.clone(), lifecycle))
@@ -129,7 +129,7 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             entry.1 += amounts.gpu_hours;
             continue;
         };
-        if key.lifecycle.is_empty() {
+        if key.lifecycle.is_none() {
             lifecycle_unknown += amounts.instance_hours;
         }
         let dollars = price.usd_per_hour * amounts.instance_hours;

@@ -47,7 +47,7 @@ fn instance(instance_type: &str, lifecycle: Option<&str>, gpus: Vec<GpuView>) ->
         gpus,
         not_placing: None,
         availability_zone: None,
-        lifecycle: lifecycle.map(str::to_string),
+        lifecycle: lifecycle.and_then(Lifecycle::parse),
         room: None,
     }
 }
@@ -507,7 +507,7 @@ fn shares_and_idle_add_up_to_the_instances_bill_to_the_cent() {
         let mut totals = BTreeSet::new();
         let expected: f64 = fleet
             .instances()
-            .filter_map(|i| book.price(&i.instance_type, Lifecycle::of(i.lifecycle.as_deref())))
+            .filter_map(|i| book.price(&i.instance_type, Lifecycle::priced_as(i.lifecycle)))
             .map(|p| p.usd_per_hour * f64::from(span.hours()))
             .sum();
         let all = fleet.instances().count() as u32;

@@ -22,7 +22,7 @@ pub(super) fn AuditTable(records: Vec<AuditRecord>) -> impl IntoView {
                     <tr data-outcome=r.outcome.as_str()>
                         <td class="mono when" title=r.at.clone()>{crate::model::activity::when(&r.at)}</td>
                         <td>
-                            {r.actor.clone()}
+                            {r.who.actor.clone()}
                             {r.approved_by.clone().map(|by| view! { <div class="muted" data-testid="approved-by">{format!("approved by {by}")}</div> })}
                             {r.approval_id.clone().map(|id| view! { <div><a href=format!("/approvals/{}", encode(&id))>"the request"</a></div> })}
                         </td>

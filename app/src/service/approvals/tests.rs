@@ -92,7 +92,7 @@ async fn a_deploy_past_the_budget_waits_and_its_approval_sends_it_as_the_request
     assert_eq!(request.request.description, "bigger batch for the launch");
     let asked = &of(&fake, AuditAction::Request)[0];
     assert_eq!(
-        (asked.actor.as_str(), asked.outcome),
+        (asked.who.actor.as_str(), asked.outcome),
         ("ana", Outcome::Recorded)
     );
     assert_eq!(asked.approval_id.as_deref(), Some(id.as_str()));
@@ -109,13 +109,13 @@ async fn a_deploy_past_the_budget_waits_and_its_approval_sends_it_as_the_request
     assert_eq!(done.state, ApprovalState::Sent, "{:?}", done.detail);
     assert_eq!(sent(&fake), 1);
     let deployed = &of(&fake, AuditAction::Deploy)[0];
-    assert_eq!(deployed.actor, "ana", "sent as the requester's");
+    assert_eq!(deployed.who.actor, "ana", "sent as the requester's");
     assert_eq!(deployed.approved_by.as_deref(), Some("cy"));
     assert_eq!(deployed.approval_id.as_deref(), Some(id.as_str()));
     assert_eq!(deployed.outcome, Outcome::InProgress);
     assert_eq!(done.audit_id.as_deref(), Some(deployed.id.as_str()));
     let approval = &of(&fake, AuditAction::Approve)[0];
-    assert_eq!(approval.actor, "cy");
+    assert_eq!(approval.who.actor, "cy");
     assert_eq!(approval.description.as_deref(), Some("ok for the launch"));
     assert!(approval
         .detail
@@ -171,7 +171,7 @@ async fn a_rejection_sends_nothing_and_is_audited_with_its_note() {
         Some("use the spare pool")
     );
     assert_eq!(sent(&fake), 0);
-    assert_eq!(of(&fake, AuditAction::Reject)[0].actor, "cy");
+    assert_eq!(of(&fake, AuditAction::Reject)[0].who.actor, "cy");
     let late = approve(&fake.context(), &admin(), &id, "")
         .await
         .unwrap_err();

@@ -5,7 +5,7 @@ use super::{pre_check, revision_number, running};
 use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
-        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::Verdict,
@@ -271,7 +271,11 @@ async fn send_after_intent(
     before: LiveService,
 ) -> Result<DeployAnswer, ServiceError> {
     let resource = sending.resource.clone();
-    lock_or_refuse(context, &resource, &id, "deploy").await?;
+    let lock = Lock::Service {
+        cluster: sending.cluster.clone(),
+        service: sending.service.clone(),
+    };
+    lock_or_refuse(context, &lock, &id, sending.action).await?;
     let sent = send_update(context, &sending, &id, &before).await;
     if let Err(ServiceError::NoAnswer { message }) = &sent {
         let unknown = AuditOutcome {
@@ -288,7 +292,7 @@ async fn send_after_intent(
             Err(error) => error.with_suffix(&format!("; and {message}")),
         });
     }
-    let unlocked = context.audit.unlock(resource.clone(), id.clone()).await;
+    let unlocked = context.audit.unlock(lock, id.clone()).await;
     match sent {
         Ok(answer) => match unlocked {
             Ok(()) => Ok(answer),
@@ -310,22 +314,28 @@ async fn send_after_intent(
     }
 }
 
-/// Takes the deploy lock of `resource` for record `id`, or finishes the record refused and says
-/// that another `what` of it is being sent.
+/// Takes the lock of a service for record `id` about to send `action`, or finishes the record
+/// refused and says that another change of the service is being sent.
 pub(super) async fn lock_or_refuse(
     context: &ServiceContext,
-    resource: &str,
+    lock: &Lock,
     id: &str,
-    what: &str,
+    action: AuditAction,
 ) -> Result<(), ServiceError> {
     let locked = context
         .audit
-        .lock(resource.to_string(), id.to_string())
+        .lock(lock.clone(), id.to_string())
         .await
         .map_err(|error| error.with_suffix("; nothing was sent"))?;
     if locked {
         return Ok(());
     }
+    let what = if action == AuditAction::Scale {
+        "change"
+    } else {
+        "deploy"
+    };
+    let resource = lock.key();
     let message = format!(
         "Another {what} of {resource} is being sent right now; wait for it and look again."
     );

@@ -9,7 +9,7 @@ use super::{
 use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
-        audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
+        audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
         deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
         task_definition::check_description,
         ServiceError,
@@ -222,8 +222,12 @@ async fn send_scale(
     desired: u32,
     id: String,
 ) -> Result<DeployAnswer, ServiceError> {
-    let resource = format!("{cluster}/{service}");
-    lock_or_refuse(context, &resource, &id, "change").await?;
+    let lock = Lock::Service {
+        cluster: cluster.to_string(),
+        service: service.to_string(),
+    };
+    let resource = lock.key();
+    lock_or_refuse(context, &lock, &id, AuditAction::Scale).await?;
     let sent = context
         .ecs_writes
         .scale_service(cluster.to_string(), service.to_string(), desired)
@@ -250,7 +254,7 @@ async fn send_scale(
     let unlocked = if unknown {
         Ok(())
     } else {
-        context.audit.unlock(resource.clone(), id.clone()).await
+        context.audit.unlock(lock, id.clone()).await
     };
     let updated = sent?;
     recorded.map_err(|error| {
@@ -367,7 +371,7 @@ mod tests {
             .into_iter()
             .rfind(|r| r.action == AuditAction::Scale)
             .unwrap();
-        assert_eq!(record.actor, "ana");
+        assert_eq!(record.who.actor, "ana");
         assert_eq!(record.approved_by.as_deref(), Some("cy"));
         assert_eq!(done.audit_id.as_deref(), Some(record.id.as_str()));
     }

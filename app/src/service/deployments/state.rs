@@ -7,7 +7,7 @@ use crate::model::words::DeploymentStatus;
 use crate::{
     model::{
         arn::TaskDefinitionId,
-        audit::{AuditAction, AuditOutcome, AuditRecord, Outcome},
+        audit::{AuditAction, AuditOutcome, AuditRecord, Lock, Outcome},
         deployment::{RolloutResult, WatchState},
         ServiceError,
     },
@@ -252,10 +252,9 @@ async fn settle_update(
         (None, _) => refusal("reconciled: the server stopped before UpdateService was sent".into()),
     };
     context.audit.finish(record.id.clone(), settled).await?;
-    context
-        .audit
-        .unlock(record.resource.clone(), record.id.clone())
-        .await?;
+    if let Some(lock) = Lock::of_service_resource(&record.resource) {
+        context.audit.unlock(lock, record.id.clone()).await?;
+    }
     if watch {
         if let Some(record) = context.audit.get(record.id).await? {
             state_of_record(context, record).await;

@@ -56,11 +56,7 @@ impl AuditStore for Fake {
                 id: id.clone(),
                 at: crate::service::clock::rfc3339_micros(chrono::Utc::now()),
                 updated_at: String::new(),
-                actor: intent.actor,
-                actor_email: intent.actor_email,
-                actor_role: intent.actor_role,
-                auth_mode: intent.auth_mode,
-                source: intent.source,
+                who: intent.who,
                 action: intent.action,
                 resource: intent.resource,
                 from_revision: intent.from_revision,
@@ -113,9 +109,9 @@ impl AuditStore for Fake {
         Box::pin(async move { Ok(self.records().into_iter().find(|r| r.id == id)) })
     }
 
-    fn lock(&self, resource: String, _id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
+    fn lock(&self, lock: Lock, _id: String) -> BoxFuture<'_, Result<bool, ServiceError>> {
         Box::pin(async move {
-            self.call(if resource.starts_with("budget:") {
+            self.call(if matches!(lock, Lock::Budget { .. }) {
                 "audit.lock budget"
             } else {
                 "audit.lock"
@@ -124,13 +120,13 @@ impl AuditStore for Fake {
                 .locks
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(resource))
+                .insert(lock.key()))
         })
     }
 
-    fn unlock(&self, resource: String, _id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
+    fn unlock(&self, lock: Lock, _id: String) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move {
-            self.call(if resource.starts_with("budget:") {
+            self.call(if matches!(lock, Lock::Budget { .. }) {
                 "audit.unlock budget"
             } else {
                 "audit.unlock"
@@ -138,7 +134,7 @@ impl AuditStore for Fake {
             self.locks
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .remove(&resource);
+                .remove(&lock.key());
             Ok(())
         })
     }

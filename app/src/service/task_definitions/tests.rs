@@ -139,9 +139,9 @@ async fn another_teams_deployer_is_refused_and_the_attempt_audited() {
     assert!(!fake.calls().iter().any(|c| c == "ecs.register"));
     let record = &fake.records()[0];
     assert_eq!(record.outcome, Outcome::Refused);
-    assert_eq!(record.actor, "bo");
+    assert_eq!(record.who.actor, "bo");
     assert_eq!(
-        record.actor_role,
+        record.who.actor_role,
         Some(crate::model::identity::Role::Deployer)
     );
 }

@@ -60,7 +60,7 @@ pub(super) fn add_usage(
     {
         let described = ec2.get(&instance.ec2_instance_id);
         if let Some(described) = described {
-            instance.lifecycle = Some(described.lifecycle.clone());
+            instance.lifecycle = Some(described.lifecycle);
             if instance.availability_zone.is_none() {
                 instance.availability_zone = described.availability_zone.clone();
             }

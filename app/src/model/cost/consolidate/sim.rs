@@ -330,7 +330,7 @@ impl Sim {
                 seen.not_placing += 1;
                 continue;
             }
-            let lifecycle = Lifecycle::of(instance.lifecycle.as_deref());
+            let lifecycle = Lifecycle::priced_as(instance.lifecycle);
             let price = prices.price(&instance.instance_type, lifecycle);
             if price.is_none() {
                 seen.unpriced.insert(format!(

@@ -196,5 +196,5 @@ async fn another_teams_deployer_is_refused_before_anything_is_sent() {
     let record = &fake.records()[0];
     assert_eq!(record.outcome, Outcome::Refused);
     assert_eq!(record.action, AuditAction::Deploy);
-    assert_eq!(record.source.as_deref(), Some("10.0.0.7"));
+    assert_eq!(record.who.source.as_deref(), Some("10.0.0.7"));
 }
