@@ -267,20 +267,7 @@ mod tests {
     }
 
     fn instance(id: &str, kind: &str, gpus: Vec<GpuView>) -> InstanceView {
-        InstanceView {
-            host: None,
-            arn: format!("arn:{id}"),
-            ec2_instance_id: id.into(),
-            instance_type: kind.into(),
-            impaired: None,
-            mps_capable: true,
-            gpu_model: None,
-            not_placing: None,
-            availability_zone: None,
-            lifecycle: None,
-            room: None,
-            gpus,
-        }
+        InstanceView::of(id, kind).with_gpus(gpus)
     }
 
     fn fleet(instances: Vec<InstanceView>) -> FleetSnapshot {

@@ -112,6 +112,52 @@ pub struct InstanceView {
     pub host: Option<HostUse>,
 }
 
+impl InstanceView {
+    /// An instance built by hand (a test's, a what-if's): `id` of `instance_type`, able to share
+    /// GPUs with MPS, its ARN `arn:{id}`, with no GPUs, room, host use or EC2 facts until the
+    /// `with_` methods add them.
+    pub fn of(id: impl Into<String>, instance_type: impl Into<String>) -> InstanceView {
+        let id = id.into();
+        InstanceView {
+            arn: format!("arn:{id}"),
+            ec2_instance_id: id,
+            instance_type: instance_type.into(),
+            impaired: None,
+            mps_capable: true,
+            gpu_model: None,
+            gpus: Vec::new(),
+            not_placing: None,
+            availability_zone: None,
+            lifecycle: None,
+            room: None,
+            host: None,
+        }
+    }
+
+    /// With the container instance ARN `arn`.
+    pub fn with_arn(self, arn: impl Into<String>) -> InstanceView {
+        InstanceView {
+            arn: arn.into(),
+            ..self
+        }
+    }
+
+    /// With `gpus`.
+    pub fn with_gpus(self, gpus: Vec<GpuView>) -> InstanceView {
+        InstanceView { gpus, ..self }
+    }
+
+    /// With the room ECS reports (or none).
+    pub fn with_room(self, room: Option<placement::resources::Room>) -> InstanceView {
+        InstanceView { room, ..self }
+    }
+
+    /// Billed as `lifecycle` (or not known).
+    pub fn with_lifecycle(self, lifecycle: Option<Lifecycle>) -> InstanceView {
+        InstanceView { lifecycle, ..self }
+    }
+}
+
 /// An instance's CPU units and memory as it registered them, and what its tasks reserve.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostUse {

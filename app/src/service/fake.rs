@@ -271,20 +271,9 @@ fn snapshot() -> FleetSnapshot {
         unknown_gpu_ids: 0,
         clusters: vec![ClusterView {
             name: "prod".into(),
-            instances: vec![InstanceView {
-                host: None,
-                arn: "arn:aws:ecs:us-east-1:1:container-instance/prod/a".into(),
-                ec2_instance_id: "i-0a".into(),
-                instance_type: "g5.12xlarge".into(),
-                impaired: None,
-                mps_capable: true,
-                gpu_model: None,
-                not_placing: None,
-                availability_zone: None,
-                lifecycle: None,
-                room: None,
-                gpus,
-            }],
+            instances: vec![InstanceView::of("i-0a", "g5.12xlarge")
+                .with_arn("arn:aws:ecs:us-east-1:1:container-instance/prod/a")
+                .with_gpus(gpus)],
             services: 1,
             service_list: vec![ServiceRef {
                 name: "embed".into(),

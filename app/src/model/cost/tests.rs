@@ -36,20 +36,12 @@ fn gpu(index: u32, mode: SharingMode, remaining: u32, containers: Vec<GpuContain
 }
 
 fn instance(instance_type: &str, lifecycle: Option<&str>, gpus: Vec<GpuView>) -> InstanceView {
-    InstanceView {
-        host: None,
-        arn: format!("arn:aws:ecs:us-east-1:1:container-instance/c/{instance_type}"),
-        ec2_instance_id: "i-1".into(),
-        instance_type: instance_type.into(),
-        impaired: None,
-        mps_capable: true,
-        gpu_model: None,
-        gpus,
-        not_placing: None,
-        availability_zone: None,
-        lifecycle: lifecycle.and_then(Lifecycle::parse),
-        room: None,
-    }
+    InstanceView::of("i-1", instance_type)
+        .with_arn(format!(
+            "arn:aws:ecs:us-east-1:1:container-instance/c/{instance_type}"
+        ))
+        .with_gpus(gpus)
+        .with_lifecycle(lifecycle.and_then(Lifecycle::parse))
 }
 
 fn snapshot(clusters: Vec<(&str, Vec<InstanceView>)>) -> FleetSnapshot {

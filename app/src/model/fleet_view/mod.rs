@@ -61,18 +61,10 @@ mod fixture {
 
     pub fn snapshot() -> FleetSnapshot {
         let instance = |id: &str, kind: &str, impaired: bool, gpus| InstanceView {
-            host: None,
-            arn: format!("arn:ci/{id}"),
-            ec2_instance_id: id.into(),
-            instance_type: kind.into(),
             impaired: impaired.then(|| "MPS control daemon is not responding".into()),
-            mps_capable: true,
-            gpu_model: None,
-            not_placing: None,
-            availability_zone: None,
-            lifecycle: None,
-            room: None,
-            gpus,
+            ..InstanceView::of(id, kind)
+                .with_arn(format!("arn:ci/{id}"))
+                .with_gpus(gpus)
         };
         FleetSnapshot {
             taken_at: "t".into(),

@@ -13,35 +13,26 @@ fn fleet(names: &[&str], gpus_per_instance: u32) -> FleetSnapshot {
             .iter()
             .map(|name| ClusterView {
                 name: name.to_string(),
-                instances: vec![InstanceView {
-                    host: None,
-                    arn: "arn".into(),
-                    ec2_instance_id: format!("i-{name}"),
-                    instance_type: "g5.12xlarge".into(),
-                    impaired: None,
-                    mps_capable: true,
-                    gpu_model: None,
-                    not_placing: None,
-                    availability_zone: None,
-                    lifecycle: None,
-                    room: None,
-                    gpus: (0..gpus_per_instance)
-                        .map(|index| GpuView {
-                            uuid: format!("GPU-{name}-{index}"),
-                            index,
-                            mode: if index == 0 {
-                                SharingMode::Idle
-                            } else {
-                                SharingMode::NvidiaMps
-                            },
-                            total_memory_mib: 10_000,
-                            remaining_memory_mib: 10_000_u32.saturating_sub(index * 2_500),
-                            compute_allocated_percent: index * 40,
-                            containers: Vec::new(),
-                            usage: None,
-                        })
-                        .collect(),
-                }],
+                instances: vec![InstanceView::of(format!("i-{name}"), "g5.12xlarge")
+                    .with_arn("arn")
+                    .with_gpus(
+                        (0..gpus_per_instance)
+                            .map(|index| GpuView {
+                                uuid: format!("GPU-{name}-{index}"),
+                                index,
+                                mode: if index == 0 {
+                                    SharingMode::Idle
+                                } else {
+                                    SharingMode::NvidiaMps
+                                },
+                                total_memory_mib: 10_000,
+                                remaining_memory_mib: 10_000_u32.saturating_sub(index * 2_500),
+                                compute_allocated_percent: index * 40,
+                                containers: Vec::new(),
+                                usage: None,
+                            })
+                            .collect(),
+                    )],
                 ..ClusterView::default()
             })
             .collect(),

@@ -42,19 +42,9 @@ fn cluster(gpus: Vec<Vec<GpuContainer>>) -> Cluster {
     let instances = gpus
         .into_iter()
         .enumerate()
-        .map(|(n, containers)| InstanceView {
-            host: None,
-            arn: format!("arn:i-{n}"),
-            ec2_instance_id: format!("i-{n}"),
-            instance_type: "g5.xlarge".into(),
-            impaired: None,
-            mps_capable: true,
-            gpu_model: None,
-            not_placing: None,
-            availability_zone: None,
-            lifecycle: None,
-            room: None,
-            gpus: vec![gpu(0, containers, 24_000)],
+        .map(|(n, containers)| {
+            InstanceView::of(format!("i-{n}"), "g5.xlarge")
+                .with_gpus(vec![gpu(0, containers, 24_000)])
         })
         .collect();
     let snapshot = FleetSnapshot {
@@ -179,18 +169,10 @@ fn roomy_cluster(cpu: u32, not_placing: Option<&str>) -> Cluster {
     };
     let instances = (0..2)
         .map(|n| InstanceView {
-            host: None,
-            arn: format!("arn:i-{n}"),
-            ec2_instance_id: format!("i-{n}"),
-            instance_type: "g5.xlarge".into(),
-            impaired: None,
-            mps_capable: true,
-            gpu_model: None,
             not_placing: (n == 1).then(|| not_placing.map(str::to_string)).flatten(),
-            availability_zone: None,
-            lifecycle: None,
-            room: Some(room.clone()),
-            gpus: vec![gpu(0, vec![mps(&format!("t{n}"), 4_000)], 24_000)],
+            ..InstanceView::of(format!("i-{n}"), "g5.xlarge")
+                .with_room(Some(room.clone()))
+                .with_gpus(vec![gpu(0, vec![mps(&format!("t{n}"), 4_000)], 24_000)])
         })
         .collect();
     let snapshot = FleetSnapshot {

@@ -17,20 +17,9 @@ fn snapshot(attributes: &[(&str, &str)]) -> FleetSnapshot {
     FleetSnapshot {
         clusters: vec![ClusterView {
             name: "prod".into(),
-            instances: vec![InstanceView {
-                host: None,
-                arn: "arn:ci/1".into(),
-                ec2_instance_id: "i-1".into(),
-                instance_type: "g5.xlarge".into(),
-                impaired: None,
-                mps_capable: true,
-                gpu_model: None,
-                gpus: Vec::new(),
-                not_placing: None,
-                availability_zone: None,
-                lifecycle: None,
-                room: Some(room),
-            }],
+            instances: vec![InstanceView::of("i-1", "g5.xlarge")
+                .with_arn("arn:ci/1")
+                .with_room(Some(room))],
             ..ClusterView::default()
         }],
         taken_at: "t".into(),

@@ -41,20 +41,12 @@ fn gpu(index: u32, tasks: &[Held]) -> GpuView {
 }
 
 fn instance(id: &str, instance_type: &str, gpus: Vec<GpuView>, room: Option<Room>) -> InstanceView {
-    InstanceView {
-        host: None,
-        arn: format!("arn:aws:ecs:us-east-1:1:container-instance/prod/{id}"),
-        ec2_instance_id: id.into(),
-        instance_type: instance_type.into(),
-        impaired: None,
-        mps_capable: true,
-        gpu_model: None,
-        gpus,
-        not_placing: None,
-        availability_zone: None,
-        lifecycle: None,
-        room,
-    }
+    InstanceView::of(id, instance_type)
+        .with_arn(format!(
+            "arn:aws:ecs:us-east-1:1:container-instance/prod/{id}"
+        ))
+        .with_gpus(gpus)
+        .with_room(room)
 }
 
 fn room(cpu: u32) -> Room {
