@@ -102,27 +102,126 @@ pub(super) fn average_count(sum_hours: f64, hours: f64) -> u32 {
     count
 }
 
+/// A (cluster, instance type, lifecycle): the capacity that one rate prices.
+type Group = (String, String, Option<Lifecycle>);
+
+/// What the instances of the period cost, from the capacity holdings.
+#[derive(Default)]
+struct Capacity {
+    /// Each priced group's rates and what its capacity costs.
+    rates: BTreeMap<Group, Rates>,
+    /// Σ instance-hours × price.
+    dollars: f64,
+    gpu_hours: f64,
+    instance_hours: f64,
+    /// The prices used, with the instance-hours each priced.
+    used: BTreeMap<(String, Lifecycle), (Price, f64)>,
+    /// Types without a price: instance-hours and GPU-hours.
+    unpriced: BTreeMap<(String, Lifecycle), (f64, f64)>,
+    /// Instance-hours priced on demand because EC2 could not say their lifecycle.
+    lifecycle_unknown: f64,
+    /// Instance-hours whose CPU and memory were not known, so the GPUs took the whole price.
+    host_unknown: f64,
+}
+
+/// What the holders took of the priced capacity.
+#[derive(Default)]
+struct Taken {
+    /// (cluster, row key) → exact amounts held.
+    held: BTreeMap<(String, String), Exact>,
+    /// Per cluster: held by tasks outside any service or team.
+    unattributed: BTreeMap<String, Exact>,
+    /// Per group: the dollars and GPU-hours its holders took.
+    by_group: BTreeMap<Group, (f64, f64)>,
+}
+
 /// Prices `holdings`, which stand for `hours` hours in all, for `query`: the rows, the totals
 /// and what they rest on. The idle rows are what the instances cost less what is held, so the
 /// rows add up to Σ instance-hours × price whatever the holdings.
 pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
-    type Group = (String, String, Option<Lifecycle>);
-    let wanted = |key: &HoldingKey| query.cluster.as_ref().is_none_or(|c| c == &key.cluster);
-    // (cluster, type, lifecycle) → what its capacity costs and its rates, for the priced ones.
-    let mut rates: BTreeMap<Group, Rates> = BTreeMap::new();
-    let mut host_unknown = 0.0;
-    let mut instance_dollars = 0.0;
-    let mut used: BTreeMap<(String, Lifecycle), (Price, f64)> = BTreeMap::new();
-    let mut unpriced: BTreeMap<(String, Lifecycle), (f64, f64)> = BTreeMap::new();
-    let (mut gpu_hours, mut instance_hours, mut lifecycle_unknown) = (0.0, 0.0, 0.0);
+    let capacity = capacity(holdings, prices, query);
+    let Taken {
+        mut held,
+        unattributed,
+        by_group,
+    } = taken(holdings, &capacity.rates, query);
+    let mut idle = idle(&capacity.rates, &by_group);
+    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
+    if query.share_idle {
+        idle = share_idle(idle, &mut held);
+    }
+    let total_cents = cents(capacity.dollars);
+    let mut rows = rows(held, idle, unattributed, total_cents);
+    sort_rows(&mut rows, query.sort);
+    let idle_cents = if query.share_idle {
+        cents(idle_dollars)
+    } else {
+        rows.iter()
+            .filter(|r| r.kind == RowKind::Idle)
+            .map(|r| r.cost_cents)
+            .sum()
+    };
+    let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
+    let notes = notes(prices, &capacity, hours);
+    CostReport {
+        query: query.clone(),
+        region: prices.region.clone(),
+        rows,
+        total_cents,
+        idle_cents,
+        unused_cents,
+        gpus: average_count(capacity.gpu_hours, hours),
+        instances: average_count(capacity.instance_hours, hours),
+        prices: capacity
+            .used
+            .into_values()
+            .map(|(price, hours_used)| PriceUsed {
+                price,
+                instances: average_count(hours_used, hours),
+            })
+            .collect(),
+        unpriced: capacity
+            .unpriced
+            .into_iter()
+            .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
+                instance_type,
+                lifecycle,
+                instances: average_count(inst, hours),
+                gpus: average_count(gpus, hours),
+            })
+            .collect(),
+        notes,
+        rule: rule(prices.host_share),
+        ..CostReport::default()
+    }
+}
+
+/// Whether `query` covers the holding of `key`.
+fn wanted(query: &CostQuery, key: &HoldingKey) -> bool {
+    query.cluster.as_ref().is_none_or(|c| c == &key.cluster)
+}
+
+/// The group that prices `key`.
+fn group_of(key: &HoldingKey) -> Group {
+    (
+        key.cluster.clone(),
+        key.instance_type.clone(),
+        key.lifecycle,
+    )
+}
+
+/// Prices the capacity holdings: each group's rates, and what is priced and what is not.
+fn capacity(holdings: &Holdings, prices: &PriceBook, query: &CostQuery) -> Capacity {
+    let mut out = Capacity::default();
     for (key, amounts) in holdings {
-        if key.kind != HoldingKind::Capacity || !wanted(key) {
+        if key.kind != HoldingKind::Capacity || !wanted(query, key) {
             continue;
         }
         // Instances EC2 could not be asked about: priced on demand, and said so.
         let lifecycle = Lifecycle::priced_as(key.lifecycle);
         let Some(price) = prices.price(&key.instance_type, lifecycle) else {
-            let entry = unpriced
+            let entry = out
+                .unpriced
                 .entry((key.instance_type.clone(), lifecycle))
                 .or_default();
             entry.0 += amounts.instance_hours;
@@ -130,62 +229,64 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             continue;
         };
         if key.lifecycle.is_none() {
-            lifecycle_unknown += amounts.instance_hours;
+            out.lifecycle_unknown += amounts.instance_hours;
         }
         let dollars = price.usd_per_hour * amounts.instance_hours;
-        instance_dollars += dollars;
-        instance_hours += amounts.instance_hours;
-        gpu_hours += amounts.gpu_hours;
-        used.entry((price.instance_type.clone(), lifecycle))
+        out.dollars += dollars;
+        out.instance_hours += amounts.instance_hours;
+        out.gpu_hours += amounts.gpu_hours;
+        out.used
+            .entry((price.instance_type.clone(), lifecycle))
             .or_insert_with(|| (price.clone(), 0.0))
             .1 += amounts.instance_hours;
         let rate = Rates::of(amounts, dollars, prices.host_share);
         if prices.host_share > 0.0 && rate.cpu == 0.0 {
-            host_unknown += amounts.instance_hours;
+            out.host_unknown += amounts.instance_hours;
         }
-        let group = (
-            key.cluster.clone(),
-            key.instance_type.clone(),
-            key.lifecycle.clone(),
-        );
-        rates.insert(group, rate);
+        out.rates.insert(group_of(key), rate);
     }
+    out
+}
 
-    // (cluster, key) → exact amounts; unattributed per cluster; what each group's holders took.
-    let mut held: BTreeMap<(String, String), Exact> = BTreeMap::new();
-    let mut unattributed: BTreeMap<String, Exact> = BTreeMap::new();
-    let mut taken: BTreeMap<Group, (f64, f64)> = BTreeMap::new();
+/// Prices what the holders hold at their group's rates.
+fn taken(holdings: &Holdings, rates: &BTreeMap<Group, Rates>, query: &CostQuery) -> Taken {
+    let mut out = Taken::default();
     for (key, amounts) in holdings {
-        if key.kind == HoldingKind::Capacity || !wanted(key) {
+        if key.kind == HoldingKind::Capacity || !wanted(query, key) {
             continue;
         }
-        let group = (
-            key.cluster.clone(),
-            key.instance_type.clone(),
-            key.lifecycle.clone(),
-        );
+        let group = group_of(key);
         let Some(rate) = rates.get(&group) else {
             continue;
         };
         let exact = Exact::priced(amounts, rate);
-        let took = taken.entry(group).or_default();
+        let took = out.by_group.entry(group).or_default();
         took.0 += exact.dollars;
         took.1 += exact.gpu_hours;
         match key.kind {
-            HoldingKind::Held => held
+            HoldingKind::Held => out
+                .held
                 .entry((key.cluster.clone(), key_of(query.group, key)))
                 .or_default()
                 .merge(&exact),
-            _ => unattributed
+            _ => out
+                .unattributed
                 .entry(key.cluster.clone())
                 .or_default()
                 .merge(&exact),
         }
     }
-    // Idle: what each cluster's capacity costs less what is held of it — all of it unused by
-    // definition, so not counted as unused.
+    out
+}
+
+/// Idle per cluster: what its capacity costs less what is held of it — all of it unused by
+/// definition, so not counted as unused.
+fn idle(
+    rates: &BTreeMap<Group, Rates>,
+    taken: &BTreeMap<Group, (f64, f64)>,
+) -> BTreeMap<String, Exact> {
     let mut idle: BTreeMap<String, Exact> = BTreeMap::new();
-    for (group, rate) in &rates {
+    for (group, rate) in rates {
         let (dollars, gpus) = (rate.dollars, rate.gpu_hours);
         let (took_dollars, took_gpus) = taken.get(group).copied().unwrap_or_default();
         let entry = idle.entry(group.0.clone()).or_insert_with(|| Exact {
@@ -196,35 +297,47 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
         entry.gpu_hours += (gpus - took_gpus).max(0.0);
     }
     idle.retain(|_, e| e.dollars > 0.0 || e.gpu_hours > 0.0);
+    idle
+}
 
-    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
-    // Idle shared out: each cluster's idle goes to that cluster's rows by their cost.
-    if query.share_idle {
-        let mut kept = BTreeMap::new();
-        for (cluster, amount) in idle {
-            let rows: Vec<(String, String)> = held
-                .keys()
-                .filter(|(c, _)| c == &cluster)
-                .cloned()
-                .collect();
-            let base: f64 = rows.iter().map(|k| held[k].dollars).sum();
-            if base <= 0.0 {
-                kept.insert(cluster, amount);
-                continue;
-            }
-            for k in rows {
-                let factor = held[&k].dollars / base;
-                let share = amount.scaled(factor);
-                if let Some(row) = held.get_mut(&k) {
-                    row.dollars += share.dollars;
-                    row.gpu_hours += share.gpu_hours;
-                }
+/// Shares each cluster's idle out to that cluster's rows by their cost; the idle of a cluster
+/// without rows to take it is kept.
+fn share_idle(
+    idle: BTreeMap<String, Exact>,
+    held: &mut BTreeMap<(String, String), Exact>,
+) -> BTreeMap<String, Exact> {
+    let mut kept = BTreeMap::new();
+    for (cluster, amount) in idle {
+        let rows: Vec<(String, String)> = held
+            .keys()
+            .filter(|(c, _)| c == &cluster)
+            .cloned()
+            .collect();
+        let base: f64 = rows.iter().map(|k| held[k].dollars).sum();
+        if base <= 0.0 {
+            kept.insert(cluster, amount);
+            continue;
+        }
+        for k in rows {
+            let factor = held[&k].dollars / base;
+            let share = amount.scaled(factor);
+            if let Some(row) = held.get_mut(&k) {
+                row.dollars += share.dollars;
+                row.gpu_hours += share.gpu_hours;
             }
         }
-        idle = kept;
     }
+    kept
+}
 
-    // Rows: allocated by key (summed over clusters), then idle and unattributed per cluster.
+/// The rows: allocated by key (summed over clusters), then idle and unattributed per cluster,
+/// in cents that add up to `total_cents`.
+fn rows(
+    held: BTreeMap<(String, String), Exact>,
+    idle: BTreeMap<String, Exact>,
+    unattributed: BTreeMap<String, Exact>,
+    total_cents: i64,
+) -> Vec<CostRow> {
     let mut exact: Vec<(String, RowKind, Exact)> = Vec::new();
     let mut by_key: BTreeMap<String, Exact> = BTreeMap::new();
     for ((_, key), amount) in held {
@@ -237,10 +350,9 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             .into_iter()
             .map(|(c, a)| (c, RowKind::Unattributed, a)),
     );
-    let total_cents = cents(instance_dollars);
     let dollars: Vec<f64> = exact.iter().map(|(_, _, a)| a.dollars).collect();
     let parts = largest_remainder(&dollars, total_cents);
-    let mut rows: Vec<CostRow> = exact
+    exact
         .into_iter()
         .zip(parts)
         .map(|((name, kind, amount), cost_cents)| CostRow {
@@ -259,23 +371,13 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             without_usage_cents: cents(amount.without_usage).min(cost_cents),
             change_cents: None,
         })
-        .collect();
-    sort_rows(&mut rows, query.sort);
-    let idle_cents = if query.share_idle {
-        cents(idle_dollars)
-    } else {
-        rows.iter()
-            .filter(|r| r.kind == RowKind::Idle)
-            .map(|r| r.cost_cents)
-            .sum()
-    };
-    let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
+        .collect()
+}
+
+/// The price book's notes, and what the figures could not know: lifecycles, hosts, prices.
+fn notes(prices: &PriceBook, capacity: &Capacity, hours: f64) -> Vec<String> {
     let mut notes = prices.notes.clone();
-    let unknown_types: BTreeSet<String> = unpriced
-        .keys()
-        .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
-        .collect();
-    let unknown = average_count(lifecycle_unknown, hours);
+    let unknown = average_count(capacity.lifecycle_unknown, hours);
     if unknown > 0 {
         notes.push(format!(
             "EC2 could not be read for {unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
@@ -283,7 +385,7 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             if unknown == 1 { "it is" } else { "they are" }
         ));
     }
-    let host_unknown = average_count(host_unknown, hours);
+    let host_unknown = average_count(capacity.host_unknown, hours);
     if host_unknown > 0 {
         notes.push(format!(
             "The CPU and memory of {host_unknown} {} are not known (not recorded then, or not reported): {} whole price went to {} GPUs.",
@@ -292,41 +394,18 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             if host_unknown == 1 { "its" } else { "their" },
         ));
     }
+    let unknown_types: BTreeSet<String> = capacity
+        .unpriced
+        .keys()
+        .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
+        .collect();
     if !unknown_types.is_empty() {
         notes.push(format!(
             "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
             unknown_types.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
-    CostReport {
-        query: query.clone(),
-        region: prices.region.clone(),
-        rows,
-        total_cents,
-        idle_cents,
-        unused_cents,
-        gpus: average_count(gpu_hours, hours),
-        instances: average_count(instance_hours, hours),
-        prices: used
-            .into_values()
-            .map(|(price, hours_used)| PriceUsed {
-                price,
-                instances: average_count(hours_used, hours),
-            })
-            .collect(),
-        unpriced: unpriced
-            .into_iter()
-            .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
-                instance_type,
-                lifecycle,
-                instances: average_count(inst, hours),
-                gpus: average_count(gpus, hours),
-            })
-            .collect(),
-        notes,
-        rule: rule(prices.host_share),
-        ..CostReport::default()
-    }
+    notes
 }
 
 /// Dollars to whole cents, half away from zero — first to a millionth of a dollar, so that sums

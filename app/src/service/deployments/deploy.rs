@@ -1,23 +1,25 @@
 //! A deploy (or rollback) of a revision to a service: the checks, the audit intent before
 //! UpdateService and the outcome after, the deploy lock, and the watch of the rollout.
 
-use super::{pre_check, revision_number, running};
+use super::{
+    pre_check, revision_number, running,
+    send::{gate_then_send, Sender},
+};
 use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
-        rollout::Verdict,
+        rollout::{RolloutCheck, Verdict},
         task_definition::{check_description, MaskLevel},
         ServiceError,
     },
     service::{
-        audit,
         budget::{self, Approved},
         clock,
         context::ServiceContext,
-        detached, lookup,
+        lookup,
         ports::RolloutToWatch,
         requests,
         task_definitions::compare_masked,
@@ -54,7 +56,11 @@ pub async fn deploy(
     service: &str,
     request: DeployRequest,
 ) -> Result<DeployAnswer, ServiceError> {
-    deploy_as(context, actor, cluster, service, request, None).await
+    let sender = Sender {
+        actor,
+        approved: None,
+    };
+    deploy_as(context, sender, cluster, service, request).await
 }
 
 /// The deploy of an approved request, as its requester's: the same checks, and the team's use
@@ -67,61 +73,45 @@ pub async fn deploy_approved(
     request: DeployRequest,
     approved: Approved,
 ) -> Result<DeployAnswer, ServiceError> {
-    deploy_as(
-        context,
-        requester,
-        cluster,
-        service,
-        request,
-        Some(approved),
-    )
-    .await
+    let sender = Sender {
+        actor: requester,
+        approved: Some(approved),
+    };
+    deploy_as(context, sender, cluster, service, request).await
 }
 
-/// A deploy past its team's budget becomes a request for approval unless `approved`.
+/// A deploy's checks, then the one path of a change (past the team's budget, a request for
+/// approval unless the sender carries one).
 async fn deploy_as(
     context: &ServiceContext,
-    actor: &Actor,
+    sender: Sender<'_>,
     cluster: &str,
     service: &str,
     request: DeployRequest,
-    approved: Option<Approved>,
 ) -> Result<DeployAnswer, ServiceError> {
     check_description(&request.description).map_err(ServiceError::invalid)?;
     let snapshot = lookup::snapshot(context)?;
     let (found, runs) = running(&snapshot, cluster, service)?;
-    let family = runs.family;
-    let revision = revision_number(&request.revision, &family)?;
-    let expected = revision_number(&request.expected_revision, &family)?;
-    if revision == 0 || expected == 0 {
-        return Err(ServiceError::invalid(
-            "revision and expected_revision are revision numbers from 1",
-        ));
-    }
+    let (revision, expected) = revisions_asked(&request, &runs.family)?;
     let resource = format!("{cluster}/{service}");
     let action = if revision < expected {
         AuditAction::Rollback
     } else {
         AuditAction::Deploy
     };
-    let what = format!("Service {resource}");
-    if let Err(reason) = context
-        .policy
-        .may_change(actor, found.team.as_deref(), &what)
-    {
-        let intent = AuditIntent {
-            from_revision: Some(format!("{family}:{expected}")),
-            to_revision: Some(format!("{family}:{revision}")),
-            description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
-            approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
-            approval_id: approved.as_ref().map(|a| a.id.clone()),
-            ..AuditIntent::by(actor, action, resource)
-        };
-        return Err(audit::refused(context, intent, ServiceError::forbidden(reason)).await);
-    }
+    let description = Some(request.description.trim().to_string()).filter(|d| !d.is_empty());
+    let refused = AuditIntent {
+        from_revision: Some(format!("{}:{expected}", runs.family)),
+        to_revision: Some(format!("{}:{revision}", runs.family)),
+        description: description.clone(),
+        ..AuditIntent::by(sender.actor, action, resource.clone())
+    };
+    sender
+        .may_change(context, &found, &resource, refused)
+        .await?;
     let check = pre_check(
         context,
-        actor,
+        sender.actor,
         cluster,
         service,
         Some(RevisionRef::number(revision)),
@@ -132,43 +122,131 @@ async fn deploy_as(
         .ecs
         .service(cluster.to_string(), service.to_string())
         .await?;
-    let now_running = TaskDefinitionId::parse(&before.task_definition).map_or(0, |id| id.revision);
-    if now_running != expected {
-        return Err(ServiceError::conflict(format!(
-            "{resource} now runs {family}:{now_running}, not {family}:{expected} as when you looked: another deploy changed it. Review the change against {family}:{now_running} and deploy again."
-        )));
-    }
-    if revision == now_running {
-        return Err(ServiceError::invalid(format!(
-            "{resource} already runs {family}:{now_running}; choose another revision"
-        )));
-    }
-    if !check.target.active {
-        return Err(ServiceError::conflict(format!(
-            "{family}:{revision} is INACTIVE (deregistered), and ECS does not roll an inactive revision out; register it again as a new revision, or choose another"
-        )));
-    }
-    let verdict = verdict_words(&check.rollout.verdict);
-    let completes = check.rollout.verdict == Verdict::Completes;
-    if !completes && !request.force {
-        return Err(ServiceError::PreCheck {
-            message: format!(
-                "The pre-check says the rollout will not complete ({verdict}). Send it with force to deploy anyway."
-            ),
-            check: Box::new(check.rollout),
-        });
-    }
     let sending = Sending {
         cluster: cluster.to_string(),
         service: service.to_string(),
         resource: resource.clone(),
-        target: TaskDefinitionId::new(family.clone(), revision),
-        from: TaskDefinitionId::new(family, now_running),
+        target: TaskDefinitionId::new(runs.family.clone(), revision),
+        from: TaskDefinitionId::new(runs.family, expected),
         action,
     };
-    // The audit log and the approvers may be of any team: the diff they keep tells what
-    // changed, not the values.
-    let diff = compare_masked(
+    still_as_seen(&sending, &before, check.target.active)?;
+    let pre_check_words = pre_check_passed(check.rollout, request.force)?;
+    let diff = masked_diff(context, &sending).await?;
+    let intent = AuditIntent {
+        from_revision: Some(sending.from.to_string()),
+        to_revision: Some(sending.target.to_string()),
+        diff: diff.clone(),
+        pre_check: Some(pre_check_words.clone()),
+        description,
+        ..AuditIntent::by(sender.actor, action, resource)
+    };
+    let (from, target, desired) = (sending.from.clone(), sending.target.clone(), before.desired);
+    let what = format!("this {}", action.as_str());
+    let change = budget::Change {
+        cluster,
+        service: &found,
+        before: (desired, &from),
+        after: (desired, &target),
+        what: &what,
+    };
+    // Past the budget: a request that binds the exact revisions, with their family.
+    let ask = |delta, verdict| {
+        let bound = |number: u32| RevisionRef {
+            family: Some(target.family.clone()),
+            number,
+        };
+        requests::Asked {
+            cluster,
+            service: &found,
+            request: DeployRequest {
+                revision: bound(target.revision),
+                expected_revision: bound(from.revision),
+                ..request
+            },
+            scale: None,
+            action,
+            from: from.to_string(),
+            target: target.to_string(),
+            diff,
+            pre_check: pre_check_words,
+            delta,
+            verdict,
+        }
+    };
+    let send = move |owned: ServiceContext, record: String| async move {
+        send_after_intent(&owned, sending, record, before).await
+    };
+    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+}
+
+/// The revision asked for and the one the user saw running, as numbers of `family`.
+fn revisions_asked(request: &DeployRequest, family: &str) -> Result<(u32, u32), ServiceError> {
+    let revision = revision_number(&request.revision, family)?;
+    let expected = revision_number(&request.expected_revision, family)?;
+    if revision == 0 || expected == 0 {
+        return Err(ServiceError::invalid(
+            "revision and expected_revision are revision numbers from 1",
+        ));
+    }
+    Ok((revision, expected))
+}
+
+/// Refuses a deploy when ECS says the service no longer runs what the user saw, already runs
+/// the target, or the target is deregistered (`active` false).
+fn still_as_seen(
+    sending: &Sending,
+    before: &LiveService,
+    active: bool,
+) -> Result<(), ServiceError> {
+    let Sending {
+        resource,
+        target,
+        from,
+        ..
+    } = sending;
+    let family = &target.family;
+    let now_running = TaskDefinitionId::parse(&before.task_definition).map_or(0, |id| id.revision);
+    if now_running != from.revision {
+        return Err(ServiceError::conflict(format!(
+            "{resource} now runs {family}:{now_running}, not {from} as when you looked: another deploy changed it. Review the change against {family}:{now_running} and deploy again."
+        )));
+    }
+    if target.revision == now_running {
+        return Err(ServiceError::invalid(format!(
+            "{resource} already runs {family}:{now_running}; choose another revision"
+        )));
+    }
+    if !active {
+        return Err(ServiceError::conflict(format!(
+            "{target} is INACTIVE (deregistered), and ECS does not roll an inactive revision out; register it again as a new revision, or choose another"
+        )));
+    }
+    Ok(())
+}
+
+/// The pre-check's verdict in the audit log's words, or a refusal when the rollout would not
+/// complete and the deploy is not forced.
+fn pre_check_passed(rollout: RolloutCheck, force: bool) -> Result<String, ServiceError> {
+    let verdict = verdict_words(&rollout.verdict);
+    if rollout.verdict == Verdict::Completes {
+        return Ok(verdict);
+    }
+    if !force {
+        return Err(ServiceError::PreCheck {
+            message: format!(
+                "The pre-check says the rollout will not complete ({verdict}). Send it with force to deploy anyway."
+            ),
+            check: Box::new(rollout),
+        });
+    }
+    Ok(format!("{verdict} (deployed anyway)"))
+}
+
+/// The diff of the deploy as the audit log and the approvers keep it: they may be of any team,
+/// so it tells what changed, not the values.
+async fn masked_diff(context: &ServiceContext, sending: &Sending) -> Result<String, ServiceError> {
+    Ok(compare_masked(
         context,
         &sending.target.family,
         sending.from.revision,
@@ -177,89 +255,7 @@ async fn deploy_as(
     )
     .await?
     .and_then(|c| serde_json::to_string(&c.diff).ok())
-    .unwrap_or_else(|| "[]".into());
-    let pre_check_words = if request.force && !completes {
-        format!("{verdict} (deployed anyway)")
-    } else {
-        verdict
-    };
-    // The team's budget, judged under its hold so that changes sent at once are counted one
-    // after the other: past it, the deploy waits for someone to say yes.
-    let hold = budget::hold(context, cluster, &found).await?;
-    let what = format!("this {}", action.as_str());
-    let verdict = budget::judge_change(
-        context,
-        &snapshot,
-        budget::Change {
-            cluster,
-            service: &found,
-            before: (before.desired, &sending.from),
-            after: (before.desired, &sending.target),
-            what: &what,
-        },
-    )
-    .await?;
-    match (&approved, verdict) {
-        (None, Some((delta, verdict))) if verdict.over => {
-            // The request binds the exact revisions, with their family.
-            let bound = |number: u32| RevisionRef {
-                family: Some(sending.target.family.clone()),
-                number,
-            };
-            let request = DeployRequest {
-                revision: bound(sending.target.revision),
-                expected_revision: bound(sending.from.revision),
-                ..request
-            };
-            return requests::ask(
-                context,
-                actor,
-                requests::Asked {
-                    cluster,
-                    service: &found,
-                    request,
-                    scale: None,
-                    action,
-                    from: sending.from.to_string(),
-                    target: sending.target.to_string(),
-                    diff,
-                    pre_check: pre_check_words,
-                    delta,
-                    verdict,
-                },
-            )
-            .await;
-        }
-        (Some(approval), Some((_, verdict))) => budget::covers(approval, &verdict)?,
-        _ => {}
-    }
-    let intent = AuditIntent {
-        from_revision: Some(sending.from.to_string()),
-        to_revision: Some(sending.target.to_string()),
-        diff,
-        pre_check: Some(pre_check_words),
-        description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
-        approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
-        approval_id: approved.as_ref().map(|a| a.id.clone()),
-        ..AuditIntent::by(actor, action, resource.clone())
-    };
-    // The intent first: a crash after it leaves a record that a reconcile settles. Once it is
-    // written the next judgment of the team's budget counts it, so the hold can go.
-    let id = context
-        .audit
-        .begin(intent)
-        .await
-        .map_err(|error| error.with_suffix("; nothing was sent"))?;
-    if let Some(hold) = hold {
-        hold.release().await;
-    }
-    // From here the deploy runs to its end, and to its audit outcome, whatever the request does.
-    let owned = context.clone();
-    let record = id.clone();
-    detached::run_to_end(context, &id, async move {
-        send_after_intent(&owned, sending, record, before).await
-    })
-    .await
+    .unwrap_or_else(|| "[]".into()))
 }
 
 /// What follows a deploy's intent: the deploy lock, UpdateService and the outcome. A call that

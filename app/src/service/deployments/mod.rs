@@ -5,6 +5,7 @@
 
 mod deploy;
 mod scale;
+mod send;
 mod state;
 
 pub use deploy::{deploy, deploy_approved, rollback};

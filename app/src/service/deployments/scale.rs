@@ -5,20 +5,21 @@
 use super::{
     deploy::{lock_or_refuse, refusal},
     running,
+    send::{gate_then_send, Sender},
 };
 use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
         deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
+        identity::Actor,
         task_definition::check_description,
         ServiceError,
     },
     service::{
-        audit,
         budget::{self, Approved},
         context::ServiceContext,
-        detached, lookup, requests,
+        lookup, requests,
     },
 };
 
@@ -37,41 +38,41 @@ pub(super) fn size_of(text: &str) -> Option<u32> {
 /// for approval instead.
 pub async fn scale(
     context: &ServiceContext,
-    actor: &crate::model::identity::Actor,
+    actor: &Actor,
     cluster: &str,
     service: &str,
     request: ScaleRequest,
 ) -> Result<DeployAnswer, ServiceError> {
-    scale_as(context, actor, cluster, service, request, None).await
+    let sender = Sender {
+        actor,
+        approved: None,
+    };
+    scale_as(context, sender, cluster, service, request).await
 }
 
 /// The scale of an approved request, as its requester's.
 pub async fn scale_approved(
     context: &ServiceContext,
-    requester: &crate::model::identity::Actor,
+    requester: &Actor,
     cluster: &str,
     service: &str,
     request: ScaleRequest,
     approved: Approved,
 ) -> Result<DeployAnswer, ServiceError> {
-    scale_as(
-        context,
-        requester,
-        cluster,
-        service,
-        request,
-        Some(approved),
-    )
-    .await
+    let sender = Sender {
+        actor: requester,
+        approved: Some(approved),
+    };
+    scale_as(context, sender, cluster, service, request).await
 }
 
+/// A scale's checks, then the one path of a change.
 async fn scale_as(
     context: &ServiceContext,
-    actor: &crate::model::identity::Actor,
+    sender: Sender<'_>,
     cluster: &str,
     service: &str,
     request: ScaleRequest,
-    approved: Option<Approved>,
 ) -> Result<DeployAnswer, ServiceError> {
     check_description(&request.description).map_err(ServiceError::invalid)?;
     if request.desired > MAX_DESIRED {
@@ -83,37 +84,90 @@ async fn scale_as(
     let snapshot = lookup::snapshot(context)?;
     let (found, runs) = running(&snapshot, cluster, service)?;
     let resource = format!("{cluster}/{service}");
-    let description = Some(request.description.trim().to_string()).filter(|d| !d.is_empty());
-    let wanted = request.desired;
-    let intent = |from: u32| AuditIntent {
+    let intent = |runs: &TaskDefinitionId, from: u32| AuditIntent {
         from_revision: Some(sized(&runs.to_string(), from)),
-        to_revision: Some(sized(&runs.to_string(), wanted)),
-        description: description.clone(),
-        approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
-        approval_id: approved.as_ref().map(|a| a.id.clone()),
-        ..AuditIntent::by(actor, AuditAction::Scale, resource.clone())
+        to_revision: Some(sized(&runs.to_string(), request.desired)),
+        description: Some(request.description.trim().to_string()).filter(|d| !d.is_empty()),
+        ..AuditIntent::by(sender.actor, AuditAction::Scale, resource.clone())
     };
-    if let Err(reason) =
-        context
-            .policy
-            .may_change(actor, found.team.as_deref(), &format!("Service {resource}"))
-    {
-        let refused = intent(request.expected_desired);
-        return Err(audit::refused(context, refused, ServiceError::forbidden(reason)).await);
-    }
-    // The count now, from ECS itself rather than the snapshot.
+    let refused = intent(&runs, request.expected_desired);
+    sender
+        .may_change(context, &found, &resource, refused)
+        .await?;
+    // The count now, and the revision it counts, from ECS itself rather than the snapshot.
     let live = context
         .ecs
         .service(cluster.to_string(), service.to_string())
         .await?;
-    if live.desired != request.expected_desired {
+    let runs_now = TaskDefinitionId::parse(&live.task_definition).unwrap_or_else(|| runs.clone());
+    still_as_seen(&resource, &request, live.desired, &runs_now)?;
+    let intent = intent(&runs_now, live.desired);
+    let what = format!(
+        "{} from {} to {} tasks",
+        if request.desired > live.desired {
+            "scaling up"
+        } else {
+            "scaling down"
+        },
+        live.desired,
+        request.desired
+    );
+    let change = budget::Change {
+        cluster,
+        service: &found,
+        before: (live.desired, &runs_now),
+        after: (request.desired, &runs_now),
+        what: &what,
+    };
+    let desired = request.desired;
+    // Past the budget: a request that binds the revision the count is of.
+    let ask = |delta, verdict| {
+        let bound = RevisionRef {
+            family: Some(runs_now.family.clone()),
+            number: runs_now.revision,
+        };
+        requests::Asked {
+            cluster,
+            service: &found,
+            request: DeployRequest {
+                revision: bound.clone(),
+                expected_revision: bound.clone(),
+                ..DeployRequest::default()
+            },
+            scale: Some(ScaleRequest {
+                expected_revision: Some(bound),
+                ..request
+            }),
+            action: AuditAction::Scale,
+            from: sized(&runs_now.to_string(), live.desired),
+            target: sized(&runs_now.to_string(), desired),
+            diff: "[]".into(),
+            pre_check: "not simulated for a change of the desired count".into(),
+            delta,
+            verdict,
+        }
+    };
+    let (cluster_name, service_name) = (cluster.to_string(), service.to_string());
+    let send = move |owned: ServiceContext, record: String| async move {
+        send_scale(&owned, &cluster_name, &service_name, desired, record).await
+    };
+    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+}
+
+/// Refuses a change of the count when ECS says the count or the revision it counts is no
+/// longer what the user saw, or the count is already the one asked for.
+fn still_as_seen(
+    resource: &str,
+    request: &ScaleRequest,
+    desired_now: u32,
+    runs_now: &TaskDefinitionId,
+) -> Result<(), ServiceError> {
+    if desired_now != request.expected_desired {
         return Err(ServiceError::conflict(format!(
-            "{resource} now has a desired count of {}, not {} as when you looked: someone changed it. Look again.",
-            live.desired, request.expected_desired
+            "{resource} now has a desired count of {desired_now}, not {} as when you looked: someone changed it. Look again.",
+            request.expected_desired
         )));
     }
-    // The revision it runs now: the tasks a count counts are of it.
-    let runs_now = TaskDefinitionId::parse(&live.task_definition).unwrap_or_else(|| runs.clone());
     if let Some(expected) = &request.expected_revision {
         let named = expected
             .of_family(&runs_now.family)
@@ -125,93 +179,12 @@ async fn scale_as(
             )));
         }
     }
-    if live.desired == request.desired {
+    if desired_now == request.desired {
         return Err(ServiceError::invalid(format!(
-            "{resource} already has a desired count of {}; choose another",
-            live.desired
+            "{resource} already has a desired count of {desired_now}; choose another"
         )));
     }
-    let what = format!(
-        "{} from {} to {} tasks",
-        if request.desired > live.desired {
-            "scaling up"
-        } else {
-            "scaling down"
-        },
-        live.desired,
-        request.desired
-    );
-    // The team's budget, judged under its hold (see the deploy).
-    let hold = budget::hold(context, cluster, &found).await?;
-    let verdict = budget::judge_change(
-        context,
-        &snapshot,
-        budget::Change {
-            cluster,
-            service: &found,
-            before: (live.desired, &runs_now),
-            after: (request.desired, &runs_now),
-            what: &what,
-        },
-    )
-    .await?;
-    match (&approved, verdict) {
-        (None, Some((delta, verdict))) if verdict.over => {
-            let target = sized(&runs_now.to_string(), request.desired);
-            let bound = RevisionRef {
-                family: Some(runs_now.family.clone()),
-                number: runs_now.revision,
-            };
-            return requests::ask(
-                context,
-                actor,
-                requests::Asked {
-                    cluster,
-                    service: &found,
-                    request: DeployRequest {
-                        revision: bound.clone(),
-                        expected_revision: bound.clone(),
-                        ..DeployRequest::default()
-                    },
-                    scale: Some(ScaleRequest {
-                        expected_revision: Some(bound),
-                        ..request
-                    }),
-                    action: AuditAction::Scale,
-                    from: sized(&runs_now.to_string(), live.desired),
-                    target,
-                    diff: "[]".into(),
-                    pre_check: "not simulated for a change of the desired count".into(),
-                    delta,
-                    verdict,
-                },
-            )
-            .await;
-        }
-        (Some(approval), Some((_, verdict))) => budget::covers(approval, &verdict)?,
-        _ => {}
-    }
-    let intent = AuditIntent {
-        from_revision: Some(sized(&runs_now.to_string(), live.desired)),
-        to_revision: Some(sized(&runs_now.to_string(), request.desired)),
-        ..intent(live.desired)
-    };
-    let id = context
-        .audit
-        .begin(intent)
-        .await
-        .map_err(|error| error.with_suffix("; nothing was sent"))?;
-    // Counted by the next judgment from here: the hold can go.
-    if let Some(hold) = hold {
-        hold.release().await;
-    }
-    let owned = context.clone();
-    let (record, cluster, service) = (id.clone(), cluster.to_string(), service.to_string());
-    let desired = request.desired;
-    detached::run_to_end(context, &id, async move {
-        send_scale(&owned, &cluster, &service, desired, record).await
-    })
-    .await
+    Ok(())
 }
 
 /// Under the deploy lock: UpdateService with the desired count, and the outcome.
