@@ -28,6 +28,7 @@ use crate::model::{
     FleetSnapshot, ServiceRef,
 };
 
+mod drain;
 mod sim;
 
 use self::sim::{cents, overlap, request_mib, Host, Noticed, Sim, Task};
@@ -231,217 +232,45 @@ pub fn plan(
         .iter()
         .filter(|c| query.cluster.as_ref().is_none_or(|name| &c.name == name))
     {
-        let (mut sim, service_index) = Sim::of_cluster(cluster, prices, needs, &mut seen);
-        // The tasks each instance runs now (before the rollout's extra ones are added).
-        let mut started_on: Vec<Vec<usize>> = vec![Vec::new(); sim.hosts.len()];
-        for (index, task) in sim.tasks.iter().enumerate() {
-            started_on[task.host].push(index);
-        }
-        before.push(sim.blast());
-
-        // Room for the largest rollout: its extra tasks placed as if running.
-        let mut headroom = None;
-        let largest = cluster
-            .service_list
+        let planned = drain::plan_cluster(cluster, prices, needs, query, &mut seen);
+        before.push(planned.before);
+        after.push(planned.after);
+        kept_unexplained += planned.kept_unexplained;
+        plan.tasks_moved += planned
+            .drains
             .iter()
-            .filter_map(|service| {
-                let index = *service_index.get(&service.name)?;
-                let sample = sim.tasks.iter().find(|t| t.service == index)?;
-                let gpu_mib = sim.hosts[sample.host]
-                    .gpus
-                    .first()
-                    .map_or(0, |g| g.total_memory_mib);
-                let extra = overlap(service);
-                let size = u64::from(extra) * request_mib(&sample.request, gpu_mib);
-                (extra > 0).then(|| {
-                    (
-                        size,
-                        service,
-                        index,
-                        sample.request.clone(),
-                        sample.needs.clone(),
-                        extra,
-                    )
-                })
-            })
-            .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.name.cmp(&a.1.name)));
-        if let Some((_, service, index, request, task_needs, extra)) = largest {
-            let mut kept_room = true;
-            for _ in 0..extra {
-                let task = sim.tasks.len();
-                sim.tasks.push(Task {
-                    service: index,
-                    request: request.clone(),
-                    needs: task_needs.clone(),
-                    host: 0,
-                    assignment: GpuAssignment {
-                        per_container: Vec::new(),
-                    },
-                    phantom: true,
-                });
-                match sim.find(task, usize::MAX) {
-                    Some((host, assignment)) => sim.take(task, host, assignment),
-                    None => {
-                        sim.tasks.pop();
-                        kept_room = false;
-                        break;
-                    }
-                }
-            }
-            let per_task = match &request {
-                GpuRequest::Whole(_) => format!("{} whole GPU(s)", request.whole_gpus()),
-                _ => format!("{} MiB", request.mps_memory_mib()),
-            };
-            let bound = if overlap(service) == service.desired
-                && !DeploymentStrategy::is_rolling(service.strategy.as_ref())
-            {
-                format!(
-                    "{} deployment",
-                    service
-                        .strategy
-                        .as_ref()
-                        .map(|s| s.as_str().to_lowercase())
-                        .unwrap_or_default()
-                        .replace('_', "/")
-                )
-            } else {
-                format!("maximumPercent {}", service.maximum_percent.unwrap_or(200))
-            };
-            headroom = Some(format!(
-                "{}: {extra} more task{} of {per_task} ({bound}){}",
-                service.name,
-                if extra == 1 { "" } else { "s" },
-                if kept_room {
-                    ""
-                } else {
-                    " — the fleet has no room for them even now"
-                }
-            ));
-        }
-
-        // Drain, least allocated first, the dearer first among equals.
-        let mut order: Vec<usize> = (0..sim.hosts.len()).collect();
-        order.sort_by(|a, b| {
-            let (ha, hb) = (&sim.hosts[*a], &sim.hosts[*b]);
-            let fa = ha.allocated_mib() as f64 / ha.total_mib.max(1) as f64;
-            let fb = hb.allocated_mib() as f64 / hb.total_mib.max(1) as f64;
-            fa.total_cmp(&fb)
-                .then_with(|| {
-                    hb.usd_per_hour
-                        .unwrap_or(0.0)
-                        .total_cmp(&ha.usd_per_hour.unwrap_or(0.0))
-                })
-                .then_with(|| ha.id.cmp(&hb.id))
-        });
-        let spare = f64::from(query.spare_percent) / 100.0;
-        let mut kept_mib: u64 = sim.hosts.iter().map(|h| h.total_mib).sum();
-        let allocated: u64 = sim.hosts.iter().map(Host::allocated_mib).sum();
-        let mut drained: Vec<usize> = Vec::new();
-        let mut held_for_spare = 0u32;
-        let unexplained: Vec<u64> = (0..sim.hosts.len())
-            .map(|host| {
-                let h = &sim.hosts[host];
-                let gpu_mib = h.gpus.first().map_or(0, |g| g.total_memory_mib);
-                let known: u64 = sim.on_host[host]
-                    .iter()
-                    .map(|t| request_mib(&sim.tasks[*t].request, gpu_mib))
-                    .sum();
-                h.allocated_mib().saturating_sub(known)
-            })
-            .collect();
-        let unexplained_hosts = unexplained.iter().filter(|u| **u > 0).count();
-        if unexplained_hosts > 0 {
-            kept_unexplained += unexplained_hosts as u32;
-        }
-        for host in order {
-            // Unpriced instances are kept: draining them saves nothing the plan can show. So is
-            // one holding GPU memory no known task explains: what holds it could not be moved.
-            if sim.hosts[host].usd_per_hour.is_none()
-                || sim.hosts[host].gpus.is_empty()
-                || unexplained[host] > 0
-            {
-                continue;
-            }
-            let left = kept_mib - sim.hosts[host].total_mib;
-            if (left as f64) * (1.0 - spare) < allocated as f64 {
-                held_for_spare += 1;
-                continue;
-            }
-            if sim.try_drain(host) {
-                kept_mib = left;
-                drained.push(host);
-            }
-        }
-        after.push(sim.blast());
-        #[cfg(test)]
-        if let Err(why) = sim.valid() {
-            panic!("the simulated placement broke a rule: {why}");
-        }
-
-        // What moves where: each drained instance's tasks as they were, to where they end.
-        let mut cluster_plan = ClusterPlan {
-            name: cluster.name.clone(),
-            instances_before: sim.hosts.len() as u32,
-            instances_after: (sim.hosts.len() - drained.len()) as u32,
-            headroom,
-            kept_mib,
-            free_after_mib: kept_mib.saturating_sub(allocated),
-            held_for_spare,
-            ..ClusterPlan::default()
-        };
-        for host in &sim.hosts {
-            let monthly = cents(host.usd_per_hour.unwrap_or(0.0) * HOURS_PER_MONTH);
-            cluster_plan.monthly_before_cents += monthly;
-            if host.open {
-                cluster_plan.monthly_after_cents += monthly;
-            }
-        }
-        for host in drained {
-            let h = &sim.hosts[host];
-            let gpu_mib = h.gpus.first().map_or(0, |g| g.total_memory_mib);
-            let mut moves: BTreeMap<usize, (u32, BTreeSet<String>)> = BTreeMap::new();
-            let mut allocated_mib = 0;
-            for t in started_on[host].iter().map(|task| &sim.tasks[*task]) {
-                allocated_mib += request_mib(&t.request, gpu_mib);
-                let entry = moves.entry(t.service).or_default();
-                entry.0 += 1;
-                entry.1.insert(sim.hosts[t.host].id.clone());
-            }
-            plan.tasks_moved += moves.values().map(|(n, _)| n).sum::<u32>();
-            plan.drains.push(Drain {
-                cluster: h.cluster.clone(),
-                ec2_instance_id: h.id.clone(),
-                instance_type: h.instance_type.clone(),
-                lifecycle: h.lifecycle,
-                monthly_cents: h.usd_per_hour.map(|p| cents(p * HOURS_PER_MONTH)),
-                allocated_mib,
-                total_mib: h.total_mib,
-                moves: moves
-                    .into_iter()
-                    .map(|(service, (tasks, to))| Move {
-                        service: sim.names[service].clone(),
-                        team: sim.teams[service].clone(),
-                        tasks,
-                        to: to.into_iter().collect(),
-                    })
-                    .collect(),
-            });
-        }
-        plan.clusters.push(cluster_plan);
+            .flat_map(|d| &d.moves)
+            .map(|m| m.tasks)
+            .sum::<u32>();
+        plan.drains.extend(planned.drains);
+        plan.clusters.push(planned.plan);
     }
+    plan.before = combine(&before);
+    plan.after = combine(&after);
+    totals(&mut plan);
+    say_what_is_not_known(&mut plan, &seen, kept_unexplained);
+    plan.unpriced = seen.unpriced.into_iter().collect();
+    Ok(plan)
+}
+
+/// The fleet's monthly cost before and the saving, and the drains dearest first.
+fn totals(plan: &mut ConsolidationPlan) {
     plan.monthly_before_cents = plan.clusters.iter().map(|c| c.monthly_before_cents).sum();
     plan.saving_cents_per_month = plan
         .clusters
         .iter()
         .map(|c| c.monthly_before_cents - c.monthly_after_cents)
         .sum();
-    plan.before = combine(&before);
-    plan.after = combine(&after);
     plan.drains.sort_by(|a, b| {
         b.monthly_cents
             .cmp(&a.monthly_cents)
             .then_with(|| a.ec2_instance_id.cmp(&b.ec2_instance_id))
     });
+}
+
+/// The warnings (MPS's client limit, services whose needs are not known) and what the plan
+/// could not know.
+fn say_what_is_not_known(plan: &mut ConsolidationPlan, seen: &Noticed, kept_unexplained: u32) {
     if plan.after.gpus_over_client_limit > plan.before.gpus_over_client_limit {
         plan.warnings.push(format!(
             "After the plan {} GPUs would carry more than {MPS_CLIENT_LIMIT} MPS containers (now {}). MPS takes {MPS_CLIENT_LIMIT} client CUDA contexts per GPU; ECS does not check it, so a task past it fails when it starts its CUDA context.",
@@ -481,8 +310,6 @@ pub fn plan(
     }
     plan.unknown.push("Tasks that hold no GPU are not in the fleet snapshot: instances to drain may also run some; ECS moves them with their services.".into());
     plan.unknown.push("The plan is made from today's allocations, not from the period's peak: a service that scales out later needs room the plan does not keep beyond the spare.".into());
-    plan.unpriced = seen.unpriced.into_iter().collect();
-    Ok(plan)
 }
 
 /// The blast radius over several clusters.

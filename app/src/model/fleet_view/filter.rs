@@ -245,7 +245,7 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         gpus: Vec::new(),
         not_placing: instance.not_placing.clone(),
         availability_zone: instance.availability_zone.clone(),
-        lifecycle: instance.lifecycle.clone(),
+        lifecycle: instance.lifecycle,
         // The checks' detail stays on the server.
         room: None,
     }
