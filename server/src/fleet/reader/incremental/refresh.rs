@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// What a refresh read of a cluster's instances.
+struct InstancesRead {
+    /// The instances now, in ECS's order.
+    instances: Vec<KnownInstance>,
+    /// Those that changed since the last read.
+    changed: Vec<String>,
+    /// Those gone since.
+    removed: HashSet<String>,
+    /// Whether the instances were listed again.
+    relisted: bool,
+}
+
 impl FleetReader {
     /// Brings `known` up to date with what changed since the last read.
     pub(in crate::fleet::reader) async fn read_changes(
@@ -120,6 +132,9 @@ impl FleetReader {
             .map_err(|error| (before, error))
     }
 
+    /// One cluster's refresh, in the order the reads depend on each other: its instances, the
+    /// tasks the events named, the tasks listed where something changed that the events did
+    /// not account for, then its services.
     pub(super) async fn refresh_cluster_inner(
         &self,
         mut state: ClusterState,
@@ -129,10 +144,53 @@ impl FleetReader {
         fresh: bool,
         calls: &AtomicU32,
     ) -> Result<ClusterState, ReadError> {
+        let read = self.read_instances(&state, counts, fresh, calls).await?;
+        state.tasks.retain(|_, task| {
+            task.container_instance_arn
+                .as_ref()
+                .is_none_or(|arn| !read.removed.contains(arn))
+        });
+        let unexplained = match hints {
+            Some(hints) => self.follow_events(&mut state, hints, &read, calls).await?,
+            None => read.changed.clone(),
+        };
+        let task_counts_changed = match (state.counts, counts) {
+            (Some(old), Some(new)) => (old.running, old.pending) != (new.running, new.pending),
+            _ => true,
+        };
+        let listed_any = self
+            .list_tasks(
+                &mut state,
+                task_counts_changed,
+                &read.changed,
+                &unexplained,
+                calls,
+            )
+            .await?;
+        // Services: those of a changed cluster are described again.
+        let cluster_changed = read.relisted
+            || !read.removed.is_empty()
+            || listed_any
+            || (hints.is_none() && (!read.changed.is_empty() || task_counts_changed));
+        self.refresh_services(&mut state, counts, sweep, hints, cluster_changed, calls)
+            .await?;
+        state.instances = read.instances;
+        state.counts = counts;
+        Ok(state)
+    }
+
+    /// The cluster's instances: the known ones described; listed again when some are gone or
+    /// the count differs. Which changed (their fingerprint, or — on a fresh read — their tasks
+    /// disagree with them) and which are gone.
+    async fn read_instances(
+        &self,
+        state: &ClusterState,
+        counts: Option<ClusterCounts>,
+        fresh: bool,
+        calls: &AtomicU32,
+    ) -> Result<InstancesRead, ReadError> {
         let lane = Lane::Foreground;
         let cluster = state.arn.clone();
-        // Instances: describe the known ones; list again when some are gone or the count
-        // differs.
         let known_arns: Vec<String> = state.instances.iter().map(|i| i.arn.clone()).collect();
         let described = self
             .described(
@@ -214,65 +272,83 @@ impl FleetReader {
             .filter(|arn| !present.contains(*arn))
             .map(|arn| arn.to_string())
             .collect();
-        state.tasks.retain(|_, task| {
-            task.container_instance_arn
-                .as_ref()
-                .is_none_or(|arn| !removed.contains(arn))
-        });
+        Ok(InstancesRead {
+            instances,
+            changed,
+            removed,
+            relisted: relist_instances,
+        })
+    }
 
-        // Events: the tasks they name are described again (a task told to stop leaves, as
-        // ListTasks lists only those whose desired status is RUNNING). An instance that
-        // changed is accounted for when events named tasks on it and the tasks known there now
-        // are as many as ECS counts; the others are listed below.
+    /// Events: the tasks they name are described again (a task told to stop leaves, as
+    /// ListTasks lists only those whose desired status is RUNNING). An instance that changed
+    /// is accounted for when events named tasks on it and the tasks known there now are as
+    /// many as ECS counts; the others — still to be listed — are the answer.
+    async fn follow_events(
+        &self,
+        state: &mut ClusterState,
+        hints: &Hints,
+        read: &InstancesRead,
+        calls: &AtomicU32,
+    ) -> Result<Vec<String>, ReadError> {
+        let (instances, changed) = (&read.instances, &read.changed);
         let mut unexplained = changed.clone();
-        if let Some(hints) = hints {
-            for (arn, hint) in &hints.tasks {
-                if hint.stopping {
-                    state.tasks.remove(arn);
-                }
+        for (arn, hint) in &hints.tasks {
+            if hint.stopping {
+                state.tasks.remove(arn);
             }
-            // Also the tasks known on a changed instance that were not yet RUNNING: a lost
-            // event must not leave one PENDING for ever.
-            let changed_set: HashSet<&str> = changed.iter().map(String::as_str).collect();
-            let mut describe: Vec<String> = hints
-                .tasks
-                .iter()
-                .filter(|(_, hint)| !hint.stopping)
-                .map(|(arn, _)| arn.clone())
-                .collect();
-            describe.extend(
-                state
-                    .tasks
-                    .values()
-                    .filter(|t| {
-                        t.last_status != Some(TaskStatus::Running)
-                            && t.container_instance_arn
-                                .as_deref()
-                                .is_some_and(|i| changed_set.contains(i))
-                            && !hints.tasks.contains_key(&t.arn)
-                    })
-                    .map(|t| t.arn.clone()),
-            );
-            self.describe_into(&mut state, describe, calls).await?;
-            let named = hints.instances();
-            let by_instance = tasks_by_instance(&state.tasks);
-            let by_arn: HashMap<&str, &KnownInstance> =
-                instances.iter().map(|i| (i.arn.as_str(), i)).collect();
-            let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
-            unexplained.retain(|arn| {
-                let agree = by_arn.get(arn.as_str()).is_some_and(|instance| {
-                    tasks_agree(instance, by_instance.get(arn.as_str()), &definitions)
-                });
-                !(named.contains(arn.as_str()) && agree)
-            });
-            drop(definitions);
         }
+        // Also the tasks known on a changed instance that were not yet RUNNING: a lost
+        // event must not leave one PENDING for ever.
+        let changed_set: HashSet<&str> = changed.iter().map(String::as_str).collect();
+        let mut describe: Vec<String> = hints
+            .tasks
+            .iter()
+            .filter(|(_, hint)| !hint.stopping)
+            .map(|(arn, _)| arn.clone())
+            .collect();
+        describe.extend(
+            state
+                .tasks
+                .values()
+                .filter(|t| {
+                    t.last_status != Some(TaskStatus::Running)
+                        && t.container_instance_arn
+                            .as_deref()
+                            .is_some_and(|i| changed_set.contains(i))
+                        && !hints.tasks.contains_key(&t.arn)
+                })
+                .map(|t| t.arn.clone()),
+        );
+        self.describe_into(state, describe, calls).await?;
+        let named = hints.instances();
+        let by_instance = tasks_by_instance(&state.tasks);
+        let by_arn: HashMap<&str, &KnownInstance> =
+            instances.iter().map(|i| (i.arn.as_str(), i)).collect();
+        let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+        unexplained.retain(|arn| {
+            let agree = by_arn.get(arn.as_str()).is_some_and(|instance| {
+                tasks_agree(instance, by_instance.get(arn.as_str()), &definitions)
+            });
+            !(named.contains(arn.as_str()) && agree)
+        });
+        drop(definitions);
+        Ok(unexplained)
+    }
 
-        // Tasks: list where something changed that the events did not account for.
-        let task_counts_changed = match (state.counts, counts) {
-            (Some(old), Some(new)) => (old.running, old.pending) != (new.running, new.pending),
-            _ => true,
-        };
+    /// Tasks: listed where something changed that the events did not account for — the whole
+    /// cluster, or the `unexplained` instances — and the new or not yet running described.
+    /// Whether anything was listed.
+    async fn list_tasks(
+        &self,
+        state: &mut ClusterState,
+        task_counts_changed: bool,
+        changed: &[String],
+        unexplained: &[String],
+        calls: &AtomicU32,
+    ) -> Result<bool, ReadError> {
+        let lane = Lane::Foreground;
+        let cluster = state.arn.clone();
         let unplaced = state
             .tasks
             .values()
@@ -327,16 +403,26 @@ impl FleetReader {
                 })
                 .cloned()
                 .collect();
-            self.describe_into(&mut state, describe, calls).await?;
+            self.describe_into(state, describe, calls).await?;
         }
 
-        // Services: list again when the count differs; describe those of a changed cluster
-        // (with events, of the services whose tasks they named), those in a rollout and this
-        // refresh's slice.
-        let cluster_changed = relist_instances
-            || !removed.is_empty()
-            || listed_any
-            || (hints.is_none() && (!changed.is_empty() || task_counts_changed));
+        Ok(listed_any)
+    }
+
+    /// Services: listed again when the count differs; described when the cluster changed,
+    /// when the events named their tasks, when they are in a rollout, and this refresh's slice
+    /// (`sweep`).
+    async fn refresh_services(
+        &self,
+        state: &mut ClusterState,
+        counts: Option<ClusterCounts>,
+        sweep: &HashSet<String>,
+        hints: Option<&Hints>,
+        cluster_changed: bool,
+        calls: &AtomicU32,
+    ) -> Result<(), ReadError> {
+        let lane = Lane::Foreground;
+        let cluster = state.arn.clone();
         let named_services: HashSet<&str> = hints
             .map(|h| {
                 h.tasks
@@ -394,8 +480,6 @@ impl FleetReader {
                 }
             }
         }
-        state.instances = instances;
-        state.counts = counts;
-        Ok(state)
+        Ok(())
     }
 }
