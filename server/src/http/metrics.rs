@@ -180,6 +180,16 @@ pub struct MetricsPage {
 /// What reading AWS costs: calls by service, operation and outcome, retries, the budget, the
 /// snapshot's age, the last refresh, and the full reads' checks of the incremental state.
 fn write_costs(out: &mut String, costs: &Costs) -> std::fmt::Result {
+    write_aws_calls(out, costs)?;
+    write_refresher(out, costs)?;
+    if let Some(feed) = costs.reader.events() {
+        write_events(out, feed)?;
+    }
+    Ok(())
+}
+
+/// AWS call attempts and retries, by service and operation.
+fn write_aws_calls(out: &mut String, costs: &Costs) -> std::fmt::Result {
     family(
         out,
         "gpushare_aws_calls_total",
@@ -208,6 +218,12 @@ fn write_costs(out: &mut String, costs: &Costs) -> std::fmt::Result {
             escape(&operation)
         )?;
     }
+    Ok(())
+}
+
+/// The fleet refresher: the snapshot's age, the last refresh, the ECS API budget, refreshes and
+/// the full reads that check the incremental state.
+fn write_refresher(out: &mut String, costs: &Costs) -> std::fmt::Result {
     let state = costs.store.state();
     let stats = costs.store.stats();
     let checks = costs.reader.checks();
@@ -298,47 +314,50 @@ fn write_costs(out: &mut String, costs: &Costs) -> std::fmt::Result {
         }
         writeln!(out, "{series} {value}")?;
     }
-    if let Some(feed) = costs.reader.events() {
-        let counts = feed.counts();
-        family(
-            out,
-            "gpushare_fleet_events_following",
-            "gauge",
-            "1 while the console reads ECS's events from the SQS queue; 0 while it cannot (the refresh then lists tasks).",
-        )?;
+    Ok(())
+}
+
+/// ECS's events read from the SQS queue.
+fn write_events(out: &mut String, feed: &crate::fleet::events::EventFeed) -> std::fmt::Result {
+    let counts = feed.counts();
+    family(
+        out,
+        "gpushare_fleet_events_following",
+        "gauge",
+        "1 while the console reads ECS's events from the SQS queue; 0 while it cannot (the refresh then lists tasks).",
+    )?;
+    writeln!(
+        out,
+        "gpushare_fleet_events_following {}",
+        u8::from(feed.following())
+    )?;
+    family(
+        out,
+        "gpushare_fleet_events_total",
+        "counter",
+        "Messages read from the events queue, by kind: task state changes, other ECS events, unreadable messages.",
+    )?;
+    for (kind, value) in [
+        ("task_state_change", counts.task_events),
+        ("other", counts.other_events),
+        ("unreadable", counts.unreadable),
+    ] {
         writeln!(
             out,
-            "gpushare_fleet_events_following {}",
-            u8::from(feed.following())
-        )?;
-        family(
-            out,
-            "gpushare_fleet_events_total",
-            "counter",
-            "Messages read from the events queue, by kind: task state changes, other ECS events, unreadable messages.",
-        )?;
-        for (kind, value) in [
-            ("task_state_change", counts.task_events),
-            ("other", counts.other_events),
-            ("unreadable", counts.unreadable),
-        ] {
-            writeln!(
-                out,
-                "gpushare_fleet_events_total{{kind=\"{kind}\"}} {value}"
-            )?;
-        }
-        family(
-            out,
-            "gpushare_fleet_events_receive_errors_total",
-            "counter",
-            "Receives from the events queue that failed.",
-        )?;
-        writeln!(
-            out,
-            "gpushare_fleet_events_receive_errors_total {}",
-            counts.errors
+            "gpushare_fleet_events_total{{kind=\"{kind}\"}} {value}"
         )?;
     }
+    family(
+        out,
+        "gpushare_fleet_events_receive_errors_total",
+        "counter",
+        "Receives from the events queue that failed.",
+    )?;
+    writeln!(
+        out,
+        "gpushare_fleet_events_receive_errors_total {}",
+        counts.errors
+    )?;
     Ok(())
 }
 
