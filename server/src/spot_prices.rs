@@ -59,6 +59,28 @@ impl SpotPrices {
             return Ok(0);
         }
         let now = chrono::Utc::now();
+        let latest = self.latest_prices(&spot, now).await?;
+        let (prices, missing) = fleet_means(&spot, &latest, now);
+        let count = prices.len();
+        *self.quote.write().unwrap_or_else(|p| p.into_inner()) = SpotQuote {
+            prices,
+            note: (!missing.is_empty()).then(|| {
+                format!(
+                    "EC2 has no spot price for {}: those spot instances are unpriced unless the price file gives a rate.",
+                    missing.join(", ")
+                )
+            }),
+        };
+        Ok(count)
+    }
+
+    /// The newest spot price per instance type and zone, from EC2's price history. A failure
+    /// is said in words, and noted on the quote while it has no prices from before.
+    async fn latest_prices(
+        &self,
+        spot: &BTreeMap<String, Vec<Option<String>>>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<BTreeMap<(String, String), (i64, f64)>, String> {
         let mut pages = self
             .ec2
             .describe_spot_price_history()
@@ -109,60 +131,61 @@ impl SpotPrices {
                 }
             }
         }
-        let read_at = now.format("%Y-%m-%d %H:%M UTC");
-        let mut prices = Vec::new();
-        let mut missing = Vec::new();
-        for (kind, zones) in &spot {
-            let known: BTreeMap<&str, f64> = latest
-                .iter()
-                .filter(|((k, _), _)| k == kind)
-                .map(|((_, z), (_, p))| (z.as_str(), *p))
-                .collect();
-            if known.is_empty() {
-                missing.push(kind.clone());
-                continue;
-            }
-            let mean = known.values().sum::<f64>() / known.len() as f64;
-            let each: Vec<f64> = zones
-                .iter()
-                .map(|z| {
-                    z.as_deref()
-                        .and_then(|z| known.get(z))
-                        .copied()
-                        .unwrap_or(mean)
-                })
-                .collect();
-            let used: BTreeSet<&str> = zones
-                .iter()
-                .filter_map(|z| z.as_deref())
-                .filter(|z| known.contains_key(z))
-                .collect();
-            prices.push(Price {
-                instance_type: kind.clone(),
-                lifecycle: Lifecycle::Spot,
-                usd_per_hour: each.iter().sum::<f64>() / each.len() as f64,
-                source: format!(
-                    "EC2 spot price history, {} (mean over the fleet's instances), read {read_at}",
-                    if used.is_empty() {
-                        "all zones".to_string()
-                    } else {
-                        used.into_iter().collect::<Vec<_>>().join(", ")
-                    }
-                ),
-            });
-        }
-        let count = prices.len();
-        *self.quote.write().unwrap_or_else(|p| p.into_inner()) = SpotQuote {
-            prices,
-            note: (!missing.is_empty()).then(|| {
-                format!(
-                    "EC2 has no spot price for {}: those spot instances are unpriced unless the price file gives a rate.",
-                    missing.join(", ")
-                )
-            }),
-        };
-        Ok(count)
+        Ok(latest)
     }
+}
+
+/// Per spot instance type of the fleet (its instances' zones in `spot`): the mean of the prices
+/// of its instances' zones (a zone without a price takes the mean over the zones that have
+/// one), and the types without any price.
+fn fleet_means(
+    spot: &BTreeMap<String, Vec<Option<String>>>,
+    latest: &BTreeMap<(String, String), (i64, f64)>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Vec<Price>, Vec<String>) {
+    let read_at = now.format("%Y-%m-%d %H:%M UTC");
+    let mut prices = Vec::new();
+    let mut missing = Vec::new();
+    for (kind, zones) in spot {
+        let known: BTreeMap<&str, f64> = latest
+            .iter()
+            .filter(|((k, _), _)| k == kind)
+            .map(|((_, z), (_, p))| (z.as_str(), *p))
+            .collect();
+        if known.is_empty() {
+            missing.push(kind.clone());
+            continue;
+        }
+        let mean = known.values().sum::<f64>() / known.len() as f64;
+        let each: Vec<f64> = zones
+            .iter()
+            .map(|z| {
+                z.as_deref()
+                    .and_then(|z| known.get(z))
+                    .copied()
+                    .unwrap_or(mean)
+            })
+            .collect();
+        let used: BTreeSet<&str> = zones
+            .iter()
+            .filter_map(|z| z.as_deref())
+            .filter(|z| known.contains_key(z))
+            .collect();
+        prices.push(Price {
+            instance_type: kind.clone(),
+            lifecycle: Lifecycle::Spot,
+            usd_per_hour: each.iter().sum::<f64>() / each.len() as f64,
+            source: format!(
+                "EC2 spot price history, {} (mean over the fleet's instances), read {read_at}",
+                if used.is_empty() {
+                    "all zones".to_string()
+                } else {
+                    used.into_iter().collect::<Vec<_>>().join(", ")
+                }
+            ),
+        });
+    }
+    (prices, missing)
 }
 
 impl app::service::ports::SpotMarket for SpotPrices {
