@@ -151,15 +151,7 @@ async fn budget_use(
             all
         })
         .collect();
-    let mut arns: Vec<&str> = states_of
-        .iter()
-        .flatten()
-        .map(|(_, arn)| arn.as_str())
-        .collect();
-    arns.sort_unstable();
-    arns.dedup();
-    let found = futures::future::join_all(arns.iter().map(|arn| task_gpu(context, arn))).await;
-    let per_arn: HashMap<&str, Option<TaskGpu>> = arns.into_iter().zip(found).collect();
+    let per_arn = task_gpus(context, &states_of).await;
     let mut usage = BudgetUse {
         team: rule.team.clone(),
         cluster: rule.cluster.clone(),
@@ -171,8 +163,7 @@ async fn budget_use(
     };
     let mut recorded_most = 0;
     for (service, states) in services.iter().zip(&states_of) {
-        let is_live = live.is_some_and(|l| l.service == service.name);
-        // Each state's memory; the largest counts, and one that cannot be read is said.
+        // Each state's memory; one that cannot be read is said.
         let sized: Vec<Option<(u32, TaskGpu, u64)>> = states
             .iter()
             .map(|(desired, arn)| {
@@ -190,12 +181,7 @@ async fn budget_use(
         {
             usage.unknown.push(service.name.clone());
         }
-        let largest = sized
-            .iter()
-            .enumerate()
-            .filter_map(|(at, size)| size.map(|s| (at, s)))
-            .max_by_key(|(at, (_, _, mib))| (*mib, std::cmp::Reverse(*at)));
-        if is_live {
+        if live.is_some_and(|l| l.service == service.name) {
             // The last state is what ECS says now; the others were read or sent.
             let recorded = sized.len().saturating_sub(1);
             recorded_most = sized[..recorded]
@@ -205,22 +191,62 @@ async fn budget_use(
                 .max()
                 .unwrap_or(0);
         }
-        let (desired, per_task, memory, at) = match largest {
-            Some((at, (desired, task, mib))) => (desired, Some(task), mib, at),
-            None => (service.desired, None, 0, 0),
-        };
-        let whole_gpus = per_task.map_or(0, |t| u64::from(desired) * u64::from(t.whole_gpus));
-        usage.held_mib += memory;
-        usage.held_whole_gpus += whole_gpus;
-        usage.services.push(ServiceHolding {
-            service: service.name.clone(),
-            desired,
-            per_task,
-            memory_mib: memory,
-            whole_gpus,
-            counts_sent: at > 0,
-        });
+        let holding = largest_holding(service, &sized);
+        usage.held_mib += holding.memory_mib;
+        usage.held_whole_gpus += holding.whole_gpus;
+        usage.services.push(holding);
     }
+    add_pending(context, rule, except, &mut usage).await?;
+    Ok((usage, recorded_most))
+}
+
+/// The GPUs of each task definition the states name, read once each; `None` for one that
+/// cannot be read.
+async fn task_gpus(
+    context: &ServiceContext,
+    states_of: &[Vec<(u32, String)>],
+) -> HashMap<String, Option<TaskGpu>> {
+    let mut arns: Vec<&str> = states_of
+        .iter()
+        .flatten()
+        .map(|(_, arn)| arn.as_str())
+        .collect();
+    arns.sort_unstable();
+    arns.dedup();
+    let found = futures::future::join_all(arns.iter().map(|arn| task_gpu(context, arn))).await;
+    arns.into_iter().map(str::to_string).zip(found).collect()
+}
+
+/// What `service` holds: the largest of its possible states (`sized`, each with its desired
+/// count, its tasks' GPUs and its memory), the earliest among equals; nothing known when none
+/// could be read.
+fn largest_holding(service: &ServiceRef, sized: &[Option<(u32, TaskGpu, u64)>]) -> ServiceHolding {
+    let largest = sized
+        .iter()
+        .enumerate()
+        .filter_map(|(at, size)| size.map(|s| (at, s)))
+        .max_by_key(|(at, (_, _, mib))| (*mib, std::cmp::Reverse(*at)));
+    let (desired, per_task, memory, at) = match largest {
+        Some((at, (desired, task, mib))) => (desired, Some(task), mib, at),
+        None => (service.desired, None, 0, 0),
+    };
+    ServiceHolding {
+        service: service.name.clone(),
+        desired,
+        per_task,
+        memory_mib: memory,
+        whole_gpus: per_task.map_or(0, |t| u64::from(desired) * u64::from(t.whole_gpus)),
+        counts_sent: at > 0,
+    }
+}
+
+/// Adds the requests of the rule's team on its cluster waiting for approval (but `except`).
+async fn add_pending(
+    context: &ServiceContext,
+    rule: &BudgetRule,
+    except: Option<String>,
+    usage: &mut BudgetUse,
+) -> Result<(), ServiceError> {
     for count in context
         .approvals
         .pending_counts(String::new(), except)
@@ -232,7 +258,7 @@ async fn budget_use(
         usage.pending_mib = usage.pending_mib.saturating_add(count.memory_mib);
         usage.pending_whole_gpus = usage.pending_whole_gpus.saturating_add(count.whole_gpus);
     }
-    Ok((usage, recorded_most))
+    Ok(())
 }
 
 /// Every budget of the policy with what its team holds and waits for, by team then cluster.
