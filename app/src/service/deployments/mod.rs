@@ -23,7 +23,7 @@ use crate::{
         identity::Actor,
         identity::Permission,
         rollout::{pre_check as simulate, Cluster, RolloutPlan},
-        task_definition::gpu_settings,
+        task_definition::{gpu_settings, SourceRevision},
         FleetSnapshot, ServiceError, ServiceRef,
     },
     service::{
@@ -159,50 +159,9 @@ pub async fn pre_check(
     let (found, runs) = running(&snapshot, cluster, service)?;
     let family = runs.family.clone();
     let wanted = revision.map(|r| revision_number(&r, &family)).transpose()?;
-    let revisions = context.ecs.revisions(family.clone()).await?;
-    if revisions.is_empty() {
-        return Err(ServiceError::not_found(format!(
-            "there is no family {family:?}"
-        )));
-    }
-    let numbers: Vec<u32> = revisions.iter().map(|r| r.revision).collect();
-    let target_number = wanted.unwrap_or_else(|| {
-        revisions
-            .iter()
-            .find(|r| r.active)
-            .map_or(runs.revision, |r| r.revision)
-    });
-    let old = find_revision(context, &family, runs.revision)
-        .await?
-        .ok_or_else(|| {
-            ServiceError::not_found(format!("{family} has no revision {}", runs.revision))
-        })?;
-    let target = find_revision(context, &family, target_number)
-        .await?
-        .ok_or_else(|| {
-            ServiceError::not_found(format!(
-                "{family} has no revision {target_number}; its revisions are {}",
-                numbers
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-    let plan = RolloutPlan {
-        cluster: cluster.to_string(),
-        service: service.to_string(),
-        desired: found.desired,
-        running: found.running,
-        maximum_percent: found.maximum_percent.unwrap_or(200),
-        minimum_healthy_percent: found.minimum_healthy_percent.unwrap_or(100),
-        old: request_of(&old.task)?,
-        new: request_of(&target.task)?,
-        old_needs: needs_of(&old.task, &found.placement_constraints)?,
-        new_needs: needs_of(&target.task, &found.placement_constraints)?,
-        strategy: found.strategy.clone(),
-        placement_strategy: found.placement_strategy.clone(),
-    };
+    let (numbers, old, (target_number, target)) =
+        old_and_target(context, &family, runs.revision, wanted).await?;
+    let plan = rollout_plan(cluster, service, &found, &old, &target)?;
     let layout = Cluster::of(&snapshot, cluster, service)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
     let simulated = plan.clone();
@@ -256,5 +215,68 @@ pub async fn pre_check(
         revisions: numbers,
         comparison,
         rollout,
+    })
+}
+
+/// The family's revision numbers, the revision that runs (`running`) and the one to roll out:
+/// `wanted`, or else the newest active one.
+async fn old_and_target(
+    context: &ServiceContext,
+    family: &str,
+    running: u32,
+    wanted: Option<u32>,
+) -> Result<(Vec<u32>, SourceRevision, (u32, SourceRevision)), ServiceError> {
+    let revisions = context.ecs.revisions(family.to_string()).await?;
+    if revisions.is_empty() {
+        return Err(ServiceError::not_found(format!(
+            "there is no family {family:?}"
+        )));
+    }
+    let numbers: Vec<u32> = revisions.iter().map(|r| r.revision).collect();
+    let target_number = wanted.unwrap_or_else(|| {
+        revisions
+            .iter()
+            .find(|r| r.active)
+            .map_or(running, |r| r.revision)
+    });
+    let old = find_revision(context, family, running)
+        .await?
+        .ok_or_else(|| ServiceError::not_found(format!("{family} has no revision {running}")))?;
+    let target = find_revision(context, family, target_number)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::not_found(format!(
+                "{family} has no revision {target_number}; its revisions are {}",
+                numbers
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    Ok((numbers, old, (target_number, target)))
+}
+
+/// The rollout of `target` over `old` on `found`, as the simulation takes it.
+fn rollout_plan(
+    cluster: &str,
+    service: &str,
+    found: &ServiceRef,
+    old: &SourceRevision,
+    target: &SourceRevision,
+) -> Result<RolloutPlan, ServiceError> {
+    Ok(RolloutPlan {
+        cluster: cluster.to_string(),
+        service: service.to_string(),
+        desired: found.desired,
+        running: found.running,
+        maximum_percent: found.maximum_percent.unwrap_or(200),
+        minimum_healthy_percent: found.minimum_healthy_percent.unwrap_or(100),
+        old: request_of(&old.task)?,
+        new: request_of(&target.task)?,
+        old_needs: needs_of(&old.task, &found.placement_constraints)?,
+        new_needs: needs_of(&target.task, &found.placement_constraints)?,
+        strategy: found.strategy.clone(),
+        placement_strategy: found.placement_strategy.clone(),
     })
 }
