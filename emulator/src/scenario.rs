@@ -74,14 +74,39 @@ impl Scenario {
 fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     let start = now - Duration::hours(2);
     let mut fleet = Fleet::new(seed, start);
+    demo_instances(&mut fleet, start);
+    let specs = demo_services();
+    for spec in &specs {
+        // notebook-gpu deploys blue/green: the whole new set beside the old one.
+        let config = if spec.name == "notebook-gpu" {
+            // The circuit breaker is for rolling updates only.
+            DeploymentConfig {
+                strategy: "BLUE_GREEN".into(),
+                ..DeploymentConfig::default()
+            }
+        } else {
+            breaker()
+        };
+        add_service(&mut fleet, spec, config);
+    }
+    fleet.advance(start + Duration::seconds(60));
+
+    demo_troubles(&mut fleet, &specs, start);
+    demo_oddities(&mut fleet, start);
+    fleet.now = now;
+    fleet
+}
+
+/// The demo's clusters and instances: mixed types, a p4d without GPU sharing.
+fn demo_instances(fleet: &mut Fleet, start: DateTime<Utc>) {
     for name in ["inference-prod", "batch-sim", "ml-dev"] {
         let _ = fleet.create_cluster(name);
     }
-    add_instances(&mut fleet, "inference-prod", &G5_12XLARGE, 4, start);
-    add_instances(&mut fleet, "inference-prod", &G6_12XLARGE, 3, start);
-    add_instances(&mut fleet, "inference-prod", &G6E_12XLARGE, 2, start);
-    add_instances(&mut fleet, "inference-prod", &G5_XLARGE, 3, start);
-    add_instances(&mut fleet, "batch-sim", &P4D_24XLARGE, 1, start);
+    add_instances(fleet, "inference-prod", &G5_12XLARGE, 4, start);
+    add_instances(fleet, "inference-prod", &G6_12XLARGE, 3, start);
+    add_instances(fleet, "inference-prod", &G6E_12XLARGE, 2, start);
+    add_instances(fleet, "inference-prod", &G5_XLARGE, 3, start);
+    add_instances(fleet, "batch-sim", &P4D_24XLARGE, 1, start);
     // The p4d runs an agent without GPU sharing: ECS reports its GPUs only as GPU resources, with
     // no gpuDevices, and places only whole-GPU tasks on it.
     if let Some(p4d) = fleet
@@ -91,13 +116,16 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     {
         p4d.mps_capable = false;
     }
-    add_instances(&mut fleet, "batch-sim", &P5_48XLARGE, 1, start);
-    add_instances(&mut fleet, "batch-sim", &G6E_12XLARGE, 2, start);
-    add_instances(&mut fleet, "batch-sim", &G5_12XLARGE, 1, start);
-    add_instances(&mut fleet, "ml-dev", &G5_XLARGE, 5, start);
-    add_instances(&mut fleet, "ml-dev", &G6_12XLARGE, 2, start);
+    add_instances(fleet, "batch-sim", &P5_48XLARGE, 1, start);
+    add_instances(fleet, "batch-sim", &G6E_12XLARGE, 2, start);
+    add_instances(fleet, "batch-sim", &G5_12XLARGE, 1, start);
+    add_instances(fleet, "ml-dev", &G5_XLARGE, 5, start);
+    add_instances(fleet, "ml-dev", &G6_12XLARGE, 2, start);
+}
 
-    let specs = [
+/// The demo's services: four teams, MPS and whole-GPU tasks, one with two GPU containers.
+fn demo_services() -> [ServiceSpec; 12] {
+    [
         ServiceSpec {
             cluster: "inference-prod",
             name: "embed-api",
@@ -218,22 +246,12 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
             cpu: 1024,
             memory_mib: 4096,
         },
-    ];
-    for spec in &specs {
-        // notebook-gpu deploys blue/green: the whole new set beside the old one.
-        let config = if spec.name == "notebook-gpu" {
-            // The circuit breaker is for rolling updates only.
-            DeploymentConfig {
-                strategy: "BLUE_GREEN".into(),
-                ..DeploymentConfig::default()
-            }
-        } else {
-            breaker()
-        };
-        add_service(&mut fleet, spec, config);
-    }
-    fleet.advance(start + Duration::seconds(60));
+    ]
+}
 
+/// What goes wrong in the demo's first minutes: an impaired MPS daemon, and a release that
+/// crashes on start and is rolled back.
+fn demo_troubles(fleet: &mut Fleet, specs: &[ServiceSpec], start: DateTime<Utc>) {
     // The MPS daemon of batch-sim's g5.12xlarge stops answering: the agent marks the instance
     // IMPAIRED and stops nothing, so its simulation tasks keep running.
     if let Some(arn) = fleet
@@ -261,6 +279,11 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
         let _ = fleet.update_service("ml-dev", "speech-align", update);
     }
     fleet.advance(start + Duration::seconds(600));
+}
+
+/// The demo's odd instances: one without the CloudWatch agent, spot dev boxes, a p5 whose agent
+/// adds the InstanceId dimension, and two dev boxes that take no tasks.
+fn demo_oddities(fleet: &mut Fleet, start: DateTime<Utc>) {
     // A dev box that never got the CloudWatch agent: its GPUs have no metrics.
     if let Some(instance) = fleet
         .clusters
@@ -285,14 +308,12 @@ fn demo(seed: u64, now: DateTime<Utc>) -> Fleet {
     }
     // Two more dev boxes that take no tasks: one set to DRAINING, one whose agent lost its
     // connection.
-    add_instances(&mut fleet, "ml-dev", &G5_XLARGE, 2, start);
+    add_instances(fleet, "ml-dev", &G5_XLARGE, 2, start);
     if let Some(cluster) = fleet.clusters.get_mut("ml-dev") {
         let count = cluster.instances.len();
         cluster.instances[count - 2].room.status = "DRAINING".into();
         cluster.instances[count - 1].room.agent_connected = false;
     }
-    fleet.now = now;
-    fleet
 }
 
 /// The demo's last two weeks, as a cost review would find them: the search team grew (embed-api
