@@ -113,7 +113,34 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         ),
     });
 
-    // Steady state: nothing changes between refreshes.
+    steady_state(em, &reader, &mut rows).await?;
+    one_percent_changed(em, &reader, &feed, &clients, live, &mut rows).await?;
+    let store = data_age(em, Arc::new(reader), &mut rows).await;
+    rows.push(Row {
+        what: "ECS calls throttled in all of the above".into(),
+        value: format!(
+            "{} of {} attempts",
+            clients
+                .calls
+                .total("ecs", crate::aws::calls::Outcome::Throttled),
+            clients.calls.total("ecs", crate::aws::calls::Outcome::Ok)
+                + clients
+                    .calls
+                    .total("ecs", crate::aws::calls::Outcome::Throttled)
+        ),
+    });
+    drop(store);
+    em.set_faults(emulator::Faults::default())
+        .map_err(anyhow::Error::msg)?;
+    Ok(rows)
+}
+
+/// Steady state: ECS calls per refresh when nothing changes, and the most-used bucket's share.
+async fn steady_state(
+    em: &emulator::Emulator,
+    reader: &FleetReader,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
     let before = group_calls(em);
     let mut steady = Vec::new();
     for _ in 0..8 {
@@ -157,8 +184,19 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         });
     }
 
-    // 1 % of the tasks change: stopped, and replaced by their services. First by polling
-    // alone, then following ECS's task state change events through the SQS queue.
+    Ok(())
+}
+
+/// 1 % of the tasks change: stopped, and replaced by their services. First by polling alone,
+/// then following ECS's task state change events through the SQS queue.
+async fn one_percent_changed(
+    em: &emulator::Emulator,
+    reader: &FleetReader,
+    feed: &Arc<EventFeed>,
+    clients: &crate::aws::Clients,
+    live: usize,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
     let changes = [
         ("spread over the fleet", false, false),
         ("on the fewest instances", true, false),
@@ -167,7 +205,7 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
     ];
     for (label, concentrated, events) in changes {
         if events && !feed.following() {
-            crate::fleet::events::spawn(&feed);
+            crate::fleet::events::spawn(feed);
             let deadline = Instant::now() + Duration::from_secs(30);
             while !feed.following() && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -212,10 +250,17 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
         reader.refresh().await.map_err(|e| anyhow::anyhow!("{e}"))?;
     }
 
-    // The age of the data when a task starts: the refresher at its interval, a task started at
-    // a random moment, the time until a snapshot shows it.
+    Ok(())
+}
+
+/// The age of the data when a task starts: the refresher at its interval, a task started at a
+/// random moment, the time until a snapshot shows it. The store, to stop its refresher.
+async fn data_age(
+    em: &emulator::Emulator,
+    reader: Arc<FleetReader>,
+    rows: &mut Vec<Row>,
+) -> Arc<SnapshotStore> {
     let store = Arc::new(SnapshotStore::new(INTERVAL));
-    let reader = Arc::new(reader);
     crate::fleet::store::spawn_refresher(&store, reader.clone());
     let (cluster, definition, group) = em.with_fleet(|fleet| {
         let (key, cluster) = fleet.clusters.iter().next().expect("a cluster");
@@ -269,21 +314,5 @@ pub async fn rows(em: &emulator::Emulator, endpoint: &str, share: u32) -> anyhow
             ),
         });
     }
-    rows.push(Row {
-        what: "ECS calls throttled in all of the above".into(),
-        value: format!(
-            "{} of {} attempts",
-            clients
-                .calls
-                .total("ecs", crate::aws::calls::Outcome::Throttled),
-            clients.calls.total("ecs", crate::aws::calls::Outcome::Ok)
-                + clients
-                    .calls
-                    .total("ecs", crate::aws::calls::Outcome::Throttled)
-        ),
-    });
-    drop(store);
-    em.set_faults(emulator::Faults::default())
-        .map_err(anyhow::Error::msg)?;
-    Ok(rows)
+    store
 }
