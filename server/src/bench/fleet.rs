@@ -247,11 +247,34 @@ async fn http_get_headers(
 
 /// Starts `gpushare serve` on `endpoint` and measures it as a user would meet it.
 async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
+    let (mut child, pid, address) = serve(endpoint).await?;
+    let mut rows = Vec::new();
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .context("no VmRSS")?;
+    rows.push(Row {
+        what: "server resident memory holding the snapshot".into(),
+        value: mib(rss * 1024),
+    });
+
+    page_renders(&address, &mut rows).await?;
+    fleet_throughput(&address, seconds, &mut rows).await?;
+    in_the_browser(&address, &mut rows).await;
+    // The server is stopped on drop too; a kill that fails leaves nothing to say.
+    child.kill().await.ok();
+    Ok(rows)
+}
+
+/// `gpushare serve` on a free port against `endpoint`, once its first snapshot is there: the
+/// process, its id and its address.
+async fn serve(endpoint: &str) -> anyhow::Result<(tokio::process::Child, u32, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
     let address = format!("127.0.0.1:{port}");
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+    let child = tokio::process::Command::new(std::env::current_exe()?)
         // The whole of ECS's rates (the emulator enforces none here): a quick first read.
         .args([
             "serve",
@@ -286,27 +309,21 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
         anyhow::ensure!(Instant::now() < deadline, "no fleet snapshot after 120 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let mut rows = Vec::new();
-    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .context("no VmRSS")?;
-    rows.push(Row {
-        what: "server resident memory holding the snapshot".into(),
-        value: mib(rss * 1024),
-    });
+    Ok((child, pid, address))
+}
 
+/// Server render times of the fleet and cost pages and the cost API, and the fleet page's size.
+async fn page_renders(address: &str, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     let mut times = Vec::new();
     let mut raw = 0;
     for _ in 0..100 {
-        let (status, body, elapsed) = http_get(&address, "/", false).await?;
+        let (status, body, elapsed) = http_get(address, "/", false).await?;
         anyhow::ensure!(status == 200, "GET / answered {status}");
         raw = body.len();
         times.push(elapsed);
     }
     times.sort();
-    let (_, gzipped, _) = http_get(&address, "/", true).await?;
+    let (_, gzipped, _) = http_get(address, "/", true).await?;
     rows.push(Row {
         what: "fleet page server render, 100 requests".into(),
         value: format!(
@@ -336,7 +353,7 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
     ] {
         let mut times = Vec::new();
         for _ in 0..100 {
-            let (status, _, elapsed) = http_get(&address, path, false).await?;
+            let (status, _, elapsed) = http_get(address, path, false).await?;
             anyhow::ensure!(status == 200, "GET {path} answered {status}");
             times.push(elapsed);
         }
@@ -351,6 +368,11 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
         });
     }
 
+    Ok(())
+}
+
+/// Requests a second the fleet API serves under `wrk`, whole and filtered.
+async fn fleet_throughput(address: &str, seconds: u64, rows: &mut Vec<Row>) -> anyhow::Result<()> {
     for (what, path) in [
         ("the whole fleet", "/api/v1/fleet"),
         (
@@ -362,7 +384,7 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
             "/api/v1/fleet?cluster=batch&mode=DEDICATED",
         ),
     ] {
-        let (_, body, _) = http_get(&address, path, false).await?;
+        let (_, body, _) = http_get(address, path, false).await?;
         rows.push(Row {
             what: format!(
                 "/api/v1/fleet req/s, {what} ({:.0} KB), wrk 2 threads 32 connections",
@@ -374,6 +396,11 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
         });
     }
 
+    Ok(())
+}
+
+/// What headless Chromium measures: navigation to hydrated, and GPUs visible without scrolling.
+async fn in_the_browser(address: &str, rows: &mut Vec<Row>) {
     let root = std::env::var("GPUSHARE_ROOT").unwrap_or_else(|_| ".".into());
     let url = format!("http://{address}");
     rows.push(Row {
@@ -400,8 +427,6 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
             })
             .unwrap_or_else(|why| format!("not measured: {why}")),
     });
-    let _ = child.kill().await;
-    Ok(rows)
 }
 
 /// Runs one of `end2end/tools` (under `root`) against the console at `url`: the JSON line it
