@@ -5,17 +5,23 @@
 //! what the user typed whatever the answer.
 
 mod answer;
+mod fit_cluster;
+mod json_editor;
+mod mode_tabs;
 mod settings_form;
 
 use leptos::prelude::*;
 
 use answer::{CheckAnswer, EditErrors, RegisterRefusal};
+use fit_cluster::FitCluster;
+use json_editor::JsonEditor;
+use mode_tabs::ModeTabs;
 use settings_form::{Row, SettingsForm};
 
 use crate::{
     model::{
         identity::Permission,
-        task_definition::{EditCheck, EditResult, FieldError, RevisionDetail, MASK},
+        task_definition::{EditCheck, EditResult, FieldError, RevisionDetail},
     },
     server_fns::task_definitions::{
         check_gpu_edit, check_task_definition_json, register_gpu_edit,
@@ -65,49 +71,8 @@ pub fn GpuEditor(
     let description = RwSignal::new(String::new());
     let cluster = RwSignal::new(cluster);
     let last = RwSignal::new(None::<Last>);
-    let check = Action::new({
-        let family = family.clone();
-        move |(edit, cluster): &(Edit, String)| {
-            let (family, edit, cluster) = (family.clone(), edit.clone(), Some(cluster.clone()));
-            async move {
-                let answer = match edit {
-                    Edit::Form(edits) => {
-                        check_gpu_edit(family, number, edits, cluster, reveal).await
-                    }
-                    Edit::Json(text) => {
-                        check_task_definition_json(family, number, text, cluster, reveal).await
-                    }
-                };
-                last.set(Some(Last::Checked));
-                answer.map_err(|e| e.to_string())
-            }
-        }
-    });
-    let register = Action::new({
-        let family = family.clone();
-        move |(edit, description): &(Edit, String)| {
-            let (family, edit, description) = (family.clone(), edit.clone(), description.clone());
-            async move {
-                let answer = match edit {
-                    Edit::Form(edits) => {
-                        register_gpu_edit(family, number, edits, description).await
-                    }
-                    Edit::Json(text) => {
-                        register_task_definition_json(family, number, text, description).await
-                    }
-                };
-                if let Ok(EditResult {
-                    registered: Some(new),
-                    ..
-                }) = &answer
-                {
-                    registered.run(new.clone());
-                }
-                last.set(Some(Last::Registered));
-                answer.map_err(|e| e.to_string())
-            }
-        }
-    });
+    let check = check_action(family.clone(), number, reveal, last);
+    let register = register_action(family, number, registered, last);
     let checked = check.value();
     // A registration's answer counts until the next check.
     let outcome = Memo::new(move |_| {
@@ -158,49 +123,20 @@ pub fn GpuEditor(
         }
         _ => (!permission.allowed).then(|| permission.reason.clone().unwrap_or_default()),
     });
-    let cluster_options = clusters
-        .into_iter()
-        .map(|name| {
-            let value = name.clone();
-            view! { <option value=value.clone() selected=move || cluster.get() == value>{name}</option> }
-        })
-        .collect_view();
     view! {
         <section class="card" data-testid="gpu-editor" aria-labelledby="editor-heading">
             <h2 id="editor-heading">{format!("Edit revision {number}")}</h2>
             <noscript><p class="banner info">"The editor needs JavaScript. The JSON API (POST /api/v1/task-definitions/{family}/{revision}/check and /register) works without it."</p></noscript>
-            <div class="tabs" role="tablist" aria-label="Edit with">
-                <button type="button" role="tab" data-testid="mode-form"
-                    aria-selected=move || (!json_mode.get()).to_string()
-                    on:click=move |_| json_mode.set(false)>"GPU settings"</button>
-                <button type="button" role="tab" data-testid="mode-json"
-                    aria-selected=move || json_mode.get().to_string()
-                    on:click=move |_| json_mode.set(true)>"JSON"</button>
-            </div>
+            <ModeTabs json_mode />
             <div hidden=move || json_mode.get()><SettingsForm rows errors /></div>
-            <div hidden=move || !json_mode.get()>
-                <label class="json-editor">
-                    <span>"The whole RegisterTaskDefinition request. Masked values ("{MASK}") keep the source revision's value."</span>
-                    <textarea rows="24" spellcheck="false" data-testid="edit-json"
-                        prop:value=move || text.get()
-                        on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-                </label>
-            </div>
+            <JsonEditor text hidden=Signal::derive(move || !json_mode.get()) />
             <label class="edit-description">
                 <span>"Why (kept as the tag gpushare:change on the new revision)"</span>
                 <input type="text" maxlength="256" data-testid="edit-description"
                     prop:value=move || description.get()
                     on:input=move |ev| description.set(event_target_value(&ev)) />
             </label>
-            <label>
-                <span>"Check the fit in"</span>
-                <select data-testid="edit-cluster"
-                    prop:value=move || cluster.get()
-                    on:change=move |ev| cluster.set(event_target_value(&ev))>
-                    <option value="" selected=move || cluster.get().is_empty()>"the whole fleet"</option>
-                    {cluster_options}
-                </select>
-            </label>
+            <FitCluster cluster clusters />
             <div class="edit-actions">
                 <button type="button" data-testid="edit-check" on:click=on_check
                     disabled=move || busy() || !may_check>"Check"</button>
@@ -223,4 +159,55 @@ pub fn GpuEditor(
             })}
         </section>
     }
+}
+
+/// The check of an edit, as a form's rows or the whole JSON, on a cluster.
+fn check_action(
+    family: String,
+    number: u32,
+    reveal: bool,
+    last: RwSignal<Option<Last>>,
+) -> Action<(Edit, String), Result<EditCheck, String>> {
+    Action::new(move |(edit, cluster): &(Edit, String)| {
+        let (family, edit, cluster) = (family.clone(), edit.clone(), Some(cluster.clone()));
+        async move {
+            let answer = match edit {
+                Edit::Form(edits) => check_gpu_edit(family, number, edits, cluster, reveal).await,
+                Edit::Json(text) => {
+                    check_task_definition_json(family, number, text, cluster, reveal).await
+                }
+            };
+            last.set(Some(Last::Checked));
+            answer.map_err(|e| e.to_string())
+        }
+    })
+}
+
+/// The registration of an edit with its description; `registered` gets the new revision.
+fn register_action(
+    family: String,
+    number: u32,
+    registered: Callback<RevisionDetail>,
+    last: RwSignal<Option<Last>>,
+) -> Action<(Edit, String), Result<EditResult, String>> {
+    Action::new(move |(edit, description): &(Edit, String)| {
+        let (family, edit, description) = (family.clone(), edit.clone(), description.clone());
+        async move {
+            let answer = match edit {
+                Edit::Form(edits) => register_gpu_edit(family, number, edits, description).await,
+                Edit::Json(text) => {
+                    register_task_definition_json(family, number, text, description).await
+                }
+            };
+            if let Ok(EditResult {
+                registered: Some(new),
+                ..
+            }) = &answer
+            {
+                registered.run(new.clone());
+            }
+            last.set(Some(Last::Registered));
+            answer.map_err(|e| e.to_string())
+        }
+    })
 }

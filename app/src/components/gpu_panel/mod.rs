@@ -3,6 +3,12 @@
 
 use leptos::prelude::*;
 
+mod container_table;
+mod memory_bar;
+
+use container_table::ContainerTable;
+use memory_bar::MemoryBar;
+
 use crate::model::{
     fleet_view::{GpuDetail, MPS_CLIENT_LIMIT},
     Reading, SharingMode,
@@ -12,39 +18,11 @@ use crate::model::{
 #[component]
 pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
     let gpu = detail.gpu.clone();
-    let total = gpu.total_memory_mib.max(1);
     let allocated = match gpu.mode {
         SharingMode::Dedicated => gpu.total_memory_mib,
         _ => gpu.allocated_memory_mib(),
     };
     let free = gpu.total_memory_mib.saturating_sub(allocated);
-    // The memory bar: one segment per MPS container, in SVG (no inline styles under the CSP).
-    let mut offset = 0.0_f64;
-    let segments: Vec<_> = gpu
-        .containers
-        .iter()
-        .enumerate()
-        .filter_map(|(n, c)| {
-            let memory = match (c.memory_mib, c.whole_gpu) {
-                (Some(m), _) => m,
-                (None, true) => gpu.total_memory_mib,
-                (None, false) => return None,
-            };
-            let width = f64::from(memory) / f64::from(total) * 100.0;
-            let x = offset;
-            offset += width;
-            let title = format!(
-                "{} ({}): {memory} MiB",
-                c.container,
-                c.service.as_deref().unwrap_or("no service")
-            );
-            Some(view! {
-                <rect x=format!("{x:.2}") width=format!("{width:.2}") height="10" class=format!("seg k{}", n % 6)>
-                    <title>{title}</title>
-                </rect>
-            })
-        })
-        .collect();
     let usage = gpu.usage;
     let reading = |r: Option<Reading>, unit: &'static str| {
         r.map_or("no data".to_string(), |r| {
@@ -114,50 +92,10 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 </p>
             })}
             <h3>"Memory"</h3>
-            <svg class="membar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label=format!("{allocated} of {} MiB allocated", gpu.total_memory_mib)>
-                <rect x="0" width="100" height="10" class="free" />
-                {segments}
-            </svg>
+            <MemoryBar gpu=gpu.clone() allocated=allocated />
             <p class="muted">{format!("{allocated} MiB allocated, {free} MiB free of {} MiB", gpu.total_memory_mib)}</p>
             <h3>"Containers"</h3>
-            {if gpu.containers.is_empty() {
-                view! { <p class="muted">"Nothing runs on this GPU."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="data-table compact" data-testid="gpu-containers">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Container"</th>
-                                <th scope="col">"Service"</th>
-                                <th scope="col">"Team"</th>
-                                <th scope="col" class="num">"Memory MiB"</th>
-                                <th scope="col" class="num">"Compute limit"</th>
-                                <th scope="col">"Since (UTC)"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {gpu.containers.iter().map(|c| {
-                                let task = crate::model::arn::arn_tail(&c.task_arn).to_string();
-                                view! {
-                                    <tr>
-                                        <th scope="row" title=c.task_arn.clone()>
-                                            {c.container.clone()}
-                                            <span class="muted mono">{format!(" {}", &task[..task.len().min(8)])}</span>
-                                        </th>
-                                        <td>{c.service.clone().unwrap_or_else(|| "—".into())}</td>
-                                        <td>{c.team.clone().unwrap_or_else(|| "—".into())}</td>
-                                        <td class="num">{c.memory_mib.map_or("whole GPU".to_string(), |m| m.to_string())}</td>
-                                        <td class="num">{format!("{} %", c.compute_percent)}</td>
-                                        <td title=c.started_at.clone().unwrap_or_default()>
-                                            {c.started_at.as_deref().map_or("—".to_string(), short_time)}
-                                        </td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
+            <ContainerTable containers=gpu.containers.clone() />
             <p class="muted">
                 {format!("Compute limits add up to {} %", gpu.compute_allocated_percent)}
                 {(gpu.compute_allocated_percent > 100).then(|| {
