@@ -611,3 +611,5 @@ fn found_below(base: &Path, name: &str) -> Option<PathBuf> {
     }
     None
 }
+
+mod functions;
