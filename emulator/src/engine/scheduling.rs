@@ -55,87 +55,7 @@ impl Fleet {
             .map(|i| i.arn.clone())
             .collect();
         for arn in &moving {
-            let arn = arn.clone();
-            let Some(task) = cluster.tasks.get_mut(&arn) else {
-                cluster.moving.remove(&arn);
-                continue;
-            };
-            if task.desired_status == TaskStatus::Stopped {
-                if task
-                    .stopping_at
-                    .is_some_and(|at| now >= at + Duration::seconds(2))
-                {
-                    finish_stop(cluster, &arn, now);
-                }
-                continue;
-            }
-            if task.last_status == TaskStatus::Provisioning && now >= task.pending_at {
-                task.last_status = TaskStatus::Pending;
-            }
-            if task.last_status == TaskStatus::Pending
-                && now >= task.running_at
-                && matches!(task.gpu, GpuRequest::Mps(_))
-                && impaired.contains(&task.instance_arn)
-            {
-                // The agent's gate before an MPS task's containers are created: the task fails
-                // at start, its containers never run (no exit code).
-                task.failed_to_start = true;
-                task.desired_status = TaskStatus::Stopped;
-                task.stopping_at = Some(now);
-                task.stop_code = Some("TaskFailedToStart");
-                task.stopped_reason = Some(MPS_NOT_RESPONDING.to_string());
-                for container in &mut task.containers {
-                    container.reason = Some(MPS_NOT_RESPONDING.to_string());
-                }
-                if let Some(service) = task.group.strip_prefix("service:") {
-                    failed.push((
-                        service.to_string(),
-                        task.started_by.clone().unwrap_or_default(),
-                        arn.clone(),
-                    ));
-                }
-                continue;
-            }
-            // A container that exits at once: the task reached RUNNING, and stops a second
-            // later with the container's exit code.
-            if let (TaskStatus::Running, Some(code), Some(started)) =
-                (task.last_status, task.fails_with, task.started_at)
-            {
-                if now >= started + Duration::seconds(1) {
-                    task.desired_status = TaskStatus::Stopped;
-                    task.last_status = TaskStatus::Deprovisioning;
-                    task.stopping_at = Some(now);
-                    task.stop_code = Some("EssentialContainerExited");
-                    task.stopped_reason = Some("Essential container in task exited".to_string());
-                    // A plain exit: the exit code, and no container reason (ECS gives one only
-                    // when the agent or the runtime stopped the container).
-                    for container in &mut task.containers {
-                        container.exit_code = Some(code);
-                    }
-                    if let Some(service) = task.group.strip_prefix("service:") {
-                        failed.push((
-                            service.to_string(),
-                            task.started_by.clone().unwrap_or_default(),
-                            arn.clone(),
-                        ));
-                    }
-                }
-                continue;
-            }
-            if task.last_status == TaskStatus::Pending && now >= task.running_at {
-                task.last_status = TaskStatus::Running;
-                task.started_at = Some(now);
-                let instance_arn = task.instance_arn.clone();
-                // One that is about to exit stays on the list of tasks with a change to come.
-                if task.fails_with.is_none() {
-                    cluster.moving.remove(&arn);
-                }
-                if let Some(instance) = cluster.instance_mut(&instance_arn) {
-                    instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
-                    instance.running_tasks += 1;
-                    instance.version += 1;
-                }
-            }
+            failed.extend(step_task(cluster, arn, now, &impaired));
         }
         for (arn, was) in moving.into_iter().zip(before) {
             let now_is = cluster
@@ -146,6 +66,13 @@ impl Fleet {
                 cluster.changed.push(arn);
             }
         }
+        self.count_failed_starts(key, failed);
+    }
+
+    /// Counts tasks of services that failed to start (`(service, deployment, task)`) against
+    /// their deployments, and tells each as a service event.
+    fn count_failed_starts(&mut self, key: &str, failed: Vec<(String, String, String)>) {
+        let now = self.now;
         for (service, deployment, arn) in failed {
             if let Some(svc) = self
                 .clusters
@@ -363,6 +290,99 @@ impl Fleet {
             }
         }
     }
+}
+
+/// One step of a moving task `arn` at `now`: a stop that finishes, PROVISIONING to PENDING to
+/// RUNNING, an MPS task that fails at start on an `impaired` instance, a container that exits at
+/// once. A service's task that failed to start: its service, deployment and ARN.
+fn step_task(
+    cluster: &mut Cluster,
+    arn: &str,
+    now: DateTime<Utc>,
+    impaired: &BTreeSet<String>,
+) -> Option<(String, String, String)> {
+    let arn = arn.to_string();
+    let Some(task) = cluster.tasks.get_mut(&arn) else {
+        cluster.moving.remove(&arn);
+        return None;
+    };
+    if task.desired_status == TaskStatus::Stopped {
+        if task
+            .stopping_at
+            .is_some_and(|at| now >= at + Duration::seconds(2))
+        {
+            finish_stop(cluster, &arn, now);
+        }
+        return None;
+    }
+    if task.last_status == TaskStatus::Provisioning && now >= task.pending_at {
+        task.last_status = TaskStatus::Pending;
+    }
+    if task.last_status == TaskStatus::Pending
+        && now >= task.running_at
+        && matches!(task.gpu, GpuRequest::Mps(_))
+        && impaired.contains(&task.instance_arn)
+    {
+        // The agent's gate before an MPS task's containers are created: the task fails
+        // at start, its containers never run (no exit code).
+        task.failed_to_start = true;
+        task.desired_status = TaskStatus::Stopped;
+        task.stopping_at = Some(now);
+        task.stop_code = Some("TaskFailedToStart");
+        task.stopped_reason = Some(MPS_NOT_RESPONDING.to_string());
+        for container in &mut task.containers {
+            container.reason = Some(MPS_NOT_RESPONDING.to_string());
+        }
+        if let Some(service) = task.group.strip_prefix("service:") {
+            return Some((
+                service.to_string(),
+                task.started_by.clone().unwrap_or_default(),
+                arn.clone(),
+            ));
+        }
+        return None;
+    }
+    // A container that exits at once: the task reached RUNNING, and stops a second
+    // later with the container's exit code.
+    if let (TaskStatus::Running, Some(code), Some(started)) =
+        (task.last_status, task.fails_with, task.started_at)
+    {
+        if now >= started + Duration::seconds(1) {
+            task.desired_status = TaskStatus::Stopped;
+            task.last_status = TaskStatus::Deprovisioning;
+            task.stopping_at = Some(now);
+            task.stop_code = Some("EssentialContainerExited");
+            task.stopped_reason = Some("Essential container in task exited".to_string());
+            // A plain exit: the exit code, and no container reason (ECS gives one only
+            // when the agent or the runtime stopped the container).
+            for container in &mut task.containers {
+                container.exit_code = Some(code);
+            }
+            if let Some(service) = task.group.strip_prefix("service:") {
+                return Some((
+                    service.to_string(),
+                    task.started_by.clone().unwrap_or_default(),
+                    arn.clone(),
+                ));
+            }
+        }
+        return None;
+    }
+    if task.last_status == TaskStatus::Pending && now >= task.running_at {
+        task.last_status = TaskStatus::Running;
+        task.started_at = Some(now);
+        let instance_arn = task.instance_arn.clone();
+        // One that is about to exit stays on the list of tasks with a change to come.
+        if task.fails_with.is_none() {
+            cluster.moving.remove(&arn);
+        }
+        if let Some(instance) = cluster.instance_mut(&instance_arn) {
+            instance.pending_tasks = instance.pending_tasks.saturating_sub(1);
+            instance.running_tasks += 1;
+            instance.version += 1;
+        }
+    }
+    None
 }
 
 /// Finishes a stop: frees the task's GPUs, CPU and memory.
