@@ -300,8 +300,20 @@ fn completes(cluster: &Cluster, plan: &RolloutPlan) -> bool {
 
 /// Changes that would let a stalled rollout through, each checked by simulating again.
 fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
-    let mut out = Vec::new();
-    // A lower minimum healthy percent lets ECS stop old tasks before starting new ones.
+    [
+        lower_minimum(cluster, plan),
+        lower_maximum(cluster, plan),
+        fewer_tasks(cluster, plan),
+        less_memory(cluster, plan),
+        more_instances(cluster, plan),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A lower minimum healthy percent lets ECS stop old tasks before starting new ones.
+fn lower_minimum(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     if let Some(min) = [75, 50, 25, 0]
         .into_iter()
         .filter(|min| *min < plan.minimum_healthy_percent)
@@ -315,12 +327,16 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
             )
         })
     {
-        out.push(format!(
+        return Some(format!(
             "Set minimumHealthyPercent to {min} % (now {} %): ECS then stops old tasks first to make room, running fewer tasks for a while.",
             plan.minimum_healthy_percent
         ));
     }
-    // A lower maximum percent starts fewer new tasks at once.
+    None
+}
+
+/// A lower maximum percent starts fewer new tasks at once.
+fn lower_maximum(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     if let Some(max) = [175, 150, 125, 100]
         .into_iter()
         .filter(|max| *max < plan.maximum_percent)
@@ -334,12 +350,16 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
             )
         })
     {
-        out.push(format!(
+        return Some(format!(
             "Set maximumPercent to {max} % (now {} %): fewer new tasks start at once.",
             plan.maximum_percent
         ));
     }
-    // Fewer tasks.
+    None
+}
+
+/// Fewer tasks: the largest desired count with which the rollout completes.
+fn fewer_tasks(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     if let Some(count) = (1..plan.desired).rev().find(|count| {
         completes(
             cluster,
@@ -349,13 +369,17 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
             },
         )
     }) {
-        out.push(format!(
+        return Some(format!(
             "Run {count} {} instead of {}: the rollout completes with that desired count.",
             if count == 1 { "task" } else { "tasks" },
             plan.desired
         ));
     }
-    // Less memory per task, for MPS.
+    None
+}
+
+/// Less memory per task, for MPS: the most (found by halving) with which the rollout completes.
+fn less_memory(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     if let GpuRequest::Mps(memories) = &plan.new {
         let total = plan.new.mps_memory_mib();
         let scaled = |total_wanted: u32| -> GpuRequest {
@@ -388,12 +412,16 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
                     high = middle;
                 }
             }
-            out.push(format!(
+            return Some(format!(
                 "Ask for {low} MiB of GPU memory per task instead of {total}: the rollout completes with that."
             ));
         }
     }
-    // More instances of the type with the most GPU memory that could host a new task.
+    None
+}
+
+/// More instances of the type with the most GPU memory that could host a new task.
+fn more_instances(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     let mut types: Vec<(u32, String)> = cluster
         .hosts
         .iter()
@@ -411,13 +439,13 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
         if let Some(count) = (1..=plan.desired.max(1))
             .find(|count| completes(&cluster.with_instances(instance_type, *count), plan))
         {
-            out.push(format!(
+            return Some(format!(
                 "Add {count} {instance_type} {} to the cluster.",
                 if count == 1 { "instance" } else { "instances" }
             ));
         }
     }
-    out
+    None
 }
 
 #[cfg(test)]
