@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use ciborium::Value;
 
 use crate::{
-    cloudwatch::{CloudWatchError, MetricQuery, MAX_DATAPOINTS},
+    cloudwatch::{CloudWatchError, MetricQuery, MetricResult, MAX_DATAPOINTS},
     metric_store::MetricId,
     model::Fleet,
 };
@@ -205,6 +205,39 @@ fn get_metric_data(
     let max_points = integer(input, "MaxDatapoints")?.map_or(MAX_DATAPOINTS, |n| {
         n.clamp(1, MAX_DATAPOINTS as i64) as usize
     });
+    let queries = metric_queries(input)?;
+    let skip = text(input, "NextToken")?
+        .map(|t| decode_token(&t))
+        .transpose()?
+        .unwrap_or(0);
+    let mut results = fleet.get_metric_data(&queries, start, end, now)?;
+    let mut out = Vec::new();
+    let mut points = 0;
+    let mut next = None;
+    for (index, mut result) in results.drain(..).enumerate().skip(skip) {
+        if points > 0 && points + result.values.len() > max_points {
+            next = Some(encode_token(index));
+            break;
+        }
+        points += result.values.len();
+        if ascending {
+            result.timestamps.reverse();
+            result.values.reverse();
+        }
+        out.push(result_value(result));
+    }
+    let mut body = vec![
+        (t("MetricDataResults"), Value::Array(out)),
+        (t("Messages"), Value::Array(Vec::new())),
+    ];
+    if let Some(token) = next {
+        body.push((t("NextToken"), t(&token)));
+    }
+    Ok(Value::Map(body))
+}
+
+/// GetMetricData's queries: each an Id and a MetricStat (metric math is not emulated).
+fn metric_queries(input: &Entries) -> Result<Vec<MetricQuery>, CloudWatchError> {
     let mut queries = Vec::new();
     for query in list(input, "MetricDataQueries")? {
         let query = as_map(query, "Each metric data query")?;
@@ -232,54 +265,32 @@ fn get_metric_data(
             return_data: !matches!(get(query, "ReturnData"), Some(Value::Bool(false))),
         });
     }
-    let skip = text(input, "NextToken")?
-        .map(|t| decode_token(&t))
-        .transpose()?
-        .unwrap_or(0);
-    let mut results = fleet.get_metric_data(&queries, start, end, now)?;
-    let mut out = Vec::new();
-    let mut points = 0;
-    let mut next = None;
-    for (index, mut result) in results.drain(..).enumerate().skip(skip) {
-        if points > 0 && points + result.values.len() > max_points {
-            next = Some(encode_token(index));
-            break;
-        }
-        points += result.values.len();
-        if ascending {
-            result.timestamps.reverse();
-            result.values.reverse();
-        }
-        out.push(Value::Map(vec![
-            (t("Id"), t(&result.id)),
-            (t("Label"), t(&result.label)),
-            (
-                t("Timestamps"),
-                Value::Array(result.timestamps.into_iter().map(ts).collect()),
-            ),
-            (
-                t("Values"),
-                Value::Array(result.values.into_iter().map(Value::Float).collect()),
-            ),
-            (
-                t("StatusCode"),
-                t(if result.complete {
-                    "Complete"
-                } else {
-                    "PartialData"
-                }),
-            ),
-            (t("Messages"), Value::Array(Vec::new())),
-        ]));
-    }
-    let mut body = vec![
-        (t("MetricDataResults"), Value::Array(out)),
+    Ok(queries)
+}
+
+/// One query's result as CBOR.
+fn result_value(result: MetricResult) -> Value {
+    Value::Map(vec![
+        (t("Id"), t(&result.id)),
+        (t("Label"), t(&result.label)),
+        (
+            t("Timestamps"),
+            Value::Array(result.timestamps.into_iter().map(ts).collect()),
+        ),
+        (
+            t("Values"),
+            Value::Array(result.values.into_iter().map(Value::Float).collect()),
+        ),
+        (
+            t("StatusCode"),
+            t(if result.complete {
+                "Complete"
+            } else {
+                "PartialData"
+            }),
+        ),
         (t("Messages"), Value::Array(Vec::new())),
-    ];
-    if let Some(token) = next {
-        body.push((t("NextToken"), t(&token)));
-    }
-    Ok(Value::Map(body))
+    ])
 }
 
 fn list_metrics(fleet: &Fleet, input: &Entries) -> Result<Value, CloudWatchError> {

@@ -202,70 +202,21 @@ fn describe_instances(
 ) -> Result<String, Ec2Error> {
     let ids = list(params, "InstanceId");
     let filters = filters(params)?;
-    let get = |key: &str| param(params, key);
-    let max_results = match get("MaxResults") {
-        None => None,
-        Some(text) => {
-            if !ids.is_empty() {
-                return Err(Ec2Error::new(
-                    "InvalidParameterCombination",
-                    "The parameter instancesSet cannot be used with the parameter maxResults",
-                ));
-            }
-            let n: usize = text.parse().map_err(|_| {
-                Ec2Error::new(
-                    "InvalidParameterValue",
-                    format!("MaxResults '{text}' is not a number."),
-                )
-            })?;
-            if !(5..=1000).contains(&n) {
-                return Err(Ec2Error::new(
-                    "InvalidParameterValue",
-                    "Value for parameter maxResults is invalid. Expecting a value between 5 and 1000.",
-                ));
-            }
-            Some(n)
-        }
-    };
+    let max_results = instances_max_results(params, &ids)?;
     let start = page_start(params, "emulator-ec2:")?;
     let all: Vec<&ContainerInstance> = fleet
         .clusters
         .values()
         .flat_map(|c| c.instances.iter())
         .collect();
-    // Instance IDs that do not exist fail the whole request, as EC2 does; filters do not.
-    let unknown: Vec<&str> = ids
-        .iter()
-        .copied()
-        .filter(|id| !all.iter().any(|i| i.ec2_instance_id == *id))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Ec2Error::new(
-            "InvalidInstanceID.NotFound",
-            format!(
-                "The instance ID{} '{}' {} not exist",
-                if unknown.len() == 1 { "" } else { "s" },
-                unknown.join(", "),
-                if unknown.len() == 1 { "does" } else { "do" }
-            ),
-        ));
-    }
+    refuse_unknown_ids(&all, &ids)?;
     let matching: Vec<&ContainerInstance> = all
         .into_iter()
         .filter(|i| ids.is_empty() || ids.contains(&i.ec2_instance_id.as_str()))
         .filter(|i| {
-            filters.iter().all(|(name, values)| {
-                let value = match name.as_str() {
-                    "instance-id" => i.ec2_instance_id.clone(),
-                    "private-dns-name" => i.private_dns_name(&fleet.region),
-                    "private-ip-address" => i.private_ip.clone(),
-                    "availability-zone" => i.availability_zone.clone(),
-                    "instance-type" => i.instance_type.clone(),
-                    "instance-lifecycle" => if i.spot { "spot" } else { "" }.to_string(),
-                    _ => "running".to_string(),
-                };
-                values.contains(&value)
-            })
+            filters
+                .iter()
+                .all(|(name, values)| values.contains(&instance_field(fleet, i, name)))
         })
         .collect();
     let end = max_results.map_or(matching.len(), |n| (start + n).min(matching.len()));
@@ -275,11 +226,86 @@ fn describe_instances(
         escape(request_id)
     );
     for instance in page {
-        let id = &instance.ec2_instance_id;
-        let reservation = id.replacen("i-", "r-", 1);
-        let _ = write!(
-            xml,
-            "<item><reservationId>{}</reservationId><ownerId>{}</ownerId><groupSet/><instancesSet><item>\
+        write_reservation(&mut xml, fleet, instance);
+    }
+    xml.push_str("</reservationSet>");
+    if end < matching.len() {
+        let _ = write!(xml, "<nextToken>emulator-ec2:{end}</nextToken>");
+    }
+    xml.push_str("</DescribeInstancesResponse>");
+    Ok(xml)
+}
+
+/// DescribeInstances' `MaxResults`: 5 to 1000, and never beside instance IDs.
+fn instances_max_results(
+    params: &[(String, String)],
+    ids: &[&str],
+) -> Result<Option<usize>, Ec2Error> {
+    let Some(text) = param(params, "MaxResults") else {
+        return Ok(None);
+    };
+    if !ids.is_empty() {
+        return Err(Ec2Error::new(
+            "InvalidParameterCombination",
+            "The parameter instancesSet cannot be used with the parameter maxResults",
+        ));
+    }
+    let n: usize = text.parse().map_err(|_| {
+        Ec2Error::new(
+            "InvalidParameterValue",
+            format!("MaxResults '{text}' is not a number."),
+        )
+    })?;
+    if !(5..=1000).contains(&n) {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "Value for parameter maxResults is invalid. Expecting a value between 5 and 1000.",
+        ));
+    }
+    Ok(Some(n))
+}
+
+/// Instance IDs that do not exist fail the whole request, as EC2 does; filters do not.
+fn refuse_unknown_ids(all: &[&ContainerInstance], ids: &[&str]) -> Result<(), Ec2Error> {
+    let unknown: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| !all.iter().any(|i| i.ec2_instance_id == *id))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Ec2Error::new(
+        "InvalidInstanceID.NotFound",
+        format!(
+            "The instance ID{} '{}' {} not exist",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join(", "),
+            if unknown.len() == 1 { "does" } else { "do" }
+        ),
+    ))
+}
+
+/// The value of the field a DescribeInstances filter names.
+fn instance_field(fleet: &Fleet, instance: &ContainerInstance, filter: &str) -> String {
+    match filter {
+        "instance-id" => instance.ec2_instance_id.clone(),
+        "private-dns-name" => instance.private_dns_name(&fleet.region),
+        "private-ip-address" => instance.private_ip.clone(),
+        "availability-zone" => instance.availability_zone.clone(),
+        "instance-type" => instance.instance_type.clone(),
+        "instance-lifecycle" => if instance.spot { "spot" } else { "" }.to_string(),
+        _ => "running".to_string(),
+    }
+}
+
+/// One instance in its reservation, as DescribeInstances' XML has it.
+fn write_reservation(xml: &mut String, fleet: &Fleet, instance: &ContainerInstance) {
+    let id = &instance.ec2_instance_id;
+    let reservation = id.replacen("i-", "r-", 1);
+    let _ = write!(
+        xml,
+        "<item><reservationId>{}</reservationId><ownerId>{}</ownerId><groupSet/><instancesSet><item>\
 <instanceId>{}</instanceId><imageId>ami-0ecsgpu000000001</imageId>\
 <instanceState><code>16</code><name>running</name></instanceState>\
 <privateDnsName>{}</privateDnsName><dnsName/><reason/><amiLaunchIndex>0</amiLaunchIndex>\
@@ -290,27 +316,20 @@ fn describe_instances(
 {}<hypervisor>xen</hypervisor><virtualizationType>hvm</virtualizationType>\
 <privateDnsNameOptions><hostnameType>ip-name</hostnameType><enableResourceNameDnsARecord>false</enableResourceNameDnsARecord><enableResourceNameDnsAAAARecord>false</enableResourceNameDnsAAAARecord></privateDnsNameOptions>\
 </item></instancesSet></item>",
-            escape(&reservation),
-            escape(&fleet.account),
-            escape(id),
-            escape(&instance.private_dns_name(&fleet.region)),
-            escape(&instance.instance_type),
-            instance.registered_at.format("%Y-%m-%dT%H:%M:%S.000Z"),
-            escape(&instance.availability_zone),
-            escape(&instance.private_ip),
-            if instance.spot {
-                "<instanceLifecycle>spot</instanceLifecycle>"
-            } else {
-                ""
-            },
-        );
-    }
-    xml.push_str("</reservationSet>");
-    if end < matching.len() {
-        let _ = write!(xml, "<nextToken>emulator-ec2:{end}</nextToken>");
-    }
-    xml.push_str("</DescribeInstancesResponse>");
-    Ok(xml)
+        escape(&reservation),
+        escape(&fleet.account),
+        escape(id),
+        escape(&instance.private_dns_name(&fleet.region)),
+        escape(&instance.instance_type),
+        instance.registered_at.format("%Y-%m-%dT%H:%M:%S.000Z"),
+        escape(&instance.availability_zone),
+        escape(&instance.private_ip),
+        if instance.spot {
+            "<instanceLifecycle>spot</instanceLifecycle>"
+        } else {
+            ""
+        },
+    );
 }
 
 /// The instance types asked for (`InstanceType.N`, at most 100), or every type the emulator
@@ -435,30 +454,8 @@ fn describe_spot_price_history(
     params: &[(String, String)],
     request_id: &str,
 ) -> Result<String, Ec2Error> {
-    let get = |key: &str| param(params, key);
-    let time = |key: &str| -> Result<Option<chrono::DateTime<chrono::Utc>>, Ec2Error> {
-        get(key)
-            .map(|text| {
-                chrono::DateTime::parse_from_rfc3339(text)
-                    .map(|t| t.with_timezone(&chrono::Utc))
-                    .map_err(|_| {
-                        Ec2Error::new(
-                            "InvalidParameterValue",
-                            format!("Value ({text}) for parameter {key} is invalid."),
-                        )
-                    })
-            })
-            .transpose()
-    };
     let now = fleet.now;
-    let start = time("StartTime")?.unwrap_or(now).min(now);
-    let end = time("EndTime")?.unwrap_or(now).min(now);
-    if end < start {
-        return Err(Ec2Error::new(
-            "InvalidParameterValue",
-            "The end time must be after the start time.",
-        ));
-    }
+    let (start, end) = spot_window(params, now)?;
     if params.iter().any(|(k, _)| k.starts_with("Filter.")) {
         return Err(Ec2Error::new(
             "InvalidParameterValue",
@@ -468,7 +465,7 @@ fn describe_spot_price_history(
     let products = list(params, "ProductDescription");
     let linux = products.is_empty() || products.contains(&"Linux/UNIX");
     let types = list(params, "InstanceType");
-    let zone = get("AvailabilityZone");
+    let zone = param(params, "AvailabilityZone");
     if let Some(zone) = zone {
         if !ZONES.contains(&zone) {
             return Err(Ec2Error::new(
@@ -478,27 +475,11 @@ fn describe_spot_price_history(
         }
     }
     let max_results = max_results(params, 1, 1000)?;
-    let mut items: Vec<(i64, &str, &str, f64)> = Vec::new();
-    if linux {
-        let first = start.timestamp().div_euclid(SPOT_PERIOD_SECONDS) * SPOT_PERIOD_SECONDS;
-        for kind in instance_types::ALL
-            .iter()
-            .filter(|t| types.is_empty() || types.contains(&t.name))
-        {
-            for z in ZONES
-                .iter()
-                .filter(|z| zone.is_none_or(|asked| asked == **z))
-            {
-                let mut at = first;
-                while at <= end.timestamp() {
-                    if let Some(price) = spot_price(kind.name, z, at) {
-                        items.push((at, kind.name, z, price));
-                    }
-                    at += SPOT_PERIOD_SECONDS;
-                }
-            }
-        }
-    }
+    let mut items = if linux {
+        spot_prices_between(start, end, &types, zone)
+    } else {
+        Vec::new()
+    };
     items.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)).then(a.2.cmp(b.2)));
     let begin = page_start(params, "emulator-ec2-spot:")?;
     let stop = (begin + max_results).min(items.len());
@@ -524,6 +505,66 @@ fn describe_spot_price_history(
     }
     xml.push_str("</DescribeSpotPriceHistoryResponse>");
     Ok(xml)
+}
+
+/// The window a DescribeSpotPriceHistory request asks about (`StartTime`, `EndTime`), neither
+/// past now.
+fn spot_window(
+    params: &[(String, String)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>), Ec2Error> {
+    let time = |key: &str| -> Result<Option<chrono::DateTime<chrono::Utc>>, Ec2Error> {
+        param(params, key)
+            .map(|text| {
+                chrono::DateTime::parse_from_rfc3339(text)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|_| {
+                        Ec2Error::new(
+                            "InvalidParameterValue",
+                            format!("Value ({text}) for parameter {key} is invalid."),
+                        )
+                    })
+            })
+            .transpose()
+    };
+    let start = time("StartTime")?.unwrap_or(now).min(now);
+    let end = time("EndTime")?.unwrap_or(now).min(now);
+    if end < start {
+        return Err(Ec2Error::new(
+            "InvalidParameterValue",
+            "The end time must be after the start time.",
+        ));
+    }
+    Ok((start, end))
+}
+
+/// Every spot price set in the window, per type and zone asked for: (when, type, zone, price).
+fn spot_prices_between(
+    start: chrono::DateTime<chrono::Utc>,
+    end: chrono::DateTime<chrono::Utc>,
+    types: &[&str],
+    zone: Option<&str>,
+) -> Vec<(i64, &'static str, &'static str, f64)> {
+    let mut items = Vec::new();
+    let first = start.timestamp().div_euclid(SPOT_PERIOD_SECONDS) * SPOT_PERIOD_SECONDS;
+    for kind in instance_types::ALL
+        .iter()
+        .filter(|t| types.is_empty() || types.contains(&t.name))
+    {
+        for z in ZONES
+            .iter()
+            .filter(|z| zone.is_none_or(|asked| asked == **z))
+        {
+            let mut at = first;
+            while at <= end.timestamp() {
+                if let Some(price) = spot_price(kind.name, z, at) {
+                    items.push((at, kind.name, *z, price));
+                }
+                at += SPOT_PERIOD_SECONDS;
+            }
+        }
+    }
+    items
 }
 
 /// Text for XML.

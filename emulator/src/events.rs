@@ -241,33 +241,7 @@ impl EventQueue {
             }
             "ReceiveMessage" => {
                 self.check_url(input)?;
-                let number = |key: &str, default: u64, max: u64| -> Result<u64, SqsError> {
-                    match input.get(key) {
-                        None | Some(Value::Null) => Ok(default),
-                        Some(value) => value.as_u64().filter(|n| *n <= max).ok_or_else(|| {
-                            SqsError::invalid(format!(
-                                "Value {value} for parameter {key} is invalid. Reason: must be between 0 and {max}."
-                            ))
-                        }),
-                    }
-                };
-                let max = number("MaxNumberOfMessages", 1, 10)?.max(1) as usize;
-                let wait = Duration::from_secs(number("WaitTimeSeconds", 0, 20)?);
-                let visibility =
-                    Duration::from_secs(number("VisibilityTimeout", DEFAULT_VISIBILITY, 43_200)?);
-                let deadline = tokio::time::Instant::now() + wait;
-                loop {
-                    let arrived = self.arrived.notified();
-                    tokio::pin!(arrived);
-                    arrived.as_mut().enable();
-                    let messages = self.take(max, visibility);
-                    if !messages.is_empty() {
-                        return Ok(json!({ "Messages": messages }));
-                    }
-                    if tokio::time::timeout_at(deadline, arrived).await.is_err() {
-                        return Ok(json!({}));
-                    }
-                }
+                self.receive_message(input).await
             }
             "DeleteMessage" => {
                 self.check_url(input)?;
@@ -281,31 +255,7 @@ impl EventQueue {
             }
             "DeleteMessageBatch" => {
                 self.check_url(input)?;
-                let entries = input
-                    .get("Entries")
-                    .and_then(Value::as_array)
-                    .filter(|e| !e.is_empty() && e.len() <= 10)
-                    .ok_or_else(|| {
-                        SqsError::invalid("Entries must hold 1 to 10 entries.".to_string())
-                    })?;
-                let mut successful = Vec::new();
-                let mut failed = Vec::new();
-                for entry in entries {
-                    let id = entry.get("Id").and_then(Value::as_str).unwrap_or("");
-                    match entry.get("ReceiptHandle").and_then(Value::as_str) {
-                        Some(receipt) => {
-                            self.delete(receipt);
-                            successful.push(json!({"Id": id}));
-                        }
-                        None => failed.push(json!({
-                            "Id": id,
-                            "SenderFault": true,
-                            "Code": "ReceiptHandleIsInvalid",
-                            "Message": "ReceiptHandle is required.",
-                        })),
-                    }
-                }
-                Ok(json!({"Successful": successful, "Failed": failed}))
+                self.delete_message_batch(input)
             }
             other => Err(SqsError {
                 code: "InvalidAction",
@@ -313,6 +263,64 @@ impl EventQueue {
                 message: format!("The action {other} is not valid for this endpoint."),
             }),
         }
+    }
+
+    /// ReceiveMessage: up to `MaxNumberOfMessages`, waiting up to `WaitTimeSeconds` for one.
+    async fn receive_message(&self, input: &Value) -> Result<Value, SqsError> {
+        let number = |key: &str, default: u64, max: u64| -> Result<u64, SqsError> {
+            match input.get(key) {
+                None | Some(Value::Null) => Ok(default),
+                Some(value) => value.as_u64().filter(|n| *n <= max).ok_or_else(|| {
+                    SqsError::invalid(format!(
+                        "Value {value} for parameter {key} is invalid. Reason: must be between 0 and {max}."
+                    ))
+                }),
+            }
+        };
+        let max = number("MaxNumberOfMessages", 1, 10)?.max(1) as usize;
+        let wait = Duration::from_secs(number("WaitTimeSeconds", 0, 20)?);
+        let visibility =
+            Duration::from_secs(number("VisibilityTimeout", DEFAULT_VISIBILITY, 43_200)?);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            let messages = self.take(max, visibility);
+            if !messages.is_empty() {
+                return Ok(json!({ "Messages": messages }));
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return Ok(json!({}));
+            }
+        }
+    }
+
+    /// DeleteMessageBatch: 1 to 10 entries, each deleted or failed on its own.
+    fn delete_message_batch(&self, input: &Value) -> Result<Value, SqsError> {
+        let entries = input
+            .get("Entries")
+            .and_then(Value::as_array)
+            .filter(|e| !e.is_empty() && e.len() <= 10)
+            .ok_or_else(|| SqsError::invalid("Entries must hold 1 to 10 entries.".to_string()))?;
+        let mut successful = Vec::new();
+        let mut failed = Vec::new();
+        for entry in entries {
+            let id = entry.get("Id").and_then(Value::as_str).unwrap_or("");
+            match entry.get("ReceiptHandle").and_then(Value::as_str) {
+                Some(receipt) => {
+                    self.delete(receipt);
+                    successful.push(json!({"Id": id}));
+                }
+                None => failed.push(json!({
+                    "Id": id,
+                    "SenderFault": true,
+                    "Code": "ReceiptHandleIsInvalid",
+                    "Message": "ReceiptHandle is required.",
+                })),
+            }
+        }
+        Ok(json!({"Successful": successful, "Failed": failed}))
     }
 }
 

@@ -429,33 +429,11 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         } else {
             format!("The operation {operation} is not supported by this emulator.")
         };
-        let mut response = (
-            StatusCode::BAD_REQUEST,
-            json!({"__type": "UnknownOperationException", "message": message}).to_string(),
-        )
-            .into_response();
-        set_json_headers(&emulator, response.headers_mut());
-        return response;
+        return json_refusal(&emulator, "UnknownOperationException", message);
     }
     let outcome = injected(&emulator, &operation).await;
-    let enforce = emulator.rate_limits();
-    if !emulator
-        .inner
-        .buckets
-        .take(&operation, enforce, std::time::Instant::now())
-    {
-        return ecs_error(&emulator, &EcsError::Throttling);
-    }
-    match outcome {
-        Outcome::Throttle => return ecs_error(&emulator, &EcsError::Throttling),
-        Outcome::ServerError => {
-            return ecs_error(
-                &emulator,
-                &EcsError::Server("Injected server error.".into()),
-            )
-        }
-        Outcome::Drop => return dropped(),
-        Outcome::Answer | Outcome::LoseAnswer => {}
+    if let Some(refused) = throttled_or_faulted(&emulator, &operation, outcome) {
+        return refused;
     }
     let input: Value = if body.is_empty() {
         Value::Object(Default::default())
@@ -463,17 +441,71 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         match serde_json::from_slice(&body) {
             Ok(value) => value,
             Err(error) => {
-                let mut response = (
-                    StatusCode::BAD_REQUEST,
-                    json!({"__type": "SerializationException", "message": format!("The request body is not valid JSON: {error}.")}).to_string(),
+                return json_refusal(
+                    &emulator,
+                    "SerializationException",
+                    format!("The request body is not valid JSON: {error}."),
                 )
-                    .into_response();
-                set_json_headers(&emulator, response.headers_mut());
-                return response;
             }
         }
     };
-    let answer = off_thread({
+    let answer = answer_ecs(&emulator, operation, input).await;
+    if outcome == Outcome::LoseAnswer {
+        return dropped();
+    }
+    match answer {
+        Ok(output) => {
+            let mut response = (StatusCode::OK, output).into_response();
+            set_json_headers(&emulator, response.headers_mut());
+            response
+        }
+        Err(error) => ecs_error(&emulator, &error),
+    }
+}
+
+/// A 400 in ECS's JSON error shape.
+fn json_refusal(emulator: &Emulator, kind: &str, message: String) -> Response {
+    let mut response = (
+        StatusCode::BAD_REQUEST,
+        json!({"__type": kind, "message": message}).to_string(),
+    )
+        .into_response();
+    set_json_headers(emulator, response.headers_mut());
+    response
+}
+
+/// The answer instead of the operation's, when its rate limit is spent or a fault is injected.
+fn throttled_or_faulted(
+    emulator: &Emulator,
+    operation: &str,
+    outcome: Outcome,
+) -> Option<Response> {
+    let enforce = emulator.rate_limits();
+    if !emulator
+        .inner
+        .buckets
+        .take(operation, enforce, std::time::Instant::now())
+    {
+        return Some(ecs_error(emulator, &EcsError::Throttling));
+    }
+    match outcome {
+        Outcome::Throttle => Some(ecs_error(emulator, &EcsError::Throttling)),
+        Outcome::ServerError => Some(ecs_error(
+            emulator,
+            &EcsError::Server("Injected server error.".into()),
+        )),
+        Outcome::Drop => Some(dropped()),
+        Outcome::Answer | Outcome::LoseAnswer => None,
+    }
+}
+
+/// Runs an ECS operation on a blocking thread: reads beside each other, writes one at a time.
+async fn answer_ecs(
+    emulator: &Emulator,
+    operation: String,
+    input: Value,
+) -> Result<String, EcsError> {
+    off_thread({
         let emulator = emulator.clone();
         move || {
             if ecs_api::reads_only(&operation) {
@@ -488,18 +520,7 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
         Err(EcsError::Server(
             "The emulator failed while answering; try again.".into(),
         ))
-    });
-    if outcome == Outcome::LoseAnswer {
-        return dropped();
-    }
-    match answer {
-        Ok(output) => {
-            let mut response = (StatusCode::OK, output).into_response();
-            set_json_headers(&emulator, response.headers_mut());
-            response
-        }
-        Err(error) => ecs_error(&emulator, &error),
-    }
+    })
 }
 
 async fn status(State(emulator): State<Emulator>) -> Json<Status> {

@@ -123,130 +123,49 @@ fn demo_instances(fleet: &mut Fleet, start: DateTime<Utc>) {
     add_instances(fleet, "ml-dev", &G6_12XLARGE, 2, start);
 }
 
+/// One demo service: its cluster, name, team and image, the GPU of each GPU container, its
+/// desired count, and each task's CPU units and memory (MiB).
+type DemoRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [Gpu],
+    u32,
+    u32,
+    u32,
+);
+
 /// The demo's services: four teams, MPS and whole-GPU tasks, one with two GPU containers.
+#[rustfmt::skip]
+const DEMO_SERVICES: [DemoRow; 12] = [
+    ("inference-prod", "embed-api", "search", "search/embed:2.4.1", &[Gpu::Mps(4_096, Some(50))], 8, 1024, 4096),
+    ("inference-prod", "rerank", "search", "search/rerank:1.9.0", &[Gpu::Mps(8_192, Some(30))], 4, 2048, 8192),
+    ("inference-prod", "vision-detect", "vision", "vision/detect:5.0.2", &[Gpu::Mps(6_144, Some(60))], 6, 2048, 8192),
+    ("inference-prod", "ocr", "vision", "vision/ocr:3.1.0", &[Gpu::Mps(3_072, None)], 6, 1024, 4096),
+    ("inference-prod", "asr-stream", "speech", "speech/asr:7.2.0", &[Gpu::Mps(10_240, Some(40)), Gpu::Mps(2_048, Some(20))], 4, 2048, 8192),
+    ("inference-prod", "tts", "speech", "speech/tts:2.0.3", &[Gpu::Mps(5_120, Some(50))], 3, 1024, 8192),
+    ("inference-prod", "llm-chat", "research", "research/llm-chat:0.9.4", &[Gpu::Whole(1)], 2, 8192, 65_536),
+    ("batch-sim", "trainer", "research", "research/trainer:4.2.0", &[Gpu::Whole(8)], 1, 65_536, 524_288),
+    ("batch-sim", "physics-sim", "research", "research/physics:1.3.0", &[Gpu::Mps(20_000, Some(60))], 5, 4096, 16_384),
+    ("batch-sim", "sim-render", "vision", "vision/render:2.2.1", &[Gpu::Mps(12_000, Some(70))], 3, 4096, 16_384),
+    ("ml-dev", "notebook-gpu", "research", "research/notebook:2026.11", &[Gpu::Mps(14_000, None)], 5, 1024, 4096),
+    ("ml-dev", "speech-align", "speech", "speech/align:1.4.0", &[Gpu::Mps(4_096, Some(25))], 2, 1024, 4096),
+];
+
 fn demo_services() -> [ServiceSpec; 12] {
-    [
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "embed-api",
-            team: "search",
-            image: "search/embed:2.4.1",
-            gpus: vec![Gpu::Mps(4_096, Some(50))],
-            desired: 8,
-            cpu: 1024,
-            memory_mib: 4096,
+    DEMO_SERVICES.map(
+        |(cluster, name, team, image, gpus, desired, cpu, memory_mib)| ServiceSpec {
+            cluster,
+            name,
+            team,
+            image,
+            gpus: gpus.to_vec(),
+            desired,
+            cpu,
+            memory_mib,
         },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "rerank",
-            team: "search",
-            image: "search/rerank:1.9.0",
-            gpus: vec![Gpu::Mps(8_192, Some(30))],
-            desired: 4,
-            cpu: 2048,
-            memory_mib: 8192,
-        },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "vision-detect",
-            team: "vision",
-            image: "vision/detect:5.0.2",
-            gpus: vec![Gpu::Mps(6_144, Some(60))],
-            desired: 6,
-            cpu: 2048,
-            memory_mib: 8192,
-        },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "ocr",
-            team: "vision",
-            image: "vision/ocr:3.1.0",
-            gpus: vec![Gpu::Mps(3_072, None)],
-            desired: 6,
-            cpu: 1024,
-            memory_mib: 4096,
-        },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "asr-stream",
-            team: "speech",
-            image: "speech/asr:7.2.0",
-            gpus: vec![Gpu::Mps(10_240, Some(40)), Gpu::Mps(2_048, Some(20))],
-            desired: 4,
-            cpu: 2048,
-            memory_mib: 8192,
-        },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "tts",
-            team: "speech",
-            image: "speech/tts:2.0.3",
-            gpus: vec![Gpu::Mps(5_120, Some(50))],
-            desired: 3,
-            cpu: 1024,
-            memory_mib: 8192,
-        },
-        ServiceSpec {
-            cluster: "inference-prod",
-            name: "llm-chat",
-            team: "research",
-            image: "research/llm-chat:0.9.4",
-            gpus: vec![Gpu::Whole(1)],
-            desired: 2,
-            cpu: 8192,
-            memory_mib: 65_536,
-        },
-        ServiceSpec {
-            cluster: "batch-sim",
-            name: "trainer",
-            team: "research",
-            image: "research/trainer:4.2.0",
-            gpus: vec![Gpu::Whole(8)],
-            desired: 1,
-            cpu: 65_536,
-            memory_mib: 524_288,
-        },
-        ServiceSpec {
-            cluster: "batch-sim",
-            name: "physics-sim",
-            team: "research",
-            image: "research/physics:1.3.0",
-            gpus: vec![Gpu::Mps(20_000, Some(60))],
-            desired: 5,
-            cpu: 4096,
-            memory_mib: 16_384,
-        },
-        ServiceSpec {
-            cluster: "batch-sim",
-            name: "sim-render",
-            team: "vision",
-            image: "vision/render:2.2.1",
-            gpus: vec![Gpu::Mps(12_000, Some(70))],
-            desired: 3,
-            cpu: 4096,
-            memory_mib: 16_384,
-        },
-        ServiceSpec {
-            cluster: "ml-dev",
-            name: "notebook-gpu",
-            team: "research",
-            image: "research/notebook:2026.11",
-            gpus: vec![Gpu::Mps(14_000, None)],
-            desired: 5,
-            cpu: 1024,
-            memory_mib: 4096,
-        },
-        ServiceSpec {
-            cluster: "ml-dev",
-            name: "speech-align",
-            team: "speech",
-            image: "speech/align:1.4.0",
-            gpus: vec![Gpu::Mps(4_096, Some(25))],
-            desired: 2,
-            cpu: 1024,
-            memory_mib: 4096,
-        },
-    ]
+    )
 }
 
 /// What goes wrong in the demo's first minutes: an impaired MPS daemon, and a release that

@@ -60,42 +60,8 @@ impl Fleet {
                 "family must be 1 to 255 letters, numbers, hyphens and underscores.",
             ));
         }
-        let containers: Vec<Map<String, Value>> = match input.get("containerDefinitions") {
-            Some(Value::Array(list)) if !list.is_empty() => list
-                .iter()
-                .map(|c| {
-                    c.as_object()
-                        .cloned()
-                        .ok_or_else(|| invalid("Each container definition must be an object."))
-                })
-                .collect::<Result<_, _>>()?,
-            _ => {
-                return Err(invalid(
-                    "containerDefinitions must list at least one container.",
-                ))
-            }
-        };
-        let mut names = Vec::new();
-        for container in &containers {
-            let name = container
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| invalid("Each container definition needs a name."))?;
-            if names.iter().any(|n| n == name) {
-                return Err(invalid(format!(
-                    "Container names must be unique: '{name}' appears twice."
-                )));
-            }
-            if container
-                .get("image")
-                .and_then(Value::as_str)
-                .is_none_or(str::is_empty)
-            {
-                return Err(invalid(format!("Container '{name}' needs an image.")));
-            }
-            names.push(name.to_string());
-        }
+        let containers = container_definitions(&input)?;
+        let names = container_names(&containers)?;
         let compatibilities: Vec<String> = input
             .get("requiresCompatibilities")
             .and_then(Value::as_array)
@@ -214,6 +180,49 @@ pub fn parse_tags(tags: Option<Value>) -> Result<Vec<Tag>, EcsError> {
             }
         })
         .collect()
+}
+
+/// The container definitions: at least one, each an object.
+fn container_definitions(input: &Map<String, Value>) -> Result<Vec<Map<String, Value>>, EcsError> {
+    match input.get("containerDefinitions") {
+        Some(Value::Array(list)) if !list.is_empty() => list
+            .iter()
+            .map(|c| {
+                c.as_object()
+                    .cloned()
+                    .ok_or_else(|| invalid("Each container definition must be an object."))
+            })
+            .collect(),
+        _ => Err(invalid(
+            "containerDefinitions must list at least one container.",
+        )),
+    }
+}
+
+/// The containers' names, in order: each present, unique, and with an image.
+fn container_names(containers: &[Map<String, Value>]) -> Result<Vec<String>, EcsError> {
+    let mut names: Vec<String> = Vec::new();
+    for container in containers {
+        let name = container
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| invalid("Each container definition needs a name."))?;
+        if names.iter().any(|n| n == name) {
+            return Err(invalid(format!(
+                "Container names must be unique: '{name}' appears twice."
+            )));
+        }
+        if container
+            .get("image")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(invalid(format!("Container '{name}' needs an image.")));
+        }
+        names.push(name.to_string());
+    }
+    Ok(names)
 }
 
 #[cfg(test)]

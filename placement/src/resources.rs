@@ -440,36 +440,7 @@ pub fn needs_of(
         ..Needs::default()
     };
     if matches!(network_mode, "bridge" | "host") {
-        for mapping in containers
-            .iter()
-            .filter_map(|c| c.get("portMappings").and_then(Value::as_array))
-            .flatten()
-        {
-            let port = |key: &str| {
-                mapping
-                    .get(key)
-                    .and_then(Value::as_u64)
-                    .and_then(|p| u16::try_from(p).ok())
-            };
-            // In host mode the container port is the host port.
-            let host = if network_mode == "host" {
-                port("hostPort").or_else(|| port("containerPort"))
-            } else {
-                port("hostPort")
-            };
-            let Some(host) = host.filter(|p| *p != 0) else {
-                continue;
-            };
-            let udp = mapping.get("protocol").and_then(Value::as_str) == Some("udp");
-            let list = if udp {
-                &mut needs.udp_ports
-            } else {
-                &mut needs.tcp_ports
-            };
-            if !list.contains(&host) {
-                list.push(host);
-            }
-        }
+        add_host_ports(&mut needs, &containers, network_mode == "host");
     }
     let constraints = task_definition
         .get("placementConstraints")
@@ -491,6 +462,40 @@ pub fn needs_of(
         }
     }
     Ok(needs)
+}
+
+/// The host ports a bridge or host task holds, TCP and UDP apart. In host mode the container
+/// port is the host port.
+fn add_host_ports(needs: &mut Needs, containers: &[&Map<String, Value>], host_mode: bool) {
+    for mapping in containers
+        .iter()
+        .filter_map(|c| c.get("portMappings").and_then(Value::as_array))
+        .flatten()
+    {
+        let port = |key: &str| {
+            mapping
+                .get(key)
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+        };
+        let host = if host_mode {
+            port("hostPort").or_else(|| port("containerPort"))
+        } else {
+            port("hostPort")
+        };
+        let Some(host) = host.filter(|p| *p != 0) else {
+            continue;
+        };
+        let udp = mapping.get("protocol").and_then(Value::as_str) == Some("udp");
+        let list = if udp {
+            &mut needs.udp_ports
+        } else {
+            &mut needs.tcp_ports
+        };
+        if !list.contains(&host) {
+            list.push(host);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -89,52 +89,64 @@ pub fn container_gpu(
                 format!("Container '{name}' has more than one GPU resource requirement."),
             ));
         }
-        // `None` when the requirement leaves `value` out; an empty text is still a value.
-        let value = match requirement.get("value") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(value)) => Some(value.as_str()),
-            Some(_) => {
-                return Err(error(
-                    format!("{path}.value"),
-                    format!("Container '{name}': the GPU value must be a string."),
-                ))
-            }
-        };
-        let strategy = requirement.get("sharingStrategy").filter(|v| !v.is_null());
-        found = match (value, strategy) {
-            (Some(value), Some(_)) => {
-                let hint = if value.is_empty() {
-                    " Leave value out, even an empty one."
-                } else {
-                    ""
-                };
-                return Err(error(
-                    format!("{path}.sharingStrategy"),
-                    format!("Container '{name}': a GPU resource requirement takes either a value or a sharingStrategy, not both.{hint}"),
-                ))
-            }
-            (None | Some(""), None) => {
-                return Err(error(
-                    format!("{path}.value"),
-                    format!("Container '{name}': a GPU resource requirement needs a value (a number of GPUs) or a sharingStrategy."),
-                ))
-            }
-            (Some(value), None) => ContainerGpu::Whole(parse_gpu_count(value).ok_or_else(|| {
-                error(
-                    format!("{path}.value"),
-                    format!("Container '{name}': the GPU value '{value}' is not valid; give a whole number of GPUs of at least 1, or ALL."),
-                )
-            })?),
-            (None, Some(strategy)) => parse_sharing_strategy(strategy)
-                .map_err(|(field, message)| {
-                    error(
-                        format!("{path}.sharingStrategy{field}"),
-                        format!("Container '{name}': {message}"),
-                    )
-                })?,
-        };
+        found = gpu_requirement(name, &path, requirement)?;
     }
     Ok(found)
+}
+
+/// One GPU resource requirement at `path` of container `name`: a whole number of GPUs in
+/// `value`, or a `sharingStrategy`, never both.
+fn gpu_requirement(
+    name: &str,
+    path: &str,
+    requirement: &Map<String, Value>,
+) -> Result<ContainerGpu, RuleError> {
+    let error = |path: String, message: String| RuleError {
+        container: Some(name.to_string()),
+        path,
+        message,
+    };
+    // `None` when the requirement leaves `value` out; an empty text is still a value.
+    let value = match requirement.get("value") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(value)) => Some(value.as_str()),
+        Some(_) => {
+            return Err(error(
+                format!("{path}.value"),
+                format!("Container '{name}': the GPU value must be a string."),
+            ))
+        }
+    };
+    let strategy = requirement.get("sharingStrategy").filter(|v| !v.is_null());
+    match (value, strategy) {
+        (Some(value), Some(_)) => {
+            let hint = if value.is_empty() {
+                " Leave value out, even an empty one."
+            } else {
+                ""
+            };
+            Err(error(
+                format!("{path}.sharingStrategy"),
+                format!("Container '{name}': a GPU resource requirement takes either a value or a sharingStrategy, not both.{hint}"),
+            ))
+        }
+        (None | Some(""), None) => Err(error(
+            format!("{path}.value"),
+            format!("Container '{name}': a GPU resource requirement needs a value (a number of GPUs) or a sharingStrategy."),
+        )),
+        (Some(value), None) => Ok(ContainerGpu::Whole(parse_gpu_count(value).ok_or_else(|| {
+            error(
+                format!("{path}.value"),
+                format!("Container '{name}': the GPU value '{value}' is not valid; give a whole number of GPUs of at least 1, or ALL."),
+            )
+        })?)),
+        (None, Some(strategy)) => parse_sharing_strategy(strategy).map_err(|(field, message)| {
+            error(
+                format!("{path}.sharingStrategy{field}"),
+                format!("Container '{name}': {message}"),
+            )
+        }),
+    }
 }
 
 fn parse_gpu_count(value: &str) -> Option<u32> {

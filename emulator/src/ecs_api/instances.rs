@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     error::{invalid, EcsError},
-    model::{ContainerInstance, Fleet},
+    model::{Cluster, ContainerInstance, Fleet},
     placement::SharingMode,
 };
 
@@ -96,6 +96,60 @@ pub fn update_state(
     fleet: &mut Fleet,
     input: &input::UpdateContainerInstancesState,
 ) -> Result<String, EcsError> {
+    let status = status_asked(input)?;
+    let key = fleet
+        .cluster_key(input.cluster.as_deref().unwrap_or("default"))
+        .ok_or(EcsError::ClusterNotFound)?;
+    let mut changed = Vec::new();
+    let mut failures = Vec::new();
+    {
+        let cluster = fleet
+            .clusters
+            .get_mut(&key)
+            .ok_or(EcsError::ClusterNotFound)?;
+        let prefix = cluster
+            .arn
+            .split(":cluster/")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        for reference in &input.container_instances {
+            let arn = if reference.starts_with("arn:") {
+                reference.clone()
+            } else {
+                format!("{prefix}:container-instance/{}/{reference}", cluster.name)
+            };
+            match cluster.instance_mut(&arn) {
+                Some(instance) => {
+                    if instance.room.status != status {
+                        instance.room.status = status.to_string();
+                        instance.version += 1;
+                    }
+                    changed.push(arn);
+                }
+                None => failures.push(missing(&arn)),
+            }
+        }
+        if status == "DRAINING" {
+            unsettle_services_on(cluster, &changed);
+        }
+    }
+    let cluster = &fleet.clusters[&key];
+    let found = changed
+        .iter()
+        .filter_map(|arn| cluster.instance(arn))
+        .map(|instance| InstanceOut::new(instance, None, false))
+        .collect();
+    serde_json::to_string(&Described {
+        container_instances: found,
+        failures,
+    })
+    .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
+}
+
+/// The status an UpdateContainerInstancesState request asks for, once its instances list is
+/// checked.
+fn status_asked(input: &input::UpdateContainerInstancesState) -> Result<&str, EcsError> {
     let status = match input.status.as_deref() {
         Some(status @ ("ACTIVE" | "DRAINING")) => status,
         Some(other) => {
@@ -114,65 +168,22 @@ pub fn update_state(
     if wanted.len() > 10 {
         return Err(invalid("containerInstances can have at most 10 items."));
     }
-    let key = fleet
-        .cluster_key(input.cluster.as_deref().unwrap_or("default"))
-        .ok_or(EcsError::ClusterNotFound)?;
-    let mut changed = Vec::new();
-    let mut failures = Vec::new();
-    {
-        let cluster = fleet
-            .clusters
-            .get_mut(&key)
-            .ok_or(EcsError::ClusterNotFound)?;
-        let prefix = cluster
-            .arn
-            .split(":cluster/")
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        for reference in wanted {
-            let arn = if reference.starts_with("arn:") {
-                reference.clone()
-            } else {
-                format!("{prefix}:container-instance/{}/{reference}", cluster.name)
-            };
-            match cluster.instance_mut(&arn) {
-                Some(instance) => {
-                    if instance.room.status != status {
-                        instance.room.status = status.to_string();
-                        instance.version += 1;
-                    }
-                    changed.push(arn);
-                }
-                None => failures.push(missing(&arn)),
-            }
-        }
-        // The services with tasks on a draining instance have work to do.
-        if status == "DRAINING" {
-            let services: std::collections::BTreeSet<String> = cluster
-                .tasks
-                .values()
-                .filter(|t| changed.contains(&t.instance_arn))
-                .filter_map(|t| t.group.strip_prefix("service:").map(str::to_string))
-                .collect();
-            for name in services {
-                if let Some(service) = cluster.services.get_mut(&name) {
-                    service.steady = false;
-                }
-            }
+    Ok(status)
+}
+
+/// The services with tasks on a draining instance have work to do.
+fn unsettle_services_on(cluster: &mut Cluster, draining: &[String]) {
+    let services: std::collections::BTreeSet<String> = cluster
+        .tasks
+        .values()
+        .filter(|t| draining.contains(&t.instance_arn))
+        .filter_map(|t| t.group.strip_prefix("service:").map(str::to_string))
+        .collect();
+    for name in services {
+        if let Some(service) = cluster.services.get_mut(&name) {
+            service.steady = false;
         }
     }
-    let cluster = &fleet.clusters[&key];
-    let found = changed
-        .iter()
-        .filter_map(|arn| cluster.instance(arn))
-        .map(|instance| InstanceOut::new(instance, None, false))
-        .collect();
-    serde_json::to_string(&Described {
-        container_instances: found,
-        failures,
-    })
-    .map_err(|e| EcsError::Server(format!("could not write the answer: {e}")))
 }
 
 #[derive(Serialize)]
@@ -289,90 +300,6 @@ impl<'a> InstanceOut<'a> {
         health: bool,
     ) -> InstanceOut<'a> {
         let registered_at = epoch_seconds(instance.registered_at);
-        let mut attributes = vec![
-            Attribute {
-                name: "ecs.instance-type",
-                value: Some(&instance.instance_type),
-            },
-            Attribute {
-                name: "ecs.availability-zone",
-                value: Some(&instance.availability_zone),
-            },
-            Attribute {
-                name: "ecs.os-type",
-                value: Some("linux"),
-            },
-            Attribute {
-                name: "ecs.cpu-architecture",
-                value: Some("x86_64"),
-            },
-            Attribute {
-                name: "com.amazonaws.ecs.capability.docker-remote-api.1.43",
-                value: None,
-            },
-        ];
-        if !instance.gpus.is_empty() {
-            attributes.push(Attribute {
-                name: "ecs.capability.nvidia-driver-version.570.172.08",
-                value: None,
-            });
-        }
-        if instance.mps_capable {
-            attributes.push(Attribute {
-                name: "ecs.capability.gpu-sharing-mps",
-                value: None,
-            });
-        }
-        // Custom attributes, as the agent's ECS_INSTANCE_ATTRIBUTES sets them.
-        for (name, value) in &instance.room.attributes {
-            if !name.starts_with("ecs.") && name != crate::placement::resources::EC2_INSTANCE_ID {
-                attributes.push(Attribute {
-                    name,
-                    value: Some(value),
-                });
-            }
-        }
-        let all_gpus: Vec<Cow<str>> = instance
-            .gpu_ids
-            .iter()
-            .map(|id| Cow::Borrowed(id.as_str()))
-            .collect();
-        let free_gpus: Vec<Cow<str>> = instance
-            .gpu_ids
-            .iter()
-            .zip(&instance.gpus)
-            .filter(|(_, slot)| slot.mode == SharingMode::Idle)
-            .map(|(id, _)| Cow::Borrowed(id.as_str()))
-            .collect();
-        let set = |name, values| Resource {
-            name,
-            kind: "STRINGSET",
-            integer_value: None,
-            string_set_value: Some(values),
-        };
-        let mut details = vec![Check {
-            kind: "CONTAINER_RUNTIME",
-            status: "OK",
-            status_reason: None,
-            last_updated: registered_at,
-            last_status_change: registered_at,
-        }];
-        if !instance.gpus.is_empty() {
-            details.push(Check {
-                kind: "ACCELERATED_COMPUTE",
-                status: if instance.mps_impaired.is_some() {
-                    "IMPAIRED"
-                } else {
-                    "OK"
-                },
-                // The agent's check gives no reason text.
-                status_reason: None,
-                last_updated: registered_at,
-                last_status_change: instance
-                    .mps_impaired
-                    .map_or(registered_at, |at| at.timestamp() as f64),
-            });
-        }
         InstanceOut {
             container_instance_arn: &instance.arn,
             ec2_instance_id: &instance.ec2_instance_id,
@@ -387,46 +314,147 @@ impl<'a> InstanceOut<'a> {
             running_tasks_count: instance.running_tasks,
             pending_tasks_count: instance.pending_tasks,
             registered_at,
-            attributes,
-            registered_resources: [
-                integer("CPU", instance.cpu),
-                integer("MEMORY", instance.memory_mib),
-                set("PORTS", ports(&ContainerInstance::RESERVED_PORTS)),
-                set("PORTS_UDP", Vec::new()),
-                set("GPU", all_gpus),
-            ],
-            // As ECS reports them, the PORTS of the remaining resources are the host ports in
-            // use: the reserved ones and those tasks hold.
-            remaining_resources: [
-                integer("CPU", instance.room.cpu_remaining),
-                integer("MEMORY", instance.room.memory_remaining_mib),
-                set("PORTS", ports(&instance.room.tcp_ports_used)),
-                set("PORTS_UDP", ports(&instance.room.udp_ports_used)),
-                set("GPU", free_gpus),
-            ],
-            gpu_devices: instance.mps_capable.then(|| {
-                instance
-                    .gpu_ids
-                    .iter()
-                    .zip(&instance.gpus)
-                    .map(|(id, slot)| GpuDevice {
-                        gpu_id: id,
-                        sharing_mode: slot.mode.as_str(),
-                        total_memory_in_mib: slot.total_memory_mib,
-                        remaining_memory_in_mib: slot.remaining_memory_mib,
-                        container_count: slot.container_count,
-                    })
-                    .collect()
-            }),
-            health_status: health.then(|| Health {
-                overall_status: if instance.mps_impaired.is_some() {
-                    "IMPAIRED"
-                } else {
-                    "OK"
-                },
-                details,
-            }),
+            attributes: attributes_of(instance),
+            registered_resources: registered_resources(instance),
+            remaining_resources: remaining_resources(instance),
+            gpu_devices: instance.mps_capable.then(|| gpu_devices_of(instance)),
+            health_status: health.then(|| health_of(instance, registered_at)),
             tags,
         }
+    }
+}
+
+/// The attributes ECS reports: the agent's, the driver's and MPS capabilities, and the custom
+/// ones the agent's ECS_INSTANCE_ATTRIBUTES sets.
+fn attributes_of(instance: &ContainerInstance) -> Vec<Attribute<'_>> {
+    let mut attributes = vec![
+        Attribute {
+            name: "ecs.instance-type",
+            value: Some(&instance.instance_type),
+        },
+        Attribute {
+            name: "ecs.availability-zone",
+            value: Some(&instance.availability_zone),
+        },
+        Attribute {
+            name: "ecs.os-type",
+            value: Some("linux"),
+        },
+        Attribute {
+            name: "ecs.cpu-architecture",
+            value: Some("x86_64"),
+        },
+        Attribute {
+            name: "com.amazonaws.ecs.capability.docker-remote-api.1.43",
+            value: None,
+        },
+    ];
+    if !instance.gpus.is_empty() {
+        attributes.push(Attribute {
+            name: "ecs.capability.nvidia-driver-version.570.172.08",
+            value: None,
+        });
+    }
+    if instance.mps_capable {
+        attributes.push(Attribute {
+            name: "ecs.capability.gpu-sharing-mps",
+            value: None,
+        });
+    }
+    for (name, value) in &instance.room.attributes {
+        if !name.starts_with("ecs.") && name != crate::placement::resources::EC2_INSTANCE_ID {
+            attributes.push(Attribute {
+                name,
+                value: Some(value),
+            });
+        }
+    }
+    attributes
+}
+
+fn string_set<'a>(name: &'static str, values: Vec<Cow<'a, str>>) -> Resource<'a> {
+    Resource {
+        name,
+        kind: "STRINGSET",
+        integer_value: None,
+        string_set_value: Some(values),
+    }
+}
+
+fn registered_resources(instance: &ContainerInstance) -> [Resource<'_>; 5] {
+    let all_gpus = instance
+        .gpu_ids
+        .iter()
+        .map(|id| Cow::Borrowed(id.as_str()))
+        .collect();
+    [
+        integer("CPU", instance.cpu),
+        integer("MEMORY", instance.memory_mib),
+        string_set("PORTS", ports(&ContainerInstance::RESERVED_PORTS)),
+        string_set("PORTS_UDP", Vec::new()),
+        string_set("GPU", all_gpus),
+    ]
+}
+
+/// As ECS reports them, the PORTS of the remaining resources are the host ports in use: the
+/// reserved ones and those tasks hold.
+fn remaining_resources(instance: &ContainerInstance) -> [Resource<'_>; 5] {
+    let free_gpus = instance
+        .gpu_ids
+        .iter()
+        .zip(&instance.gpus)
+        .filter(|(_, slot)| slot.mode == SharingMode::Idle)
+        .map(|(id, _)| Cow::Borrowed(id.as_str()))
+        .collect();
+    [
+        integer("CPU", instance.room.cpu_remaining),
+        integer("MEMORY", instance.room.memory_remaining_mib),
+        string_set("PORTS", ports(&instance.room.tcp_ports_used)),
+        string_set("PORTS_UDP", ports(&instance.room.udp_ports_used)),
+        string_set("GPU", free_gpus),
+    ]
+}
+
+fn gpu_devices_of(instance: &ContainerInstance) -> Vec<GpuDevice<'_>> {
+    instance
+        .gpu_ids
+        .iter()
+        .zip(&instance.gpus)
+        .map(|(id, slot)| GpuDevice {
+            gpu_id: id,
+            sharing_mode: slot.mode.as_str(),
+            total_memory_in_mib: slot.total_memory_mib,
+            remaining_memory_in_mib: slot.remaining_memory_mib,
+            container_count: slot.container_count,
+        })
+        .collect()
+}
+
+/// The health ECS reports when asked: the container runtime's check, and on GPU instances the
+/// accelerated-compute check that MPS's daemon answers.
+fn health_of(instance: &ContainerInstance, registered_at: f64) -> Health<'_> {
+    let impaired = |yes| if yes { "IMPAIRED" } else { "OK" };
+    let mut details = vec![Check {
+        kind: "CONTAINER_RUNTIME",
+        status: "OK",
+        status_reason: None,
+        last_updated: registered_at,
+        last_status_change: registered_at,
+    }];
+    if !instance.gpus.is_empty() {
+        details.push(Check {
+            kind: "ACCELERATED_COMPUTE",
+            status: impaired(instance.mps_impaired.is_some()),
+            // The agent's check gives no reason text.
+            status_reason: None,
+            last_updated: registered_at,
+            last_status_change: instance
+                .mps_impaired
+                .map_or(registered_at, |at| at.timestamp() as f64),
+        });
+    }
+    Health {
+        overall_status: impaired(instance.mps_impaired.is_some()),
+        details,
     }
 }

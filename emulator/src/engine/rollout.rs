@@ -366,7 +366,6 @@ impl Fleet {
 
     /// Completes, fails or rolls back the primary deployment, and says when the service is steady.
     fn settle_rollout(&mut self, key: &str, name: &str) {
-        let now = self.now;
         let Some(svc) = self.clusters.get(key).and_then(|c| c.services.get(name)) else {
             return;
         };
@@ -390,59 +389,94 @@ impl Fleet {
         if let Some(reason) = tripped.filter(|_| in_progress) {
             // The rollback re-activates the last completed deployment under its own ID.
             let target = rollback.then_some(rollback_to).flatten();
-            let svc = self
-                .clusters
-                .get_mut(key)
-                .and_then(|c| c.services.get_mut(name))
-                .expect("service exists");
-            let primary = &mut svc.deployments[0];
-            primary.rollout_state = RolloutState::Failed;
-            primary.rollout_state_reason = format!("ECS deployment circuit breaker: {reason}.");
-            primary.updated_at = now;
-            if let Some((id, td)) = target.clone() {
-                start_deployment(svc, id.clone(), td, now);
-                svc.deployments[0].rollout_state_reason =
-                    format!("ECS deployment circuit breaker: rolling back to deploymentId {id}.");
-            }
-            svc.steady = false;
-            self.push_event(
-                key,
-                name,
-                format!("(service {name}) (deployment {primary_id}) deployment failed: {reason}."),
-            );
-            if let Some((id, _)) = target {
-                self.push_event(key, name, format!("(service {name}) (deployment {primary_id}) rolling back to deployment {id}."));
-            }
+            self.fail_rollout(key, name, &primary_id, reason, target);
             return;
         }
         if in_progress && done {
-            let svc = self
-                .clusters
-                .get_mut(key)
-                .and_then(|c| c.services.get_mut(name))
-                .expect("service exists");
-            svc.deployments.truncate(1);
-            let primary = &mut svc.deployments[0];
-            primary.rollout_state = RolloutState::Completed;
-            primary.rollout_state_reason = format!("ECS deployment {primary_id} completed.");
-            primary.updated_at = now;
-            svc.last_completed = Some((primary_id.clone(), primary.task_definition_arn.clone()));
+            self.complete_rollout(key, name, &primary_id);
+        }
+        self.note_steady(key, name, steady);
+    }
+
+    /// The circuit breaker tripped: the primary deployment fails, and rolls back to `target`.
+    fn fail_rollout(
+        &mut self,
+        key: &str,
+        name: &str,
+        primary_id: &str,
+        reason: &str,
+        target: Option<(String, String)>,
+    ) {
+        let now = self.now;
+        let Some(svc) = self
+            .clusters
+            .get_mut(key)
+            .and_then(|c| c.services.get_mut(name))
+        else {
+            return;
+        };
+        let primary = &mut svc.deployments[0];
+        primary.rollout_state = RolloutState::Failed;
+        primary.rollout_state_reason = format!("ECS deployment circuit breaker: {reason}.");
+        primary.updated_at = now;
+        if let Some((id, td)) = target.clone() {
+            start_deployment(svc, id.clone(), td, now);
+            svc.deployments[0].rollout_state_reason =
+                format!("ECS deployment circuit breaker: rolling back to deploymentId {id}.");
+        }
+        svc.steady = false;
+        self.push_event(
+            key,
+            name,
+            format!("(service {name}) (deployment {primary_id}) deployment failed: {reason}."),
+        );
+        if let Some((id, _)) = target {
             self.push_event(
                 key,
                 name,
-                format!("(service {name}) (deployment {primary_id}) deployment completed."),
+                format!(
+                    "(service {name}) (deployment {primary_id}) rolling back to deployment {id}."
+                ),
             );
         }
+    }
+
+    /// Every task of the primary deployment runs and is healthy, and the old ones are gone.
+    fn complete_rollout(&mut self, key: &str, name: &str, primary_id: &str) {
+        let now = self.now;
+        let Some(svc) = self
+            .clusters
+            .get_mut(key)
+            .and_then(|c| c.services.get_mut(name))
+        else {
+            return;
+        };
+        svc.deployments.truncate(1);
+        let primary = &mut svc.deployments[0];
+        primary.rollout_state = RolloutState::Completed;
+        primary.rollout_state_reason = format!("ECS deployment {primary_id} completed.");
+        primary.updated_at = now;
+        svc.last_completed = Some((primary_id.to_string(), primary.task_definition_arn.clone()));
+        self.push_event(
+            key,
+            name,
+            format!("(service {name}) (deployment {primary_id}) deployment completed."),
+        );
+    }
+
+    /// Whether the service is steady now; said when it becomes so, and again every six hours
+    /// while it stays so. Old deployments with no tasks left go once the primary has moved on.
+    fn note_steady(&mut self, key: &str, name: &str, was_steady: bool) {
+        let now = self.now;
         let svc = &self.clusters[key].services[name];
         let is_steady = svc.deployments.len() == 1
             && svc.deployments[0].running_count == svc.desired_count
             && svc.deployments[0].healthy_count == svc.desired_count
             && svc.deployments[0].pending_count == 0;
-        // Said when the service becomes steady, and again every six hours while it stays so.
         let repeat_due = svc
             .last_steady_event
             .is_none_or(|at| now >= at + Duration::seconds(EVENT_REPEAT_SECONDS));
-        if is_steady && (!steady || repeat_due) {
+        if is_steady && (!was_steady || repeat_due) {
             self.push_event(
                 key,
                 name,
@@ -462,7 +496,6 @@ impl Fleet {
             .and_then(|c| c.services.get_mut(name))
         {
             svc.steady = is_steady;
-            // Drop old deployments that have no tasks left once the primary has moved on.
             if svc.deployments.len() > 1
                 && svc.deployments[0].rollout_state != RolloutState::InProgress
             {

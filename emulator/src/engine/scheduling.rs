@@ -118,23 +118,7 @@ impl Fleet {
         let now = self.now;
         let (instance_arn, assignment, needs) = {
             let cluster = self.clusters.get(key).ok_or_else(nothing)?;
-            // The service's own constraints join the task definition's; its strategies (by
-            // default, spread across Availability Zones) choose among the instances that fit.
-            let mut needs = td.needs.clone();
-            let mut strategies = Vec::new();
-            if let Some(service) = group
-                .strip_prefix("service:")
-                .and_then(|name| cluster.services.get(name))
-            {
-                strategies = service.strategies();
-                let extra = placement::resources::needs_of(
-                    &Default::default(),
-                    &service.placement_constraints,
-                )
-                .unwrap_or_default();
-                needs.distinct_instance |= extra.distinct_instance;
-                needs.member_of.extend(extra.member_of);
-            }
+            let (needs, strategies) = needs_and_strategies(cluster, &td.needs, &group);
             let (arn, assignment) = choose_instance(cluster, &td.gpu, &needs, &group, &strategies)?;
             (arn, assignment, needs)
         };
@@ -152,54 +136,13 @@ impl Fleet {
         placement::resources::take(&mut instance.room, &needs);
         instance.pending_tasks += 1;
         instance.version += 1;
-        let containers = td
-            .containers
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                let gpu_ids = td
-                    .gpu_containers
-                    .iter()
-                    .position(|gpu_name| gpu_name == name)
-                    .and_then(|position| assignment.per_container.get(position))
-                    .map(|indexes| {
-                        indexes
-                            .iter()
-                            .filter_map(|i| instance.gpu_ids.get(*i).cloned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let gpu_sharing_strategy = td
-                    .body
-                    .get("containerDefinitions")
-                    .and_then(serde_json::Value::as_array)
-                    .and_then(|list| {
-                        list.iter().find(|c| {
-                            c.get("name").and_then(serde_json::Value::as_str) == Some(name)
-                        })
-                    })
-                    .and_then(|c| c.get("resourceRequirements"))
-                    .and_then(serde_json::Value::as_array)
-                    .and_then(|list| list.iter().find_map(|r| r.get("sharingStrategy").cloned()));
-                TaskContainer {
-                    name: name.clone(),
-                    gpu_sharing_strategy,
-                    arn: format!(
-                        "{region_account}:container/{key}/{hex}/{:08x}",
-                        crate::model::splitmix(index as u64 ^ hex.len() as u64) as u32
-                    ),
-                    gpu_ids,
-                    exit_code: None,
-                    reason: None,
-                }
-            })
-            .collect();
-        // Start-up takes 6 to 15 simulated seconds, varying by task.
-        let start_seconds = 6
-            + (crate::model::splitmix(
-                hex.len() as u64 ^ u64::from_str_radix(&hex[..8], 16).unwrap_or(0),
-            ) % 10) as i64;
-        let running_at = now + Duration::seconds(start_seconds);
+        let container_arn = |index: usize| {
+            format!(
+                "{region_account}:container/{key}/{hex}/{:08x}",
+                crate::model::splitmix(index as u64 ^ hex.len() as u64) as u32
+            )
+        };
+        let containers = containers_of(&td, &assignment, &instance.gpu_ids, container_arn);
         let task = Task {
             arn: task_arn.clone(),
             cluster_arn: cluster.arn.clone(),
@@ -221,7 +164,7 @@ impl Fleet {
             needs,
             created_at: now,
             pending_at: now + Duration::seconds(TO_PENDING_SECONDS),
-            running_at,
+            running_at: now + Duration::seconds(start_seconds(&hex)),
             started_at: None,
             fails_with: td.fails_with,
             stopping_at: None,
@@ -292,6 +235,42 @@ impl Fleet {
     }
 }
 
+/// The agent's gate before an MPS task's containers are created: the task fails at start, its
+/// containers never run (no exit code).
+fn fail_start_mps_not_responding(task: &mut Task, now: DateTime<Utc>) {
+    task.failed_to_start = true;
+    task.desired_status = TaskStatus::Stopped;
+    task.stopping_at = Some(now);
+    task.stop_code = Some("TaskFailedToStart");
+    task.stopped_reason = Some(MPS_NOT_RESPONDING.to_string());
+    for container in &mut task.containers {
+        container.reason = Some(MPS_NOT_RESPONDING.to_string());
+    }
+}
+
+/// An essential container exited: a plain exit has the exit code, and no container reason (ECS
+/// gives one only when the agent or the runtime stopped the container).
+fn exit_at_once(task: &mut Task, code: i32, now: DateTime<Utc>) {
+    task.desired_status = TaskStatus::Stopped;
+    task.last_status = TaskStatus::Deprovisioning;
+    task.stopping_at = Some(now);
+    task.stop_code = Some("EssentialContainerExited");
+    task.stopped_reason = Some("Essential container in task exited".to_string());
+    for container in &mut task.containers {
+        container.exit_code = Some(code);
+    }
+}
+
+/// A failed task of a service, told to its service: (service, deployment, task ARN).
+fn failed_service_task(task: &Task) -> Option<(String, String, String)> {
+    let service = task.group.strip_prefix("service:")?;
+    Some((
+        service.to_string(),
+        task.started_by.clone().unwrap_or_default(),
+        task.arn.clone(),
+    ))
+}
+
 /// One step of a moving task `arn` at `now`: a stop that finishes, PROVISIONING to PENDING to
 /// RUNNING, an MPS task that fails at start on an `impaired` instance, a container that exits at
 /// once. A service's task that failed to start: its service, deployment and ARN.
@@ -323,24 +302,8 @@ fn step_task(
         && matches!(task.gpu, GpuRequest::Mps(_))
         && impaired.contains(&task.instance_arn)
     {
-        // The agent's gate before an MPS task's containers are created: the task fails
-        // at start, its containers never run (no exit code).
-        task.failed_to_start = true;
-        task.desired_status = TaskStatus::Stopped;
-        task.stopping_at = Some(now);
-        task.stop_code = Some("TaskFailedToStart");
-        task.stopped_reason = Some(MPS_NOT_RESPONDING.to_string());
-        for container in &mut task.containers {
-            container.reason = Some(MPS_NOT_RESPONDING.to_string());
-        }
-        if let Some(service) = task.group.strip_prefix("service:") {
-            return Some((
-                service.to_string(),
-                task.started_by.clone().unwrap_or_default(),
-                arn.clone(),
-            ));
-        }
-        return None;
+        fail_start_mps_not_responding(task, now);
+        return failed_service_task(task);
     }
     // A container that exits at once: the task reached RUNNING, and stops a second
     // later with the container's exit code.
@@ -348,23 +311,8 @@ fn step_task(
         (task.last_status, task.fails_with, task.started_at)
     {
         if now >= started + Duration::seconds(1) {
-            task.desired_status = TaskStatus::Stopped;
-            task.last_status = TaskStatus::Deprovisioning;
-            task.stopping_at = Some(now);
-            task.stop_code = Some("EssentialContainerExited");
-            task.stopped_reason = Some("Essential container in task exited".to_string());
-            // A plain exit: the exit code, and no container reason (ECS gives one only
-            // when the agent or the runtime stopped the container).
-            for container in &mut task.containers {
-                container.exit_code = Some(code);
-            }
-            if let Some(service) = task.group.strip_prefix("service:") {
-                return Some((
-                    service.to_string(),
-                    task.started_by.clone().unwrap_or_default(),
-                    arn.clone(),
-                ));
-            }
+            exit_at_once(task, code, now);
+            return failed_service_task(task);
         }
         return None;
     }
@@ -438,25 +386,91 @@ impl Unplaced {
     }
 }
 
-/// Picks the instance for a task: among the instances that pass ECS's checks (status, agent,
-/// constraints, CPU, memory, host ports, ENIs) and have GPUs for it, the one the placement
-/// strategies prefer (a service's default: the Availability Zone with the fewest of its
-/// tasks), then best fit on GPU memory for MPS, fewest idle GPUs that still suffice for whole
-/// GPUs, first fit otherwise. On failure, the reason at the closest instance: one short only of
-/// GPUs before one short of anything else.
-fn choose_instance(
+/// What a task of `group` needs: the task definition's needs joined by its service's own
+/// constraints, and the service's strategies (by default, spread across Availability Zones)
+/// that choose among the instances that fit.
+fn needs_and_strategies(
     cluster: &Cluster,
-    gpu: &GpuRequest,
-    needs: &Needs,
+    task_needs: &Needs,
     group: &str,
-    strategies: &[placement::strategy::Strategy],
-) -> Result<(String, placement::GpuAssignment), (Unplaced, Option<String>)> {
-    use placement::strategy::{self, Strategy};
-    let mut best: Option<((Vec<u64>, u64), usize, placement::GpuAssignment)> = None;
-    let mut closest: Option<((u8, u32), Unplaced, String)> = None;
+) -> (Needs, Vec<placement::strategy::Strategy>) {
+    let mut needs = task_needs.clone();
+    let mut strategies = Vec::new();
+    if let Some(service) = group
+        .strip_prefix("service:")
+        .and_then(|name| cluster.services.get(name))
+    {
+        strategies = service.strategies();
+        let extra =
+            placement::resources::needs_of(&Default::default(), &service.placement_constraints)
+                .unwrap_or_default();
+        needs.distinct_instance |= extra.distinct_instance;
+        needs.member_of.extend(extra.member_of);
+    }
+    (needs, strategies)
+}
+
+/// A new task's containers: each with the GPUs it was given and its sharing strategy.
+fn containers_of(
+    td: &crate::model::TaskDefinition,
+    assignment: &placement::GpuAssignment,
+    gpu_ids: &[String],
+    container_arn: impl Fn(usize) -> String,
+) -> Vec<TaskContainer> {
+    td.containers
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let gpu_ids = td
+                .gpu_containers
+                .iter()
+                .position(|gpu_name| gpu_name == name)
+                .and_then(|position| assignment.per_container.get(position))
+                .map(|indexes| {
+                    indexes
+                        .iter()
+                        .filter_map(|i| gpu_ids.get(*i).cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            TaskContainer {
+                name: name.clone(),
+                gpu_sharing_strategy: sharing_strategy_of(&td.body, name),
+                arn: container_arn(index),
+                gpu_ids,
+                exit_code: None,
+                reason: None,
+            }
+        })
+        .collect()
+}
+
+/// The `sharingStrategy` of a container's GPU resource requirement, as registered.
+fn sharing_strategy_of(
+    body: &serde_json::Map<String, serde_json::Value>,
+    container: &str,
+) -> Option<serde_json::Value> {
+    body.get("containerDefinitions")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|list| {
+            list.iter()
+                .find(|c| c.get("name").and_then(serde_json::Value::as_str) == Some(container))
+        })
+        .and_then(|c| c.get("resourceRequirements"))
+        .and_then(serde_json::Value::as_array)
+        .and_then(|list| list.iter().find_map(|r| r.get("sharingStrategy").cloned()))
+}
+
+/// Start-up takes 6 to 15 simulated seconds, varying by task.
+fn start_seconds(hex: &str) -> i64 {
+    let seed = hex.len() as u64 ^ u64::from_str_radix(&hex[..8.min(hex.len())], 16).unwrap_or(0);
+    6 + (crate::model::splitmix(seed) % 10) as i64
+}
+
+/// How many live tasks of `group` each instance runs. A service knows its live tasks; other
+/// groups (and a service's tasks started outside its rollout) are looked for.
+fn group_tasks_by_instance<'c>(cluster: &'c Cluster, group: &str) -> HashMap<&'c str, u32> {
     let mut group_tasks: HashMap<&str, u32> = HashMap::new();
-    // A service knows its live tasks; other groups (and a service's tasks started outside its
-    // rollout) are looked for.
     let service_tasks = group
         .strip_prefix("service:")
         .and_then(|name| cluster.services.get(name))
@@ -469,7 +483,16 @@ fn choose_instance(
     for task in live.filter(|t| t.is_live() && t.group == group) {
         *group_tasks.entry(task.instance_arn.as_str()).or_default() += 1;
     }
-    // The group's tasks per value of each attribute it spreads on.
+    group_tasks
+}
+
+/// The group's tasks per value of each attribute it spreads on.
+fn spread_counts(
+    cluster: &Cluster,
+    strategies: &[placement::strategy::Strategy],
+    group_tasks: &HashMap<&str, u32>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u32>> {
+    use placement::strategy::{self, Strategy};
     let mut spread_counts: std::collections::BTreeMap<
         String,
         std::collections::BTreeMap<String, u32>,
@@ -485,6 +508,27 @@ fn choose_instance(
             }
         }
     }
+    spread_counts
+}
+
+/// Picks the instance for a task: among the instances that pass ECS's checks (status, agent,
+/// constraints, CPU, memory, host ports, ENIs) and have GPUs for it, the one the placement
+/// strategies prefer (a service's default: the Availability Zone with the fewest of its
+/// tasks), then best fit on GPU memory for MPS, fewest idle GPUs that still suffice for whole
+/// GPUs, first fit otherwise. On failure, the reason at the closest instance: one short only of
+/// GPUs before one short of anything else.
+fn choose_instance(
+    cluster: &Cluster,
+    gpu: &GpuRequest,
+    needs: &Needs,
+    group: &str,
+    strategies: &[placement::strategy::Strategy],
+) -> Result<(String, placement::GpuAssignment), (Unplaced, Option<String>)> {
+    use placement::strategy;
+    let mut best: Option<((Vec<u64>, u64), usize, placement::GpuAssignment)> = None;
+    let mut closest: Option<((u8, u32), Unplaced, String)> = None;
+    let group_tasks = group_tasks_by_instance(cluster, group);
+    let spread_counts = spread_counts(cluster, strategies, &group_tasks);
     let placed_so_far: u32 = group_tasks.values().sum();
     let mut note = |nearness: (u8, u32), why: Unplaced, instance: &ContainerInstance| {
         if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {

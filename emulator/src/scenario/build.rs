@@ -67,6 +67,7 @@ pub(super) fn add_instances(
 }
 
 /// The GPU part of a container definition.
+#[derive(Clone, Copy)]
 pub(super) enum Gpu {
     Mps(u32, Option<u32>),
     Whole(u32),
