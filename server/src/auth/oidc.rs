@@ -307,9 +307,9 @@ impl OidcSignIn {
         let endpoints = self.endpoints().await?;
         let key = self.login_key().await?;
         let pending = PendingSignIn {
-            state: random(24),
-            nonce: random(24),
-            verifier: random(48),
+            state: random(24)?,
+            nonce: random(24)?,
+            verifier: random(48)?,
             next: safe_next(next),
             until: chrono::Utc::now().timestamp() + LOGIN_SECONDS,
         };
@@ -398,7 +398,7 @@ impl OidcSignIn {
                 Unidentified::Missing(m) | Unidentified::Refused(m) => m,
             },
         )?;
-        let id = random(32);
+        let id = random(32)?;
         self.store
             .create_session(&session_hash(&id), &person, self.settings.session_ttl)
             .await

@@ -13,13 +13,14 @@ pub(super) fn unb64url(text: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
-/// `bytes` random bytes, base64url.
-pub(super) fn random(bytes: usize) -> String {
+/// `bytes` random bytes, base64url; or why the system's random source gave none. A sign-in's
+/// state and a session id are never made of anything less than random bytes.
+pub(super) fn random(bytes: usize) -> Result<String, String> {
     let mut buffer = vec![0u8; bytes];
-    // The system's random source does not fail on the platforms the console runs on; if it
-    // did, the all-zero value would only fail the sign-in's checks, never pass them.
-    let _ = aws_lc_rs::rand::fill(&mut buffer);
-    b64url(&buffer)
+    aws_lc_rs::rand::fill(&mut buffer).map_err(|_| {
+        "the system's random source gave no bytes, so no sign-in can start safely; check the host's entropy source (/dev/urandom) and try again".to_string()
+    })?;
+    Ok(b64url(&buffer))
 }
 
 /// SHA-256 of `text`, base64url: the PKCE challenge of a verifier.

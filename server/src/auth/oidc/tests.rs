@@ -125,5 +125,6 @@ fn the_pkce_challenge_is_rfc_7636s() {
         "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
     );
     assert_ne!(random(32), random(32));
+    assert_eq!(random(32).map(|r| r.len()), Ok(43), "32 bytes, base64url");
     assert_eq!(session_hash("a").len(), 64);
 }
