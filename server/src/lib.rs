@@ -50,33 +50,84 @@ pub struct ApiRoute {
 /// Every endpoint that is not a page or a server function. The router is built from this list,
 /// and the access tests walk it, so a new endpoint is covered by them.
 pub fn api_routes() -> Vec<ApiRoute> {
-    use axum::routing::post;
-    use http::task_definitions as td;
-    let read = |path, handler| ApiRoute {
-        method: Method::GET,
-        path,
-        writes: false,
-        handler,
-    };
-    let write = |path, handler| ApiRoute {
-        method: Method::POST,
-        path,
-        writes: true,
-        handler,
-    };
-    // A POST that changes nothing: it checks or computes.
-    let check = |path, handler| ApiRoute {
-        method: Method::POST,
-        path,
-        writes: false,
-        handler,
-    };
-    vec![
+    let mut routes = vec![
         read("/healthz", get(http::health::healthz)),
         read("/readyz", get(http::health::readyz)),
         read("/metrics", get(http::metrics::render)),
         read("/api/v1/fleet", get(http::fleet::get_fleet)),
         read("/api/v1/fleet/events", get(http::fleet::fleet_events)),
+    ];
+    routes.extend(task_definition_routes());
+    routes.extend([
+        read("/api/v1/audit", get(http::audit::list)),
+        read("/api/v1/cost", get(http::cost::report)),
+        read("/api/v1/cost/plan", get(http::plan::plan)),
+        read(
+            "/api/v1/clusters/{cluster}/events",
+            get(http::activity::events),
+        ),
+        read(
+            "/api/v1/clusters/{cluster}/stopped-tasks",
+            get(http::activity::stopped_tasks),
+        ),
+    ]);
+    routes.extend(service_routes());
+    routes.extend([
+        read("/api/v1/approvals", get(http::approvals::list)),
+        read("/api/v1/approvals/{id}", get(http::approvals::one)),
+        write(
+            "/api/v1/approvals/{id}/{decision}",
+            axum::routing::post(http::approvals::decide),
+        ),
+        read("/api/v1/budgets", get(http::approvals::budgets)),
+        read(
+            "/api/v1/deployments/{id}/events",
+            get(http::services::deployment_events),
+        ),
+        // Signing in and out (`--auth oidc`; the other modes say how they sign people in).
+        read("/auth/login", get(auth::routes::login)),
+        read("/auth/callback", get(auth::routes::callback)),
+        write("/auth/logout", axum::routing::post(auth::routes::logout)),
+        read("/signed-out", get(auth::routes::signed_out)),
+    ]);
+    routes
+}
+
+/// A GET: it reads.
+fn read(path: &'static str, handler: MethodRouter<AppState>) -> ApiRoute {
+    ApiRoute {
+        method: Method::GET,
+        path,
+        writes: false,
+        handler,
+    }
+}
+
+/// A POST that changes something.
+fn write(path: &'static str, handler: MethodRouter<AppState>) -> ApiRoute {
+    ApiRoute {
+        method: Method::POST,
+        path,
+        writes: true,
+        handler,
+    }
+}
+
+/// A POST that changes nothing: it checks or computes.
+fn check(path: &'static str, handler: MethodRouter<AppState>) -> ApiRoute {
+    ApiRoute {
+        method: Method::POST,
+        path,
+        writes: false,
+        handler,
+    }
+}
+
+/// Task definitions: families, revisions, comparisons, checks and registration.
+fn task_definition_routes() -> Vec<ApiRoute> {
+    use axum::routing::post;
+    use http::task_definitions as td;
+    vec![
         read("/api/v1/task-definitions", get(td::list_families)),
         read("/api/v1/task-definitions/{family}", get(td::get_family)),
         read(
@@ -97,17 +148,13 @@ pub fn api_routes() -> Vec<ApiRoute> {
         ),
         check("/api/v1/task-definitions/validate", post(td::validate)),
         check("/api/v1/task-definitions/fit-check", post(td::fit_check)),
-        read("/api/v1/audit", get(http::audit::list)),
-        read("/api/v1/cost", get(http::cost::report)),
-        read("/api/v1/cost/plan", get(http::plan::plan)),
-        read(
-            "/api/v1/clusters/{cluster}/events",
-            get(http::activity::events),
-        ),
-        read(
-            "/api/v1/clusters/{cluster}/stopped-tasks",
-            get(http::activity::stopped_tasks),
-        ),
+    ]
+}
+
+/// Services: the list, the pre-check, deploys, rollbacks, scaling and deployments.
+fn service_routes() -> Vec<ApiRoute> {
+    use axum::routing::post;
+    vec![
         read("/api/v1/services", get(http::services::list)),
         read(
             "/api/v1/services/{cluster}/{service}/pre-check",
@@ -126,22 +173,6 @@ pub fn api_routes() -> Vec<ApiRoute> {
             post(http::services::scale),
         ),
         read("/api/v1/deployments/{id}", get(http::services::deployment)),
-        read("/api/v1/approvals", get(http::approvals::list)),
-        read("/api/v1/approvals/{id}", get(http::approvals::one)),
-        write(
-            "/api/v1/approvals/{id}/{decision}",
-            post(http::approvals::decide),
-        ),
-        read("/api/v1/budgets", get(http::approvals::budgets)),
-        read(
-            "/api/v1/deployments/{id}/events",
-            get(http::services::deployment_events),
-        ),
-        // Signing in and out (`--auth oidc`; the other modes say how they sign people in).
-        read("/auth/login", get(auth::routes::login)),
-        read("/auth/callback", get(auth::routes::callback)),
-        write("/auth/logout", post(auth::routes::logout)),
-        read("/signed-out", get(auth::routes::signed_out)),
     ]
 }
 

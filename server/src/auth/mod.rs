@@ -242,31 +242,7 @@ pub fn from_flags(
             }
             Ok(Authenticator::None { insecure })
         }
-        AuthMode::Proxy => {
-            if access.trusted_proxies.is_empty() {
-                return Err("--auth proxy needs --trusted-proxy: the addresses (or CIDR ranges) of the sign-in proxy, whose identity headers are believed".into());
-            }
-            let trusted: Vec<Network> = access
-                .trusted_proxies
-                .iter()
-                .map(|t| Network::parse(t).map_err(|e| format!("--trusted-proxy {t:?}: {e}")))
-                .collect::<Result<_, _>>()?;
-            if let Some(everything) = access
-                .trusted_proxies
-                .iter()
-                .zip(&trusted)
-                .find(|(_, network)| network.is_everything())
-                .map(|(text, _)| text)
-            {
-                if !access.trust_any_proxy {
-                    return Err(format!(
-                        "--trusted-proxy {everything} trusts every address: anyone who reaches the console could send identity headers and be believed. \
-                         Name the sign-in proxy's own addresses, or, if nothing but the proxy can reach the console, say so with --trust-any-proxy"
-                    ));
-                }
-            }
-            Ok(Authenticator::Proxy { trusted })
-        }
+        AuthMode::Proxy => proxy_from_flags(access),
         AuthMode::Alb => {
             let arn = access.alb_arn.as_deref().ok_or(
                 "--auth alb needs --alb-arn: the ARN of the load balancer whose sign-in tokens are believed (tokens signed by any other are refused)",
@@ -283,41 +259,72 @@ pub fn from_flags(
                 settings, outbound,
             ))))
         }
-        AuthMode::Oidc => {
-            let needs = |what: &str| format!("--auth oidc needs {what}");
-            let issuer = access.oidc_issuer.clone().ok_or_else(|| {
-                needs(
-                    "--oidc-issuer: the provider's issuer URL, as its discovery document names it",
-                )
-            })?;
-            crate::outbound::allowed_url(&issuer).map_err(|e| format!("--oidc-issuer: {e}"))?;
-            let client_id = access
-                .oidc_client_id
-                .clone()
-                .ok_or_else(|| needs("--oidc-client-id: the console's client at the provider"))?;
-            let public_url = access.public_url.clone().ok_or_else(|| {
-                needs("--public-url: the console's own URL, where the provider sends people back (<URL>/auth/callback)")
-            })?;
-            if !access.oidc_scopes.split_whitespace().any(|s| s == "openid") {
-                return Err("--oidc-scopes must include openid".into());
-            }
-            let settings = oidc::OidcSettings {
-                issuer,
-                client_id,
-                client_secret: access.oidc_client_secret.clone(),
-                scopes: access.oidc_scopes.clone(),
-                groups_claim: access.groups_claim.clone(),
-                public_url,
-                session_ttl: std::time::Duration::from_secs(access.session_ttl),
-            };
-            let outbound = crate::outbound::Outbound::new()?;
-            Ok(Authenticator::Oidc(Arc::new(oidc::OidcSignIn::new(
-                settings,
-                outbound,
-                store.clone(),
-            ))))
+        AuthMode::Oidc => oidc_from_flags(access, store),
+    }
+}
+
+/// `--auth proxy`: the sign-in proxy's addresses, and never every address unless said so.
+fn proxy_from_flags(access: &crate::config::AccessArgs) -> Result<Authenticator, String> {
+    if access.trusted_proxies.is_empty() {
+        return Err("--auth proxy needs --trusted-proxy: the addresses (or CIDR ranges) of the sign-in proxy, whose identity headers are believed".into());
+    }
+    let trusted: Vec<Network> = access
+        .trusted_proxies
+        .iter()
+        .map(|t| Network::parse(t).map_err(|e| format!("--trusted-proxy {t:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    if let Some(everything) = access
+        .trusted_proxies
+        .iter()
+        .zip(&trusted)
+        .find(|(_, network)| network.is_everything())
+        .map(|(text, _)| text)
+    {
+        if !access.trust_any_proxy {
+            return Err(format!(
+                "--trusted-proxy {everything} trusts every address: anyone who reaches the console could send identity headers and be believed. \
+                 Name the sign-in proxy's own addresses, or, if nothing but the proxy can reach the console, say so with --trust-any-proxy"
+            ));
         }
     }
+    Ok(Authenticator::Proxy { trusted })
+}
+
+/// `--auth oidc`: the provider, the console's client and URL, and `openid` among the scopes.
+fn oidc_from_flags(
+    access: &crate::config::AccessArgs,
+    store: &Arc<crate::audit::SqlAuditLog>,
+) -> Result<Authenticator, String> {
+    let needs = |what: &str| format!("--auth oidc needs {what}");
+    let issuer = access.oidc_issuer.clone().ok_or_else(|| {
+        needs("--oidc-issuer: the provider's issuer URL, as its discovery document names it")
+    })?;
+    crate::outbound::allowed_url(&issuer).map_err(|e| format!("--oidc-issuer: {e}"))?;
+    let client_id = access
+        .oidc_client_id
+        .clone()
+        .ok_or_else(|| needs("--oidc-client-id: the console's client at the provider"))?;
+    let public_url = access.public_url.clone().ok_or_else(|| {
+        needs("--public-url: the console's own URL, where the provider sends people back (<URL>/auth/callback)")
+    })?;
+    if !access.oidc_scopes.split_whitespace().any(|s| s == "openid") {
+        return Err("--oidc-scopes must include openid".into());
+    }
+    let settings = oidc::OidcSettings {
+        issuer,
+        client_id,
+        client_secret: access.oidc_client_secret.clone(),
+        scopes: access.oidc_scopes.clone(),
+        groups_claim: access.groups_claim.clone(),
+        public_url,
+        session_ttl: std::time::Duration::from_secs(access.session_ttl),
+    };
+    let outbound = crate::outbound::Outbound::new()?;
+    Ok(Authenticator::Oidc(Arc::new(oidc::OidcSignIn::new(
+        settings,
+        outbound,
+        store.clone(),
+    ))))
 }
 
 /// Refuses flags that leave the console open to more than its operator meant: a sign-in without a

@@ -125,49 +125,10 @@ pub async fn auth(args: BenchAuthArgs) -> anyhow::Result<()> {
             std::process::id(),
             address.port()
         ));
-        let mut args_for = serve.clone();
-        args_for.listen = address;
-        args_for.access.auth = mode.auth;
-        if mode.auth != AuthFlag::None {
-            args_for.access.policy = Some(policy.clone());
-        }
-        match mode.auth {
-            AuthFlag::Proxy => args_for.access.trusted_proxies = vec!["127.0.0.1".into()],
-            AuthFlag::Alb => {
-                args_for.access.alb_arn = Some(ARN.into());
-                args_for.access.alb_key_url = Some(key_url.clone());
-            }
-            AuthFlag::Oidc => {
-                // Never asked: a request with a session reads only the database.
-                args_for.access.oidc_issuer = Some("http://127.0.0.1:9".into());
-                args_for.access.oidc_client_id = Some("gpushare".into());
-                args_for.access.oidc_client_secret = Some("bench".into());
-                args_for.access.public_url = Some(format!("http://{address}"));
-            }
-            AuthFlag::None => {}
-        }
+        let args_for = serve_args_for(&serve, mode.auth, address, &policy, &key_url);
         let audit = Arc::new(crate::audit::SqlAuditLog::open(None, &dir).await?);
         if mode.auth == AuthFlag::Oidc {
-            let ana = crate::auth::proxy::SignedIn {
-                subject: "8c2f-ana".into(),
-                email: Some("ana@example.com".into()),
-                groups: vec!["ml-engineers".into(), "search-eng".into()],
-            };
-            let mut cookies = Vec::new();
-            for n in 0..=FRESH {
-                let id = format!("bench-session-{n:06}-0123456789abcdef");
-                audit
-                    .create_session(
-                        &crate::auth::oidc::session_hash(&id),
-                        &ana,
-                        Duration::from_secs(24 * 3600),
-                    )
-                    .await?;
-                cookies.push(vec![(
-                    "cookie",
-                    format!("{}={id}", crate::auth::oidc::SESSION_COOKIE),
-                )]);
-            }
+            let mut cookies = oidc_sessions(&audit).await?;
             mode.headers = cookies.remove(0);
             mode.fresh = cookies;
         }
@@ -179,36 +140,9 @@ pub async fn auth(args: BenchAuthArgs) -> anyhow::Result<()> {
             let _ = axum::serve(listener, service).await;
         });
 
-        // Who is asking, worked out in process: the cost each request pays.
-        let headers = header_map(&mode.headers)?;
-        let peer = Some(SocketAddr::from(([127, 0, 0, 1], 40_000)));
-        let who = authenticator
-            .identify(peer, &headers, &policy_of)
-            .await
-            .map_err(|why| anyhow::anyhow!("{}: not signed in: {why}", mode.name))?;
+        let (who, per_call, first_sight) =
+            time_identify(&authenticator, &policy_of, &mode, args.rounds).await?;
         let rounds = args.rounds;
-        let started = Instant::now();
-        for _ in 0..rounds {
-            let _ = authenticator.identify(peer, &headers, &policy_of).await;
-        }
-        let per_call = started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
-        // The first request of a token or session the console has not seen.
-        let mut first_sight = None;
-        if !mode.fresh.is_empty() {
-            let fresh = mode
-                .fresh
-                .iter()
-                .map(|h| header_map(h))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let started = Instant::now();
-            for headers in &fresh {
-                authenticator
-                    .identify(peer, headers, &policy_of)
-                    .await
-                    .map_err(|why| anyhow::anyhow!("{}: not signed in: {why}", mode.name))?;
-            }
-            first_sight = Some(started.elapsed().as_secs_f64() * 1e6 / fresh.len() as f64);
-        }
 
         // The fleet page over HTTP, once the first snapshot is there.
         let url = format!("http://{address}/");
@@ -248,6 +182,104 @@ pub async fn auth(args: BenchAuthArgs) -> anyhow::Result<()> {
         &rows,
     );
     Ok(())
+}
+
+/// The console's flags for one sign-in mode, listening on `address`.
+fn serve_args_for(
+    serve: &ServeArgs,
+    auth: AuthFlag,
+    address: SocketAddr,
+    policy: &std::path::Path,
+    key_url: &str,
+) -> ServeArgs {
+    let mut args = serve.clone();
+    args.listen = address;
+    args.access.auth = auth;
+    if auth != AuthFlag::None {
+        args.access.policy = Some(policy.to_path_buf());
+    }
+    match auth {
+        AuthFlag::Proxy => args.access.trusted_proxies = vec!["127.0.0.1".into()],
+        AuthFlag::Alb => {
+            args.access.alb_arn = Some(ARN.into());
+            args.access.alb_key_url = Some(key_url.to_string());
+        }
+        AuthFlag::Oidc => {
+            // Never asked: a request with a session reads only the database.
+            args.access.oidc_issuer = Some("http://127.0.0.1:9".into());
+            args.access.oidc_client_id = Some("gpushare".into());
+            args.access.oidc_client_secret = Some("bench".into());
+            args.access.public_url = Some(format!("http://{address}"));
+        }
+        AuthFlag::None => {}
+    }
+    args
+}
+
+/// Sessions of one person kept in the console's database, as the cookie headers that carry
+/// them: one for the repeated requests, then [`FRESH`] never seen.
+async fn oidc_sessions(
+    audit: &crate::audit::SqlAuditLog,
+) -> anyhow::Result<Vec<Vec<(&'static str, String)>>> {
+    let ana = crate::auth::proxy::SignedIn {
+        subject: "8c2f-ana".into(),
+        email: Some("ana@example.com".into()),
+        groups: vec!["ml-engineers".into(), "search-eng".into()],
+    };
+    let mut cookies = Vec::new();
+    for n in 0..=FRESH {
+        let id = format!("bench-session-{n:06}-0123456789abcdef");
+        audit
+            .create_session(
+                &crate::auth::oidc::session_hash(&id),
+                &ana,
+                Duration::from_secs(24 * 3600),
+            )
+            .await?;
+        cookies.push(vec![(
+            "cookie",
+            format!("{}={id}", crate::auth::oidc::SESSION_COOKIE),
+        )]);
+    }
+    Ok(cookies)
+}
+
+/// Who is asking, worked out in process: the cost each request pays, `rounds` times, and the
+/// first request of a token or session the console has not seen (µs each).
+async fn time_identify(
+    authenticator: &crate::auth::Authenticator,
+    policy: &app::model::policy::Policy,
+    mode: &Mode,
+    rounds: u32,
+) -> anyhow::Result<(app::model::identity::Actor, f64, Option<f64>)> {
+    let headers = header_map(&mode.headers)?;
+    let peer = Some(SocketAddr::from(([127, 0, 0, 1], 40_000)));
+    let who = authenticator
+        .identify(peer, &headers, policy)
+        .await
+        .map_err(|why| anyhow::anyhow!("{}: not signed in: {why}", mode.name))?;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let _ = authenticator.identify(peer, &headers, policy).await;
+    }
+    let per_call = started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+    if mode.fresh.is_empty() {
+        return Ok((who, per_call, None));
+    }
+    let fresh = mode
+        .fresh
+        .iter()
+        .map(|h| header_map(h))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let started = Instant::now();
+    for headers in &fresh {
+        authenticator
+            .identify(peer, headers, policy)
+            .await
+            .map_err(|why| anyhow::anyhow!("{}: not signed in: {why}", mode.name))?;
+    }
+    let first = started.elapsed().as_secs_f64() * 1e6 / fresh.len() as f64;
+    Ok((who, per_call, Some(first)))
 }
 
 /// Waits until `GET /` with `headers` answers 200.

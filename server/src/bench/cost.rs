@@ -37,7 +37,7 @@ async fn plan_on(
 
 /// `gpushare bench cost`.
 pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
-    use app::model::cost::{history, holdings, CostQuery, PriceBook};
+    use app::model::cost::holdings;
     let snapshot = super::scenario_snapshot(&args.scenario).await?;
     let per_hour = holdings::of_snapshot(&snapshot, 1.0);
     let dir = std::env::temp_dir().join(format!("gpushare-bench-cost-{}", std::process::id()));
@@ -60,73 +60,10 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
         minute_ms.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     let storage = store.storage_bytes(audit.backend).await?;
-    // The 30-day report: both periods read, priced and charted, as the page asks.
-    let book = PriceBook::builtin("us-east-1");
-    let query = CostQuery::default();
-    let mut report_ms = Vec::new();
-    let mut rows = 0;
-    for _ in 0..args.rounds {
-        let started = Instant::now();
-        let range =
-            history::resolve(&query, chrono::Utc::now(), 400).map_err(anyhow::Error::msg)?;
-        let Some(range) = range else { break };
-        let previous = range.previous();
-        let (now, before) = tokio::try_join!(
-            store.select(range.from, range.to),
-            store.select(previous.from, previous.to)
-        )?;
-        let report = history::report(&now, &before, &book, &query, range);
-        rows = report.rows.len();
-        report_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-    }
-    // The demo's start-up with the replay of its past.
-    let started = Instant::now();
-    let emulator_args = crate::config::EmulatorArgs {
-        history_days: args.replay_days,
-        ..crate::config::EmulatorArgs::default()
-    };
-    let emulator = crate::build_emulator(&emulator_args, args.replay_days).await?;
-    let (_, clients) = crate::serve_emulator(&emulator).await?;
-    let replay_dir = dir.join("replay");
-    let replay_audit = crate::audit::SqlAuditLog::open(None, &replay_dir).await?;
-    let replay_store =
-        std::sync::Arc::new(crate::cost_history::SqlCostHistory::new(&replay_audit, 400));
-    let reader = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
-        .with_usage(crate::fleet::usage::UsageReader::new(
-            clients.cloudwatch.clone(),
-            "host",
-            crate::fleet::usage::CONCURRENCY,
-        ))
-        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
-    let minutes =
-        crate::cost_history::replay(emulator, reader, replay_store, chrono::Utc::now()).await?;
-    let replay = started.elapsed().as_secs_f64();
+    let (mut report_ms, rows) = time_reports(&store, args.rounds).await?;
+    let (minutes, replay) = time_replay(args.replay_days, &dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
-    let mut plans = Vec::new();
-    for scenario in ["demo", "large"] {
-        let (mut times, plan) = plan_on(scenario, args.rounds.min(10)).await?;
-        let instances: u32 = plan.clusters.iter().map(|c| c.instances_before).sum();
-        plans.push(Row {
-            what: format!("consolidation plan on {scenario} ({instances} instances), p50 / p95"),
-            value: format!(
-                "{:.0} ms / {:.0} ms",
-                percentile(&mut times.clone(), 0.5),
-                percentile(&mut times, 0.95)
-            ),
-        });
-        plans.push(Row {
-            what: format!(
-                "  its saving: {} instances drained, {} tasks moved, of {} a month",
-                plan.drains.len(),
-                plan.tasks_moved,
-                app::model::cost::money(plan.monthly_before_cents)
-            ),
-            value: format!(
-                "{} a month",
-                app::model::cost::money(plan.saving_cents_per_month)
-            ),
-        });
-    }
+    let plans = plan_rows(args.rounds.min(10)).await?;
     print_table(
         &format!(
             "gpushare bench cost — {} ({} holdings per hour), {} days on {}",
@@ -175,4 +112,87 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
         .collect::<Vec<_>>(),
     );
     Ok(())
+}
+
+/// The 30-day report, both periods read, priced and charted as the page asks, `rounds` times:
+/// each one's time (ms), and the report's rows.
+async fn time_reports(
+    store: &crate::cost_history::SqlCostHistory,
+    rounds: u32,
+) -> anyhow::Result<(Vec<f64>, usize)> {
+    use app::model::cost::{history, CostQuery, PriceBook};
+    let book = PriceBook::builtin("us-east-1");
+    let query = CostQuery::default();
+    let mut report_ms = Vec::new();
+    let mut rows = 0;
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let range =
+            history::resolve(&query, chrono::Utc::now(), 400).map_err(anyhow::Error::msg)?;
+        let Some(range) = range else { break };
+        let previous = range.previous();
+        let (now, before) = tokio::try_join!(
+            store.select(range.from, range.to),
+            store.select(previous.from, previous.to)
+        )?;
+        let report = history::report(&now, &before, &book, &query, range);
+        rows = report.rows.len();
+        report_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((report_ms, rows))
+}
+
+/// The demo's start-up with the replay of `days` days of its past: the minutes replayed, and
+/// the seconds it took.
+async fn time_replay(days: u32, dir: &std::path::Path) -> anyhow::Result<(u32, f64)> {
+    let started = Instant::now();
+    let emulator_args = crate::config::EmulatorArgs {
+        history_days: days,
+        ..crate::config::EmulatorArgs::default()
+    };
+    let emulator = crate::build_emulator(&emulator_args, days).await?;
+    let (_, clients) = crate::serve_emulator(&emulator).await?;
+    let replay_audit = crate::audit::SqlAuditLog::open(None, &dir.join("replay")).await?;
+    let replay_store =
+        std::sync::Arc::new(crate::cost_history::SqlCostHistory::new(&replay_audit, 400));
+    let reader = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", 16)
+        .with_usage(crate::fleet::usage::UsageReader::new(
+            clients.cloudwatch.clone(),
+            "host",
+            crate::fleet::usage::CONCURRENCY,
+        ))
+        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
+    let minutes =
+        crate::cost_history::replay(emulator, reader, replay_store, chrono::Utc::now()).await?;
+    Ok((minutes, started.elapsed().as_secs_f64()))
+}
+
+/// The consolidation plan on the demo and on the large fleet: its time and its saving.
+async fn plan_rows(rounds: u32) -> anyhow::Result<Vec<Row>> {
+    let mut plans = Vec::new();
+    for scenario in ["demo", "large"] {
+        let (mut times, plan) = plan_on(scenario, rounds).await?;
+        let instances: u32 = plan.clusters.iter().map(|c| c.instances_before).sum();
+        plans.push(Row {
+            what: format!("consolidation plan on {scenario} ({instances} instances), p50 / p95"),
+            value: format!(
+                "{:.0} ms / {:.0} ms",
+                percentile(&mut times.clone(), 0.5),
+                percentile(&mut times, 0.95)
+            ),
+        });
+        plans.push(Row {
+            what: format!(
+                "  its saving: {} instances drained, {} tasks moved, of {} a month",
+                plan.drains.len(),
+                plan.tasks_moved,
+                app::model::cost::money(plan.monthly_before_cents)
+            ),
+            value: format!(
+                "{} a month",
+                app::model::cost::money(plan.saving_cents_per_month)
+            ),
+        });
+    }
+    Ok(plans)
 }

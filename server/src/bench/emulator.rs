@@ -68,7 +68,22 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     }
     em.set_faults(no_limits).map_err(anyhow::Error::msg)?;
 
-    // Throughput: DescribeContainerInstances of 100 ARNs from `concurrency` callers.
+    rows.extend(describe_throughput(&em, &clients.ecs, concurrency, args.seconds).await?);
+    print_table(
+        &format!("gpushare bench emulator — scenario {}", args.scenario),
+        &rows,
+    );
+    Ok(())
+}
+
+/// Throughput: DescribeContainerInstances of 100 ARNs of the largest cluster from
+/// `concurrency` callers for `seconds`.
+async fn describe_throughput(
+    em: &emulator::Emulator,
+    ecs: &aws_sdk_ecs::Client,
+    concurrency: usize,
+    seconds: u64,
+) -> anyhow::Result<Option<Row>> {
     let cluster = em.with_fleet(|f| {
         f.clusters
             .values()
@@ -84,47 +99,40 @@ pub async fn emulator(args: BenchEmulatorArgs) -> anyhow::Result<()> {
                 )
             })
     });
-    if let Some((cluster, arns)) = cluster {
-        let deadline = Instant::now() + Duration::from_secs(args.seconds);
-        let started = Instant::now();
-        let counts: Vec<usize> = stream::iter(0..concurrency)
-            .map(|_| {
-                let ecs = clients.ecs.clone();
-                let cluster = cluster.clone();
-                let arns = arns.clone();
-                async move {
-                    let mut done = 0;
-                    while Instant::now() < deadline {
-                        ecs.describe_container_instances()
-                            .cluster(&cluster)
-                            .set_container_instances(Some(arns.clone()))
-                            .send()
-                            .await
-                            .map_err(|e| anyhow::anyhow!("{}", DisplayErrorContext(e)))?;
-                        done += 1;
-                    }
-                    Ok::<_, anyhow::Error>(done)
+    let Some((cluster, arns)) = cluster else {
+        return Ok(None);
+    };
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let counts: Vec<usize> = stream::iter(0..concurrency)
+        .map(|_| {
+            let ecs = ecs.clone();
+            let cluster = cluster.clone();
+            let arns = arns.clone();
+            async move {
+                let mut done = 0;
+                while Instant::now() < deadline {
+                    ecs.describe_container_instances()
+                        .cluster(&cluster)
+                        .set_container_instances(Some(arns.clone()))
+                        .send()
+                        .await
+                        .map_err(|e| anyhow::anyhow!("{}", DisplayErrorContext(e)))?;
+                    done += 1;
                 }
-            })
-            .buffer_unordered(concurrency)
-            .try_collect()
-            .await?;
-        let total: usize = counts.iter().sum();
-        rows.push(Row {
-            what: format!(
-                "DescribeContainerInstances (100 ARNs), {} callers",
-                args.concurrency
-            ),
-            value: format!(
-                "{:.0} requests/s ({total} in {:.1} s)",
-                total as f64 / started.elapsed().as_secs_f64(),
-                started.elapsed().as_secs_f64()
-            ),
-        });
-    }
-    print_table(
-        &format!("gpushare bench emulator — scenario {}", args.scenario),
-        &rows,
-    );
-    Ok(())
+                Ok::<_, anyhow::Error>(done)
+            }
+        })
+        .buffer_unordered(concurrency)
+        .try_collect()
+        .await?;
+    let total: usize = counts.iter().sum();
+    Ok(Some(Row {
+        what: format!("DescribeContainerInstances (100 ARNs), {concurrency} callers"),
+        value: format!(
+            "{:.0} requests/s ({total} in {:.1} s)",
+            total as f64 / started.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        ),
+    }))
 }

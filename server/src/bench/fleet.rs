@@ -36,44 +36,8 @@ pub async fn fleet(args: BenchFleetArgs) -> anyhow::Result<()> {
         // The dependent-call bound assumes ECS answers every call: no throttling here.
         faults.rate_limits = Some(false);
         em.set_faults(faults).map_err(anyhow::Error::msg)?;
-        let reader =
-            crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency)
-                .with_usage(crate::fleet::usage::UsageReader::new(
-                    clients.cloudwatch.clone(),
-                    "host",
-                    crate::fleet::usage::CONCURRENCY,
-                ))
-                .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
-        let mut first = None;
-        for pass in ["first", "second (task definitions and metric list cached)"] {
-            let started = Instant::now();
-            let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
-            let elapsed = started.elapsed();
-            if let Some(error) = &snapshot.usage_error {
-                anyhow::bail!("usage could not be read: {error}");
-            }
-            first.get_or_insert(elapsed);
-            let calls = snapshot.api_calls + snapshot.cloudwatch_calls;
-            let mut value = format!(
-                "{:.2} s, {calls} calls ({} ECS + {} CloudWatch; {:.2}× the fewest)",
-                elapsed.as_secs_f64(),
-                snapshot.api_calls,
-                snapshot.cloudwatch_calls,
-                f64::from(calls) / (minimum.ecs + minimum.cloudwatch) as f64
-            );
-            if latency > 0 {
-                let bound = chain as f64 * latency as f64 / 1000.0;
-                value.push_str(&format!(
-                    "; bound {chain} dependent calls × {latency} ms = {bound:.2} s, ratio {:.2}",
-                    elapsed.as_secs_f64() / bound
-                ));
-            }
-            rows.push(Row {
-                what: format!("snapshot, {latency} ms added latency, {pass} read"),
-                value,
-            });
-        }
-        let ours = first.unwrap_or_default();
+        let (more, ours) = snapshot_reads(&clients, concurrency, latency, &minimum, chain).await?;
+        rows.extend(more);
         rows.push(Row {
             what: format!("sequential boto3 script, {latency} ms added latency"),
             value: match boto3_walk(&endpoint).await {
@@ -117,6 +81,54 @@ pub async fn fleet(args: BenchFleetArgs) -> anyhow::Result<()> {
         &rows,
     );
     Ok(())
+}
+
+/// Two full reads of the fleet at `latency` ms: a row each, and the first read's time.
+async fn snapshot_reads(
+    clients: &crate::aws::Clients,
+    concurrency: usize,
+    latency: u64,
+    minimum: &Fewest,
+    chain: usize,
+) -> anyhow::Result<(Vec<Row>, Duration)> {
+    let reader = crate::fleet::reader::FleetReader::new(clients.ecs.clone(), "team", concurrency)
+        .with_usage(crate::fleet::usage::UsageReader::new(
+            clients.cloudwatch.clone(),
+            "host",
+            crate::fleet::usage::CONCURRENCY,
+        ))
+        .with_ec2(crate::fleet::ec2::Ec2Reader::new(clients.ec2.clone()));
+    let mut rows = Vec::new();
+    let mut first = None;
+    for pass in ["first", "second (task definitions and metric list cached)"] {
+        let started = Instant::now();
+        let snapshot = reader.read().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let elapsed = started.elapsed();
+        if let Some(error) = &snapshot.usage_error {
+            anyhow::bail!("usage could not be read: {error}");
+        }
+        first.get_or_insert(elapsed);
+        let calls = snapshot.api_calls + snapshot.cloudwatch_calls;
+        let mut value = format!(
+            "{:.2} s, {calls} calls ({} ECS + {} CloudWatch; {:.2}× the fewest)",
+            elapsed.as_secs_f64(),
+            snapshot.api_calls,
+            snapshot.cloudwatch_calls,
+            f64::from(calls) / (minimum.ecs + minimum.cloudwatch) as f64
+        );
+        if latency > 0 {
+            let bound = chain as f64 * latency as f64 / 1000.0;
+            value.push_str(&format!(
+                "; bound {chain} dependent calls × {latency} ms = {bound:.2} s, ratio {:.2}",
+                elapsed.as_secs_f64() / bound
+            ));
+        }
+        rows.push(Row {
+            what: format!("snapshot, {latency} ms added latency, {pass} read"),
+            value,
+        });
+    }
+    Ok((rows, first.unwrap_or_default()))
 }
 
 /// The fewest calls a full snapshot can take.

@@ -12,39 +12,11 @@ use crate::config::BenchEmulatorArgs;
 /// memory, and one that asks a whole GPU's memory (which stalls when the fleet lacks room, and
 /// then searches for what would let it through).
 pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
-    use app::model::rollout::{pre_check, Cluster, RolloutPlan, Verdict};
+    use app::model::rollout::{Cluster, RolloutPlan};
     use placement::GpuRequest;
 
     let snapshot = scenario_snapshot(&args.scenario).await?;
-    // The service with the most MPS containers, and the memory one of them asks.
-    let mut counts: std::collections::BTreeMap<(String, String), (u32, u32, u32)> =
-        Default::default();
-    for cluster in &snapshot.clusters {
-        let largest = cluster
-            .instances
-            .iter()
-            .flat_map(|i| i.gpus.iter())
-            .map(|g| g.total_memory_mib)
-            .max()
-            .unwrap_or(0);
-        for container in cluster
-            .instances
-            .iter()
-            .flat_map(|i| i.gpus.iter())
-            .flat_map(|g| g.containers.iter())
-        {
-            if let (Some(service), Some(memory)) = (&container.service, container.memory_mib) {
-                let entry = counts
-                    .entry((cluster.name.clone(), service.clone()))
-                    .or_insert((0, memory, largest));
-                entry.0 += 1;
-            }
-        }
-    }
-    let ((cluster, service), (tasks, memory, largest)) = counts
-        .into_iter()
-        .max_by_key(|(_, (count, _, _))| *count)
-        .context("the scenario has no service on MPS GPUs")?;
+    let ((cluster, service), (tasks, memory, largest)) = busiest_mps_service(&snapshot)?;
     // A 60-task service: 60 of its tasks are the old ones, the others' GPUs stay busy.
     let layout = Cluster::of(&snapshot, &cluster, &service)
         .context("the cluster")?
@@ -98,31 +70,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             stalling,
         ),
     ] {
-        let mut times = Vec::with_capacity(50);
-        let mut check = None;
-        for _ in 0..50 {
-            let started = Instant::now();
-            check = Some(pre_check(&layout, &plan));
-            times.push(started.elapsed());
-        }
-        times.sort();
-        let check = check.context("ran")?;
-        let verdict = match &check.verdict {
-            Verdict::Completes => format!(
-                "completes in {} {}",
-                check.steps.len(),
-                if check.steps.len() == 1 {
-                    "step"
-                } else {
-                    "steps"
-                }
-            ),
-            Verdict::Stalls { step, .. } => format!(
-                "stalls at step {step}; {} suggestions found",
-                check.suggestions.len()
-            ),
-            Verdict::Never { .. } => "never fits".into(),
-        };
+        let (times, verdict) = time_pre_check(&layout, &plan)?;
         rows.push(Row {
             what,
             value: format!(
@@ -140,4 +88,78 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         &rows,
     );
     Ok(())
+}
+
+/// A service: its cluster and name.
+type ServiceKey = (String, String);
+
+/// A service's MPS containers, the memory one of them asks, and its cluster's largest GPU memory.
+type Counted = (u32, u32, u32);
+
+/// The service with the most MPS containers in the snapshot: its cluster and name, and its
+/// containers, the memory one of them asks, and the largest GPU memory in its cluster.
+fn busiest_mps_service(
+    snapshot: &app::model::FleetSnapshot,
+) -> anyhow::Result<(ServiceKey, Counted)> {
+    let mut counts: std::collections::BTreeMap<ServiceKey, Counted> = Default::default();
+    for cluster in &snapshot.clusters {
+        let largest = cluster
+            .instances
+            .iter()
+            .flat_map(|i| i.gpus.iter())
+            .map(|g| g.total_memory_mib)
+            .max()
+            .unwrap_or(0);
+        for container in cluster
+            .instances
+            .iter()
+            .flat_map(|i| i.gpus.iter())
+            .flat_map(|g| g.containers.iter())
+        {
+            if let (Some(service), Some(memory)) = (&container.service, container.memory_mib) {
+                let entry = counts
+                    .entry((cluster.name.clone(), service.clone()))
+                    .or_insert((0, memory, largest));
+                entry.0 += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, (count, _, _))| *count)
+        .context("the scenario has no service on MPS GPUs")
+}
+
+/// The pre-check of `plan` run 50 times: the times, sorted, and its verdict in words.
+fn time_pre_check(
+    layout: &app::model::rollout::Cluster,
+    plan: &app::model::rollout::RolloutPlan,
+) -> anyhow::Result<(Vec<std::time::Duration>, String)> {
+    use app::model::rollout::{pre_check, Verdict};
+    let mut times = Vec::with_capacity(50);
+    let mut check = None;
+    for _ in 0..50 {
+        let started = Instant::now();
+        check = Some(pre_check(layout, plan));
+        times.push(started.elapsed());
+    }
+    times.sort();
+    let check = check.context("ran")?;
+    let verdict = match &check.verdict {
+        Verdict::Completes => format!(
+            "completes in {} {}",
+            check.steps.len(),
+            if check.steps.len() == 1 {
+                "step"
+            } else {
+                "steps"
+            }
+        ),
+        Verdict::Stalls { step, .. } => format!(
+            "stalls at step {step}; {} suggestions found",
+            check.suggestions.len()
+        ),
+        Verdict::Never { .. } => "never fits".into(),
+    };
+    Ok((times, verdict))
 }

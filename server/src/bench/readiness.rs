@@ -21,6 +21,40 @@ fn delta(
     after.get(operation).copied().unwrap_or(0) - before.get(operation).copied().unwrap_or(0)
 }
 
+/// Probes `url` `total` times, `rate` a second, each on its own: the answered probes' times
+/// (ms), their statuses counted, and the seconds it all took.
+async fn flood(
+    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Empty<axum::body::Bytes>>,
+    url: &http::Uri,
+    rate: u32,
+    total: u32,
+) -> (Vec<f64>, std::collections::BTreeMap<u16, u64>, f64) {
+    let gap = std::time::Duration::from_secs_f64(1.0 / f64::from(rate));
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(gap);
+    let mut running = tokio::task::JoinSet::new();
+    for _ in 0..total {
+        tick.tick().await;
+        let (client, url) = (client.clone(), url.clone());
+        running.spawn(async move {
+            let asked = Instant::now();
+            let answer = client.get(url).await.ok()?;
+            let status = answer.status();
+            answer.into_body().collect().await.ok()?;
+            Some((status, asked.elapsed().as_secs_f64() * 1000.0))
+        });
+    }
+    let mut times = Vec::new();
+    let mut statuses = std::collections::BTreeMap::<u16, u64>::new();
+    while let Some(done) = running.join_next().await {
+        if let Ok(Some((status, ms))) = done {
+            *statuses.entry(status.as_u16()).or_default() += 1;
+            times.push(ms);
+        }
+    }
+    (times, statuses, started.elapsed().as_secs_f64())
+}
+
 /// `gpushare bench readiness`.
 pub async fn readiness(args: BenchReadinessArgs) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("gpushare-bench-ready-{}", std::process::id()));
@@ -49,30 +83,7 @@ pub async fn readiness(args: BenchReadinessArgs) -> anyhow::Result<()> {
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let before = emulator.received();
     let total = args.rate * args.seconds;
-    let gap = std::time::Duration::from_secs_f64(1.0 / f64::from(args.rate));
-    let started = Instant::now();
-    let mut tick = tokio::time::interval(gap);
-    let mut running = tokio::task::JoinSet::new();
-    for _ in 0..total {
-        tick.tick().await;
-        let (client, url) = (client.clone(), url.clone());
-        running.spawn(async move {
-            let asked = Instant::now();
-            let answer = client.get(url).await.ok()?;
-            let status = answer.status();
-            answer.into_body().collect().await.ok()?;
-            Some((status, asked.elapsed().as_secs_f64() * 1000.0))
-        });
-    }
-    let mut times = Vec::new();
-    let mut statuses = std::collections::BTreeMap::<u16, u64>::new();
-    while let Some(done) = running.join_next().await {
-        if let Ok(Some((status, ms))) = done {
-            *statuses.entry(status.as_u16()).or_default() += 1;
-            times.push(ms);
-        }
-    }
-    let seconds = started.elapsed().as_secs_f64();
+    let (mut times, statuses, seconds) = flood(&client, &url, args.rate, total).await;
     let after = emulator.received();
     times.sort_by(f64::total_cmp);
     let at = |p: f64| {
@@ -82,16 +93,14 @@ pub async fn readiness(args: BenchReadinessArgs) -> anyhow::Result<()> {
             .unwrap_or(0.0)
     };
     let periods = (seconds / crate::readiness::PROBE_CACHE.as_secs_f64()).ceil();
-    let ecs: u64 = after
-        .keys()
-        .filter(|k| k.starts_with("ecs:"))
-        .map(|k| delta(&before, &after, k))
-        .sum();
-    let cloudwatch: u64 = after
-        .keys()
-        .filter(|k| k.starts_with("cloudwatch:"))
-        .map(|k| delta(&before, &after, k))
-        .sum();
+    let every = |service: &str| -> u64 {
+        after
+            .keys()
+            .filter(|k| k.strip_prefix(service).is_some_and(|k| k.starts_with(':')))
+            .map(|k| delta(&before, &after, k))
+            .sum()
+    };
+    let (ecs, cloudwatch) = (every("ecs"), every("cloudwatch"));
     print_table(
         "gpushare bench readiness — /readyz flooded, on the demo fleet",
         &[

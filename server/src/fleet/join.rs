@@ -151,6 +151,40 @@ fn team_of(
 /// MPS applies 100 % when a container sets no `maxComputePercent`.
 pub const DEFAULT_COMPUTE_PERCENT: u32 = 100;
 
+/// An instance's GPUs as ECS reports them, before the containers on them are joined.
+fn empty_views(gpus: &[RawGpu]) -> Vec<GpuView> {
+    gpus.iter()
+        .enumerate()
+        .map(|(index, gpu)| GpuView {
+            uuid: gpu.uuid.clone(),
+            index: index as u32,
+            mode: gpu.mode,
+            total_memory_mib: gpu.total_memory_mib,
+            remaining_memory_mib: gpu.remaining_memory_mib.min(gpu.total_memory_mib),
+            compute_allocated_percent: 0,
+            containers: Vec::new(),
+            usage: None,
+        })
+        .collect()
+}
+
+/// What a container holds of one GPU: its memory (MPS), its compute limit, and whether it has
+/// the whole GPU. A whole GPU, or a GPU the definition does not explain: the container has it
+/// all.
+fn share_of(ask: GpuAsk) -> (Option<u32>, u32, bool) {
+    match ask {
+        GpuAsk::Mps {
+            memory_mib,
+            max_compute_percent,
+        } => (
+            Some(memory_mib),
+            max_compute_percent.unwrap_or(DEFAULT_COMPUTE_PERCENT),
+            false,
+        ),
+        GpuAsk::Whole(_) | GpuAsk::None => (None, DEFAULT_COMPUTE_PERCENT, true),
+    }
+}
+
 /// Joins instances' GPUs to the containers on them.
 pub fn join(
     instances: &[Vec<RawGpu>],
@@ -158,24 +192,7 @@ pub fn join(
     definitions: &HashMap<String, DefinitionGpu>,
     service_teams: &HashMap<String, String>,
 ) -> Joined {
-    let mut views: Vec<Vec<GpuView>> = instances
-        .iter()
-        .map(|gpus| {
-            gpus.iter()
-                .enumerate()
-                .map(|(index, gpu)| GpuView {
-                    uuid: gpu.uuid.clone(),
-                    index: index as u32,
-                    mode: gpu.mode,
-                    total_memory_mib: gpu.total_memory_mib,
-                    remaining_memory_mib: gpu.remaining_memory_mib.min(gpu.total_memory_mib),
-                    compute_allocated_percent: 0,
-                    containers: Vec::new(),
-                    usage: None,
-                })
-                .collect()
-        })
-        .collect();
+    let mut views: Vec<Vec<GpuView>> = instances.iter().map(|gpus| empty_views(gpus)).collect();
     let position: HashMap<&str, (usize, usize)> = instances
         .iter()
         .enumerate()
@@ -204,18 +221,7 @@ pub fn join(
                     continue;
                 };
                 let view = &mut views[i][g];
-                let (memory_mib, compute_percent, whole_gpu) = match ask {
-                    GpuAsk::Mps {
-                        memory_mib,
-                        max_compute_percent,
-                    } => (
-                        Some(memory_mib),
-                        max_compute_percent.unwrap_or(DEFAULT_COMPUTE_PERCENT),
-                        false,
-                    ),
-                    // A whole GPU, or a GPU the definition does not explain: the container has it all.
-                    GpuAsk::Whole(_) | GpuAsk::None => (None, DEFAULT_COMPUTE_PERCENT, true),
-                };
+                let (memory_mib, compute_percent, whole_gpu) = share_of(ask);
                 view.compute_allocated_percent += compute_percent;
                 view.containers.push(GpuContainer {
                     task_arn: task.arn.clone(),

@@ -224,9 +224,14 @@ fn write_aws_calls(out: &mut String, costs: &Costs) -> std::fmt::Result {
 /// The fleet refresher: the snapshot's age, the last refresh, the ECS API budget, refreshes and
 /// the full reads that check the incremental state.
 fn write_refresher(out: &mut String, costs: &Costs) -> std::fmt::Result {
+    write_refresher_gauges(out, costs)?;
+    write_refresher_counters(out, costs)
+}
+
+/// The refresher's gauges, and the time spent waiting for the ECS API budget.
+fn write_refresher_gauges(out: &mut String, costs: &Costs) -> std::fmt::Result {
     let state = costs.store.state();
     let stats = costs.store.stats();
-    let checks = costs.reader.checks();
     let age = state
         .taken_at
         .map(|at| (chrono::Utc::now() - at).num_milliseconds().max(0) as f64 / 1000.0);
@@ -280,6 +285,13 @@ fn write_refresher(out: &mut String, costs: &Costs) -> std::fmt::Result {
             writeln!(out, "{name} {value}")?;
         }
     }
+    Ok(())
+}
+
+/// Refreshes by outcome, and the full reads that check the incremental state.
+fn write_refresher_counters(out: &mut String, costs: &Costs) -> std::fmt::Result {
+    let stats = costs.store.stats();
+    let checks = costs.reader.checks();
     let counters: [(&str, &str, u64); 5] = [
         (
             "gpushare_fleet_refreshes_total{outcome=\"ok\"}",

@@ -216,25 +216,8 @@ impl FleetReader {
             || counts.is_some_and(|c| c.instances != registered)
             || counts.is_none() && state.counts.is_some();
         let order: Vec<String> = if relist_instances {
-            let listed: Vec<String> = self
-                .listing(&cluster, Listing::Instances, calls, lane)
-                .try_collect::<Vec<Vec<String>>>()
+            self.list_instances_again(&cluster, &mut found, calls, lane)
                 .await?
-                .concat();
-            let new: Vec<String> = listed
-                .iter()
-                .filter(|arn| !found.contains_key(*arn))
-                .cloned()
-                .collect();
-            for instance in self
-                .described(calls, 100, new, self.describe_instances(&cluster, lane))
-                .await?
-                .into_iter()
-                .flatten()
-            {
-                found.insert(instance.arn.clone(), instance);
-            }
-            listed
         } else {
             known_arns.clone()
         };
@@ -249,13 +232,7 @@ impl FleetReader {
             .filter(|i| i.status != InstanceStatus::Inactive)
             .collect();
         let disagreeing: HashSet<String> = if fresh {
-            let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
-            let by_instance = tasks_by_instance(&state.tasks);
-            instances
-                .iter()
-                .filter(|i| !tasks_agree(i, by_instance.get(i.arn.as_str()), &definitions))
-                .map(|i| i.arn.clone())
-                .collect()
+            self.disagreeing_with_tasks(state, &instances)
         } else {
             HashSet::new()
         };
@@ -278,6 +255,51 @@ impl FleetReader {
             removed,
             relisted: relist_instances,
         })
+    }
+
+    /// The cluster's instances listed again, in ECS's order; those not known before are
+    /// described into `found`.
+    async fn list_instances_again(
+        &self,
+        cluster: &str,
+        found: &mut HashMap<String, KnownInstance>,
+        calls: &AtomicU32,
+        lane: Lane,
+    ) -> Result<Vec<String>, ReadError> {
+        let listed: Vec<String> = self
+            .listing(cluster, Listing::Instances, calls, lane)
+            .try_collect::<Vec<Vec<String>>>()
+            .await?
+            .concat();
+        let new: Vec<String> = listed
+            .iter()
+            .filter(|arn| !found.contains_key(*arn))
+            .cloned()
+            .collect();
+        for instance in self
+            .described(calls, 100, new, self.describe_instances(cluster, lane))
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            found.insert(instance.arn.clone(), instance);
+        }
+        Ok(listed)
+    }
+
+    /// The instances whose known tasks disagree with what the instance reports of them.
+    fn disagreeing_with_tasks(
+        &self,
+        state: &ClusterState,
+        instances: &[KnownInstance],
+    ) -> HashSet<String> {
+        let definitions = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+        let by_instance = tasks_by_instance(&state.tasks);
+        instances
+            .iter()
+            .filter(|i| !tasks_agree(i, by_instance.get(i.arn.as_str()), &definitions))
+            .map(|i| i.arn.clone())
+            .collect()
     }
 
     /// Events: the tasks they name are described again (a task told to stop leaves, as
