@@ -12,7 +12,7 @@ use placement::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::{fleet_view::slot, FleetSnapshot};
+use crate::model::{fleet_view::slot, FleetSnapshot, InstanceView};
 
 /// GPUs or instances listed by name in a report, at most.
 pub const LISTED: usize = 20;
@@ -78,6 +78,80 @@ fn needs_in_words(needs: &Needs) -> String {
     parts.join(", ")
 }
 
+/// Whether a task would fit an empty instance of this one's type, noted per type.
+fn note_type(
+    types: &mut BTreeMap<String, TypeFit>,
+    instance: &InstanceView,
+    gpus: &[GpuSlot],
+    request: &GpuRequest,
+) {
+    let empty: Vec<GpuSlot> = gpus
+        .iter()
+        .map(|g| GpuSlot::idle(g.total_memory_mib))
+        .collect();
+    let entry = types
+        .entry(instance.instance_type.clone())
+        .or_insert_with(|| TypeFit {
+            instance_type: instance.instance_type.clone(),
+            gpus_per_instance: gpus.len() as u32,
+            gpu_memory_mib: gpus.iter().map(|g| g.total_memory_mib).max().unwrap_or(0),
+            fits_when_empty: false,
+        });
+    entry.fits_when_empty |= find_gpus(&empty, instance.mps_capable, request).is_ok();
+}
+
+/// Lists where a task could go on an instance that takes it: for MPS, every GPU of the
+/// instance that could take it, not only the one chosen; otherwise the instance.
+fn list_placeable(
+    placeable: &mut Vec<String>,
+    instance: &InstanceView,
+    gpus: &[GpuSlot],
+    request: &GpuRequest,
+) {
+    match request {
+        GpuRequest::Mps(_) => {
+            for (index, gpu) in gpus.iter().enumerate() {
+                if gpu.fits_mps(request.mps_memory_mib()) && placeable.len() < LISTED {
+                    placeable.push(format!("{}:{index}", instance.ec2_instance_id));
+                }
+            }
+        }
+        _ => placeable.push(instance.ec2_instance_id.clone()),
+    }
+}
+
+/// What the report concludes: the instances blocked by other resources, and why nothing fits
+/// when nothing does (never, or fragmented free memory).
+fn conclude(
+    report: &mut FitReport,
+    blocked: BTreeMap<String, u32>,
+    request: &GpuRequest,
+    free_total: u64,
+    largest_free: u32,
+) {
+    report.blocked = blocked
+        .into_iter()
+        .map(|(resource, count)| {
+            format!(
+                "{count} {} out of {resource}",
+                if count == 1 { "instance" } else { "instances" }
+            )
+        })
+        .collect();
+    if !report.instance_types.iter().any(|t| t.fits_when_empty) {
+        report.never = Some(never_message(report, request));
+    } else if report.placeable_instances == 0
+        && report.blocked.is_empty()
+        && matches!(request, GpuRequest::Mps(_))
+        && free_total >= u64::from(report.mps_memory_mib)
+    {
+        report.fragmented = Some(format!(
+            "The GPUs have {free_total} MiB free in all, enough for {} MiB, but the most any single GPU has free is {largest_free} MiB: the free memory is fragmented. A task's MPS containers must all fit on one GPU.",
+            report.mps_memory_mib
+        ));
+    }
+}
+
 /// Checks a task's GPU request, and what it `needs` besides GPUs, against the clusters of
 /// `snapshot` (one, or all).
 pub fn fit_check(
@@ -105,19 +179,7 @@ pub fn fit_check(
     {
         let gpus: Vec<GpuSlot> = instance.gpus.iter().map(slot).collect();
         let mps_capable = instance.mps_capable && instance.impaired.is_none();
-        let empty: Vec<GpuSlot> = gpus
-            .iter()
-            .map(|g| GpuSlot::idle(g.total_memory_mib))
-            .collect();
-        let entry = types
-            .entry(instance.instance_type.clone())
-            .or_insert_with(|| TypeFit {
-                instance_type: instance.instance_type.clone(),
-                gpus_per_instance: gpus.len() as u32,
-                gpu_memory_mib: gpus.iter().map(|g| g.total_memory_mib).max().unwrap_or(0),
-                fits_when_empty: false,
-            });
-        entry.fits_when_empty |= find_gpus(&empty, instance.mps_capable, request).is_ok();
+        note_type(&mut types, instance, &gpus, request);
         // DRAINING instances and disconnected agents take nothing.
         if !instance.takes_tasks() {
             continue;
@@ -129,9 +191,9 @@ pub fn fit_check(
                 largest_free = largest_free.max(free);
             }
         }
-        let Ok(assignment) = find_gpus(&gpus, mps_capable, request) else {
+        if find_gpus(&gpus, mps_capable, request).is_err() {
             continue;
-        };
+        }
         // What ECS checks besides GPUs, where the snapshot has the instance's room.
         let room_takes = match &instance.room {
             Some(room) => match resources::check(room, needs, 0) {
@@ -148,47 +210,11 @@ pub fn fit_check(
             capacity(&gpus, mps_capable, request).min(room_takes),
         ));
         if report.placeable.len() < LISTED {
-            match request {
-                GpuRequest::Mps(_) => {
-                    // Every GPU of the instance that could take it, not only the one chosen.
-                    for (index, gpu) in gpus.iter().enumerate() {
-                        if gpu.fits_mps(request.mps_memory_mib()) && report.placeable.len() < LISTED
-                        {
-                            report
-                                .placeable
-                                .push(format!("{}:{index}", instance.ec2_instance_id));
-                        }
-                    }
-                }
-                _ => {
-                    let _ = assignment;
-                    report.placeable.push(instance.ec2_instance_id.clone());
-                }
-            }
+            list_placeable(&mut report.placeable, instance, &gpus, request);
         }
     }
     report.instance_types = types.into_values().collect();
-    report.blocked = blocked
-        .into_iter()
-        .map(|(resource, count)| {
-            format!(
-                "{count} {} out of {resource}",
-                if count == 1 { "instance" } else { "instances" }
-            )
-        })
-        .collect();
-    if !report.instance_types.iter().any(|t| t.fits_when_empty) {
-        report.never = Some(never_message(&report, request));
-    } else if report.placeable_instances == 0
-        && report.blocked.is_empty()
-        && matches!(request, GpuRequest::Mps(_))
-        && free_total >= u64::from(report.mps_memory_mib)
-    {
-        report.fragmented = Some(format!(
-            "The GPUs have {free_total} MiB free in all, enough for {} MiB, but the most any single GPU has free is {largest_free} MiB: the free memory is fragmented. A task's MPS containers must all fit on one GPU.",
-            report.mps_memory_mib
-        ));
-    }
+    conclude(&mut report, blocked, request, free_total, largest_free);
     report
 }
 

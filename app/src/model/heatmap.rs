@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::model::{
     fleet_view::{
-        packing::{pack, Group},
+        packing::{pack, Block, Group},
         shade, ColourMode, FleetQuery, Zoom,
     },
     FleetSnapshot, InstanceView, SharingMode,
@@ -211,20 +211,6 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
         scale.cell,
     );
     for (group, (head, blocks)) in groups.iter().zip(&placed.groups) {
-        let totals = &group.totals;
-        let mut title = format!(
-            "{} · {} instances · {} GPUs · memory {} % allocated",
-            group_name(query.group, &group.key),
-            totals.instances,
-            totals.gpus,
-            totals.allocated_percent(),
-        );
-        if let Some(utilization) = totals.utilization_percent() {
-            let _ = write!(title, " · utilisation {utilization:.0} %");
-        }
-        if totals.contended > 0 {
-            let _ = write!(title, " · {} contended", totals.contended);
-        }
         let zoom = Zoom::Group(query.group, group.key.clone());
         let _ = write!(
             svg,
@@ -232,54 +218,86 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
             link(zoom.clone()),
             escape(&zoom.spelled()),
             head + 13,
-            escape(&title),
+            escape(&group_title(query, group)),
         );
         for (block, (x, y)) in group.blocks.iter().zip(blocks) {
-            let instance = block.instance;
-            let (columns, _) = block_shape(block.gpus.len());
-            let mut label = format!(
-                "{}, {}, {} GPUs",
-                instance.ec2_instance_id,
-                instance.instance_type,
-                block.gpus.len()
-            );
-            let mut class = "";
-            if let Some(why) = &instance.impaired {
-                let _ = write!(label, ", impaired: {why}");
-                class = r#" class="imp""#;
-            } else if let Some(why) = &instance.not_placing {
-                let _ = write!(label, ", {why}: takes no tasks");
-                class = r#" class="np""#;
-            }
-            let _ = write!(
-                svg,
-                r#"<a href="{}" data-i="{}"{class} transform="translate({x},{y})" tabindex="-1" aria-label="{}">"#,
-                link(Zoom::Instance(instance.ec2_instance_id.clone())),
-                escape(&instance.ec2_instance_id),
-                escape(&label),
-            );
-            for (n, gpu) in block.gpus.iter().enumerate() {
-                let n = n as u32;
-                let _ = write!(
-                    svg,
-                    r#"<rect x="{}" y="{}" data-x="{}" class="{} {}{}"/>"#,
-                    (n % columns) * scale.pitch,
-                    (n / columns) * scale.pitch,
-                    gpu.index,
-                    shade(gpu, colour, threshold).class(),
-                    mode_class(gpu.mode),
-                    if names(query.gpu.as_deref(), instance, gpu.index, &gpu.uuid) {
-                        " sel"
-                    } else {
-                        ""
-                    },
-                );
-            }
-            svg.push_str("</a>");
+            let href = link(Zoom::Instance(block.instance.ec2_instance_id.clone()));
+            write_block(&mut svg, block, (*x, *y), &href, scale, query, threshold);
         }
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// A group's header: its name, instances, GPUs, memory allocated, utilisation and contention.
+fn group_title(query: &FleetQuery, group: &Group<'_>) -> String {
+    let totals = &group.totals;
+    let mut title = format!(
+        "{} · {} instances · {} GPUs · memory {} % allocated",
+        group_name(query.group, &group.key),
+        totals.instances,
+        totals.gpus,
+        totals.allocated_percent(),
+    );
+    if let Some(utilization) = totals.utilization_percent() {
+        let _ = write!(title, " · utilisation {utilization:.0} %");
+    }
+    if totals.contended > 0 {
+        let _ = write!(title, " · {} contended", totals.contended);
+    }
+    title
+}
+
+/// One instance's block of GPUs at `(x, y)`, linking to the instance's zoom (`href`, escaped).
+fn write_block(
+    svg: &mut String,
+    block: &Block<'_>,
+    (x, y): (u32, u32),
+    href: &str,
+    scale: Scale,
+    query: &FleetQuery,
+    threshold: u32,
+) {
+    let instance = block.instance;
+    let (columns, _) = block_shape(block.gpus.len());
+    let mut label = format!(
+        "{}, {}, {} GPUs",
+        instance.ec2_instance_id,
+        instance.instance_type,
+        block.gpus.len()
+    );
+    let mut class = "";
+    if let Some(why) = &instance.impaired {
+        let _ = write!(label, ", impaired: {why}");
+        class = r#" class="imp""#;
+    } else if let Some(why) = &instance.not_placing {
+        let _ = write!(label, ", {why}: takes no tasks");
+        class = r#" class="np""#;
+    }
+    let _ = write!(
+        svg,
+        r#"<a href="{href}" data-i="{}"{class} transform="translate({x},{y})" tabindex="-1" aria-label="{}">"#,
+        escape(&instance.ec2_instance_id),
+        escape(&label),
+    );
+    for (n, gpu) in block.gpus.iter().enumerate() {
+        let n = n as u32;
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" y="{}" data-x="{}" class="{} {}{}"/>"#,
+            (n % columns) * scale.pitch,
+            (n / columns) * scale.pitch,
+            gpu.index,
+            shade(gpu, query.colour, threshold).class(),
+            mode_class(gpu.mode),
+            if names(query.gpu.as_deref(), instance, gpu.index, &gpu.uuid) {
+                " sel"
+            } else {
+                ""
+            },
+        );
+    }
+    svg.push_str("</a>");
 }
 
 /// A group's name in its header: "no team" for the team of none.
@@ -330,53 +348,66 @@ pub fn render(
         );
         y += HEADING;
         for instance in &cluster.instances {
-            let impaired = instance.impaired.is_some();
-            let _ = write!(
-                svg,
-                r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}{}{}</text>"#,
-                escape(&instance.ec2_instance_id),
-                if impaired { r#" class="imp""# } else { "" },
-                escape(&instance.ec2_instance_id),
-                escape(&instance.instance_type),
-                if impaired {
-                    r#" <tspan class="w">⚠ impaired</tspan>"#
-                } else {
-                    ""
-                },
-                // Its agent reports no gpuDevices: whole GPUs only.
-                if instance.mps_capable || instance.gpus.is_empty() {
-                    ""
-                } else {
-                    r#" <tspan class="t" data-no-sharing="">· no sharing</tspan>"#
-                },
-                // DRAINING, or its agent disconnected: ECS places nothing here.
-                instance
-                    .not_placing
-                    .as_deref()
-                    .map(|why| format!(
-                        r#" <tspan class="t" data-not-placing="">· {} (takes no tasks)</tspan>"#,
-                        escape(why)
-                    ))
-                    .unwrap_or_default(),
-            );
-            for gpu in &instance.gpus {
-                let is_selected = names(selected, instance, gpu.index, &gpu.uuid);
-                let _ = write!(
-                    svg,
-                    r#"<rect x="{}" data-x="{}" class="{} {}{}"/>"#,
-                    LABEL_WIDTH + gpu.index * PITCH,
-                    gpu.index,
-                    shade(gpu, colour, threshold).class(),
-                    mode_class(gpu.mode),
-                    if is_selected { " sel" } else { "" },
-                );
-            }
-            svg.push_str("</g>");
+            write_row(&mut svg, instance, y, colour, selected, threshold);
             y += PITCH;
         }
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// One instance's row of the detail at `y`: its label (impaired, no sharing, takes no tasks)
+/// and a cell per GPU.
+fn write_row(
+    svg: &mut String,
+    instance: &InstanceView,
+    y: u32,
+    colour: ColourMode,
+    selected: Option<&str>,
+    threshold: u32,
+) {
+    let impaired = instance.impaired.is_some();
+    let _ = write!(
+        svg,
+        r#"<g data-i="{}" transform="translate(0,{y})"{}><text x="0" y="11">{} <tspan class="t">{}</tspan>{}{}{}</text>"#,
+        escape(&instance.ec2_instance_id),
+        if impaired { r#" class="imp""# } else { "" },
+        escape(&instance.ec2_instance_id),
+        escape(&instance.instance_type),
+        if impaired {
+            r#" <tspan class="w">⚠ impaired</tspan>"#
+        } else {
+            ""
+        },
+        // Its agent reports no gpuDevices: whole GPUs only.
+        if instance.mps_capable || instance.gpus.is_empty() {
+            ""
+        } else {
+            r#" <tspan class="t" data-no-sharing="">· no sharing</tspan>"#
+        },
+        // DRAINING, or its agent disconnected: ECS places nothing here.
+        instance
+            .not_placing
+            .as_deref()
+            .map(|why| format!(
+                r#" <tspan class="t" data-not-placing="">· {} (takes no tasks)</tspan>"#,
+                escape(why)
+            ))
+            .unwrap_or_default(),
+    );
+    for gpu in &instance.gpus {
+        let is_selected = names(selected, instance, gpu.index, &gpu.uuid);
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" data-x="{}" class="{} {}{}"/>"#,
+            LABEL_WIDTH + gpu.index * PITCH,
+            gpu.index,
+            shade(gpu, colour, threshold).class(),
+            mode_class(gpu.mode),
+            if is_selected { " sel" } else { "" },
+        );
+    }
+    svg.push_str("</g>");
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod budget_burns;
 mod cost_chart;
 mod cost_form;
 mod cost_table;
+mod prices_used;
 mod report;
 mod row;
 
@@ -17,14 +18,15 @@ use leptos_meta::Title;
 use crate::{
     components::report_page::{report_body, ReportPageText},
     model::cost::{
-        money, Chart, CostQuery, CostReport, CostRow, Grouping, Period, RowKind, SortKey, Span,
+        money, Chart, CostQuery, CostReport, CostRow, Grouping, Period, PriceUsed, RowKind,
+        SortKey, Span, Unpriced,
     },
     server_fns::cost::cost_report,
 };
 
 use self::{
     budget_burns::BudgetBurns, cost_chart::CostChart, cost_form::CostForm, cost_table::CostTable,
-    report::Report, row::signed, row::Row,
+    prices_used::PricesUsed, report::Report, row::signed, row::Row,
 };
 
 /// The cost page.

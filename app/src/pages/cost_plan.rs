@@ -5,6 +5,8 @@
 
 mod blast_table;
 mod plan;
+mod plan_clusters;
+mod plan_drains;
 mod plan_form;
 
 use leptos::prelude::*;
@@ -13,13 +15,16 @@ use leptos_meta::Title;
 use crate::{
     components::report_page::{report_body, ReportPageText},
     model::cost::{
-        consolidate::{Blast, ConsolidationPlan, PlanQuery, METHOD},
+        consolidate::{Blast, ClusterPlan, ConsolidationPlan, Drain, PlanQuery, METHOD},
         money,
     },
     server_fns::cost::consolidation_plan,
 };
 
-use self::{blast_table::BlastTable, plan::Plan, plan_form::PlanForm};
+use self::{
+    blast_table::BlastTable, plan::Plan, plan_clusters::PlanClusters, plan_drains::PlanDrains,
+    plan_form::PlanForm,
+};
 
 /// The consolidation plan page.
 #[component]

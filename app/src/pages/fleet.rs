@@ -50,53 +50,22 @@ pub fn FleetPage() -> impl IntoView {
     });
     let (live, set_live) = signal(0_u64);
     let overview = Resource::new(move || (view.get(), live.get()), |(q, _)| fleet_overview(q));
-    let detail = Resource::new(
-        move || (selected.get(), live.get()),
-        |(key, _)| async move {
-            match key {
-                Some(key) => gpu_detail(key).await,
-                None => Ok(None),
-            }
-        },
-    );
-    let navigate = use_navigate();
+    let detail = detail_of(selected, live);
+    let select_to = query_navigator(true);
     let on_select = Callback::new(move |key: String| {
-        let url = format!(
-            "/{}",
-            FleetQuery {
-                gpu: Some(key),
-                ..query.get_untracked()
-            }
-            .to_query_string()
-        );
-        navigate(
-            &url,
-            NavigateOptions {
-                replace: true,
-                scroll: false,
-                ..NavigateOptions::default()
-            },
-        );
+        select_to(FleetQuery {
+            gpu: Some(key),
+            ..query.get_untracked()
+        })
     });
-    let navigate = use_navigate();
     // Opening a part is a new page in the history: Back returns to the overview.
+    let zoom_to = query_navigator(false);
     let on_zoom = Callback::new(move |(zoom, gpu): (Zoom, Option<String>)| {
-        let url = format!(
-            "/{}",
-            FleetQuery {
-                zoom: Some(zoom),
-                gpu,
-                ..view.get_untracked()
-            }
-            .to_query_string()
-        );
-        navigate(
-            &url,
-            NavigateOptions {
-                scroll: false,
-                ..NavigateOptions::default()
-            },
-        );
+        zoom_to(FleetQuery {
+            zoom: Some(zoom),
+            gpu,
+            ..view.get_untracked()
+        })
     });
     let close = Memo::new(move |_| format!("/{}", view.get().to_query_string()));
 
@@ -115,24 +84,9 @@ pub fn FleetPage() -> impl IntoView {
                 })}
             </Transition>
         </div>
-        {move || {
-            parsed
-                .with(|(_, notes)| notes.clone())
-                .into_iter()
-                .map(|note| view! { <p class="banner info" role="status" data-testid="query-note">{note}</p> })
-                .collect_view()
-        }}
+        {move || query_notes(parsed.with(|(_, notes)| notes.clone()))}
         <Transition fallback=|| view! { <p class="muted">"Reading the fleet…"</p> }>
-            {move || Suspend::new(async move {
-                match overview.await {
-                    Ok(overview) => view! { <Overview overview query /> }.into_any(),
-                    Err(error) => view! {
-                        <p class="banner error" role="alert">
-                            {format!("The fleet could not be shown: {error}. Reload the page to try again.")}
-                        </p>
-                    }.into_any(),
-                }
-            })}
+            {move || Suspend::new(async move { overview_or_error(overview.await, query) })}
         </Transition>
         <div class="fleet-body">
             <section class="card heatmap-card" aria-labelledby="heatmap-heading">
@@ -145,19 +99,7 @@ pub fn FleetPage() -> impl IntoView {
             </section>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(Some(detail)) => view! { <GpuPanel detail close=close.get_untracked() /> }.into_any(),
-                        Ok(None) if selected.get_untracked().is_some() => view! {
-                            <aside class="card gpu-panel" role="status" data-testid="gpu-panel">
-                                <p>{format!("There is no GPU {:?} in the fleet now. Pick one in the heatmap.", selected.get_untracked().unwrap_or_default())}</p>
-                                <a class="button" href=close.get_untracked()>"Close"</a>
-                            </aside>
-                        }.into_any(),
-                        Ok(None) => ().into_any(),
-                        Err(error) => view! {
-                            <aside class="card gpu-panel" role="alert"><p>{format!("The GPU could not be read: {error}")}</p></aside>
-                        }.into_any(),
-                    }
+                    selected_gpu(detail.await, selected.get_untracked(), close.get_untracked())
                 })}
             </Transition>
         </div>
@@ -169,6 +111,87 @@ pub fn FleetPage() -> impl IntoView {
         <BudgetBars cluster=None />
         <ClusterTable />
         <ConsoleStatusCard />
+    }
+}
+
+/// The selected GPU's details, read again with each live update.
+fn detail_of(
+    selected: Memo<Option<String>>,
+    live: ReadSignal<u64>,
+) -> Resource<Result<Option<crate::model::fleet_view::GpuDetail>, crate::model::ServiceError>> {
+    Resource::new(
+        move || (selected.get(), live.get()),
+        |(key, _)| async move {
+            match key {
+                Some(key) => gpu_detail(key).await,
+                None => Ok(None),
+            }
+        },
+    )
+}
+
+/// What the URL's query could not mean, said as it was read.
+fn query_notes(notes: Vec<String>) -> impl IntoView {
+    notes
+        .into_iter()
+        .map(|note| view! { <p class="banner info" role="status" data-testid="query-note">{note}</p> })
+        .collect_view()
+}
+
+/// The overview's summary and filters, or why the fleet could not be shown.
+fn overview_or_error(
+    overview: Result<FleetOverview, crate::model::ServiceError>,
+    query: Memo<FleetQuery>,
+) -> AnyView {
+    match overview {
+        Ok(overview) => view! { <Overview overview query /> }.into_any(),
+        Err(error) => view! {
+            <p class="banner error" role="alert">
+                {format!("The fleet could not be shown: {error}. Reload the page to try again.")}
+            </p>
+        }
+        .into_any(),
+    }
+}
+
+/// A navigation to the fleet page at another query, without scrolling; `replace` keeps it
+/// out of the history.
+fn query_navigator(replace: bool) -> impl Fn(FleetQuery) + Clone + 'static {
+    let navigate = use_navigate();
+    move |query: FleetQuery| {
+        navigate(
+            &format!("/{}", query.to_query_string()),
+            NavigateOptions {
+                replace,
+                scroll: false,
+                ..NavigateOptions::default()
+            },
+        );
+    }
+}
+
+/// The selected GPU's panel; or, when the GPU is gone or could not be read, what happened.
+fn selected_gpu(
+    detail: Result<Option<crate::model::fleet_view::GpuDetail>, crate::model::ServiceError>,
+    selected: Option<String>,
+    close: String,
+) -> AnyView {
+    match detail {
+        Ok(Some(detail)) => view! { <GpuPanel detail close /> }.into_any(),
+        Ok(None) => match selected {
+            Some(selected) => view! {
+                <aside class="card gpu-panel" role="status" data-testid="gpu-panel">
+                    <p>{format!("There is no GPU {selected:?} in the fleet now. Pick one in the heatmap.")}</p>
+                    <a class="button" href=close>"Close"</a>
+                </aside>
+            }
+            .into_any(),
+            None => ().into_any(),
+        },
+        Err(error) => view! {
+            <aside class="card gpu-panel" role="alert"><p>{format!("The GPU could not be read: {error}")}</p></aside>
+        }
+        .into_any(),
     }
 }
 

@@ -206,6 +206,39 @@ pub async fn approve(
     .await
 }
 
+/// How an approved request ended: sent (with the record to watch), or refused by the checks
+/// that ran again, in words for the request and its record.
+fn how_it_ended(
+    approver: &Actor,
+    request: &ApprovalRequest,
+    sent: Result<DeployAnswer, ServiceError>,
+) -> (ApprovalState, String, Option<String>, Option<ServiceError>) {
+    match sent {
+        Ok(answer) => (
+            ApprovalState::Sent,
+            format!(
+                "sent as {}'s {}, approved by {}; {}",
+                request.requester_words(),
+                answer.action.as_str(),
+                approver.email.as_deref().unwrap_or(&approver.subject),
+                if answer.action == AuditAction::Scale {
+                    format!("see /audit?resource={}", request.resource())
+                } else {
+                    format!("watch it at /rollouts/{}", answer.audit_id)
+                }
+            ),
+            Some(answer.audit_id),
+            None,
+        ),
+        Err(error) => (
+            ApprovalState::Refused,
+            format!("approved, but nothing was sent: {}", error.message()),
+            None,
+            Some(error),
+        ),
+    }
+}
+
 /// The approved request sent: its audit record, the deploy under the approval, the outcome.
 async fn send_approved(
     context: &ServiceContext,
@@ -242,30 +275,7 @@ async fn send_approved(
         Err(error) => Err(error),
         Ok(requester) => send_as(context, &requester, &request, approved).await,
     };
-    let (state, detail, audit_id, error) = match sent {
-        Ok(answer) => (
-            ApprovalState::Sent,
-            format!(
-                "sent as {}'s {}, approved by {}; {}",
-                request.requester_words(),
-                answer.action.as_str(),
-                approver.email.as_deref().unwrap_or(&approver.subject),
-                if answer.action == AuditAction::Scale {
-                    format!("see /audit?resource={}", request.resource())
-                } else {
-                    format!("watch it at /rollouts/{}", answer.audit_id)
-                }
-            ),
-            Some(answer.audit_id),
-            None,
-        ),
-        Err(error) => (
-            ApprovalState::Refused,
-            format!("approved, but nothing was sent: {}", error.message()),
-            None,
-            Some(error),
-        ),
-    };
+    let (state, detail, audit_id, error) = how_it_ended(approver, &request, sent);
     settle(state, detail.clone(), audit_id).await?;
     // The approval's record says how it ended.
     let recorded = context

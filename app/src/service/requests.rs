@@ -45,30 +45,7 @@ pub async fn ask(
 ) -> Result<DeployAnswer, ServiceError> {
     let team = asked.service.team.clone().unwrap_or_default();
     let resource = format!("{}/{}", asked.cluster, asked.service.name);
-    let request = ApprovalRequest {
-        state: ApprovalState::Pending,
-        action: asked.action,
-        team: team.clone(),
-        cluster: asked.cluster.to_string(),
-        service: asked.service.name.clone(),
-        requester: actor.clone(),
-        request: DeployRequest {
-            description: asked.request.description.trim().to_string(),
-            ..asked.request
-        },
-        scale: asked.scale.map(|scale| ScaleRequest {
-            description: scale.description.trim().to_string(),
-            ..scale
-        }),
-        from: asked.from.clone(),
-        target: asked.target.clone(),
-        diff: asked.diff.clone(),
-        pre_check: asked.pre_check.clone(),
-        arithmetic: asked.verdict.arithmetic.clone(),
-        delta: asked.delta,
-        after_mib: asked.verdict.after_mib,
-        ..ApprovalRequest::default()
-    };
+    let request = request_of(actor, &asked);
     let waiting: u64 = context
         .approvals
         .pending_counts(actor.subject.clone(), None)
@@ -123,20 +100,56 @@ pub async fn ask(
             already_asked: false,
         }),
         Err(error) => {
-            // A request nobody can trace is not left waiting.
-            let _ = context
-                .approvals
-                .decide(
-                    id,
-                    Decision {
-                        to: ApprovalState::Withdrawn,
-                        by: "gpushare".into(),
-                        note: Some("the audit log could not record the request".into()),
-                        ..Decision::default()
-                    },
-                )
-                .await;
+            withdraw_untraced(context, id).await;
             Err(error.with_suffix("; nothing was sent or asked for"))
         }
+    }
+}
+
+/// The request to keep for what was asked, its descriptions trimmed.
+fn request_of(actor: &Actor, asked: &Asked<'_>) -> ApprovalRequest {
+    ApprovalRequest {
+        state: ApprovalState::Pending,
+        action: asked.action,
+        team: asked.service.team.clone().unwrap_or_default(),
+        cluster: asked.cluster.to_string(),
+        service: asked.service.name.clone(),
+        requester: actor.clone(),
+        request: DeployRequest {
+            description: asked.request.description.trim().to_string(),
+            ..asked.request.clone()
+        },
+        scale: asked.scale.clone().map(|scale| ScaleRequest {
+            description: scale.description.trim().to_string(),
+            ..scale
+        }),
+        from: asked.from.clone(),
+        target: asked.target.clone(),
+        diff: asked.diff.clone(),
+        pre_check: asked.pre_check.clone(),
+        arithmetic: asked.verdict.arithmetic.clone(),
+        delta: asked.delta,
+        after_mib: asked.verdict.after_mib,
+        ..ApprovalRequest::default()
+    }
+}
+
+/// A request nobody can trace is not left waiting: it is withdrawn. If even that fails, it is
+/// said in the log, and an approver sees a request without its audit record.
+async fn withdraw_untraced(context: &ServiceContext, id: String) {
+    let withdrawn = context
+        .approvals
+        .decide(
+            id.clone(),
+            Decision {
+                to: ApprovalState::Withdrawn,
+                by: "gpushare".into(),
+                note: Some("the audit log could not record the request".into()),
+                ..Decision::default()
+            },
+        )
+        .await;
+    if let Err(error) = withdrawn {
+        tracing::warn!(%error, %id, "a request the audit log could not record could not be withdrawn either");
     }
 }

@@ -80,31 +80,8 @@ pub fn GpuEditor(
             .then(|| register.value().get())
             .flatten()
     });
-    let errors_of = |answer: Option<Result<Vec<FieldError>, String>>| {
-        answer.and_then(Result::ok).unwrap_or_default()
-    };
-    // The errors of whichever answer came last.
-    let errors = Memo::new(move |_| {
-        let from_register = errors_of(outcome.get().map(|o| o.map(|r| r.errors)));
-        if !from_register.is_empty() {
-            return from_register;
-        }
-        errors_of(
-            checked
-                .get()
-                .map(|c: Result<EditCheck, String>| c.map(|c| c.errors)),
-        )
-    });
-    let edit = {
-        let rows = rows.clone();
-        move || {
-            if json_mode.get_untracked() {
-                Edit::Json(text.get_untracked())
-            } else {
-                Edit::Form(rows.iter().map(|(name, row)| row.input(name)).collect())
-            }
-        }
-    };
+    let errors = latest_errors(outcome, check);
+    let edit = edit_of(rows.clone(), json_mode, text);
     let on_check = {
         let edit = edit.clone();
         move |_| {
@@ -116,13 +93,7 @@ pub fn GpuEditor(
     };
     let busy = move || check.pending().get() || register.pending().get();
     let may_check = permission.allowed;
-    // The last check can say more than the family's ownership: a field only an admin changes.
-    let refused = Memo::new(move |_| match checked.get() {
-        Some(Ok(check)) if check.errors.is_empty() && !check.register.allowed => {
-            check.register.reason
-        }
-        _ => (!permission.allowed).then(|| permission.reason.clone().unwrap_or_default()),
-    });
+    let refused = refusal(check, permission);
     view! {
         <section class="card" data-testid="gpu-editor" aria-labelledby="editor-heading">
             <h2 id="editor-heading">{format!("Edit revision {number}")}</h2>
@@ -148,17 +119,70 @@ pub fn GpuEditor(
             </div>
             {move || refused.get().map(|reason| view! { <p class="not-allowed" role="note" data-testid="edit-not-allowed">{reason}</p> })}
             <EditErrors errors json_mode />
-            {move || checked.get().map(|answer| match answer {
-                Ok(check) if check.errors.is_empty() => view! { <CheckAnswer check may_reveal /> }.into_any(),
-                Ok(_) => ().into_any(),
-                Err(error) => view! { <p class="banner error" role="alert">{format!("The check failed: {error}")}</p> }.into_any(),
-            })}
+            {move || checked.get().map(|answer| check_answer(answer, may_reveal))}
             {move || outcome.get().map(|answer| match answer {
                 Ok(result) => view! { <RegisterRefusal result /> }.into_any(),
                 Err(error) => view! { <p class="banner error" role="alert">{format!("Registering failed: {error}. Your edit is still here.")}</p> }.into_any(),
             })}
         </section>
     }
+}
+
+/// What the editor holds when asked: the form's rows as typed, or the JSON in JSON mode.
+fn edit_of(
+    rows: Vec<(String, Row)>,
+    json_mode: RwSignal<bool>,
+    text: RwSignal<String>,
+) -> impl Fn() -> Edit + Clone + 'static {
+    move || {
+        if json_mode.get_untracked() {
+            Edit::Json(text.get_untracked())
+        } else {
+            Edit::Form(rows.iter().map(|(name, row)| row.input(name)).collect())
+        }
+    }
+}
+
+/// A check's answer: what it found, nothing (its errors sit by their fields), or its failure.
+fn check_answer(answer: Result<EditCheck, String>, may_reveal: bool) -> AnyView {
+    match answer {
+        Ok(check) if check.errors.is_empty() => view! { <CheckAnswer check may_reveal /> }.into_any(),
+        Ok(_) => ().into_any(),
+        Err(error) => view! { <p class="banner error" role="alert">{format!("The check failed: {error}")}</p> }
+            .into_any(),
+    }
+}
+
+/// The errors of whichever answer came last: the registration's (`outcome`, while it counts),
+/// or the check's.
+fn latest_errors(
+    outcome: Memo<Option<Result<EditResult, String>>>,
+    check: Action<(Edit, String), Result<EditCheck, String>>,
+) -> Memo<Vec<FieldError>> {
+    let errors_of = |answer: Option<Result<Vec<FieldError>, String>>| {
+        answer.and_then(Result::ok).unwrap_or_default()
+    };
+    Memo::new(move |_| {
+        let from_register = errors_of(outcome.get().map(|o| o.map(|r| r.errors)));
+        if !from_register.is_empty() {
+            return from_register;
+        }
+        errors_of(check.value().get().map(|c| c.map(|c| c.errors)))
+    })
+}
+
+/// Why the edit may not be registered, if it may not. The last check can say more than the
+/// family's ownership: a field only an admin changes.
+fn refusal(
+    check: Action<(Edit, String), Result<EditCheck, String>>,
+    permission: Permission,
+) -> Memo<Option<String>> {
+    Memo::new(move |_| match check.value().get() {
+        Some(Ok(check)) if check.errors.is_empty() && !check.register.allowed => {
+            check.register.reason
+        }
+        _ => (!permission.allowed).then(|| permission.reason.clone().unwrap_or_default()),
+    })
 }
 
 /// The check of an edit, as a form's rows or the whole JSON, on a cluster.

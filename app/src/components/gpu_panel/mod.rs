@@ -3,15 +3,19 @@
 
 use leptos::prelude::*;
 
+mod blast_radius;
 mod container_table;
+mod facts;
 mod memory_bar;
 
+use blast_radius::BlastRadius;
 use container_table::ContainerTable;
+use facts::GpuFacts;
 use memory_bar::MemoryBar;
 
 use crate::model::{
     fleet_view::{GpuDetail, MPS_CLIENT_LIMIT},
-    Reading, SharingMode,
+    GpuView, SharingMode,
 };
 
 /// The panel for `detail`; `close` is the URL of the view without the selection.
@@ -23,30 +27,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
         _ => gpu.allocated_memory_mib(),
     };
     let free = gpu.total_memory_mib.saturating_sub(allocated);
-    let usage = gpu.usage;
-    let reading = |r: Option<Reading>, unit: &'static str| {
-        r.map_or("no data".to_string(), |r| {
-            format!(
-                "{:.0} {unit} now, {:.0} {unit} average",
-                r.latest, r.average
-            )
-        })
-    };
-    let utilization = reading(usage.and_then(|u| u.utilization_percent), "%");
-    let memory_used = reading(usage.and_then(|u| u.memory_used_mib), "MiB");
     let many_clients = gpu.containers.len() > MPS_CLIENT_LIMIT;
-    let model = detail
-        .instance
-        .gpu_model
-        .clone()
-        .unwrap_or_else(|| "unknown".into());
-    let list = |names: &[String]| {
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    };
     view! {
         <aside class="card gpu-panel" data-testid="gpu-panel" aria-labelledby="gpu-panel-heading">
             <div class="card-title">
@@ -55,32 +36,7 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
                 </h2>
                 <a class="button" href=close aria-label="Close the GPU panel">"Close"</a>
             </div>
-            <dl class="facts">
-                <dt>"UUID"</dt>
-                <dd class="mono" data-testid="gpu-uuid">{gpu.uuid.clone()}</dd>
-                <dt>"Model"</dt>
-                <dd>{model}</dd>
-                <dt>"Instance"</dt>
-                <dd title=detail.instance.arn.clone() data-testid="gpu-instance">
-                    {[
-                        Some(detail.instance.instance_type.clone()),
-                        Some(detail.cluster.clone()),
-                        detail.instance.availability_zone.clone(),
-                        detail.instance.lifecycle.map(|l| l.as_str().to_string()),
-                        detail.instance.not_placing.clone().map(|why| format!("{why}: takes no tasks")),
-                    ]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" · ")}
-                </dd>
-                <dt>"Sharing"</dt>
-                <dd>{gpu.mode.as_str()}</dd>
-                <dt>"Utilisation"</dt>
-                <dd>{utilization}</dd>
-                <dt>"Memory used"</dt>
-                <dd>{memory_used}</dd>
-            </dl>
+            <GpuFacts detail=detail.clone() />
             {detail.instance.impaired.clone().map(|reason| view! {
                 <p class="banner warn" role="status">
                     {format!("The instance's MPS daemon is impaired: {reason}. Its running tasks keep running; a new MPS task placed here fails at start. Whether ECS avoids the instance is not documented, so the console counts no MPS room here.")}
@@ -98,34 +54,31 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
             <ContainerTable containers=gpu.containers.clone() />
             <p class="muted">
                 {format!("Compute limits add up to {} %", gpu.compute_allocated_percent)}
-                {(gpu.compute_allocated_percent > 100).then(|| {
-                    let busy = gpu
-                        .usage
-                        .and_then(|u| u.utilization_percent)
-                        .map_or("CloudWatch does not say how busy it is".to_string(), |r| {
-                            format!("it was {:.0} % busy on average over the window", r.average)
-                        });
-                    format!(
-                        ", past 100 %: normal for MPS, since maxComputePercent is a cap, not a reservation. The containers wait for each other only when the GPU is busy; {busy}."
-                    )
-                })}
+                {compute_past_full(&gpu)}
             </p>
             {many_clients.then(|| view! {
                 <p class="banner warn">
                     {format!("{} containers share this GPU; MPS allows {MPS_CLIENT_LIMIT} client contexts per GPU.", gpu.containers.len())}
                 </p>
             })}
-            <h3>"Blast radius"</h3>
-            <dl class="facts stacked" data-testid="blast-radius">
-                <dt>"A GPU fault hits"</dt>
-                <dd>{list(&detail.gpu_services)}</dd>
-                <dt>"An MPS daemon failure also hits"</dt>
-                <dd>{list(&detail.daemon_services)}</dd>
-                <dt>"Teams on this GPU"</dt>
-                <dd>{list(&detail.teams)}</dd>
-            </dl>
+            <BlastRadius detail />
         </aside>
     }
+}
+
+/// What a sum of compute limits past 100 % means: normal for MPS, and how busy the GPU was.
+fn compute_past_full(gpu: &GpuView) -> Option<String> {
+    (gpu.compute_allocated_percent > 100).then(|| {
+        let busy = gpu
+            .usage
+            .and_then(|u| u.utilization_percent)
+            .map_or("CloudWatch does not say how busy it is".to_string(), |r| {
+                format!("it was {:.0} % busy on average over the window", r.average)
+            });
+        format!(
+            ", past 100 %: normal for MPS, since maxComputePercent is a cap, not a reservation. The containers wait for each other only when the GPU is busy; {busy}."
+        )
+    })
 }
 
 /// `2026-11-30T05:10:13.743Z` as `11-30 05:10`.

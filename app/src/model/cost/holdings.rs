@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{words::Lifecycle, FleetSnapshot, GpuView, SharingMode};
+use crate::model::{words::Lifecycle, FleetSnapshot, GpuView, InstanceView, SharingMode};
 
 /// What a holding stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -141,104 +141,121 @@ pub fn of_snapshot(snapshot: &FleetSnapshot, hours: f64) -> Holdings {
     let mut out = Holdings::new();
     for cluster in &snapshot.clusters {
         for instance in &cluster.instances {
-            let key = |kind: HoldingKind, team: Option<&str>, service: Option<&str>| HoldingKey {
-                cluster: cluster.name.clone(),
-                instance_type: instance.instance_type.clone(),
-                lifecycle: instance.lifecycle,
-                kind,
-                team: team.unwrap_or_default().to_string(),
-                service: service.unwrap_or_default().to_string(),
-            };
-            out.entry(key(HoldingKind::Capacity, None, None))
-                .or_default()
-                .add(&Amounts {
-                    instance_hours: hours,
-                    gpu_hours: hours * instance.gpus.len() as f64,
-                    cpu_hours: hours * instance.host.as_ref().map_or(0.0, |h| f64::from(h.cpu)),
-                    host_memory_mib_hours: hours
-                        * instance
-                            .host
-                            .as_ref()
-                            .map_or(0.0, |h| f64::from(h.memory_mib)),
-                    ..Amounts::default()
-                });
-            for reserved in instance.host.iter().flat_map(|h| &h.reserved) {
-                out.entry(key(
-                    HoldingKind::Held,
-                    reserved.team.as_deref(),
-                    reserved.service.as_deref(),
-                ))
-                .or_default()
-                .add(&Amounts {
-                    cpu_hours: hours * f64::from(reserved.cpu),
-                    host_memory_mib_hours: hours * f64::from(reserved.memory_mib),
-                    ..Amounts::default()
-                });
-            }
-            for gpu in &instance.gpus {
-                let unused = unused_fraction(gpu);
-                let share = |part: f64, memory: f64, whole: f64| Amounts {
-                    instance_hours: 0.0,
-                    gpu_hours: hours * part,
-                    memory_mib_hours: hours * memory,
-                    whole_gpu_hours: hours * whole,
-                    usage_gpu_hours: if unused.is_some() { hours * part } else { 0.0 },
-                    unused_gpu_hours: hours * part * unused.unwrap_or(0.0),
-                    ..Amounts::default()
-                };
-                let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
-                if !whole.is_empty() {
-                    let each = 1.0 / whole.len() as f64;
-                    for c in whole {
-                        out.entry(key(
-                            HoldingKind::Held,
-                            c.team.as_deref(),
-                            c.service.as_deref(),
-                        ))
-                        .or_default()
-                        .add(&share(each, 0.0, each));
-                    }
-                } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
-                    let total = f64::from(gpu.total_memory_mib);
-                    let allocated = f64::from(gpu.allocated_memory_mib());
-                    let known: f64 = gpu
-                        .containers
-                        .iter()
-                        .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
-                        .sum();
-                    // The containers' own asks, bounded by what ECS says is allocated.
-                    let scale = if known > allocated && known > 0.0 {
-                        allocated / known
-                    } else {
-                        1.0
-                    };
-                    for c in &gpu.containers {
-                        let memory = f64::from(c.memory_mib.unwrap_or(0)) * scale;
-                        if memory > 0.0 {
-                            out.entry(key(
-                                HoldingKind::Held,
-                                c.team.as_deref(),
-                                c.service.as_deref(),
-                            ))
-                            .or_default()
-                            .add(&share(memory / total, memory, 0.0));
-                        }
-                    }
-                    let unknown = (allocated - known.min(allocated)).max(0.0);
-                    if unknown > 0.0 {
-                        out.entry(key(HoldingKind::Unattributed, None, None))
-                            .or_default()
-                            .add(&share(unknown / total, unknown, 0.0));
-                    }
-                } else if gpu.mode == SharingMode::Dedicated {
-                    // ECS says a container has it, and no known container does: held, by whom
-                    // not known — never idle.
-                    out.entry(key(HoldingKind::Unattributed, None, None))
-                        .or_default()
-                        .add(&share(1.0, 0.0, 1.0));
-                }
-            }
+            add_instance(&mut out, &cluster.name, instance, hours);
         }
     }
     out
+}
+
+/// What one instance holds: its capacity, the CPU and memory tasks reserve, and its GPUs.
+fn add_instance(out: &mut Holdings, cluster: &str, instance: &InstanceView, hours: f64) {
+    let key = |kind: HoldingKind, team: Option<&str>, service: Option<&str>| HoldingKey {
+        cluster: cluster.to_string(),
+        instance_type: instance.instance_type.clone(),
+        lifecycle: instance.lifecycle,
+        kind,
+        team: team.unwrap_or_default().to_string(),
+        service: service.unwrap_or_default().to_string(),
+    };
+    out.entry(key(HoldingKind::Capacity, None, None))
+        .or_default()
+        .add(&Amounts {
+            instance_hours: hours,
+            gpu_hours: hours * instance.gpus.len() as f64,
+            cpu_hours: hours * instance.host.as_ref().map_or(0.0, |h| f64::from(h.cpu)),
+            host_memory_mib_hours: hours
+                * instance
+                    .host
+                    .as_ref()
+                    .map_or(0.0, |h| f64::from(h.memory_mib)),
+            ..Amounts::default()
+        });
+    for reserved in instance.host.iter().flat_map(|h| &h.reserved) {
+        out.entry(key(
+            HoldingKind::Held,
+            reserved.team.as_deref(),
+            reserved.service.as_deref(),
+        ))
+        .or_default()
+        .add(&Amounts {
+            cpu_hours: hours * f64::from(reserved.cpu),
+            host_memory_mib_hours: hours * f64::from(reserved.memory_mib),
+            ..Amounts::default()
+        });
+    }
+    for gpu in &instance.gpus {
+        add_gpu(out, &key, gpu, hours);
+    }
+}
+
+/// Who holds one GPU: its whole-GPU containers in equal parts, its MPS containers by memory
+/// (what no known container explains is unattributed), a dedicated GPU of no known container
+/// unattributed — never idle.
+fn add_gpu(
+    out: &mut Holdings,
+    key: &impl Fn(HoldingKind, Option<&str>, Option<&str>) -> HoldingKey,
+    gpu: &GpuView,
+    hours: f64,
+) {
+    let unused = unused_fraction(gpu);
+    let share = |part: f64, memory: f64, whole: f64| Amounts {
+        instance_hours: 0.0,
+        gpu_hours: hours * part,
+        memory_mib_hours: hours * memory,
+        whole_gpu_hours: hours * whole,
+        usage_gpu_hours: if unused.is_some() { hours * part } else { 0.0 },
+        unused_gpu_hours: hours * part * unused.unwrap_or(0.0),
+        ..Amounts::default()
+    };
+    let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
+    if !whole.is_empty() {
+        let each = 1.0 / whole.len() as f64;
+        for c in whole {
+            out.entry(key(
+                HoldingKind::Held,
+                c.team.as_deref(),
+                c.service.as_deref(),
+            ))
+            .or_default()
+            .add(&share(each, 0.0, each));
+        }
+    } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
+        let total = f64::from(gpu.total_memory_mib);
+        let allocated = f64::from(gpu.allocated_memory_mib());
+        let known: f64 = gpu
+            .containers
+            .iter()
+            .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
+            .sum();
+        // The containers' own asks, bounded by what ECS says is allocated.
+        let scale = if known > allocated && known > 0.0 {
+            allocated / known
+        } else {
+            1.0
+        };
+        for c in &gpu.containers {
+            let memory = f64::from(c.memory_mib.unwrap_or(0)) * scale;
+            if memory > 0.0 {
+                out.entry(key(
+                    HoldingKind::Held,
+                    c.team.as_deref(),
+                    c.service.as_deref(),
+                ))
+                .or_default()
+                .add(&share(memory / total, memory, 0.0));
+            }
+        }
+        let unknown = (allocated - known.min(allocated)).max(0.0);
+        if unknown > 0.0 {
+            out.entry(key(HoldingKind::Unattributed, None, None))
+                .or_default()
+                .add(&share(unknown / total, unknown, 0.0));
+        }
+    } else if gpu.mode == SharingMode::Dedicated {
+        // ECS says a container has it, and no known container does: held, by whom
+        // not known — never idle.
+        out.entry(key(HoldingKind::Unattributed, None, None))
+            .or_default()
+            .add(&share(1.0, 0.0, 1.0));
+    }
 }

@@ -12,16 +12,7 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
     let mut hosts = cluster.hosts.clone();
     let mut old = cluster.old(plan.running);
     let desired = plan.desired;
-    // ECS rounds the upper bound down and the lower bound up. Blue/green, linear and canary
-    // start the whole new set beside the old one and stop the old one after.
-    let (upper, lower) = if plan.whole_new_set() {
-        (desired.saturating_mul(2), desired)
-    } else {
-        (
-            (u64::from(desired) * u64::from(plan.maximum_percent) / 100) as u32,
-            (u64::from(desired) * u64::from(plan.minimum_healthy_percent)).div_ceil(100) as u32,
-        )
-    };
+    let (upper, lower) = bounds(plan);
     if plan.new != GpuRequest::None && !hosts.iter().any(|h| h.could_host(&plan.new)) {
         return (
             Verdict::Never {
@@ -45,36 +36,12 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
         let room = upper
             .saturating_sub(total)
             .min(desired.saturating_sub(new_running));
-        let mut started = 0;
-        let mut unplaced = 0;
-        let mut blocked: Option<String> = None;
-        for _ in 0..room {
-            match place(&mut hosts, &plan.new, &plan.new_needs) {
-                Ok(()) => started += 1,
-                Err(why) => {
-                    unplaced = room - started;
-                    blocked = Some(why);
-                    break;
-                }
-            }
-        }
+        let (started, unplaced, blocked) = start_new(&mut hosts, plan, room);
         new_running += started;
         // Stop old tasks while the lower bound allows (new tasks count once they are running).
         let healthy = old.len() as u32 + new_running;
         let can_stop = healthy.saturating_sub(lower).min(old.len() as u32);
-        // Those that hold GPUs first: stopping them frees room.
-        old.sort_by_key(|t| t.host.is_none());
-        let mut stopped = 0;
-        for task in old.drain(..can_stop as usize) {
-            if let Some(host) = task.host.and_then(|h| hosts.get_mut(h)) {
-                release(&mut host.gpus, &task.request, &task.assignment);
-                if let Some(room) = host.room.as_mut() {
-                    resources::give_back(room, &plan.old_needs);
-                }
-                host.service_tasks = host.service_tasks.saturating_sub(1);
-            }
-            stopped += 1;
-        }
+        let stopped = stop_old(&mut hosts, &mut old, can_stop, &plan.old_needs);
         steps.push(RolloutStep {
             step,
             started,
@@ -110,6 +77,51 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
         },
         steps,
     )
+}
+
+/// The most tasks that may run and the fewest that must stay healthy. ECS rounds the upper
+/// bound down and the lower bound up. Blue/green, linear and canary start the whole new set
+/// beside the old one and stop the old one after.
+fn bounds(plan: &RolloutPlan) -> (u32, u32) {
+    let desired = plan.desired;
+    if plan.whole_new_set() {
+        (desired.saturating_mul(2), desired)
+    } else {
+        (
+            (u64::from(desired) * u64::from(plan.maximum_percent) / 100) as u32,
+            (u64::from(desired) * u64::from(plan.minimum_healthy_percent)).div_ceil(100) as u32,
+        )
+    }
+}
+
+/// Starts up to `room` new tasks: how many started, how many could not be placed, and why.
+fn start_new(hosts: &mut [Host], plan: &RolloutPlan, room: u32) -> (u32, u32, Option<String>) {
+    let mut started = 0;
+    for _ in 0..room {
+        match place(hosts, &plan.new, &plan.new_needs) {
+            Ok(()) => started += 1,
+            Err(why) => return (started, room - started, Some(why)),
+        }
+    }
+    (started, 0, None)
+}
+
+/// Stops `can_stop` old tasks, those that hold GPUs first (stopping them frees room): how many
+/// stopped.
+fn stop_old(hosts: &mut [Host], old: &mut Vec<OldTask>, can_stop: u32, needs: &Needs) -> u32 {
+    old.sort_by_key(|t| t.host.is_none());
+    let mut stopped = 0;
+    for task in old.drain(..can_stop as usize) {
+        if let Some(host) = task.host.and_then(|h| hosts.get_mut(h)) {
+            release(&mut host.gpus, &task.request, &task.assignment);
+            if let Some(room) = host.room.as_mut() {
+                resources::give_back(room, needs);
+            }
+            host.service_tasks = host.service_tasks.saturating_sub(1);
+        }
+        stopped += 1;
+    }
+    stopped
 }
 
 /// Places one task on the first instance that takes it (ECS's checks besides GPUs, then the
@@ -193,28 +205,7 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
         },
     ];
     let mut unknown = Vec::new();
-    let with_room = cluster.hosts.iter().filter(|h| h.room.is_some()).count();
-    if with_room > 0 {
-        checked.push(format!(
-            "CPU ({} units per task) and memory ({} MiB per task) left on each instance",
-            plan.new_needs.cpu, plan.new_needs.memory_mib
-        ));
-        if !plan.new_needs.tcp_ports.is_empty() || !plan.new_needs.udp_ports.is_empty() {
-            let ports: Vec<String> = plan
-                .new_needs
-                .tcp_ports
-                .iter()
-                .map(|p| format!("{p}/tcp"))
-                .chain(plan.new_needs.udp_ports.iter().map(|p| format!("{p}/udp")))
-                .collect();
-            checked.push(format!("static host ports {}", ports.join(", ")));
-        }
-    } else {
-        unknown.push(
-            "CPU, memory and host ports: the fleet data has no remaining resources for this cluster"
-                .into(),
-        );
-    }
+    room_scope(cluster, plan, &mut checked, &mut unknown);
     let left_out: Vec<String> = cluster
         .hosts
         .iter()
@@ -252,22 +243,7 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
         ));
     }
     if plan.new_needs.awsvpc {
-        let placing = || cluster.hosts.iter().filter(|h| h.not_placing.is_none());
-        let unknown_enis: Vec<&str> = placing()
-            .filter(|h| h.room.as_ref().is_none_or(|r| r.enis_free.is_none()))
-            .map(|h| h.id.as_str())
-            .collect();
-        let free: u32 = placing().filter_map(|h| h.room.as_ref()?.enis_free).sum();
-        if unknown_enis.is_empty() {
-            checked.push(format!(
-                "ENI attachment points (awsvpc, one per task): {free} left in the cluster, from each instance type's network interfaces (EC2) less the primary one and the tasks' ENIs"
-            ));
-        } else {
-            unknown.push(format!(
-                "ENI attachment points (awsvpc, one per task) on {}: ENI trunking is on there, or EC2 DescribeInstanceTypes could not be read, so their limit is not known and the check counts none",
-                unknown_enis.join(", ")
-            ));
-        }
+        eni_scope(cluster, &mut checked, &mut unknown);
     }
     checked.push(format!(
         "placement strategy {}: it chooses among the instances that fit; every new task being alike, it changes which instances take them, not how many fit",
@@ -283,6 +259,57 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
         unknown.push("where the old tasks without GPUs run: their CPU, memory and ports are not given back as they stop".into());
     }
     (checked, unknown)
+}
+
+/// CPU, memory and static host ports: checked where the fleet data has the instances' room.
+fn room_scope(
+    cluster: &Cluster,
+    plan: &RolloutPlan,
+    checked: &mut Vec<String>,
+    unknown: &mut Vec<String>,
+) {
+    let with_room = cluster.hosts.iter().filter(|h| h.room.is_some()).count();
+    if with_room == 0 {
+        unknown.push(
+            "CPU, memory and host ports: the fleet data has no remaining resources for this cluster"
+                .into(),
+        );
+        return;
+    }
+    checked.push(format!(
+        "CPU ({} units per task) and memory ({} MiB per task) left on each instance",
+        plan.new_needs.cpu, plan.new_needs.memory_mib
+    ));
+    if !plan.new_needs.tcp_ports.is_empty() || !plan.new_needs.udp_ports.is_empty() {
+        let ports: Vec<String> = plan
+            .new_needs
+            .tcp_ports
+            .iter()
+            .map(|p| format!("{p}/tcp"))
+            .chain(plan.new_needs.udp_ports.iter().map(|p| format!("{p}/udp")))
+            .collect();
+        checked.push(format!("static host ports {}", ports.join(", ")));
+    }
+}
+
+/// ENI attachment points for awsvpc tasks: checked where each instance's limit is known.
+fn eni_scope(cluster: &Cluster, checked: &mut Vec<String>, unknown: &mut Vec<String>) {
+    let placing = || cluster.hosts.iter().filter(|h| h.not_placing.is_none());
+    let unknown_enis: Vec<&str> = placing()
+        .filter(|h| h.room.as_ref().is_none_or(|r| r.enis_free.is_none()))
+        .map(|h| h.id.as_str())
+        .collect();
+    let free: u32 = placing().filter_map(|h| h.room.as_ref()?.enis_free).sum();
+    if unknown_enis.is_empty() {
+        checked.push(format!(
+            "ENI attachment points (awsvpc, one per task): {free} left in the cluster, from each instance type's network interfaces (EC2) less the primary one and the tasks' ENIs"
+        ));
+    } else {
+        unknown.push(format!(
+            "ENI attachment points (awsvpc, one per task) on {}: ENI trunking is on there, or EC2 DescribeInstanceTypes could not be read, so their limit is not known and the check counts none",
+            unknown_enis.join(", ")
+        ));
+    }
 }
 
 /// A task's GPU request in words.

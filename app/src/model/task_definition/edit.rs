@@ -51,84 +51,88 @@ pub fn parse_inputs(inputs: &[EditInput]) -> Result<Vec<(String, GpuSetting)>, V
     let mut settings = Vec::new();
     let mut errors = Vec::new();
     for input in inputs {
-        let error = |field: &str, message: String| FieldError {
-            container: Some(input.container.clone()),
-            field: field.into(),
-            message,
-            ..FieldError::default()
-        };
-        let number = |text: &str| text.trim().parse::<i64>().ok();
-        match GpuKind::parse(&input.kind) {
-            Some(GpuKind::None) => settings.push((input.container.clone(), GpuSetting::None)),
-            Some(GpuKind::Whole) => match number(&input.count) {
-                Some(count) if (1..=64).contains(&count) => settings.push((
-                    input.container.clone(),
-                    GpuSetting::Whole {
-                        count: count as u32,
-                    },
-                )),
-                _ => errors.push(error(
-                    "count",
-                    format!(
-                        "{:?} is not a number of GPUs: give a whole number from 1 to 64.",
-                        input.count
-                    ),
-                )),
-            },
-            Some(GpuKind::Mps) => {
-                let memory = match number(&input.memory_mib) {
-                    Some(m) if (1..=i64::from(i32::MAX)).contains(&m) => Some(m as u32),
-                    _ => {
-                        errors.push(error(
-                            "memory_mib",
-                            format!(
-                                "{:?} is not a GPU memory: give a whole number of MiB, at least 1 (8 GiB is 8192).",
-                                input.memory_mib
-                            ),
-                        ));
-                        None
-                    }
-                };
-                let compute = if input.compute_percent.trim().is_empty() {
-                    Some(None)
-                } else {
-                    match number(&input.compute_percent) {
-                        Some(p) if (1..=100).contains(&p) => Some(Some(p as u32)),
-                        _ => {
-                            errors.push(error(
-                                "compute_percent",
-                                format!(
-                                    "{:?} is not a compute limit: give a whole number from 1 to 100, or leave it empty for none.",
-                                    input.compute_percent
-                                ),
-                            ));
-                            None
-                        }
-                    }
-                };
-                if let (Some(memory_mib), Some(max_compute_percent)) = (memory, compute) {
-                    settings.push((
-                        input.container.clone(),
-                        GpuSetting::Mps {
-                            memory_mib,
-                            max_compute_percent,
-                        },
-                    ));
-                }
-            }
-            None => errors.push(error(
-                "kind",
-                format!(
-                    "{:?} is not a GPU setting: choose none, whole or mps.",
-                    input.kind
-                ),
-            )),
+        match setting_of(input) {
+            Ok(setting) => settings.push((input.container.clone(), setting)),
+            Err(mut wrong) => errors.append(&mut wrong),
         }
     }
     if errors.is_empty() {
         Ok(settings)
     } else {
         Err(errors)
+    }
+}
+
+/// One container's row of the form as a setting, or a message per field that is wrong.
+fn setting_of(input: &EditInput) -> Result<GpuSetting, Vec<FieldError>> {
+    let error = |field: &str, message: String| FieldError {
+        container: Some(input.container.clone()),
+        field: field.into(),
+        message,
+        ..FieldError::default()
+    };
+    let number = |text: &str| text.trim().parse::<i64>().ok();
+    match GpuKind::parse(&input.kind) {
+        Some(GpuKind::None) => Ok(GpuSetting::None),
+        Some(GpuKind::Whole) => match number(&input.count) {
+            Some(count) if (1..=64).contains(&count) => Ok(GpuSetting::Whole {
+                count: count as u32,
+            }),
+            _ => Err(vec![error(
+                "count",
+                format!(
+                    "{:?} is not a number of GPUs: give a whole number from 1 to 64.",
+                    input.count
+                ),
+            )]),
+        },
+        Some(GpuKind::Mps) => {
+            let mut errors = Vec::new();
+            let memory = match number(&input.memory_mib) {
+                Some(m) if (1..=i64::from(i32::MAX)).contains(&m) => Some(m as u32),
+                _ => {
+                    errors.push(error(
+                        "memory_mib",
+                        format!(
+                            "{:?} is not a GPU memory: give a whole number of MiB, at least 1 (8 GiB is 8192).",
+                            input.memory_mib
+                        ),
+                    ));
+                    None
+                }
+            };
+            let compute = if input.compute_percent.trim().is_empty() {
+                Some(None)
+            } else {
+                match number(&input.compute_percent) {
+                    Some(p) if (1..=100).contains(&p) => Some(Some(p as u32)),
+                    _ => {
+                        errors.push(error(
+                            "compute_percent",
+                            format!(
+                                "{:?} is not a compute limit: give a whole number from 1 to 100, or leave it empty for none.",
+                                input.compute_percent
+                            ),
+                        ));
+                        None
+                    }
+                }
+            };
+            match (memory, compute) {
+                (Some(memory_mib), Some(max_compute_percent)) => Ok(GpuSetting::Mps {
+                    memory_mib,
+                    max_compute_percent,
+                }),
+                _ => Err(errors),
+            }
+        }
+        None => Err(vec![error(
+            "kind",
+            format!(
+                "{:?} is not a GPU setting: choose none, whole or mps.",
+                input.kind
+            ),
+        )]),
     }
 }
 

@@ -30,19 +30,9 @@ pub(super) fn Report(report: CostReport) -> impl IntoView {
         ),
         None => format!("{} at today's allocations", query.span.label()),
     };
-    let change = report.previous_total_cents.map(|before| {
-        let delta = report.total_cents - before;
-        let sign = if delta > 0 { "+" } else { "" };
-        let relative = if before > 0 {
-            let percent = delta as f64 * 100.0 / before as f64;
-            // Below one percent a whole number would say "-0 %".
-            let digits = if percent.abs() < 1.0 { 1 } else { 0 };
-            format!(" ({sign}{percent:.digits$} %)")
-        } else {
-            String::new()
-        };
-        format!("{sign}{}{relative}", money(delta))
-    });
+    let change = report
+        .previous_total_cents
+        .map(|before| change_since(report.total_cents, before));
     view! {
         <CostForm query=query.clone() clusters=report.clusters.clone() csv />
         {report.replaying.clone().map(|progress| view! {
@@ -71,41 +61,25 @@ pub(super) fn Report(report: CostReport) -> impl IntoView {
         {report.chart.clone().filter(|c| !c.days.is_empty()).map(|chart| view! { <CostChart chart group=query.group /> })}
         <CostTable report=report.clone() />
         {(!report.budgets.is_empty()).then(|| view! { <BudgetBurns burns=report.budgets.clone() /> })}
-        <section class="card" aria-labelledby="cost-prices-title" data-testid="cost-prices">
-            <h2 id="cost-prices-title" class="card-title">"Prices used"</h2>
-            <table class="data-table compact">
-                <thead><tr>
-                    <th scope="col">"Instance type"</th>
-                    <th scope="col">"Billed"</th>
-                    <th scope="col" class="num">"Per hour"</th>
-                    <th scope="col" class="num">"Instances"</th>
-                    <th scope="col">"Source"</th>
-                </tr></thead>
-                <tbody>
-                    {report.prices.iter().map(|p| view! {
-                        <tr>
-                            <td class="mono">{p.price.instance_type.clone()}</td>
-                            <td>{p.price.lifecycle.as_str()}</td>
-                            <td class="num">{format!("${:.4}", p.price.usd_per_hour)}</td>
-                            <td class="num">{p.instances}</td>
-                            <td>{p.price.source.clone()}</td>
-                        </tr>
-                    }).collect_view()}
-                    {report.unpriced.iter().map(|u| view! {
-                        <tr class="unpriced" data-testid="cost-unpriced">
-                            <td class="mono">{u.instance_type.clone()}</td>
-                            <td>{u.lifecycle.as_str()}</td>
-                            <td class="num">"unknown"</td>
-                            <td class="num">{u.instances}</td>
-                            <td>{format!("no price: {} GPUs left out of the totals", u.gpus)}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </section>
+        <PricesUsed prices=report.prices.clone() unpriced=report.unpriced.clone() />
         <section class="card" aria-labelledby="cost-rule-title" data-testid="cost-rule">
             <h2 id="cost-rule-title" class="card-title">"How the cost is split"</h2>
             <p>{report.rule.clone()}</p>
         </section>
     }
+}
+
+/// The change of the total against the previous period's, signed, with its percent.
+fn change_since(total: i64, before: i64) -> String {
+    let delta = total - before;
+    let sign = if delta > 0 { "+" } else { "" };
+    let relative = if before > 0 {
+        let percent = delta as f64 * 100.0 / before as f64;
+        // Below one percent a whole number would say "-0 %".
+        let digits = if percent.abs() < 1.0 { 1 } else { 0 };
+        format!(" ({sign}{percent:.digits$} %)")
+    } else {
+        String::new()
+    };
+    format!("{sign}{}{relative}", money(delta))
 }

@@ -11,24 +11,7 @@ pub(super) fn Filters(
     applied: FleetQuery,
     query: Memo<FleetQuery>,
 ) -> impl IntoView {
-    let select = move |name: &'static str,
-                       label: &'static str,
-                       all: &'static str,
-                       values: Vec<(String, String)>,
-                       current: Option<String>| {
-        view! {
-            <label>
-                <span>{label}</span>
-                <select name=name data-testid=format!("filter-{name}")>
-                    <option value="" selected=current.is_none()>{all}</option>
-                    {values.into_iter().map(|(value, text)| {
-                        let is = current.as_deref() == Some(value.as_str());
-                        view! { <option value=value selected=is>{text}</option> }
-                    }).collect_view()}
-                </select>
-            </label>
-        }
-    };
+    let select = filter_select;
     let pairs = |values: Vec<String>| {
         values
             .into_iter()
@@ -44,32 +27,7 @@ pub(super) fn Filters(
     .map(|m| (m.as_str().to_string(), m.as_str().to_string()))
     .collect();
     let colour = query.with_untracked(|q| q.colour);
-    let navigate = use_navigate();
-    let apply = move |event: leptos::ev::Event| {
-        #[cfg(feature = "hydrate")]
-        {
-            use leptos::wasm_bindgen::JsCast;
-            event.prevent_default();
-            let form = event
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                .and_then(|e| e.closest("form").ok().flatten())
-                .and_then(|f| f.dyn_into::<web_sys::HtmlFormElement>().ok());
-            let Some(data) = form.and_then(|f| web_sys::FormData::new_with_form(&f).ok()) else {
-                return;
-            };
-            let (next, _) = FleetQuery::from_params(|name| data.get(name).as_string());
-            navigate(
-                &format!("/{}", next.to_query_string()),
-                NavigateOptions {
-                    scroll: false,
-                    ..NavigateOptions::default()
-                },
-            );
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (event, &navigate);
-    };
+    let apply = filters_applier();
     let on_change = apply.clone();
     view! {
         <form method="get" action="/" class="filters" data-testid="filters"
@@ -109,5 +67,58 @@ pub(super) fn Filters(
             <button type="submit">"Apply"</button>
             <a class="button secondary" href="/">"Reset"</a>
         </form>
+    }
+}
+
+/// One filter's `<select>`: every value, or one of `values` (value, text).
+fn filter_select(
+    name: &'static str,
+    label: &'static str,
+    all: &'static str,
+    values: Vec<(String, String)>,
+    current: Option<String>,
+) -> impl IntoView {
+    view! {
+        <label>
+            <span>{label}</span>
+            <select name=name data-testid=format!("filter-{name}")>
+                <option value="" selected=current.is_none()>{all}</option>
+                {values.into_iter().map(|(value, text)| {
+                    let is = current.as_deref() == Some(value.as_str());
+                    view! { <option value=value selected=is>{text}</option> }
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+/// With JavaScript, the form applied at once: the page goes to the form's query, without
+/// scrolling.
+fn filters_applier() -> impl Fn(leptos::ev::Event) + Clone + 'static {
+    let navigate = use_navigate();
+    move |event: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use leptos::wasm_bindgen::JsCast;
+            event.prevent_default();
+            let form = event
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .and_then(|e| e.closest("form").ok().flatten())
+                .and_then(|f| f.dyn_into::<web_sys::HtmlFormElement>().ok());
+            let Some(data) = form.and_then(|f| web_sys::FormData::new_with_form(&f).ok()) else {
+                return;
+            };
+            let (next, _) = FleetQuery::from_params(|name| data.get(name).as_string());
+            navigate(
+                &format!("/{}", next.to_query_string()),
+                NavigateOptions {
+                    scroll: false,
+                    ..NavigateOptions::default()
+                },
+            );
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (event, &navigate);
     }
 }

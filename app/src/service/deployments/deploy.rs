@@ -9,11 +9,12 @@ use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
+        budget::{BudgetVerdict, Delta},
         deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
         identity::Actor,
         rollout::{RolloutCheck, Verdict},
         task_definition::{check_description, MaskLevel},
-        ServiceError,
+        ServiceError, ServiceRef,
     },
     service::{
         budget::{self, Approved},
@@ -150,15 +151,31 @@ async fn deploy_as(
         after: (desired, &target),
         what: &what,
     };
-    // Past the budget: a request that binds the exact revisions, with their family.
-    let ask = |delta, verdict| {
+    let ask = ask_for(cluster, &found, request, &sending, (diff, pre_check_words));
+    let send = move |owned: ServiceContext, record: String| async move {
+        send_after_intent(&owned, sending, record, before).await
+    };
+    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+}
+
+/// Past the budget: a request that binds the exact revisions, with their family, and what the
+/// user was shown (the masked diff and the pre-check's words).
+fn ask_for<'a>(
+    cluster: &'a str,
+    found: &'a ServiceRef,
+    request: DeployRequest,
+    sending: &Sending,
+    (diff, pre_check): (String, String),
+) -> impl FnOnce(Delta, BudgetVerdict) -> requests::Asked<'a> {
+    let (from, target, action) = (sending.from.clone(), sending.target.clone(), sending.action);
+    move |delta, verdict| {
         let bound = |number: u32| RevisionRef {
             family: Some(target.family.clone()),
             number,
         };
         requests::Asked {
             cluster,
-            service: &found,
+            service: found,
             request: DeployRequest {
                 revision: bound(target.revision),
                 expected_revision: bound(from.revision),
@@ -169,15 +186,11 @@ async fn deploy_as(
             from: from.to_string(),
             target: target.to_string(),
             diff,
-            pre_check: pre_check_words,
+            pre_check,
             delta,
             verdict,
         }
-    };
-    let send = move |owned: ServiceContext, record: String| async move {
-        send_after_intent(&owned, sending, record, before).await
-    };
-    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+    }
 }
 
 /// The revision asked for and the one the user saw running, as numbers of `family`.

@@ -11,10 +11,11 @@ use crate::{
     model::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
+        budget::{BudgetVerdict, Delta},
         deployment::{DeployAnswer, DeployRequest, ScaleRequest, MAX_DESIRED},
         identity::Actor,
         task_definition::check_description,
-        ServiceError,
+        ServiceError, ServiceRef,
     },
     service::{
         budget::{self, Approved},
@@ -120,15 +121,33 @@ async fn scale_as(
         what: &what,
     };
     let desired = request.desired;
-    // Past the budget: a request that binds the revision the count is of.
-    let ask = |delta, verdict| {
+    let ask = ask_for(cluster, &found, request, &runs_now, live.desired);
+    let (cluster_name, service_name) = (cluster.to_string(), service.to_string());
+    let send = move |owned: ServiceContext, record: String| async move {
+        send_scale(&owned, &cluster_name, &service_name, desired, record).await
+    };
+    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+}
+
+/// Past the budget: a request that binds the revision the count is of, from the count ECS
+/// has (`from`) to the one asked for.
+fn ask_for<'a>(
+    cluster: &'a str,
+    found: &'a ServiceRef,
+    request: ScaleRequest,
+    runs_now: &TaskDefinitionId,
+    from: u32,
+) -> impl FnOnce(Delta, BudgetVerdict) -> requests::Asked<'a> {
+    let runs_now = runs_now.clone();
+    move |delta, verdict| {
         let bound = RevisionRef {
             family: Some(runs_now.family.clone()),
             number: runs_now.revision,
         };
+        let desired = request.desired;
         requests::Asked {
             cluster,
-            service: &found,
+            service: found,
             request: DeployRequest {
                 revision: bound.clone(),
                 expected_revision: bound.clone(),
@@ -139,19 +158,14 @@ async fn scale_as(
                 ..request
             }),
             action: AuditAction::Scale,
-            from: sized(&runs_now.to_string(), live.desired),
+            from: sized(&runs_now.to_string(), from),
             target: sized(&runs_now.to_string(), desired),
             diff: "[]".into(),
             pre_check: "not simulated for a change of the desired count".into(),
             delta,
             verdict,
         }
-    };
-    let (cluster_name, service_name) = (cluster.to_string(), service.to_string());
-    let send = move |owned: ServiceContext, record: String| async move {
-        send_scale(&owned, &cluster_name, &service_name, desired, record).await
-    };
-    gate_then_send(context, &sender, &snapshot, change, intent, ask, send).await
+    }
 }
 
 /// Refuses a change of the count when ECS says the count or the revision it counts is no

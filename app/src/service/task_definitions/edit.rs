@@ -113,21 +113,12 @@ pub async fn check(
         None
     } else {
         let snapshot = context.fleet.state().snapshot;
-        if let (Some(snapshot), Some(name)) = (&snapshot, &cluster) {
-            if let Err(missing) = lookup::cluster(snapshot, name) {
-                return Ok(EditCheck {
-                    errors: vec![FieldError {
-                        field: "cluster".into(),
-                        message: format!("{missing}; pick one of them."),
-                        ..FieldError::default()
-                    }],
-                    ..EditCheck::default()
-                });
-            }
+        if let Some(unknown) = unknown_cluster(snapshot.as_deref(), cluster.as_deref()) {
+            return Ok(unknown);
         }
-        let needs = needs_besides_gpus(&task);
         match snapshot {
             Some(snapshot) => {
+                let needs = needs_besides_gpus(&task);
                 let (cluster, request) = (cluster.clone(), request.clone());
                 Some(
                     context
@@ -139,19 +130,7 @@ pub async fn check(
             None => None,
         }
     };
-    let register = Permission::of(
-        context
-            .policy
-            .may_change(actor, owner, &what)
-            .and_then(|()| {
-                context.policy.may_edit(
-                    actor,
-                    &diff(&source.task, &task),
-                    (owner, tag_value(&task, &context.team_tag).as_deref()),
-                    &context.team_tag,
-                )
-            }),
-    );
+    let register = may_register(context, actor, owner, &what, (&source.task, &task));
     let (mut before, mut after) = (source.task.clone(), task.clone());
     let mut exported = task.clone();
     let masked = if reveal {
@@ -170,6 +149,46 @@ pub async fn check(
         export_json: cli_json(&exported),
         cloudformation: cloudformation_yaml(&exported),
         masked,
+    })
+}
+
+/// Whether `actor` may register the edit (`before`, `after`): the family is theirs to change,
+/// and the change itself passes the policy's rules for edits.
+fn may_register(
+    context: &ServiceContext,
+    actor: &Actor,
+    owner: Option<&str>,
+    what: &str,
+    (before, after): (
+        &serde_json::Map<String, Value>,
+        &serde_json::Map<String, Value>,
+    ),
+) -> Permission {
+    Permission::of(
+        context
+            .policy
+            .may_change(actor, owner, what)
+            .and_then(|()| {
+                context.policy.may_edit(
+                    actor,
+                    &diff(before, after),
+                    (owner, tag_value(after, &context.team_tag).as_deref()),
+                    &context.team_tag,
+                )
+            }),
+    )
+}
+
+/// The check's answer when it names a cluster the fleet does not have.
+fn unknown_cluster(snapshot: Option<&FleetSnapshot>, cluster: Option<&str>) -> Option<EditCheck> {
+    let missing = lookup::cluster(snapshot?, cluster?).err()?;
+    Some(EditCheck {
+        errors: vec![FieldError {
+            field: "cluster".into(),
+            message: format!("{missing}; pick one of them."),
+            ..FieldError::default()
+        }],
+        ..EditCheck::default()
     })
 }
 

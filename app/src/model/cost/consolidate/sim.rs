@@ -330,51 +330,16 @@ impl Sim {
                 seen.not_placing += 1;
                 continue;
             }
-            let lifecycle = Lifecycle::priced_as(instance.lifecycle);
-            let price = prices.price(&instance.instance_type, lifecycle);
-            if price.is_none() {
-                seen.unpriced.insert(format!(
-                    "{} ({})",
-                    instance.instance_type,
-                    lifecycle.as_str()
-                ));
-            }
-            let gpus: Vec<GpuSlot> = instance.gpus.iter().map(slot).collect();
             let host = sim.hosts.len();
-            sim.hosts.push(Host {
-                cluster: cluster.name.clone(),
-                id: instance.ec2_instance_id.clone(),
-                instance_type: instance.instance_type.clone(),
-                lifecycle,
-                usd_per_hour: price.map(|p| p.usd_per_hour),
-                mps_capable: instance.mps_capable && instance.impaired.is_none(),
-                total_mib: gpus.iter().map(|g| u64::from(g.total_memory_mib)).sum(),
-                gpus,
-                room: instance.room.clone(),
-                open: true,
-                per_service: HashMap::new(),
-            });
+            sim.hosts
+                .push(host_of(&cluster.name, instance, prices, seen));
             sim.on_host.push(BTreeSet::new());
             for (gpu_index, gpu) in instance.gpus.iter().enumerate() {
                 for container in &gpu.containers {
                     let task = match tasks_by_arn.get(container.task_arn.as_str()) {
                         Some(task) => *task,
                         None => {
-                            let name = match &container.service {
-                                Some(service) => service.clone(),
-                                None => {
-                                    seen.standalone += 1;
-                                    format!(
-                                        "task {}",
-                                        container.task_arn.rsplit('/').next().unwrap_or_default()
-                                    )
-                                }
-                            };
-                            let service = *service_index.entry(name.clone()).or_insert_with(|| {
-                                sim.names.push(name.clone());
-                                sim.teams.push(container.team.clone());
-                                sim.names.len() - 1
-                            });
+                            let service = sim.service_of(container, &mut service_index, seen);
                             let task_needs = container.service.as_ref().and_then(|s| {
                                 needs.get(&(cluster.name.clone(), s.clone())).cloned()
                             });
@@ -420,5 +385,63 @@ impl Sim {
                 .or_default() += 1;
         }
         (sim, service_index)
+    }
+
+    /// The index of a container's service, added when new; a task of no service is its own
+    /// "service", named after the task.
+    fn service_of(
+        &mut self,
+        container: &crate::model::GpuContainer,
+        service_index: &mut HashMap<String, usize>,
+        seen: &mut Noticed,
+    ) -> usize {
+        let name = match &container.service {
+            Some(service) => service.clone(),
+            None => {
+                seen.standalone += 1;
+                format!(
+                    "task {}",
+                    container.task_arn.rsplit('/').next().unwrap_or_default()
+                )
+            }
+        };
+        *service_index.entry(name.clone()).or_insert_with(|| {
+            self.names.push(name);
+            self.teams.push(container.team.clone());
+            self.names.len() - 1
+        })
+    }
+}
+
+/// An instance that takes tasks as a host of the simulation, priced by its lifecycle; an
+/// instance type without a price is noted.
+fn host_of(
+    cluster: &str,
+    instance: &crate::model::InstanceView,
+    prices: &PriceBook,
+    seen: &mut Noticed,
+) -> Host {
+    let lifecycle = Lifecycle::priced_as(instance.lifecycle);
+    let price = prices.price(&instance.instance_type, lifecycle);
+    if price.is_none() {
+        seen.unpriced.insert(format!(
+            "{} ({})",
+            instance.instance_type,
+            lifecycle.as_str()
+        ));
+    }
+    let gpus: Vec<GpuSlot> = instance.gpus.iter().map(slot).collect();
+    Host {
+        cluster: cluster.to_string(),
+        id: instance.ec2_instance_id.clone(),
+        instance_type: instance.instance_type.clone(),
+        lifecycle,
+        usd_per_hour: price.map(|p| p.usd_per_hour),
+        mps_capable: instance.mps_capable && instance.impaired.is_none(),
+        total_mib: gpus.iter().map(|g| u64::from(g.total_memory_mib)).sum(),
+        gpus,
+        room: instance.room.clone(),
+        open: true,
+        per_service: HashMap::new(),
     }
 }
