@@ -16,9 +16,6 @@ use std::{
 /// The crates whose `src/` is read.
 const CRATES: &[&str] = &["app", "ecs-facts", "emulator", "placement", "server"];
 
-/// The most lines a source file may have, its inline tests included.
-const MOST_LINES: usize = 600;
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -192,8 +189,8 @@ fn paths_in(code: &str, module: &[String]) -> Vec<Vec<String>> {
 struct Crate {
     name: String,
     modules: BTreeSet<Vec<String>>,
-    /// File → the module paths it names.
-    uses: BTreeMap<PathBuf, (Vec<String>, Vec<Vec<String>>)>,
+    /// File → its module and the module paths it names.
+    uses: Uses,
     /// (module, name) → the path a `pub use` of that module gives it.
     reexports: BTreeMap<(Vec<String>, String), Vec<String>>,
 }
@@ -201,8 +198,11 @@ struct Crate {
 fn read_crate(name: &str) -> Crate {
     let src = workspace().join(name).join("src");
     let mut modules = BTreeSet::new();
-    let mut uses = BTreeMap::new();
+    let mut uses: Uses = BTreeMap::new();
     let mut reexports = BTreeMap::new();
+    // (module, name) → the path any `use` of that module gives the name.
+    let mut imports: BTreeMap<(Vec<String>, String), Vec<String>> = BTreeMap::new();
+    let mut globs: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     for file in rust_files(&src) {
         if file.file_name().is_some_and(|name| name == "main.rs") {
             continue;
@@ -217,35 +217,117 @@ fn read_crate(name: &str) -> Crate {
         }
         let text = fs::read_to_string(&file).expect("a readable source file");
         let code = code_of(&text);
-        for line in code.lines() {
-            let trimmed = line.trim_start();
-            let Some(tree) = trimmed
-                .strip_prefix("pub use ")
-                .or_else(|| trimmed.strip_prefix("pub(crate) use "))
-            else {
-                continue;
-            };
-            let mut targets = Vec::new();
-            let tree: Vec<char> = tree.chars().collect();
-            if tree.starts_with(&['c', 'r', 'a', 't', 'e', ':', ':']) {
-                read_tree(&tree, 7, &[], &mut targets);
-            } else {
-                read_tree(&tree, 0, &module, &mut targets);
-            }
+        for (public, targets) in use_statements(&code, &module) {
             for target in targets {
                 if let Some(last) = target.last() {
-                    reexports.insert((module.clone(), last.clone()), target.clone());
+                    if public {
+                        reexports.insert((module.clone(), last.clone()), target.clone());
+                    }
+                    imports.insert((module.clone(), last.clone()), target.clone());
                 }
             }
         }
         uses.insert(file.clone(), (module.clone(), paths_in(&code, &module)));
+        if glob_of_parent(&code) {
+            globs.insert(file.clone(), identifiers(&code));
+        }
     }
+    add_glob_paths(&mut uses, globs, &imports);
     Crate {
         name: name.to_string(),
         modules,
         uses,
         reexports,
     }
+}
+
+/// File → (its module, the module paths it names).
+type Uses = BTreeMap<PathBuf, (Vec<String>, Vec<Vec<String>>)>;
+
+/// A `use super::*` brings in every name the parent imports: each word of such a file (`globs`)
+/// that its parent imports is a path the file names.
+fn add_glob_paths(
+    uses: &mut Uses,
+    globs: BTreeMap<PathBuf, BTreeSet<String>>,
+    imports: &BTreeMap<(Vec<String>, String), Vec<String>>,
+) {
+    for (file, words) in globs {
+        let Some((module, paths)) = uses.get_mut(&file) else {
+            continue;
+        };
+        let parent = module[..module.len().saturating_sub(1)].to_vec();
+        for word in words {
+            if let Some(target) = imports.get(&(parent.clone(), word)) {
+                paths.push(target.clone());
+            }
+        }
+    }
+}
+
+/// The `use` statements of a file's code, each whole however many lines it spans: whether it
+/// re-exports (`pub`, `pub(crate)`), and the module-rooted paths it names (`crate::`, `self::`
+/// and `super::` resolved; a path without one is read from the file's module).
+fn use_statements(code: &str, module: &[String]) -> Vec<(bool, Vec<Vec<String>>)> {
+    let mut found = Vec::new();
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        let (public, rest) = if let Some(rest) = trimmed.strip_prefix("use ") {
+            (false, rest)
+        } else if let Some(rest) = trimmed
+            .strip_prefix("pub use ")
+            .or_else(|| trimmed.strip_prefix("pub(crate) use "))
+        {
+            (true, rest)
+        } else if let Some(rest) = trimmed.strip_prefix("pub(super) use ") {
+            (false, rest)
+        } else {
+            continue;
+        };
+        let mut statement = rest.to_string();
+        while !statement.contains(';') {
+            let Some(next) = lines.next() else { break };
+            statement.push(' ');
+            statement.push_str(next.trim());
+        }
+        let tree: Vec<char> = statement.chars().collect();
+        let mut targets = Vec::new();
+        if tree.starts_with(&['c', 'r', 'a', 't', 'e', ':', ':']) {
+            read_tree(&tree, 7, &[], &mut targets);
+        } else if tree.starts_with(&['s', 'u', 'p', 'e', 'r', ':', ':']) {
+            let mut base = module.to_vec();
+            let mut at = 0;
+            while tree[at..].starts_with(&['s', 'u', 'p', 'e', 'r', ':', ':']) {
+                base.pop();
+                at += 7;
+            }
+            read_tree(&tree, at, &base, &mut targets);
+        } else if tree.starts_with(&['s', 'e', 'l', 'f', ':', ':']) {
+            read_tree(&tree, 6, module, &mut targets);
+        } else {
+            read_tree(&tree, 0, module, &mut targets);
+        }
+        found.push((public, targets));
+    }
+    found
+}
+
+/// Whether the code brings in every name of its parent module (`use super::*`).
+fn glob_of_parent(code: &str) -> bool {
+    code.lines()
+        .any(|line| line.trim_start().starts_with("use super::*"))
+}
+
+/// The distinct words of the code that could name an item.
+fn identifiers(code: &str) -> BTreeSet<String> {
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| {
+            word.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 impl Crate {
@@ -419,197 +501,7 @@ fn no_module_imports_a_sibling_that_imports_it_back() {
     );
 }
 
-#[test]
-fn the_reader_of_imports_sees_a_cycle_where_there_is_one() {
-    // Two sibling files that import each other, one through its parent's re-export.
-    let mut made = Crate {
-        name: "made".into(),
-        modules: [
-            vec![],
-            vec!["a".into()],
-            vec!["a".into(), "b".into()],
-            vec!["a".into(), "c".into()],
-        ]
-        .into_iter()
-        .collect(),
-        uses: BTreeMap::new(),
-        reexports: BTreeMap::new(),
-    };
-    let b = code_of("use super::c::Thing;\n#[cfg(test)]\nmod tests {\n use crate::a::Other;\n}\n");
-    let c = code_of("// use crate::a::b::Not;\nfn f() { let _ = crate::a::{Other as _, b}; }\n");
-    made.uses.insert(
-        PathBuf::from("a/b.rs"),
-        (
-            vec!["a".into(), "b".into()],
-            paths_in(&b, &["a".into(), "b".into()]),
-        ),
-    );
-    made.uses.insert(
-        PathBuf::from("a/c.rs"),
-        (
-            vec!["a".into(), "c".into()],
-            paths_in(&c, &["a".into(), "c".into()]),
-        ),
-    );
-    made.reexports.insert(
-        (vec!["a".into()], "Other".into()),
-        vec!["a".into(), "b".into(), "Other".into()],
-    );
-    assert_eq!(made.cycles().len(), 1, "b -> c -> b through a's re-export");
-    // Without the code path that names `b`, the only way back is the re-export.
-    made.uses.insert(
-        PathBuf::from("a/c.rs"),
-        (
-            vec!["a".into(), "c".into()],
-            paths_in("use crate::a::Other;", &["a".into(), "c".into()]),
-        ),
-    );
-    assert_eq!(made.cycles().len(), 1);
-    made.reexports.clear();
-    assert!(
-        made.cycles().is_empty(),
-        "a name of the parent itself is no sibling"
-    );
-}
-
-#[test]
-fn no_source_file_is_longer_than_one_sitting() {
-    let root = workspace();
-    let mut problems = Vec::new();
-    for name in CRATES {
-        for file in rust_files(&root.join(name).join("src")) {
-            let shown = file
-                .strip_prefix(&root)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            let lines = fs::read_to_string(&file)
-                .expect("a readable source file")
-                .lines()
-                .count();
-            if lines > MOST_LINES {
-                problems.push(format!(
-                    "{shown} has {lines} lines, over {MOST_LINES}: split it into named parts"
-                ));
-            }
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-#[test]
-fn the_readme_layout_names_what_is_there() {
-    let root = workspace();
-    let readme = fs::read_to_string(root.join("README.md")).expect("the README");
-    let layout = readme
-        .split("\n## Layout\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("the README has a Layout section");
-    // Every path it names in backquotes, as written or under the folder of its row.
-    let mut problems = Vec::new();
-    let mut named = BTreeSet::new();
-    for row in layout.lines().filter(|line| line.starts_with("| `")) {
-        let cells: Vec<&str> = row.split('|').collect();
-        let folders: Vec<String> = cells.get(1).map(|cell| quoted(cell)).unwrap_or_default();
-        for folder in &folders {
-            if !root.join(folder).exists() {
-                problems.push(format!("the Layout names `{folder}`, which does not exist"));
-            }
-            named.insert(folder.trim_end_matches('/').to_string());
-        }
-        for mentioned in cells.get(2).map(|cell| quoted(cell)).unwrap_or_default() {
-            if !(mentioned.ends_with(".rs")
-                || mentioned.ends_with('/')
-                || mentioned.ends_with(".js")
-                || mentioned.ends_with(".py")
-                || mentioned.ends_with(".sh"))
-            {
-                continue;
-            }
-            let whole = root.join(&mentioned);
-            let found = if mentioned.contains('/') && whole.exists() {
-                Some(whole)
-            } else {
-                folders.iter().find_map(|folder| {
-                    let base = root.join(folder);
-                    let base = if base.is_dir() {
-                        base
-                    } else {
-                        base.parent().map(Path::to_path_buf).unwrap_or(base)
-                    };
-                    found_below(&base, &mentioned)
-                })
-            };
-            match found {
-                None => problems.push(format!(
-                    "the Layout names `{mentioned}` (row {}), which is not there",
-                    folders.join(", ")
-                )),
-                Some(path) => {
-                    let shown = path
-                        .strip_prefix(&root)
-                        .unwrap_or(&path)
-                        .display()
-                        .to_string();
-                    named.insert(shown.trim_end_matches('/').to_string());
-                }
-            }
-        }
-    }
-    // Every folder of each crate's `src/` (and each top-level folder) is named.
-    for name in CRATES {
-        let src = root.join(name).join("src");
-        let mut folders = vec![format!("{name}/")];
-        for entry in fs::read_dir(&src).expect("a crate's src").flatten() {
-            if entry.path().is_dir() {
-                folders.push(format!(
-                    "{name}/src/{}/",
-                    entry.file_name().to_string_lossy()
-                ));
-            }
-        }
-        for folder in folders {
-            let folder = folder.trim_end_matches('/').to_string();
-            let covered = named
-                .iter()
-                .any(|path| path == &folder || path.starts_with(&format!("{folder}/")));
-            if !covered {
-                problems.push(format!("the Layout does not name `{folder}/`"));
-            }
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// The backquoted words of a table cell.
-fn quoted(cell: &str) -> Vec<String> {
-    cell.split('`')
-        .enumerate()
-        .filter(|(index, _)| index % 2 == 1)
-        .map(|(_, word)| word.to_string())
-        .collect()
-}
-
-/// Where a file or folder of that name (or relative path) is below `base`, nearest first.
-fn found_below(base: &Path, name: &str) -> Option<PathBuf> {
-    let mut folders = std::collections::VecDeque::from([base.to_path_buf()]);
-    while let Some(folder) = folders.pop_front() {
-        let candidate = folder.join(name.trim_end_matches('/'));
-        if candidate.exists() {
-            return Some(candidate);
-        }
-        let mut below: Vec<PathBuf> = fs::read_dir(&folder)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect();
-        below.sort();
-        folders.extend(below);
-    }
-    None
-}
-
 mod functions;
+mod layout;
+mod reader;
+mod sizes;
