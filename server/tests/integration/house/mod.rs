@@ -318,9 +318,29 @@ fn glob_of_parent(code: &str) -> bool {
         .any(|line| line.trim_start().starts_with("use super::*"))
 }
 
-/// The distinct words of the code that could name an item.
+/// The distinct words of the code that could name an item: outside string literals, so that a
+/// button's text is no import.
 fn identifiers(code: &str) -> BTreeSet<String> {
-    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+    // A quote as a character literal opens no string.
+    let code = code.replace("'\"'", "' '");
+    let mut outside = String::with_capacity(code.len());
+    let mut chars = code.chars();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        match (in_string, c) {
+            (true, '\\') => {
+                chars.next();
+            }
+            (_, '"') => {
+                in_string = !in_string;
+                outside.push(' ');
+            }
+            (true, _) => {}
+            (false, c) => outside.push(c),
+        }
+    }
+    outside
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|word| {
             word.chars()
                 .next()

@@ -118,6 +118,13 @@ use self::{
     }
     assert!(glob_of_parent(&b));
     assert!(!glob_of_parent(&c));
+    // A word in a string literal names nothing.
+    let words = identifiers("let x = \"Thing \\\"c\\\"\"; f(Other)");
+    assert!(words.contains("Other") && words.contains("x"), "{words:?}");
+    assert!(
+        !words.contains("Thing") && !words.contains("c"),
+        "{words:?}"
+    );
     let globs = [(PathBuf::from("a/b.rs"), identifiers(&b))]
         .into_iter()
         .collect();
