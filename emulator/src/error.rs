@@ -18,6 +18,9 @@ pub enum EcsError {
     /// The resource of a tagging call does not exist.
     #[error("{0}")]
     ResourceNotFound(String),
+    /// A capacity provider that tasks or services still use.
+    #[error("{0}")]
+    ResourceInUse(String),
     #[error("{0}")]
     Server(String),
     #[error("Rate exceeded")]
@@ -34,6 +37,7 @@ impl EcsError {
             EcsError::ServiceNotFound => "ServiceNotFoundException",
             EcsError::ServiceNotActive => "ServiceNotActiveException",
             EcsError::ResourceNotFound(_) => "ResourceNotFoundException",
+            EcsError::ResourceInUse(_) => "ResourceInUseException",
             EcsError::Server(_) => "ServerException",
             EcsError::Throttling => "ThrottlingException",
         }

@@ -44,6 +44,9 @@ pub struct ContainerInstance {
     /// The EC2 side: private IPv4 address (set when the instance is added), spot or on-demand.
     pub private_ip: String,
     pub spot: bool,
+    /// The capacity provider (its name) that launched the instance; `None` for one registered
+    /// outside any provider.
+    pub capacity_provider: Option<String>,
     pub registered_at: DateTime<Utc>,
     pub running_tasks: u32,
     pub pending_tasks: u32,
@@ -350,6 +353,8 @@ pub struct Service {
     /// The service's `placementStrategy`, as given (validated); empty for ECS's default,
     /// spread across Availability Zones.
     pub placement_strategy: Vec<Value>,
+    /// The service's `capacityProviderStrategy`; empty for a launch type.
+    pub capacity_provider_strategy: Vec<crate::capacity::StrategyItem>,
 }
 
 impl Service {
@@ -396,6 +401,10 @@ pub struct Cluster {
     pub moving: BTreeSet<String>,
     /// Tasks whose status changed since the emulator last emitted events, in order of change.
     pub changed: Vec<String>,
+    /// The names of its capacity providers: those PutClusterCapacityProviders gave it, and its
+    /// Managed Instances providers.
+    pub capacity_providers: Vec<String>,
+    pub default_strategy: Vec<crate::capacity::StrategyItem>,
 }
 
 impl Cluster {
@@ -428,6 +437,8 @@ pub struct Fleet {
     pub task_definitions: BTreeMap<String, Vec<TaskDefinition>>,
     /// Resource ARN → tags.
     pub tags: HashMap<String, Vec<Tag>>,
+    /// The account's capacity providers by name (INACTIVE ones too), Fargate's aside.
+    pub capacity_providers: BTreeMap<String, crate::capacity::CapacityProvider>,
     /// Seed of the identifiers this fleet makes.
     pub seed: u64,
     /// The next identifier to make.
@@ -461,6 +472,7 @@ impl Fleet {
             clusters: BTreeMap::new(),
             task_definitions: BTreeMap::new(),
             tags: HashMap::new(),
+            capacity_providers: BTreeMap::new(),
             seed,
             next_id: 1,
             now,

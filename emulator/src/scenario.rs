@@ -7,6 +7,7 @@ use chrono::{DateTime, Datelike, Duration, Utc};
 use serde_json::{json, Value};
 
 use crate::{
+    capacity::{CapacityProvider, ProviderKind, StrategyItem},
     engine::{NewService, ServiceUpdate},
     instance_types::{
         InstanceType, G5_12XLARGE, G5_48XLARGE, G5_XLARGE, G6E_12XLARGE, G6E_48XLARGE, G6_12XLARGE,
@@ -121,6 +122,85 @@ fn demo_instances(fleet: &mut Fleet, start: DateTime<Utc>) {
     add_instances(fleet, "batch-sim", &G5_12XLARGE, 1, start);
     add_instances(fleet, "ml-dev", &G5_XLARGE, 5, start);
     add_instances(fleet, "ml-dev", &G6_12XLARGE, 2, start);
+    demo_providers(fleet);
+}
+
+/// The demo's capacity providers: inference-prod's g6 and g6e instances come from a Managed
+/// Instances provider for GPU sharing (auto repair on), batch-sim's g6e and g5 from an Auto
+/// Scaling group with managed scaling; the other instances were registered by hand.
+fn demo_providers(fleet: &mut Fleet) {
+    let managed = json!({
+        "infrastructureRoleArn": format!("arn:aws:iam::{}:role/ecsInfrastructureRole", fleet.account),
+        "instanceLaunchTemplate": {
+            "ec2InstanceProfileArn": format!("arn:aws:iam::{}:instance-profile/ecsInstanceRole", fleet.account),
+            "networkConfiguration": {
+                "subnets": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002", "subnet-0a1b2c3d4e5f60003"],
+                "securityGroups": ["sg-0a1b2c3d4e5f60001"]
+            },
+            "capacityOptionType": "ON_DEMAND",
+            "instanceRequirements": {
+                "vCpuCount": {"min": 4, "max": 64},
+                "memoryMiB": {"min": 16384},
+                "acceleratorTypes": ["gpu"],
+                "acceleratorManufacturers": ["nvidia"],
+                "acceleratorNames": ["a10g", "l4", "l40s"],
+                "allowedInstanceTypes": ["g5.*", "g6.*", "g6e.*"]
+            }
+        },
+        "propagateTags": "CAPACITY_PROVIDER",
+        "infrastructureOptimization": {"scaleInAfter": 1800},
+        "autoRepairConfiguration": {"actionsStatus": "ENABLED"}
+    });
+    let asg = json!({
+        "autoScalingGroupArn": format!("arn:aws:autoscaling:{}:{}:autoScalingGroup:5a1c9e2b-7d1f-4c3e-9b8a-2f6d4e8c0a11:autoScalingGroupName/batch-sim-gpu", fleet.region, fleet.account),
+        "managedScaling": {"status": "ENABLED", "targetCapacity": 90, "minimumScalingStepSize": 1, "maximumScalingStepSize": 2, "instanceWarmupPeriod": 300},
+        "managedTerminationProtection": "DISABLED",
+        "managedDraining": "ENABLED"
+    });
+    for (name, kind, cluster, settings, types) in [
+        (
+            "gpu-sharing-mi",
+            ProviderKind::ManagedInstances,
+            "inference-prod",
+            managed,
+            &["g6.12xlarge", "g6e.12xlarge"][..],
+        ),
+        (
+            "batch-sim-gpu-asg",
+            ProviderKind::AutoScalingGroup,
+            "batch-sim",
+            asg,
+            &["g6e.12xlarge", "g5.12xlarge"][..],
+        ),
+    ] {
+        let provider = CapacityProvider {
+            name: name.to_string(),
+            arn: fleet.arn(&format!("capacity-provider/{name}")),
+            kind,
+            cluster: (kind == ProviderKind::ManagedInstances).then(|| cluster.to_string()),
+            settings: settings.as_object().cloned().unwrap_or_default(),
+            active: true,
+            update_status: None,
+        };
+        fleet.capacity_providers.insert(name.to_string(), provider);
+        if let Some(cluster) = fleet.clusters.get_mut(cluster) {
+            cluster.capacity_providers.push(name.to_string());
+            if kind == ProviderKind::AutoScalingGroup {
+                cluster.default_strategy = vec![StrategyItem {
+                    capacity_provider: name.to_string(),
+                    weight: 1,
+                    base: 0,
+                }];
+            }
+            for instance in cluster
+                .instances
+                .iter_mut()
+                .filter(|i| types.contains(&i.instance_type.as_str()))
+            {
+                instance.capacity_provider = Some(name.to_string());
+            }
+        }
+    }
 }
 
 /// One demo service: its cluster, name, team and image, the GPU of each GPU container, its

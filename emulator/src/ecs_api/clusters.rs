@@ -20,7 +20,8 @@ pub fn cluster_of<'a>(fleet: &'a Fleet, name: Option<&str>) -> Result<&'a Cluste
     Ok(&fleet.clusters[&key])
 }
 
-fn cluster_json(cluster: &Cluster) -> Value {
+/// A cluster as DescribeClusters answers it, its capacity providers and default strategy too.
+pub(super) fn cluster_json(cluster: &Cluster) -> Value {
     let running = cluster
         .instances
         .iter()
@@ -39,6 +40,12 @@ fn cluster_json(cluster: &Cluster) -> Value {
         "runningTasksCount": running,
         "pendingTasksCount": pending,
         "activeServicesCount": cluster.services.len(),
+        "capacityProviders": cluster.capacity_providers,
+        "defaultCapacityProviderStrategy": cluster
+            .default_strategy
+            .iter()
+            .map(crate::capacity::StrategyItem::to_json)
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -302,3 +302,58 @@ mod tests {
         );
     }
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateCapacityProvider {
+    pub name: Option<String>,
+    pub cluster: Option<String>,
+    pub auto_scaling_group_provider: Option<Map<String, Value>>,
+    pub managed_instances_provider: Option<Map<String, Value>>,
+    pub tags: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribeCapacityProviders {
+    #[serde(default)]
+    pub capacity_providers: Vec<String>,
+    pub cluster: Option<String>,
+    #[serde(default)]
+    pub include: Include,
+    #[serde(flatten)]
+    pub paging: Paging,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateCapacityProvider {
+    pub name: Option<String>,
+    pub cluster: Option<String>,
+    pub auto_scaling_group_provider: Option<Map<String, Value>>,
+    pub managed_instances_provider: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteCapacityProvider {
+    pub capacity_provider: Option<String>,
+    pub cluster: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PutClusterCapacityProviders {
+    pub cluster: Option<String>,
+    pub capacity_providers: Option<Vec<String>>,
+    pub default_capacity_provider_strategy: Option<Vec<StrategyItem>>,
+}
+
+/// One entry of a capacity provider strategy, as a request gives it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategyItem {
+    pub capacity_provider: Option<String>,
+    pub weight: Option<i64>,
+    pub base: Option<i64>,
+}

@@ -198,6 +198,8 @@ pub struct Described<'a> {
 pub struct InstanceOut<'a> {
     container_instance_arn: &'a str,
     ec2_instance_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity_provider_name: Option<&'a str>,
     version: u64,
     version_info: VersionInfo,
     status: &'a str,
@@ -303,6 +305,7 @@ impl<'a> InstanceOut<'a> {
         InstanceOut {
             container_instance_arn: &instance.arn,
             ec2_instance_id: &instance.ec2_instance_id,
+            capacity_provider_name: instance.capacity_provider.as_deref(),
             version: instance.version,
             version_info: VersionInfo {
                 agent_version: "1.107.0",

@@ -2,6 +2,7 @@
 //! as the ECS API reference documents it (awsJson 1.1 field names, epoch-second timestamps,
 //! `failures` lists), one module per kind of resource.
 
+mod capacity_providers;
 mod clusters;
 pub mod input;
 mod instances;
@@ -18,7 +19,7 @@ pub use task_definitions::task_definition_json;
 pub use tasks::task_json;
 
 /// The ECS operations the emulator serves.
-pub const OPERATIONS: [&str; 20] = [
+pub const OPERATIONS: [&str; 25] = [
     "ListClusters",
     "DescribeClusters",
     "CreateCluster",
@@ -39,6 +40,11 @@ pub const OPERATIONS: [&str; 20] = [
     "ListTagsForResource",
     "TagResource",
     "UntagResource",
+    "CreateCapacityProvider",
+    "DescribeCapacityProviders",
+    "UpdateCapacityProvider",
+    "DeleteCapacityProvider",
+    "PutClusterCapacityProviders",
 ];
 
 /// Most ARNs one describe call takes (DescribeServices: 10).
@@ -61,6 +67,7 @@ pub fn reads_only(operation: &str) -> bool {
             | "ListTaskDefinitions"
             | "DescribeTaskDefinition"
             | "ListTagsForResource"
+            | "DescribeCapacityProviders"
     )
 }
 
@@ -81,6 +88,7 @@ pub fn read(fleet: &Fleet, operation: &str, body: Value) -> Result<String, EcsEr
         "ListTaskDefinitions" => task_definitions::list(fleet, &read(body)?),
         "DescribeTaskDefinition" => task_definitions::describe(fleet, &read(body)?),
         "ListTagsForResource" => task_definitions::list_tags(fleet, read(body)?),
+        "DescribeCapacityProviders" => capacity_providers::describe(fleet, &read(body)?),
         other => Err(EcsError::Client(format!(
             "The operation {other} is not supported by this emulator."
         ))),
@@ -103,6 +111,10 @@ pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String,
         "DeregisterTaskDefinition" => task_definitions::deregister(fleet, read(body)?),
         "TagResource" => task_definitions::tag(fleet, read(body)?),
         "UntagResource" => task_definitions::untag(fleet, read(body)?),
+        "CreateCapacityProvider" => capacity_providers::create(fleet, read(body)?),
+        "UpdateCapacityProvider" => capacity_providers::update(fleet, read(body)?),
+        "DeleteCapacityProvider" => capacity_providers::delete(fleet, read(body)?),
+        "PutClusterCapacityProviders" => capacity_providers::put_cluster(fleet, read(body)?),
         other => Err(EcsError::Client(format!(
             "The operation {other} is not supported by this emulator."
         ))),

@@ -142,7 +142,8 @@ fn ensure_resource(fleet: &Fleet, arn: &str) -> Result<(), EcsError> {
             || c.services.values().any(|s| s.arn == arn)
             || c.tasks.contains_key(arn)
             || c.instance_index.contains_key(arn)
-    }) || fleet.task_definition(arn).is_some_and(|td| td.arn == arn);
+    }) || fleet.task_definition(arn).is_some_and(|td| td.arn == arn)
+        || fleet.capacity_provider(arn).is_some_and(|p| p.arn == arn);
     if known {
         Ok(())
     } else {

@@ -43,6 +43,8 @@ impl Fleet {
                 tasks: Default::default(),
                 moving: Default::default(),
                 changed: Vec::new(),
+                capacity_providers: Vec::new(),
+                default_strategy: Vec::new(),
             }))
     }
 
@@ -259,6 +261,7 @@ pub(crate) mod fixture {
                     agent_instance_id_dimension: false,
                     private_ip: String::new(),
                     spot: false,
+                    capacity_provider: None,
                     registered_at: start() - Duration::days(1),
                     running_tasks: 0,
                     pending_tasks: 0,

@@ -87,6 +87,7 @@ impl Fleet {
             tasks: Default::default(),
             placement_constraints: new.placement_constraints.clone(),
             placement_strategy: new.placement_strategy.clone(),
+            capacity_provider_strategy: Vec::new(),
         };
         let cluster = self
             .clusters

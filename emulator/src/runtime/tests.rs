@@ -29,6 +29,8 @@ fn only_operations_that_change_nothing_are_reads() {
             || operation.starts_with("Update")
             || operation.starts_with("Register")
             || operation.starts_with("Deregister")
+            || operation.starts_with("Delete")
+            || operation.starts_with("Put")
             || operation.starts_with("Tag")
             || operation.starts_with("Untag");
         assert_eq!(ecs_api::reads_only(operation), !changes, "{operation}");

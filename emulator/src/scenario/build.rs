@@ -57,6 +57,7 @@ pub(super) fn add_instances(
                 agent_instance_id_dimension: false,
                 private_ip: String::new(),
                 spot: false,
+                capacity_provider: None,
                 registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
                 running_tasks: 0,
                 pending_tasks: 0,

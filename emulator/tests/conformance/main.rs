@@ -349,10 +349,11 @@ async fn every_answer_of_every_operation_matches_the_botocore_models() {
         json!({"taskDefinition": new_arn}),
     )
     .await;
+    capacity_providers(&mut run).await;
     // An unknown operation gets a JSON error, not a crash.
     let (status, answer) = post(
         addr,
-        "AmazonEC2ContainerServiceV20141113.DescribeCapacityProviders",
+        "AmazonEC2ContainerServiceV20141113.DeleteCluster",
         &json!({}),
     )
     .await;
@@ -417,6 +418,70 @@ async fn every_answer_of_every_operation_matches_the_botocore_models() {
         run.problems.len(),
         run.problems.join("\n")
     );
+}
+
+/// Capacity providers: the demo's read, one made, put on a cluster, updated, taken off and
+/// deleted, and a name ECS refuses.
+async fn capacity_providers(run: &mut Run) {
+    let group = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:0b6e1c2d-3f4a-4b5c-8d9e-0f1a2b3c4d5e:autoScalingGroupName/conformance";
+    run.ecs("DescribeCapacityProviders", json!({"include": ["TAGS"]}))
+        .await;
+    run.ecs(
+        "DescribeCapacityProviders",
+        json!({"cluster": "inference-prod", "maxResults": 1}),
+    )
+    .await;
+    run.ecs(
+        "CreateCapacityProvider",
+        json!({
+            "name": "conformance-asg",
+            "autoScalingGroupProvider": {
+                "autoScalingGroupArn": group,
+                "managedScaling": {"status": "ENABLED", "targetCapacity": 75},
+                "managedTerminationProtection": "DISABLED",
+                "managedDraining": "ENABLED"
+            },
+            "tags": [{"key": "team", "value": "research"}]
+        }),
+    )
+    .await;
+    run.ecs(
+        "PutClusterCapacityProviders",
+        json!({
+            "cluster": "ml-dev",
+            "capacityProviders": ["conformance-asg", "FARGATE"],
+            "defaultCapacityProviderStrategy": [{"capacityProvider": "conformance-asg", "weight": 1, "base": 1}]
+        }),
+    )
+    .await;
+    run.ecs(
+        "UpdateCapacityProvider",
+        json!({"name": "conformance-asg", "autoScalingGroupProvider": {"managedScaling": {"targetCapacity": 100}}}),
+    )
+    .await;
+    run.ecs(
+        "DescribeCapacityProviders",
+        json!({"capacityProviders": ["conformance-asg", "FARGATE", "missing-one"], "include": ["TAGS"]}),
+    )
+    .await;
+    run.ecs(
+        "PutClusterCapacityProviders",
+        json!({"cluster": "ml-dev", "capacityProviders": [], "defaultCapacityProviderStrategy": []}),
+    )
+    .await;
+    run.ecs(
+        "DeleteCapacityProvider",
+        json!({"capacityProvider": "conformance-asg"}),
+    )
+    .await;
+    let (status, answer) = run
+        .call(
+            false,
+            "CreateCapacityProvider",
+            json!({"name": "fargate-gpu", "autoScalingGroupProvider": {"autoScalingGroupArn": group}}),
+        )
+        .await;
+    assert_eq!(status, 400, "a reserved prefix: {answer}");
 }
 
 /// The walker finds what it is for: a field the shape does not have, a value of the wrong

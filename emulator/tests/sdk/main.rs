@@ -2,6 +2,7 @@
 //! emulator over HTTP, for every operation it serves, with errors, pagination, batch limits and
 //! faults; one binary, a module per area.
 
+mod capacity_providers;
 mod cloudwatch;
 mod ec2;
 mod errors;
