@@ -62,6 +62,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         read("/api/v1/audit", get(http::audit::list)),
         read("/api/v1/cost", get(http::cost::report)),
         read("/api/v1/cost/plan", get(http::plan::plan)),
+        read("/api/v1/capacity-providers", get(http::capacity::providers)),
         read(
             "/api/v1/clusters/{cluster}/events",
             get(http::activity::events),

@@ -110,6 +110,10 @@ pub struct InstanceView {
     /// `None` when not read (pages get the instance without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostUse>,
+    /// The capacity provider that launched it (`capacityProviderName`); `None` for an instance
+    /// registered outside any provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_provider: Option<String>,
 }
 
 impl InstanceView {
@@ -131,6 +135,7 @@ impl InstanceView {
             lifecycle: None,
             room: None,
             host: None,
+            capacity_provider: None,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod arn;
 pub mod audit;
 pub mod budget;
+pub mod capacity;
 mod console;
 pub mod cost;
 mod csv;

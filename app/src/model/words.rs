@@ -225,6 +225,28 @@ impl Lifecycle {
     }
 }
 
+vocabulary! {
+    /// A capacity provider's type.
+    ProviderType (default AutoScalingGroup) {
+        /// An EC2 Auto Scaling group the provider scales.
+        AutoScalingGroup = "EC2_AUTOSCALING",
+        /// Instances ECS launches, repairs and retires itself.
+        ManagedInstances = "MANAGED_INSTANCES",
+        Fargate = "FARGATE",
+        FargateSpot = "FARGATE_SPOT",
+    }
+}
+
+impl ProviderType {
+    /// Whether tasks on it can share GPUs: EC2 capacity only, never Fargate.
+    pub fn can_share_gpus(&self) -> bool {
+        matches!(
+            self,
+            ProviderType::AutoScalingGroup | ProviderType::ManagedInstances
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +285,8 @@ mod tests {
         assert!(TaskStatus::Stopping.is_leaving() && !TaskStatus::Running.is_leaving());
         assert!(TaskStatus::Activating.is_pending() && !TaskStatus::Running.is_pending());
         assert!(InstanceStatus::Draining.holds_tasks() && !InstanceStatus::Inactive.holds_tasks());
+        assert!(ProviderType::from("MANAGED_INSTANCES").can_share_gpus());
+        assert!(!ProviderType::FargateSpot.can_share_gpus());
+        assert!(!ProviderType::from("SOMETHING_NEW").can_share_gpus());
     }
 }

@@ -9,6 +9,7 @@ pub mod activity;
 pub mod approvals;
 pub mod audit;
 pub mod budget;
+pub mod capacity;
 pub mod clock;
 pub mod context;
 pub mod cost;

@@ -100,6 +100,12 @@ pub trait EcsReads: Send + Sync {
         cluster: String,
         query: TaskQuery,
     ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>>;
+    /// Each of `clusters`' capacity providers and default strategy, as ECS describes them
+    /// (the instances each one launched are counted by the caller, from the snapshot).
+    fn capacity(
+        &self,
+        clusters: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::capacity::ClusterCapacity>, ServiceError>>;
     /// Whether the reads above lately answered from an older answer because ECS was slow or
     /// failing (none by default: a source that never does so).
     fn stale_reads(&self) -> Option<crate::model::StaleReads> {

@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod cache;
+pub mod capacity;
 pub mod services;
 pub mod task_definitions;
 
@@ -35,6 +36,9 @@ const TASKS_TTL: Duration = Duration::ZERO;
 /// How long a family's newest active revision is kept (the console's own registrations forget
 /// it at once).
 const LATEST_ACTIVE_TTL: Duration = Duration::from_secs(5);
+/// How long the clusters' capacity providers are kept: they change when someone changes them,
+/// not with the fleet's tasks.
+const CAPACITY_TTL: Duration = Duration::from_secs(60);
 /// How long "there is no such revision" is kept.
 const MISSING_TTL: Duration = Duration::from_secs(30);
 
@@ -191,6 +195,22 @@ impl EcsReads for Ecs {
                 .read(key, Some(TASKS_TTL), async move {
                     me.read_tasks(&cluster, &query).await
                 })
+                .await
+        })
+    }
+
+    fn capacity(
+        &self,
+        clusters: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<app::model::capacity::ClusterCapacity>, ServiceError>> {
+        let me = self.clone();
+        Box::pin(async move {
+            self.cache
+                .read(
+                    format!("capacity/{}", clusters.join(",")),
+                    Some(CAPACITY_TTL),
+                    async move { me.read_capacity(&clusters).await },
+                )
                 .await
         })
     }

@@ -4,6 +4,7 @@ pub mod activity;
 pub mod api;
 pub mod approvals;
 pub mod audit;
+pub mod capacity;
 pub mod cost;
 pub mod fleet;
 pub mod fleet_cache;

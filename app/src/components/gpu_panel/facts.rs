@@ -36,6 +36,7 @@ pub(super) fn GpuFacts(detail: GpuDetail) -> impl IntoView {
                     Some(detail.cluster.clone()),
                     detail.instance.availability_zone.clone(),
                     detail.instance.lifecycle.map(|l| l.as_str().to_string()),
+                    detail.instance.capacity_provider.clone().map(|p| format!("from {p}")),
                     detail.instance.not_placing.clone().map(|why| format!("{why}: takes no tasks")),
                 ]
                     .into_iter()

@@ -248,6 +248,7 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         lifecycle: instance.lifecycle,
         // The checks' detail stays on the server.
         room: None,
+        capacity_provider: instance.capacity_provider.clone(),
     }
 }
 

@@ -112,6 +112,22 @@ impl EcsReads for Fake {
     ) -> BoxFuture<'_, Result<Vec<TaskInfo>, ServiceError>> {
         Box::pin(async move { Ok(Vec::new()) })
     }
+
+    /// The fake's clusters have no capacity providers.
+    fn capacity(
+        &self,
+        clusters: Vec<String>,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::capacity::ClusterCapacity>, ServiceError>> {
+        Box::pin(async move {
+            Ok(clusters
+                .into_iter()
+                .map(|cluster| crate::model::capacity::ClusterCapacity {
+                    cluster,
+                    ..Default::default()
+                })
+                .collect())
+        })
+    }
 }
 
 impl EcsWrites for Fake {

@@ -228,6 +228,7 @@ pub(super) fn instance_view(
             memory_mib: registered(instance, "MEMORY"),
             reserved: Vec::new(),
         }),
+        capacity_provider: instance.capacity_provider_name().map(str::to_string),
     };
     (view, gpus)
 }

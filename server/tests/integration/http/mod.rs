@@ -4,6 +4,7 @@ mod access;
 mod activity;
 mod alb;
 mod approvals;
+mod capacity;
 mod cost;
 mod deployments;
 mod edge;
