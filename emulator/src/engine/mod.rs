@@ -4,6 +4,7 @@
 //! service's reconciliation ([`rollout`]), whose end the [`circuit_breaker`] may decide.
 
 mod circuit_breaker;
+mod providers;
 mod rollout;
 mod scheduling;
 mod services;
