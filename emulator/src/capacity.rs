@@ -83,12 +83,7 @@ impl StrategyItem {
 /// Checks a provider's name as CreateCapacityProvider does.
 pub fn check_name(name: &str) -> Result<(), EcsError> {
     let lower = name.to_ascii_lowercase();
-    if name.is_empty()
-        || name.len() > 255
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !crate::error::is_ecs_name(name) {
         return Err(invalid(
             "name must be 1 to 255 letters, numbers, hyphens and underscores.",
         ));

@@ -52,6 +52,16 @@ impl EcsError {
     }
 }
 
+/// Whether `name` is a name ECS takes for a cluster, a task definition family or a capacity
+/// provider: 1 to 255 letters, numbers, hyphens and underscores.
+pub fn is_ecs_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// Shorthand for an [`EcsError::InvalidParameter`].
 pub fn invalid(message: impl Into<String>) -> EcsError {
     EcsError::InvalidParameter(message.into())

@@ -35,14 +35,6 @@ fn fails_with(containers: &[Map<String, Value>]) -> Option<i32> {
     })
 }
 
-fn valid_family(family: &str) -> bool {
-    !family.is_empty()
-        && family.len() <= 255
-        && family
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 impl Fleet {
     /// RegisterTaskDefinition: validates, stores every field as given, returns the new revision.
     pub fn register_task_definition(
@@ -55,7 +47,7 @@ impl Fleet {
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("family is required."))?
             .to_string();
-        if !valid_family(&family) {
+        if !crate::error::is_ecs_name(&family) {
             return Err(invalid(
                 "family must be 1 to 255 letters, numbers, hyphens and underscores.",
             ));

@@ -21,12 +21,7 @@ pub use services::{NewService, ServiceUpdate};
 impl Fleet {
     /// Creates an empty cluster, or returns the one with that name.
     pub fn create_cluster(&mut self, name: &str) -> Result<&Cluster, EcsError> {
-        if name.is_empty()
-            || name.len() > 255
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if !crate::error::is_ecs_name(name) {
             return Err(invalid(
                 "clusterName must be 1 to 255 letters, numbers, hyphens and underscores.",
             ));
@@ -47,6 +42,13 @@ impl Fleet {
                 capacity_providers: Vec::new(),
                 default_strategy: Vec::new(),
             }))
+    }
+
+    /// The service `name` of the cluster `key`, to change.
+    pub fn service_mut(&mut self, key: &str, name: &str) -> Option<&mut crate::model::Service> {
+        self.clusters
+            .get_mut(key)
+            .and_then(|c| c.services.get_mut(name))
     }
 
     /// Registers a container instance with the cluster.

@@ -215,11 +215,7 @@ impl Fleet {
             );
             match placed {
                 Ok(arn) => {
-                    let Some(svc) = self
-                        .clusters
-                        .get_mut(key)
-                        .and_then(|c| c.services.get_mut(name))
-                    else {
+                    let Some(svc) = self.service_mut(key, name) else {
                         return;
                     };
                     svc.tasks.insert(arn.clone());
@@ -335,11 +331,7 @@ impl Fleet {
             "(service {name}) was unable to place a task because no container instance met all of its requirements.{closest} For more information, see the Troubleshooting section of the Amazon ECS Developer Guide."
         );
         let write_event = {
-            let Some(svc) = self
-                .clusters
-                .get_mut(key)
-                .and_then(|c| c.services.get_mut(name))
-            else {
+            let Some(svc) = self.service_mut(key, name) else {
                 return;
             };
             let primary = &mut svc.deployments[0];
@@ -408,11 +400,7 @@ impl Fleet {
         target: Option<(String, String)>,
     ) {
         let now = self.now;
-        let Some(svc) = self
-            .clusters
-            .get_mut(key)
-            .and_then(|c| c.services.get_mut(name))
-        else {
+        let Some(svc) = self.service_mut(key, name) else {
             return;
         };
         let primary = &mut svc.deployments[0];
@@ -444,11 +432,7 @@ impl Fleet {
     /// Every task of the primary deployment runs and is healthy, and the old ones are gone.
     fn complete_rollout(&mut self, key: &str, name: &str, primary_id: &str) {
         let now = self.now;
-        let Some(svc) = self
-            .clusters
-            .get_mut(key)
-            .and_then(|c| c.services.get_mut(name))
-        else {
+        let Some(svc) = self.service_mut(key, name) else {
             return;
         };
         svc.deployments.truncate(1);
@@ -482,19 +466,11 @@ impl Fleet {
                 name,
                 format!("(service {name}) has reached a steady state."),
             );
-            if let Some(svc) = self
-                .clusters
-                .get_mut(key)
-                .and_then(|c| c.services.get_mut(name))
-            {
+            if let Some(svc) = self.service_mut(key, name) {
                 svc.last_steady_event = Some(now);
             }
         }
-        if let Some(svc) = self
-            .clusters
-            .get_mut(key)
-            .and_then(|c| c.services.get_mut(name))
-        {
+        if let Some(svc) = self.service_mut(key, name) {
             svc.steady = is_steady;
             if svc.deployments.len() > 1
                 && svc.deployments[0].rollout_state != RolloutState::InProgress
