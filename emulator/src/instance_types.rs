@@ -179,6 +179,25 @@ pub const ALL: [InstanceType; 9] = [
     P5_48XLARGE,
 ];
 
+/// The emulator's on-demand Linux prices (USD an hour, us-east-1 list prices of 2026-11), by
+/// which Managed Instances choose the most cost-effective type.
+const ON_DEMAND: [(&str, f64); 9] = [
+    ("g5.xlarge", 1.006),
+    ("g5.12xlarge", 5.672),
+    ("g5.48xlarge", 16.288),
+    ("g6.12xlarge", 4.602),
+    ("g6.48xlarge", 13.35),
+    ("g6e.12xlarge", 10.493),
+    ("g6e.48xlarge", 30.131),
+    ("p4d.24xlarge", 21.958),
+    ("p5.48xlarge", 55.04),
+];
+
+/// The on-demand price of a type the emulator knows.
+pub fn on_demand_price(name: &str) -> Option<f64> {
+    ON_DEMAND.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+}
+
 /// The type named `name`, if the emulator knows it.
 pub fn find(name: &str) -> Option<&'static InstanceType> {
     ALL.iter().find(|t| t.name == name)

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod cloudwatch;
 pub mod ec2;
 pub mod ecs_api;
+pub mod elastic;
 pub mod engine;
 pub mod error;
 pub mod events;

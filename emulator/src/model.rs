@@ -175,6 +175,9 @@ pub struct Task {
     pub group: String,
     /// The deployment that started it.
     pub started_by: Option<String>,
+    /// The capacity provider it runs on or waits for; `None` for a launch type. A task that
+    /// waits for its provider's capacity has no instance (`instance_arn` is empty).
+    pub capacity_provider: Option<String>,
     pub last_status: TaskStatus,
     pub desired_status: TaskStatus,
     pub containers: Vec<TaskContainer>,
@@ -452,6 +455,8 @@ pub struct Fleet {
     /// Services (`cluster/service`) whose GPUs sit idle from a time on: their work moved
     /// elsewhere and they were left running.
     pub idle_services: BTreeMap<String, DateTime<Utc>>,
+    /// Auto Scaling groups, instances on their way, and what the providers did.
+    pub elastic: crate::elastic::Elastic,
 }
 
 /// A change the scenario's story makes at a set time: a service's desired count.
@@ -479,6 +484,7 @@ impl Fleet {
             metrics: Default::default(),
             schedule: Default::default(),
             idle_services: BTreeMap::new(),
+            elastic: Default::default(),
         }
     }
 

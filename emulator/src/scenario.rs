@@ -13,8 +13,7 @@ use crate::{
         InstanceType, G5_12XLARGE, G5_48XLARGE, G5_XLARGE, G6E_12XLARGE, G6E_48XLARGE, G6_12XLARGE,
         G6_48XLARGE, P4D_24XLARGE, P5_48XLARGE,
     },
-    model::{splitmix, ContainerInstance, DeploymentConfig, Fleet, Tag},
-    placement::GpuSlot,
+    model::{splitmix, DeploymentConfig, Fleet, Tag},
 };
 
 use self::build::{add_instances, add_service, breaker, task_definition, Gpu, ServiceSpec};

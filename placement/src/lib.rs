@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod growth;
 pub mod resources;
 pub mod rules;
 pub mod strategy;

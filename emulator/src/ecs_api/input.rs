@@ -166,6 +166,8 @@ pub struct CreateService {
     pub placement_constraints: Option<Value>,
     pub placement_strategy: Option<Value>,
     pub tags: Option<Value>,
+    pub launch_type: Option<String>,
+    pub capacity_provider_strategy: Option<Vec<StrategyItem>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -178,6 +180,7 @@ pub struct UpdateService {
     pub deployment_configuration: Option<DeploymentConfiguration>,
     #[serde(default)]
     pub force_new_deployment: bool,
+    pub capacity_provider_strategy: Option<Vec<StrategyItem>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

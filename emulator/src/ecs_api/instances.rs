@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     error::{invalid, EcsError},
-    model::{Cluster, ContainerInstance, Fleet},
+    model::{ContainerInstance, Fleet},
     placement::SharingMode,
 };
 
@@ -131,7 +131,7 @@ pub fn update_state(
             }
         }
         if status == "DRAINING" {
-            unsettle_services_on(cluster, &changed);
+            crate::engine::unsettle_services_on(cluster, &changed);
         }
     }
     let cluster = &fleet.clusters[&key];
@@ -169,21 +169,6 @@ fn status_asked(input: &input::UpdateContainerInstancesState) -> Result<&str, Ec
         return Err(invalid("containerInstances can have at most 10 items."));
     }
     Ok(status)
-}
-
-/// The services with tasks on a draining instance have work to do.
-fn unsettle_services_on(cluster: &mut Cluster, draining: &[String]) {
-    let services: std::collections::BTreeSet<String> = cluster
-        .tasks
-        .values()
-        .filter(|t| draining.contains(&t.instance_arn))
-        .filter_map(|t| t.group.strip_prefix("service:").map(str::to_string))
-        .collect();
-    for name in services {
-        if let Some(service) = cluster.services.get_mut(&name) {
-            service.steady = false;
-        }
-    }
 }
 
 #[derive(Serialize)]

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use super::capacity_providers::strategy_of;
 use super::{
     clusters::cluster_of,
     input::{self, required, DeploymentConfiguration},
@@ -9,6 +10,7 @@ use super::{
     DESCRIBE_SERVICES_LIMIT,
 };
 use crate::{
+    capacity::{ProviderKind, StrategyItem, FARGATE_PROVIDERS},
     engine::{NewService, ServiceUpdate},
     error::{invalid, EcsError},
     model::{DeploymentConfig, DeploymentStatus, Fleet, Service, Threshold},
@@ -52,7 +54,33 @@ pub fn describe(fleet: &Fleet, input: &input::DescribeServices) -> Result<Value,
     Ok(json!({"services": services, "failures": failures}))
 }
 
+/// `launchType` or `capacityProviderStrategy`, as a service or deployment carries it.
+fn launch_of(service: &Service) -> (&'static str, Value) {
+    if service.capacity_provider_strategy.is_empty() {
+        ("launchType", json!("EC2"))
+    } else {
+        let items: Vec<Value> = service
+            .capacity_provider_strategy
+            .iter()
+            .map(StrategyItem::to_json)
+            .collect();
+        ("capacityProviderStrategy", Value::Array(items))
+    }
+}
+
 fn service_json(service: &Service) -> Value {
+    let mut body = service_body(service);
+    let (field, value) = launch_of(service);
+    body[field] = value.clone();
+    if let Some(deployments) = body["deployments"].as_array_mut() {
+        for deployment in deployments {
+            deployment[field] = value.clone();
+        }
+    }
+    body
+}
+
+fn service_body(service: &Service) -> Value {
     let running: u32 = service.deployments.iter().map(|d| d.running_count).sum();
     let pending: u32 = service.deployments.iter().map(|d| d.pending_count).sum();
     let (threshold_type, threshold_value) = service.config.threshold.as_api();
@@ -64,7 +92,6 @@ fn service_json(service: &Service) -> Value {
         "desiredCount": service.desired_count,
         "runningCount": running,
         "pendingCount": pending,
-        "launchType": "EC2",
         "taskDefinition": service.task_definition_arn,
         "schedulingStrategy": "REPLICA",
         "deploymentController": {"type": "ECS"},
@@ -92,7 +119,6 @@ fn service_json(service: &Service) -> Value {
             "failedTasks": d.failed_tasks,
             "createdAt": epoch(d.created_at),
             "updatedAt": epoch(d.updated_at),
-            "launchType": "EC2",
             "rolloutState": d.rollout_state.as_str(),
             "rolloutStateReason": d.rollout_state_reason,
         })).collect::<Vec<_>>(),
@@ -198,11 +224,84 @@ fn desired_count(count: Option<i64>) -> Result<Option<u32>, EcsError> {
         .transpose()
 }
 
+/// The capacity provider strategy a service runs by: the one given, checked against the
+/// cluster's providers and the task definition; none for the EC2 launch type; the cluster's
+/// default strategy when neither is given.
+fn strategy_for(
+    fleet: &Fleet,
+    cluster: &str,
+    task_definition: &str,
+    launch_type: Option<&str>,
+    given: Option<&[input::StrategyItem]>,
+) -> Result<Vec<StrategyItem>, EcsError> {
+    let key = fleet
+        .cluster_key(cluster)
+        .ok_or(EcsError::ClusterNotFound)?;
+    let cluster = &fleet.clusters[&key];
+    let strategy = match (launch_type, given) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "Specifying both a launchType and capacityProviderStrategy is not supported. Remove one and try again.",
+            ))
+        }
+        (Some("EC2"), None) => return Ok(Vec::new()),
+        (Some(other), None) => {
+            return Err(invalid(format!(
+                "launchType {other} is not run here: give EC2, or a capacityProviderStrategy."
+            )))
+        }
+        (None, Some(items)) => strategy_of(items, &cluster.capacity_providers)?,
+        (None, None) => cluster.default_strategy.clone(),
+    };
+    if strategy.len() > 1 && strategy.iter().all(|item| item.weight == 0) {
+        return Err(invalid(
+            "At least one capacity provider in the strategy must have a weight greater than zero.",
+        ));
+    }
+    let td = fleet.task_definition(task_definition);
+    let compatibilities: Vec<&str> = td
+        .and_then(|td| td.body.get("requiresCompatibilities"))
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for item in &strategy {
+        let kind = fleet
+            .capacity_provider(&item.capacity_provider)
+            .map(|p| p.kind);
+        if td.is_some_and(|td| td.gpu != crate::placement::GpuRequest::None)
+            && FARGATE_PROVIDERS.contains(&item.capacity_provider.as_str())
+        {
+            return Err(invalid(format!(
+                "The capacity provider {} is Fargate, which does not run tasks with GPUs.",
+                item.capacity_provider
+            )));
+        }
+        if kind == Some(ProviderKind::ManagedInstances)
+            && !compatibilities.contains(&"MANAGED_INSTANCES")
+        {
+            return Err(invalid(format!(
+                "The task definition is not compatible with the Managed Instances capacity provider {}: add MANAGED_INSTANCES to its requiresCompatibilities.",
+                item.capacity_provider
+            )));
+        }
+    }
+    Ok(strategy)
+}
+
 pub fn create(fleet: &mut Fleet, input: input::CreateService) -> Result<Value, EcsError> {
     let cluster = input.cluster.clone().unwrap_or_else(|| "default".into());
+    let task_definition = required(&input.task_definition, "taskDefinition")?.to_string();
+    let capacity_provider_strategy = strategy_for(
+        fleet,
+        &cluster,
+        &task_definition,
+        input.launch_type.as_deref(),
+        input.capacity_provider_strategy.as_deref(),
+    )?;
     let new = NewService {
+        capacity_provider_strategy,
         name: required(&input.service_name, "serviceName")?.to_string(),
-        task_definition: required(&input.task_definition, "taskDefinition")?.to_string(),
+        task_definition,
         desired_count: desired_count(input.desired_count)?.unwrap_or(0),
         config: deployment_config(
             input.deployment_configuration.as_ref(),
@@ -229,11 +328,19 @@ pub fn update(fleet: &mut Fleet, input: input::UpdateService) -> Result<Value, E
     let key = fleet
         .cluster_key(&cluster)
         .ok_or(EcsError::ClusterNotFound)?;
-    let base = fleet.clusters[&key]
+    let (base, current_td) = fleet.clusters[&key]
         .services
         .get(name.rsplit('/').next().unwrap_or(&name))
-        .map(|s| s.config.clone())
+        .map(|s| (s.config.clone(), s.task_definition_arn.clone()))
         .ok_or(EcsError::ServiceNotFound)?;
+    let capacity_provider_strategy = input
+        .capacity_provider_strategy
+        .as_deref()
+        .map(|items| {
+            let td = input.task_definition.as_deref().unwrap_or(&current_td);
+            strategy_for(fleet, &cluster, td, None, Some(items))
+        })
+        .transpose()?;
     let update = ServiceUpdate {
         task_definition: input.task_definition.clone(),
         desired_count: desired_count(input.desired_count)?,
@@ -243,6 +350,7 @@ pub fn update(fleet: &mut Fleet, input: input::UpdateService) -> Result<Value, E
             .map(|config| deployment_config(Some(config), base))
             .transpose()?,
         force_new_deployment: input.force_new_deployment,
+        capacity_provider_strategy,
     };
     let service = fleet.update_service(&cluster, &name, update)?;
     Ok(json!({"service": service_json(service)}))

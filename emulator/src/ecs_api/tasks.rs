@@ -135,7 +135,11 @@ struct TaskOut<'a> {
     task_arn: &'a str,
     cluster_arn: &'a str,
     task_definition_arn: &'a str,
-    container_instance_arn: &'a str,
+    /// None while the task waits for its capacity provider's capacity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container_instance_arn: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity_provider_name: Option<&'a str>,
     last_status: &'static str,
     desired_status: &'static str,
     group: &'a str,
@@ -187,7 +191,8 @@ impl<'a> TaskOut<'a> {
             task_arn: &task.arn,
             cluster_arn: &task.cluster_arn,
             task_definition_arn: &task.task_definition_arn,
-            container_instance_arn: &task.instance_arn,
+            container_instance_arn: Some(task.instance_arn.as_str()).filter(|a| !a.is_empty()),
+            capacity_provider_name: task.capacity_provider.as_deref(),
             last_status: status,
             desired_status: if task.desired_status == TaskStatus::Stopped {
                 "STOPPED"

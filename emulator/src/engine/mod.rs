@@ -4,6 +4,7 @@
 //! service's reconciliation ([`rollout`]), whose end the [`circuit_breaker`] may decide.
 
 mod circuit_breaker;
+mod elastic;
 mod providers;
 mod rollout;
 mod scheduling;
@@ -13,9 +14,12 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::{
     error::{invalid, EcsError},
+    instance_types::InstanceType,
     model::{Cluster, ContainerInstance, Fleet},
+    placement::GpuSlot,
 };
 
+pub use elastic::unsettle_services_on;
 pub use services::{NewService, ServiceUpdate};
 
 impl Fleet {
@@ -49,6 +53,55 @@ impl Fleet {
         self.clusters
             .get_mut(key)
             .and_then(|c| c.services.get_mut(name))
+    }
+
+    /// A new container instance of `kind` for `cluster`, in `zone`: ACTIVE, its GPUs idle and
+    /// MPS-capable, the CloudWatch agent running, registered at `registered_at`.
+    pub fn instance_of_type(
+        &mut self,
+        cluster: &str,
+        kind: &InstanceType,
+        zone: &str,
+        registered_at: DateTime<Utc>,
+    ) -> ContainerInstance {
+        let id = self.new_hex_id();
+        let gpu_ids = (0..kind.gpus)
+            .map(|_| {
+                let g = self.new_hex_id();
+                format!(
+                    "GPU-{}-{}-{}-{}-{}",
+                    &g[..8],
+                    &g[8..12],
+                    &g[12..16],
+                    &g[16..20],
+                    &g[20..32]
+                )
+            })
+            .collect();
+        let cpu = kind.registered_cpu();
+        ContainerInstance {
+            arn: self.arn(&format!("container-instance/{cluster}/{id}")),
+            ec2_instance_id: format!("i-0{}", &id[..16]),
+            instance_type: kind.name.to_string(),
+            availability_zone: zone.to_string(),
+            gpu_ids,
+            gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
+            gpu_model: kind.gpu_model.to_string(),
+            cpu,
+            memory_mib: kind.registered_memory_mib(),
+            room: ContainerInstance::fresh_room(kind.name, zone, cpu, kind.registered_memory_mib()),
+            mps_capable: true,
+            mps_impaired: None,
+            cloudwatch_agent: true,
+            agent_instance_id_dimension: false,
+            private_ip: String::new(),
+            spot: false,
+            capacity_provider: None,
+            registered_at,
+            running_tasks: 0,
+            pending_tasks: 0,
+            version: 1,
+        }
     }
 
     /// Registers a container instance with the cluster.
@@ -200,6 +253,7 @@ impl Fleet {
                 self.forget_old_tasks(key);
             }
         }
+        self.run_capacity();
     }
 }
 

@@ -207,12 +207,31 @@ impl Fleet {
             {
                 break;
             }
-            let placed = self.run_task(
-                key,
-                &pass.primary_td,
-                pass.group.clone(),
-                Some(pass.primary_id.clone()),
-            );
+            let provider = self.provider_for_next_task(key, name);
+            let placed = self
+                .run_task_on(
+                    key,
+                    &pass.primary_td,
+                    pass.group.clone(),
+                    Some(pass.primary_id.clone()),
+                    provider.as_deref(),
+                )
+                .or_else(|why| {
+                    // On a capacity provider, a task no instance can take waits for capacity
+                    // in PROVISIONING.
+                    provider
+                        .as_deref()
+                        .and_then(|p| {
+                            self.wait_for_capacity(
+                                key,
+                                &pass.primary_td,
+                                pass.group.clone(),
+                                Some(pass.primary_id.clone()),
+                                p,
+                            )
+                        })
+                        .ok_or(why)
+                });
             match placed {
                 Ok(arn) => {
                     let Some(svc) = self.service_mut(key, name) else {

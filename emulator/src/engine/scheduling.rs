@@ -7,13 +7,12 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, Utc};
 
 use super::task_list;
-use std::collections::HashMap;
 
 use crate::{
-    model::{Cluster, ContainerInstance, Fleet, Task, TaskContainer, TaskStatus},
+    model::{Cluster, Fleet, Task, TaskContainer, TaskStatus},
     placement::{
         self,
-        resources::{self, Blocked, Needs},
+        resources::{Blocked, Needs},
         GpuRequest, NoFit,
     },
 };
@@ -113,55 +112,112 @@ impl Fleet {
         group: String,
         started_by: Option<String>,
     ) -> Result<String, (Unplaced, Option<String>)> {
+        self.run_task_on(key, td_arn, group, started_by, None)
+    }
+
+    /// Places one task of `td_arn` in the cluster, on the instances of `provider` only when one
+    /// is given, or says why no instance can take it.
+    pub fn run_task_on(
+        &mut self,
+        key: &str,
+        td_arn: &str,
+        group: String,
+        started_by: Option<String>,
+        provider: Option<&str>,
+    ) -> Result<String, (Unplaced, Option<String>)> {
         let nothing = || (Unplaced::Gpu(NoFit::NoGpus), None);
         let td = self.task_definition(td_arn).cloned().ok_or_else(nothing)?;
-        let now = self.now;
-        let (instance_arn, assignment, needs) = {
+        let placed = {
             let cluster = self.clusters.get(key).ok_or_else(nothing)?;
             let (needs, strategies) = needs_and_strategies(cluster, &td.needs, &group);
-            let (arn, assignment) = choose_instance(cluster, &td.gpu, &needs, &group, &strategies)?;
+            let (arn, assignment) =
+                choose_instance(cluster, &td.gpu, &needs, &group, &strategies, provider)?;
             (arn, assignment, needs)
         };
+        let task_arn = self
+            .new_task(key, &td, group, started_by, provider)
+            .ok_or_else(nothing)?;
+        self.put_task(key, &task_arn, placed);
+        Ok(task_arn)
+    }
+
+    /// A task of `td_arn` for `provider` that no instance can take now: it waits in
+    /// PROVISIONING with no instance until the provider has capacity for it.
+    pub fn wait_for_capacity(
+        &mut self,
+        key: &str,
+        td_arn: &str,
+        group: String,
+        started_by: Option<String>,
+        provider: &str,
+    ) -> Option<String> {
+        let td = self.task_definition(td_arn).cloned()?;
+        let arn = self.new_task(key, &td, group, started_by, Some(provider))?;
+        self.clusters.get_mut(key)?.changed.push(arn.clone());
+        Some(arn)
+    }
+
+    /// Places a task that waits for capacity on an instance of its provider that can take it
+    /// now; whether it was placed.
+    pub(super) fn place_waiting(&mut self, key: &str, task_arn: &str) -> bool {
+        let placed = {
+            let Some(cluster) = self.clusters.get(key) else {
+                return false;
+            };
+            let Some(task) = cluster.tasks.get(task_arn) else {
+                return false;
+            };
+            let Some(td) = self.task_definition(&task.task_definition_arn) else {
+                return false;
+            };
+            let (needs, strategies) = needs_and_strategies(cluster, &td.needs, &task.group);
+            let provider = task.capacity_provider.as_deref();
+            match choose_instance(cluster, &td.gpu, &needs, &task.group, &strategies, provider) {
+                Ok((arn, assignment)) => (arn, assignment, needs),
+                Err(_) => return false,
+            }
+        };
+        self.put_task(key, task_arn, placed);
+        true
+    }
+
+    /// A new task of `td` with no instance yet, in PROVISIONING.
+    fn new_task(
+        &mut self,
+        key: &str,
+        td: &crate::model::TaskDefinition,
+        group: String,
+        started_by: Option<String>,
+        provider: Option<&str>,
+    ) -> Option<String> {
+        let now = self.now;
         let hex = self.new_hex_id();
-        let cluster = self.clusters.get_mut(key).ok_or_else(nothing)?;
-        let region_account = cluster
-            .arn
-            .split(":cluster/")
-            .next()
-            .unwrap_or_default()
-            .to_string();
+        let cluster = self.clusters.get_mut(key)?;
+        let region_account = cluster.arn.split(":cluster/").next().unwrap_or_default();
         let task_arn = format!("{region_account}:task/{key}/{hex}");
-        let instance = cluster.instance_mut(&instance_arn).ok_or_else(nothing)?;
-        placement::allocate(&mut instance.gpus, &td.gpu, &assignment);
-        placement::resources::take(&mut instance.room, &needs);
-        instance.pending_tasks += 1;
-        instance.version += 1;
         let container_arn = |index: usize| {
             format!(
                 "{region_account}:container/{key}/{hex}/{:08x}",
                 crate::model::splitmix(index as u64 ^ hex.len() as u64) as u32
             )
         };
-        let containers = containers_of(&td, &assignment, &instance.gpu_ids, container_arn);
+        let no_gpus = placement::GpuAssignment {
+            per_container: Vec::new(),
+        };
         let task = Task {
             arn: task_arn.clone(),
             cluster_arn: cluster.arn.clone(),
-            instance_arn,
+            instance_arn: String::new(),
             task_definition_arn: td.arn.clone(),
             group,
             started_by,
-            // PROVISIONING is for awsvpc tasks (their ENI); bridge and host tasks start at
-            // PENDING.
-            last_status: if needs.awsvpc {
-                TaskStatus::Provisioning
-            } else {
-                TaskStatus::Pending
-            },
+            capacity_provider: provider.map(str::to_string),
+            last_status: TaskStatus::Provisioning,
             desired_status: TaskStatus::Running,
-            containers,
+            containers: containers_of(td, &no_gpus, &[], container_arn),
             gpu: td.gpu.clone(),
-            assignment,
-            needs,
+            assignment: no_gpus,
+            needs: td.needs.clone(),
             created_at: now,
             pending_at: now + Duration::seconds(TO_PENDING_SECONDS),
             running_at: now + Duration::seconds(start_seconds(&hex)),
@@ -175,9 +231,62 @@ impl Fleet {
             version: 1,
         };
         cluster.tasks.insert(task_arn.clone(), task);
-        cluster.changed.push(task_arn.clone());
-        cluster.moving.insert(task_arn.clone());
-        Ok(task_arn)
+        Some(task_arn)
+    }
+
+    /// Puts a task on the instance chosen for it: the GPUs and the rest it needs are taken, and
+    /// it starts from there (PROVISIONING for `awsvpc`, its ENI; PENDING for bridge and host).
+    fn put_task(
+        &mut self,
+        key: &str,
+        task_arn: &str,
+        (instance_arn, assignment, needs): (String, placement::GpuAssignment, Needs),
+    ) {
+        let now = self.now;
+        let td = self
+            .clusters
+            .get(key)
+            .and_then(|c| c.tasks.get(task_arn))
+            .and_then(|t| self.task_definition(&t.task_definition_arn))
+            .cloned();
+        let Some(cluster) = self.clusters.get_mut(key) else {
+            return;
+        };
+        let Some(index) = cluster.instance_index.get(&instance_arn).copied() else {
+            return;
+        };
+        let Some(instance) = cluster.instances.get_mut(index) else {
+            return;
+        };
+        let Some(task) = cluster.tasks.get_mut(task_arn) else {
+            return;
+        };
+        placement::allocate(&mut instance.gpus, &task.gpu, &assignment);
+        placement::resources::take(&mut instance.room, &needs);
+        instance.pending_tasks += 1;
+        instance.version += 1;
+        if task.capacity_provider.is_some() {
+            task.capacity_provider = instance.capacity_provider.clone();
+        }
+        if let Some(td) = td {
+            let arns: Vec<String> = task.containers.iter().map(|c| c.arn.clone()).collect();
+            let container_arn = |index: usize| arns.get(index).cloned().unwrap_or_default();
+            task.containers = containers_of(&td, &assignment, &instance.gpu_ids, container_arn);
+        }
+        let start_takes = task.running_at - task.created_at;
+        task.instance_arn = instance_arn;
+        task.assignment = assignment;
+        task.last_status = if needs.awsvpc {
+            TaskStatus::Provisioning
+        } else {
+            TaskStatus::Pending
+        };
+        task.needs = needs;
+        task.pending_at = now + Duration::seconds(TO_PENDING_SECONDS);
+        task.running_at = now + start_takes;
+        task.version += u64::from(task.created_at != now);
+        cluster.changed.push(task_arn.to_string());
+        cluster.moving.insert(task_arn.to_string());
     }
 
     /// Tells a task to stop; it reaches `STOPPED` and frees its resources two seconds later.
@@ -386,30 +495,6 @@ impl Unplaced {
     }
 }
 
-/// What a task of `group` needs: the task definition's needs joined by its service's own
-/// constraints, and the service's strategies (by default, spread across Availability Zones)
-/// that choose among the instances that fit.
-fn needs_and_strategies(
-    cluster: &Cluster,
-    task_needs: &Needs,
-    group: &str,
-) -> (Needs, Vec<placement::strategy::Strategy>) {
-    let mut needs = task_needs.clone();
-    let mut strategies = Vec::new();
-    if let Some(service) = group
-        .strip_prefix("service:")
-        .and_then(|name| cluster.services.get(name))
-    {
-        strategies = service.strategies();
-        let extra =
-            placement::resources::needs_of(&Default::default(), &service.placement_constraints)
-                .unwrap_or_default();
-        needs.distinct_instance |= extra.distinct_instance;
-        needs.member_of.extend(extra.member_of);
-    }
-    (needs, strategies)
-}
-
 /// A new task's containers: each with the GPUs it was given and its sharing strategy.
 fn containers_of(
     td: &crate::model::TaskDefinition,
@@ -467,123 +552,6 @@ fn start_seconds(hex: &str) -> i64 {
     6 + (crate::model::splitmix(seed) % 10) as i64
 }
 
-/// How many live tasks of `group` each instance runs. A service knows its live tasks; other
-/// groups (and a service's tasks started outside its rollout) are looked for.
-fn group_tasks_by_instance<'c>(cluster: &'c Cluster, group: &str) -> HashMap<&'c str, u32> {
-    let mut group_tasks: HashMap<&str, u32> = HashMap::new();
-    let service_tasks = group
-        .strip_prefix("service:")
-        .and_then(|name| cluster.services.get(name))
-        .map(|s| &s.tasks)
-        .filter(|tasks| !tasks.is_empty());
-    let live: Box<dyn Iterator<Item = &crate::model::Task>> = match service_tasks {
-        Some(arns) => Box::new(arns.iter().filter_map(|arn| cluster.tasks.get(arn))),
-        None => Box::new(cluster.tasks.values()),
-    };
-    for task in live.filter(|t| t.is_live() && t.group == group) {
-        *group_tasks.entry(task.instance_arn.as_str()).or_default() += 1;
-    }
-    group_tasks
-}
-
-/// The group's tasks per value of each attribute it spreads on.
-fn spread_counts(
-    cluster: &Cluster,
-    strategies: &[placement::strategy::Strategy],
-    group_tasks: &HashMap<&str, u32>,
-) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u32>> {
-    use placement::strategy::{self, Strategy};
-    let mut spread_counts: std::collections::BTreeMap<
-        String,
-        std::collections::BTreeMap<String, u32>,
-    > = Default::default();
-    for strategy in strategies {
-        if let Strategy::SpreadAttribute(name) = strategy {
-            let counts = spread_counts.entry(name.clone()).or_default();
-            for instance in &cluster.instances {
-                let here = group_tasks.get(instance.arn.as_str()).copied().unwrap_or(0);
-                *counts
-                    .entry(strategy::attribute(&instance.room, name))
-                    .or_default() += here;
-            }
-        }
-    }
-    spread_counts
-}
-
-/// Picks the instance for a task: among the instances that pass ECS's checks (status, agent,
-/// constraints, CPU, memory, host ports, ENIs) and have GPUs for it, the one the placement
-/// strategies prefer (a service's default: the Availability Zone with the fewest of its
-/// tasks), then best fit on GPU memory for MPS, fewest idle GPUs that still suffice for whole
-/// GPUs, first fit otherwise. On failure, the reason at the closest instance: one short only of
-/// GPUs before one short of anything else.
-fn choose_instance(
-    cluster: &Cluster,
-    gpu: &GpuRequest,
-    needs: &Needs,
-    group: &str,
-    strategies: &[placement::strategy::Strategy],
-) -> Result<(String, placement::GpuAssignment), (Unplaced, Option<String>)> {
-    use placement::strategy;
-    let mut best: Option<((Vec<u64>, u64), usize, placement::GpuAssignment)> = None;
-    let mut closest: Option<((u8, u32), Unplaced, String)> = None;
-    let group_tasks = group_tasks_by_instance(cluster, group);
-    let spread_counts = spread_counts(cluster, strategies, &group_tasks);
-    let placed_so_far: u32 = group_tasks.values().sum();
-    let mut note = |nearness: (u8, u32), why: Unplaced, instance: &ContainerInstance| {
-        if closest.as_ref().is_none_or(|(n, _, _)| nearness > *n) {
-            closest = Some((nearness, why, instance.short_id().to_string()));
-        }
-    };
-    for (index, instance) in cluster.instances.iter().enumerate() {
-        let here = group_tasks.get(instance.arn.as_str()).copied().unwrap_or(0);
-        if let Err(blocked) = resources::check(&instance.room, needs, here) {
-            note((0, 0), Unplaced::Room(blocked), instance);
-            continue;
-        }
-        // Whether the scheduler avoids an instance whose MPS daemon is impaired is not
-        // documented; the emulator takes the cautious reading that it does not, and the task
-        // then fails at start on that instance.
-        match placement::find_gpus(&instance.gpus, instance.mps_capable, gpu) {
-            Ok(assignment) => {
-                let random = crate::model::splitmix(
-                    instance.arn.bytes().fold(u64::from(placed_so_far), |h, b| {
-                        h.wrapping_mul(31).wrapping_add(u64::from(b))
-                    }),
-                );
-                let key = (
-                    strategy::rank(strategies, &instance.room, here, &spread_counts, random),
-                    placement::fit_score(&instance.gpus, gpu, &assignment),
-                );
-                if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
-                    let exact = matches!(gpu, GpuRequest::None) && strategies.is_empty();
-                    best = Some((key, index, assignment));
-                    if exact {
-                        break;
-                    }
-                }
-            }
-            Err(why) => {
-                let nearness = match &why {
-                    NoFit::NotEnoughGpuMemory {
-                        largest_free_mib, ..
-                    } => *largest_free_mib,
-                    NoFit::NotEnoughIdleGpus { idle, .. } => *idle,
-                    _ => 0,
-                };
-                note((1, nearness), Unplaced::Gpu(why), instance);
-            }
-        }
-    }
-    match best {
-        Some((_, index, assignment)) => Ok((cluster.instances[index].arn.clone(), assignment)),
-        None => Err(match closest {
-            Some((_, why, id)) => (why, Some(id)),
-            None => (Unplaced::Gpu(NoFit::NoGpus), None),
-        }),
-    }
-}
-
 pub(super) fn reason_text(why: &NoFit) -> &'static str {
     match why {
         NoFit::NoGpus => "has no GPUs",
@@ -595,6 +563,11 @@ pub(super) fn reason_text(why: &NoFit) -> &'static str {
         NoFit::LargerThanAnyGpu { .. } => "has no GPU with enough memory for the request",
     }
 }
+
+mod choose;
+
+use choose::choose_instance;
+pub(super) use choose::needs_and_strategies;
 
 #[cfg(test)]
 mod tests;

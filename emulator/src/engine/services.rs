@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::{
+    capacity::StrategyItem,
     error::{invalid, EcsError},
     model::{Deployment, DeploymentConfig, DeploymentStatus, Fleet, RolloutState, Service},
 };
@@ -21,6 +22,8 @@ pub struct NewService {
     /// `placementStrategy` as given; none means ECS's default for services, spread across
     /// Availability Zones.
     pub placement_strategy: Vec<Value>,
+    /// The capacity provider strategy; empty for the EC2 launch type.
+    pub capacity_provider_strategy: Vec<StrategyItem>,
 }
 
 /// What an UpdateService changes.
@@ -30,6 +33,8 @@ pub struct ServiceUpdate {
     pub desired_count: Option<u32>,
     pub config: Option<DeploymentConfig>,
     pub force_new_deployment: bool,
+    /// A new capacity provider strategy, which needs `force_new_deployment`.
+    pub capacity_provider_strategy: Option<Vec<StrategyItem>>,
 }
 
 impl Fleet {
@@ -87,7 +92,7 @@ impl Fleet {
             tasks: Default::default(),
             placement_constraints: new.placement_constraints.clone(),
             placement_strategy: new.placement_strategy.clone(),
-            capacity_provider_strategy: Vec::new(),
+            capacity_provider_strategy: new.capacity_provider_strategy.clone(),
         };
         let cluster = self
             .clusters
@@ -126,6 +131,14 @@ impl Fleet {
         let current_td = self.clusters[&key].services[&name]
             .task_definition_arn
             .clone();
+        if let Some(strategy) = &update.capacity_provider_strategy {
+            let current = &self.clusters[&key].services[&name].capacity_provider_strategy;
+            if strategy != current && !update.force_new_deployment {
+                return Err(invalid(
+                    "Changing a service's capacity provider strategy, or moving it from a launch type to one, requires a new deployment: set forceNewDeployment.",
+                ));
+            }
+        }
         let new_deployment =
             update.force_new_deployment || new_td.as_ref().is_some_and(|td| *td != current_td);
         let deployment_id = new_deployment.then(|| self.new_deployment_id());
@@ -146,6 +159,9 @@ impl Fleet {
         }
         if let Some(config) = update.config {
             svc.config = config;
+        }
+        if let Some(strategy) = update.capacity_provider_strategy {
+            svc.capacity_provider_strategy = strategy;
         }
         if let Some(id) = deployment_id {
             let td = new_td.unwrap_or(current_td);
@@ -216,6 +232,7 @@ mod tests {
             config: DeploymentConfig::default(),
             placement_constraints: Vec::new(),
             placement_strategy: Vec::new(),
+            capacity_provider_strategy: Vec::new(),
         }
     }
 

@@ -3,10 +3,6 @@
 
 use super::*;
 
-pub(super) fn hex(fleet: &mut Fleet) -> String {
-    fleet.new_hex_id()
-}
-
 pub(super) fn add_instances(
     fleet: &mut Fleet,
     cluster: &str,
@@ -16,54 +12,9 @@ pub(super) fn add_instances(
 ) {
     let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
     for n in 0..count {
-        let id = hex(fleet);
-        let ec2 = format!("i-0{}", &id[..16]);
-        let arn = fleet.arn(&format!("container-instance/{cluster}/{id}"));
-        let gpu_ids = (0..kind.gpus)
-            .map(|_| {
-                let g = hex(fleet);
-                format!(
-                    "GPU-{}-{}-{}-{}-{}",
-                    &g[..8],
-                    &g[8..12],
-                    &g[12..16],
-                    &g[16..20],
-                    &g[20..32]
-                )
-            })
-            .collect();
-        let cpu = kind.registered_cpu();
-        fleet.add_instance(
-            cluster,
-            ContainerInstance {
-                arn,
-                ec2_instance_id: ec2,
-                instance_type: kind.name.to_string(),
-                availability_zone: zones[n % zones.len()].to_string(),
-                gpu_ids,
-                gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
-                gpu_model: kind.gpu_model.to_string(),
-                cpu,
-                memory_mib: kind.registered_memory_mib(),
-                room: ContainerInstance::fresh_room(
-                    kind.name,
-                    zones[n % zones.len()],
-                    cpu,
-                    kind.registered_memory_mib(),
-                ),
-                mps_capable: true,
-                mps_impaired: None,
-                cloudwatch_agent: true,
-                agent_instance_id_dimension: false,
-                private_ip: String::new(),
-                spot: false,
-                capacity_provider: None,
-                registered_at: at - Duration::days(3) + Duration::minutes(n as i64 * 7),
-                running_tasks: 0,
-                pending_tasks: 0,
-                version: 1,
-            },
-        );
+        let registered_at = at - Duration::days(3) + Duration::minutes(n as i64 * 7);
+        let instance = fleet.instance_of_type(cluster, kind, zones[n % zones.len()], registered_at);
+        fleet.add_instance(cluster, instance);
     }
 }
 
@@ -207,6 +158,7 @@ pub(super) fn add_service(fleet: &mut Fleet, spec: &ServiceSpec, config: Deploym
         config,
         placement_constraints: constraints(spec.name),
         placement_strategy: Vec::new(),
+        capacity_provider_strategy: Vec::new(),
     };
     if let Ok(service) = fleet.create_service(spec.cluster, new) {
         let arn = service.arn.clone();

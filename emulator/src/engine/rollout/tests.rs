@@ -22,6 +22,7 @@ fn service(fleet: &mut Fleet, td: &str, desired: u32, breaker: bool) {
                 config,
                 placement_constraints: Vec::new(),
                 placement_strategy: Vec::new(),
+                capacity_provider_strategy: Vec::new(),
             },
         )
         .expect("created");
@@ -352,6 +353,7 @@ fn the_threshold_configuration_and_reset_on_healthy_task_are_honoured() {
                 config,
                 placement_constraints: Vec::new(),
                 placement_strategy: Vec::new(),
+                capacity_provider_strategy: Vec::new(),
             },
         )
         .expect("created");
@@ -381,6 +383,7 @@ fn a_blue_green_service_runs_the_whole_new_set_beside_the_old_one() {
                 config,
                 placement_constraints: Vec::new(),
                 placement_strategy: Vec::new(),
+                capacity_provider_strategy: Vec::new(),
             },
         )
         .expect("created");

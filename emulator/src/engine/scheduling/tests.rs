@@ -247,6 +247,7 @@ fn distinct_instance_and_member_of_hold_for_a_service() {
         config: Default::default(),
         placement_constraints: vec![serde_json::json!({"type": "distinctInstance"})],
         placement_strategy: Vec::new(),
+        capacity_provider_strategy: Vec::new(),
     };
     fleet.create_service("prod", new).expect("created");
     let first = fleet
@@ -302,6 +303,7 @@ fn a_service_spreads_across_zones_by_default_and_binpacks_when_asked() {
             config: Default::default(),
             placement_constraints: Vec::new(),
             placement_strategy: strategy,
+            capacity_provider_strategy: Vec::new(),
         };
     let hosts = |fleet: &Fleet, group: &str| -> std::collections::BTreeSet<String> {
         fleet.clusters["prod"]
