@@ -144,7 +144,7 @@ fn max_results(params: &[(String, String)], least: usize, most: usize) -> Result
 }
 
 /// The values of a list parameter: `Prefix.1`, `Prefix.2`, … in order.
-fn list<'a>(params: &'a [(String, String)], prefix: &str) -> Vec<&'a str> {
+pub(crate) fn list<'a>(params: &'a [(String, String)], prefix: &str) -> Vec<&'a str> {
     let mut items: Vec<(u32, &str)> = params
         .iter()
         .filter_map(|(key, value)| {
@@ -568,7 +568,7 @@ fn spot_prices_between(
 }
 
 /// Text for XML.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

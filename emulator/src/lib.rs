@@ -5,6 +5,7 @@
 //! `endpoint_url`. Its logic — state, placement, scheduling, the clock, metrics — is plain Rust
 //! under [`model`], [`placement`], [`engine`] and [`cloudwatch`], testable without HTTP.
 
+pub mod autoscaling;
 pub mod capacity;
 pub mod cbor;
 pub mod clock;

@@ -125,8 +125,10 @@ fn demo_instances(fleet: &mut Fleet, start: DateTime<Utc>) {
 }
 
 /// The demo's capacity providers: inference-prod's g6 and g6e instances come from a Managed
-/// Instances provider for GPU sharing (auto repair on), batch-sim's g6e and g5 from an Auto
-/// Scaling group with managed scaling; the other instances were registered by hand.
+/// Instances provider for GPU sharing (auto repair on, infrastructure optimization off, so its
+/// idle g6e instances stay), batch-sim's g6e and g5 from the Auto Scaling group
+/// `batch-sim-gpu` (three instances, `MaxSize` four) with managed scaling; the other instances
+/// were registered by hand.
 fn demo_providers(fleet: &mut Fleet) {
     let managed = json!({
         "infrastructureRoleArn": format!("arn:aws:iam::{}:role/ecsInfrastructureRole", fleet.account),
@@ -147,7 +149,7 @@ fn demo_providers(fleet: &mut Fleet) {
             }
         },
         "propagateTags": "CAPACITY_PROVIDER",
-        "infrastructureOptimization": {"scaleInAfter": 1800},
+        "infrastructureOptimization": {"scaleInAfter": -1},
         "autoRepairConfiguration": {"actionsStatus": "ENABLED"}
     });
     let asg = json!({
@@ -181,6 +183,25 @@ fn demo_providers(fleet: &mut Fleet) {
             active: true,
             update_status: None,
         };
+        if kind == ProviderKind::AutoScalingGroup {
+            let arn = provider.settings["autoScalingGroupArn"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            fleet.elastic.groups.insert(
+                "batch-sim-gpu".into(),
+                crate::elastic::AutoScalingGroup {
+                    name: "batch-sim-gpu".into(),
+                    arn,
+                    cluster: cluster.to_string(),
+                    instance_types: types.iter().map(|t| t.to_string()).collect(),
+                    min_size: 1,
+                    max_size: 4,
+                    desired_capacity: 3,
+                    last_scale_out: None,
+                },
+            );
+        }
         fleet.capacity_providers.insert(name.to_string(), provider);
         if let Some(cluster) = fleet.clusters.get_mut(cluster) {
             cluster.capacity_providers.push(name.to_string());
@@ -247,7 +268,8 @@ fn demo_services() -> [ServiceSpec; 12] {
     )
 }
 
-/// What goes wrong in the demo's first minutes: an impaired MPS daemon, and a release that
+/// What goes wrong in the demo's first minutes: an impaired MPS daemon on an instance registered
+/// by hand (it stays impaired), one on a Managed Instance (it is repaired), and a release that
 /// crashes on start and is rolled back.
 fn demo_troubles(fleet: &mut Fleet, specs: &[ServiceSpec], start: DateTime<Utc>) {
     // The MPS daemon of batch-sim's g5.12xlarge stops answering: the agent marks the instance
@@ -259,6 +281,20 @@ fn demo_troubles(fleet: &mut Fleet, specs: &[ServiceSpec], start: DateTime<Utc>)
         .map(|i| i.arn.clone())
     {
         fleet.impair_mps("batch-sim", &arn);
+    }
+    // The MPS daemon of one of inference-prod's Managed Instances stops answering too: auto
+    // repair drains it, launches a replacement and terminates it; its tasks move elsewhere.
+    if let Some(arn) = fleet
+        .clusters
+        .get("inference-prod")
+        .and_then(|c| {
+            c.instances
+                .iter()
+                .find(|i| i.instance_type == "g6.12xlarge")
+        })
+        .map(|i| i.arn.clone())
+    {
+        fleet.impair_mps("inference-prod", &arn);
     }
     fleet.advance(start + Duration::seconds(120));
 

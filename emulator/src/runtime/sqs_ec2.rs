@@ -89,7 +89,8 @@ pub(super) async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
         .find(|(k, _)| k == "Action")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    emulator.receive("ec2", &action);
+    let autoscaling = crate::autoscaling::is_for_autoscaling(&params);
+    emulator.receive(if autoscaling { "autoscaling" } else { "ec2" }, &action);
     let id = request_id(&emulator);
     let xml = |status: StatusCode, text: String| {
         let mut response = (status, text).into_response();
@@ -100,12 +101,26 @@ pub(super) async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
         response
     };
     match injected(&emulator, &action).await {
+        Outcome::Throttle if autoscaling => {
+            let error = crate::autoscaling::AutoScalingError {
+                code: "Throttling",
+                message: "Rate exceeded".into(),
+            };
+            return xml(StatusCode::BAD_REQUEST, error.to_xml(&id));
+        }
         Outcome::Throttle => {
             let error = ec2::Ec2Error {
                 code: "RequestLimitExceeded",
                 message: "Request limit exceeded.".into(),
             };
             return xml(StatusCode::SERVICE_UNAVAILABLE, error.to_xml(&id));
+        }
+        Outcome::ServerError if autoscaling => {
+            let error = crate::autoscaling::AutoScalingError {
+                code: "InternalFailure",
+                message: "Injected server error.".into(),
+            };
+            return xml(StatusCode::INTERNAL_SERVER_ERROR, error.to_xml(&id));
         }
         Outcome::ServerError => {
             let error = ec2::Ec2Error {
@@ -116,6 +131,12 @@ pub(super) async fn ec2_query(emulator: Emulator, body: Bytes) -> Response {
         }
         Outcome::Drop => return dropped(),
         Outcome::Answer | Outcome::LoseAnswer => {}
+    }
+    if autoscaling {
+        return match emulator.read_fleet(|fleet| crate::autoscaling::handle(fleet, &params, &id)) {
+            Ok(answer) => xml(StatusCode::OK, answer),
+            Err(error) => xml(StatusCode::BAD_REQUEST, error.to_xml(&id)),
+        };
     }
     match emulator.read_fleet(|fleet| ec2::handle(fleet, &params, &id)) {
         Ok(answer) => xml(StatusCode::OK, answer),

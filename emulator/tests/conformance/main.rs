@@ -482,6 +482,68 @@ async fn capacity_providers(run: &mut Run) {
         )
         .await;
     assert_eq!(status, 400, "a reserved prefix: {answer}");
+    service_on_a_provider(run).await;
+}
+
+/// A service on a Managed Instances provider: its strategy in the answers, and a task that
+/// waits for capacity (no instance, its provider named) walked like any other.
+async fn service_on_a_provider(run: &mut Run) {
+    let td = run
+        .ecs(
+            "RegisterTaskDefinition",
+            json!({
+                "family": "conformance-mi",
+                "requiresCompatibilities": ["EC2", "MANAGED_INSTANCES"],
+                "containerDefinitions": [{
+                    "name": "model", "image": "model:1", "cpu": 1024, "memory": 4096,
+                    "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": 40000}}}]
+                }]
+            }),
+        )
+        .await["taskDefinition"]["taskDefinitionArn"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let strategy = json!([{"capacityProvider": "gpu-sharing-mi", "weight": 1, "base": 0}]);
+    run.ecs(
+        "CreateService",
+        json!({"cluster": "inference-prod", "serviceName": "conformance-mi", "taskDefinition": td,
+               "desiredCount": 10, "capacityProviderStrategy": strategy}),
+    )
+    .await;
+    run.ecs(
+        "UpdateService",
+        json!({"cluster": "inference-prod", "service": "conformance-mi", "capacityProviderStrategy": strategy,
+               "forceNewDeployment": true}),
+    )
+    .await;
+    run.ecs(
+        "DescribeServices",
+        json!({"cluster": "inference-prod", "services": ["conformance-mi"]}),
+    )
+    .await;
+    let arns = run
+        .ecs(
+            "ListTasks",
+            json!({"cluster": "inference-prod", "serviceName": "conformance-mi"}),
+        )
+        .await;
+    let described = run
+        .ecs(
+            "DescribeTasks",
+            json!({"cluster": "inference-prod", "tasks": arns["taskArns"]}),
+        )
+        .await;
+    let waiting = described["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .filter(|t| t.get("containerInstanceArn").is_none())
+                .count()
+        })
+        .unwrap_or(0);
+    assert!(waiting > 0, "some tasks wait for capacity: {described}");
 }
 
 /// The walker finds what it is for: a field the shape does not have, a value of the wrong

@@ -21,6 +21,7 @@ pub(crate) struct Harness {
     pub(crate) ecs: aws_sdk_ecs::Client,
     pub(crate) cloudwatch: aws_sdk_cloudwatch::Client,
     pub(crate) ec2: aws_sdk_ec2::Client,
+    pub(crate) autoscaling: aws_sdk_autoscaling::Client,
 }
 
 impl Harness {
@@ -80,6 +81,7 @@ pub(crate) async fn start(scenario: Scenario, clock_speed: f64) -> Harness {
         ecs: aws_sdk_ecs::Client::new(&config),
         cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
         ec2: aws_sdk_ec2::Client::new(&config),
+        autoscaling: aws_sdk_autoscaling::Client::new(&config),
     }
 }
 

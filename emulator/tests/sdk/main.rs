@@ -5,6 +5,7 @@
 mod capacity_providers;
 mod cloudwatch;
 mod ec2;
+mod elastic;
 mod errors;
 mod faults;
 mod fleet_reads;

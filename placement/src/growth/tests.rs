@@ -70,13 +70,13 @@ fn the_cheapest_type_for_all_waiting_tasks_is_chosen_and_fractional_types_are_no
     let fractional = kind("g6f.large", 1, 22_000, 48, 0.1);
     let candidates = [large.clone(), small.clone(), fractional];
     // One small task: one g6.xlarge is cheaper than one g6.12xlarge.
-    let (chosen, count) = cheapest(&candidates, &[mps(10_000, 1024)]).unwrap();
+    let (chosen, count) = cheapest(&candidates, &[mps(10_000, 1024)]).expect("a type");
     assert_eq!((chosen.name.as_str(), count), ("g6.xlarge", 1));
     // Eight tasks need four g6.xlarge ($3.22) or one g6.12xlarge ($4.60): the four.
-    let (chosen, count) = cheapest(&candidates, &vec![mps(10_000, 1024); 8]).unwrap();
+    let (chosen, count) = cheapest(&candidates, &vec![mps(10_000, 1024); 8]).expect("a type");
     assert_eq!((chosen.name.as_str(), count), ("g6.xlarge", 4));
     // A task of 8 vCPUs does not fit a g6.xlarge at all.
-    let (chosen, count) = cheapest(&candidates, &[mps(10_000, 8192)]).unwrap();
+    let (chosen, count) = cheapest(&candidates, &[mps(10_000, 8192)]).expect("a type");
     assert_eq!((chosen.name.as_str(), count), ("g6.12xlarge", 1));
     assert!(cheapest(&[], &[mps(1, 1)]).is_none());
 }
@@ -96,7 +96,7 @@ fn requirements_match_gpu_types_by_name_maker_count_and_patterns() {
         requirements.check(&kind("g6.12xlarge", 4, 22_000, 48, 4.6)),
         Ok(())
     );
-    let why = |k: TypeFacts| requirements.check(&k).unwrap_err();
+    let why = |k: TypeFacts| requirements.check(&k).expect_err("a mismatch");
     assert!(why(kind("g6.48xlarge", 8, 22_000, 64, 13.0)).contains("excludedInstanceTypes"));
     assert!(why(kind("g6.48xlarge", 8, 22_000, 192, 13.0)).contains("vCpuCount"));
     assert!(why(kind("g6e.12xlarge", 4, 44_000, 48, 10.0)).contains("allowedInstanceTypes"));
