@@ -345,11 +345,16 @@ fn describe_instance_types(
             "The request asks for more than 100 instance types.",
         ));
     }
-    if params.iter().any(|(k, _)| k.starts_with("Filter.")) {
-        return Err(Ec2Error::new(
-            "InvalidParameterValue",
-            "This emulator answers DescribeInstanceTypes by InstanceType only, without filters.",
-        ));
+    // The `instance-type` filter, with `*` wildcards (`g*`, `p5.*`); the emulator has no other.
+    let mut patterns: Vec<String> = Vec::new();
+    for (name, values) in filters(params)? {
+        if name != "instance-type" {
+            return Err(Ec2Error::new(
+                "InvalidParameterValue",
+                format!("This emulator filters DescribeInstanceTypes by instance-type only, not by '{name}'."),
+            ));
+        }
+        patterns.extend(values);
     }
     let unknown: Vec<&str> = names
         .iter()
@@ -370,6 +375,12 @@ fn describe_instance_types(
     let matching: Vec<&instance_types::InstanceType> = instance_types::ALL
         .iter()
         .filter(|t| names.is_empty() || names.contains(&t.name))
+        .filter(|t| {
+            patterns.is_empty()
+                || patterns
+                    .iter()
+                    .any(|p| crate::placement::growth::type_pattern_matches(p, t.name))
+        })
         .collect();
     let end = (start + max_results).min(matching.len());
     let mut xml = format!(

@@ -51,6 +51,9 @@ pub struct TypeFacts {
     pub usd_per_hour: Option<f64>,
 }
 
+/// Prices are read from price lists and never NaN, so a type equals itself.
+impl Eq for TypeFacts {}
+
 impl TypeFacts {
     /// A fractional-GPU type (`g6f.*`, `gr6f.*`): GPU sharing does not run on it.
     pub fn is_fractional(&self) -> bool {
@@ -177,7 +180,7 @@ pub fn cheapest<'a>(
 }
 
 /// A Managed Instances provider's `instanceRequirements`, as far as they choose GPU types.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Requirements {
     pub vcpu: (u32, Option<u32>),
     pub memory_mib: (u32, Option<u32>),

@@ -66,11 +66,10 @@ pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) ->
         history,
         spot,
     } = stores;
-    let ecs = Arc::new(Ecs::new(
-        clients.ecs.clone(),
-        &settings.team_tag,
-        fleet.clone(),
-    ));
+    let ecs = Arc::new(
+        Ecs::new(clients.ecs.clone(), &settings.team_tag, fleet.clone())
+            .with_capacity_sources(clients.ec2.clone(), clients.autoscaling.clone()),
+    );
     ServiceContext {
         version: env!("CARGO_PKG_VERSION"),
         started: Instant::now(),

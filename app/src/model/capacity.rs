@@ -24,6 +24,10 @@ pub struct ClusterCapacity {
     pub providers: Vec<ProviderView>,
     /// The cluster's `defaultCapacityProviderStrategy`; empty when it has none.
     pub default_strategy: Vec<StrategyItem>,
+    /// What could not be read beside ECS (the GPU types EC2 offers, the Auto Scaling groups),
+    /// and so is not shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One entry of a capacity provider strategy.
@@ -53,6 +57,10 @@ pub struct ProviderView {
     /// The fleet's instances (and their GPUs) that carry this provider's name.
     pub instances: u32,
     pub gpus: u32,
+    /// The GPU instance types it may launch (Managed Instances: each type of the region's
+    /// catalogue, matched against the requirements; an Auto Scaling group: its own types).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_launch: Vec<LaunchOption>,
 }
 
 /// What a Managed Instances provider may launch, and how ECS looks after its instances.
@@ -70,6 +78,9 @@ pub struct ManagedInstances {
     pub accelerator_manufacturers: Vec<String>,
     pub allowed_instance_types: Vec<String>,
     pub excluded_instance_types: Vec<String>,
+    /// The requirements whole, as the growth rules read them.
+    #[serde(default)]
+    pub requirements: placement::growth::Requirements,
 }
 
 /// An Auto Scaling group provider's group and managed scaling.
@@ -84,6 +95,30 @@ pub struct AutoScalingGroup {
     pub instance_warmup_seconds: Option<u32>,
     pub managed_termination_protection: bool,
     pub managed_draining: Option<bool>,
+    /// The group itself, from EC2 Auto Scaling; `None` when it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupSize>,
+}
+
+/// An Auto Scaling group's sizes and the instance types it launches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSize {
+    pub name: String,
+    pub min_size: u32,
+    pub max_size: u32,
+    pub desired_capacity: u32,
+    /// The launch template's type and overrides; the group launches the first.
+    pub instance_types: Vec<String>,
+}
+
+/// An instance type a provider may launch, or may not and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchOption {
+    pub facts: placement::growth::TypeFacts,
+    /// Why the provider's requirements do not take it; `None` when they do.
+    pub not_matched: Option<String>,
+    /// Whether ECS can share its GPUs with MPS (NVIDIA, whole GPUs).
+    pub shares_gpus: bool,
 }
 
 /// Counts each provider's instances and GPUs in `snapshot`'s cluster `cluster`.

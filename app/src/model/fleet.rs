@@ -259,6 +259,9 @@ pub struct ServiceRef {
     /// `binpack(memory)`, `random`); empty for ECS's default, spread across Availability Zones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_strategy: Vec<String>,
+    /// The service's capacity provider strategy; empty for the EC2 launch type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_provider_strategy: Vec<crate::model::capacity::StrategyItem>,
     /// When ECS last described the service to the console, RFC 3339: a budget counts the
     /// changes the console sent since (see [`crate::model::sent`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,7 @@
 //! `placement` crate). It says whether the rollout completes, and if not, at which step it
 //! stalls and what would let it through.
 
+mod growth;
 mod simulate;
 
 use placement::{
@@ -15,8 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{fleet_view::slot, FleetSnapshot};
 
+pub use self::growth::{
+    Growth, GrowthPlan, GrowthSource, ASG_LAUNCH_SECONDS, MANAGED_LAUNCH_SECONDS,
+};
 use self::simulate::scope;
-pub use self::simulate::simulate;
+pub use self::simulate::{simulate, simulate_growing};
 use crate::model::words::DeploymentStrategy;
 
 /// A service's rollout as the pre-check sees it.
@@ -47,6 +51,10 @@ pub struct RolloutPlan {
     /// services, spread across Availability Zones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement_strategy: Vec<String>,
+    /// The capacity provider that launches instances for new tasks that fit nowhere; `None`
+    /// for the EC2 launch type (a fixed fleet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<Growth>,
 }
 
 impl RolloutPlan {
@@ -93,6 +101,9 @@ pub struct RolloutCheck {
     pub checked: Vec<String>,
     #[serde(default)]
     pub unknown: Vec<String>,
+    /// What the service's capacity provider would launch, or why it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<GrowthPlan>,
 }
 
 /// One instance of the simulated cluster.
@@ -141,10 +152,25 @@ impl Cluster {
     /// The instances of `cluster` and the GPUs the tasks of `service` hold on them; `None`
     /// when the snapshot has no such cluster.
     pub fn of(snapshot: &FleetSnapshot, cluster: &str, service: &str) -> Option<Cluster> {
+        Cluster::of_provider(snapshot, cluster, service, None)
+    }
+
+    /// The same, with only the instances of `provider` when one is given: a service on a
+    /// capacity provider places its tasks on that provider's instances only.
+    pub fn of_provider(
+        snapshot: &FleetSnapshot,
+        cluster: &str,
+        service: &str,
+        provider: Option<&str>,
+    ) -> Option<Cluster> {
         let view = snapshot.clusters.iter().find(|c| c.name == cluster)?;
         let mut hosts = Vec::new();
         let mut tasks: std::collections::BTreeMap<String, OldTask> = Default::default();
-        for (host_index, instance) in view.instances.iter().enumerate() {
+        let instances = view
+            .instances
+            .iter()
+            .filter(|i| provider.is_none_or(|p| i.capacity_provider.as_deref() == Some(p)));
+        for (host_index, instance) in instances.enumerate() {
             hosts.push(Host {
                 id: instance.ec2_instance_id.clone(),
                 instance_type: instance.instance_type.clone(),
@@ -278,7 +304,7 @@ pub fn add_container(
 /// The pre-check of `plan` on `cluster`: the verdict, the steps, and when it stalls, what would
 /// let it through.
 pub fn pre_check(cluster: &Cluster, plan: &RolloutPlan) -> RolloutCheck {
-    let (verdict, steps) = simulate(cluster, plan);
+    let (verdict, steps, growth) = simulate_growing(cluster, plan);
     let suggestions = match verdict {
         Verdict::Stalls { .. } => suggestions(cluster, plan),
         _ => Vec::new(),
@@ -291,6 +317,7 @@ pub fn pre_check(cluster: &Cluster, plan: &RolloutPlan) -> RolloutCheck {
         suggestions,
         checked,
         unknown,
+        growth,
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod cluster_links;
 mod deploy_form;
+mod growth_view;
 mod pre_check_view;
 mod recent_events;
 mod scale_form;
@@ -32,7 +33,7 @@ use crate::{
             DeployRequest, PreCheck, RolloutResult, ScaleRequest, ServiceRow, WatchState,
         },
         fleet_view::encode,
-        rollout::{RolloutCheck, Verdict},
+        rollout::{GrowthPlan, RolloutCheck, Verdict},
     },
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
@@ -44,9 +45,9 @@ use crate::{
 pub use self::service_page::ServicePage;
 pub use self::watch_page::DeploymentWatchPage;
 use self::{
-    cluster_links::ClusterLinks, deploy_form::DeployForm, pre_check_view::PreCheckView,
-    recent_events::RecentEvents, scale_form::ScaleForm, service_rollout::ServiceRollout,
-    service_table::ServiceTable, watch::Watch,
+    cluster_links::ClusterLinks, deploy_form::DeployForm, growth_view::GrowthView,
+    pre_check_view::PreCheckView, recent_events::RecentEvents, scale_form::ScaleForm,
+    service_rollout::ServiceRollout, service_table::ServiceTable, watch::Watch,
 };
 
 /// The services page.

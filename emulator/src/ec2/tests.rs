@@ -114,3 +114,32 @@ fn spot_price_history_answers_the_price_then_and_its_changes_newest_first() {
         assert!(error.message.contains(says), "{pairs:?}: {error:?}");
     }
 }
+
+#[test]
+fn instance_types_are_filtered_by_type_patterns_and_other_filters_are_refused() {
+    let fleet = Fleet::new(1, chrono::Utc::now());
+    let ask = |pairs: &[(&str, &str)]| {
+        let mut params = vec![("Action".to_string(), "DescribeInstanceTypes".to_string())];
+        params.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        handle(&fleet, &params, "r-1")
+    };
+    let g6 = ask(&[
+        ("Filter.1.Name", "instance-type"),
+        ("Filter.1.Value.1", "g6*"),
+        ("MaxResults", "100"),
+    ])
+    .unwrap();
+    assert!(
+        g6.contains("g6.12xlarge") && g6.contains("g6e.48xlarge"),
+        "{g6}"
+    );
+    assert!(
+        !g6.contains("g5.xlarge") && !g6.contains("p5.48xlarge"),
+        "{g6}"
+    );
+    let refused = ask(&[
+        ("Filter.1.Name", "vcpu-info.default-vcpus"),
+        ("Filter.1.Value.1", "48"),
+    ]);
+    assert!(refused.is_err());
+}

@@ -68,6 +68,8 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     /// SQS, for ECS's events when a queue brings them.
     pub sqs: aws_sdk_sqs::Client,
+    /// EC2 Auto Scaling, for the groups behind Auto Scaling group capacity providers.
+    pub autoscaling: aws_sdk_autoscaling::Client,
     /// The SQS queue an EventBridge rule fills with ECS's events, when there is one.
     pub events_queue_url: Option<String>,
     /// The region the clients use, for display.
@@ -137,6 +139,11 @@ impl Clients {
             ec2: aws_sdk_ec2::Client::from_conf(
                 aws_sdk_ec2::config::Builder::from(&config)
                     .interceptor(count("ec2"))
+                    .build(),
+            ),
+            autoscaling: aws_sdk_autoscaling::Client::from_conf(
+                aws_sdk_autoscaling::config::Builder::from(&config)
+                    .interceptor(count("autoscaling"))
                     .build(),
             ),
             sqs: aws_sdk_sqs::Client::from_conf(

@@ -9,8 +9,9 @@ use crate::config::BenchEmulatorArgs;
 
 /// `gpushare bench precheck`: the capacity pre-check of a 60-task rollout on the scenario's
 /// fleet, for 60 tasks of the service with the most GPU tasks — one rollout with 1.5 times the
-/// memory, and one that asks a whole GPU's memory (which stalls when the fleet lacks room, and
-/// then searches for what would let it through).
+/// memory, one that asks a whole GPU's memory (which stalls when the fleet lacks room, and
+/// then searches for what would let it through), and that one again on a Managed Instances
+/// provider, which launches what the rollout needs.
 pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     use app::model::rollout::{Cluster, RolloutPlan};
     use placement::GpuRequest;
@@ -40,6 +41,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         new_needs: needs,
         strategy: None,
         placement_strategy: Vec::new(),
+        growth: None,
     };
     // One more task than the cluster has empty GPUs, each asking a whole GPU's memory: the
     // overlap cannot fit, and the pre-check searches for what would let it through.
@@ -56,6 +58,21 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
         new: GpuRequest::Mps(vec![largest]),
         ..base.clone()
     };
+    // The same rollout on a Managed Instances provider that may launch any of the emulator's
+    // GPU types: it completes with launches instead of stalling.
+    let growing = RolloutPlan {
+        growth: Some(app::model::rollout::Growth {
+            provider: "gpu-sharing-mi".into(),
+            source: app::model::rollout::GrowthSource::ManagedInstances {
+                candidates: emulator::instance_types::ALL
+                    .iter()
+                    .map(emulator::elastic::facts)
+                    .collect(),
+                excluded: Vec::new(),
+            },
+        }),
+        ..stalling.clone()
+    };
     let mut rows = Vec::new();
     for (what, plan) in [
         (
@@ -68,6 +85,13 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
                 empty_gpus + 1
             ),
             stalling,
+        ),
+        (
+            format!(
+                "the same on a Managed Instances provider ({} types it may launch)",
+                emulator::instance_types::ALL.len()
+            ),
+            growing,
         ),
     ] {
         let (times, verdict) = time_pre_check(&layout, &plan)?;
@@ -147,13 +171,25 @@ fn time_pre_check(
     let check = check.context("ran")?;
     let verdict = match &check.verdict {
         Verdict::Completes => format!(
-            "completes in {} {}",
+            "completes in {} {}{}",
             check.steps.len(),
             if check.steps.len() == 1 {
                 "step"
             } else {
                 "steps"
-            }
+            },
+            check
+                .growth
+                .as_ref()
+                .map(|g| {
+                    let launches: Vec<String> = g
+                        .launches
+                        .iter()
+                        .map(|(t, n)| format!("{n} × {t}"))
+                        .collect();
+                    format!(", launching {}", launches.join(", "))
+                })
+                .unwrap_or_default()
         ),
         Verdict::Stalls { step, .. } => format!(
             "stalls at step {step}; {} suggestions found",

@@ -62,7 +62,7 @@ impl Ecs {
                 .map_err(|e| errors::ecs_read("DescribeCapacityProviders", &e))?;
             providers.extend(out.capacity_providers().iter().map(provider_view));
         }
-        Ok(read
+        let mut clusters: Vec<ClusterCapacity> = read
             .into_iter()
             .map(|(cluster, names, default_strategy)| ClusterCapacity {
                 providers: names
@@ -71,8 +71,13 @@ impl Ecs {
                     .collect(),
                 cluster,
                 default_strategy,
+                notes: Vec::new(),
             })
-            .collect())
+            .collect();
+        if let Some(sources) = &self.capacity_sources {
+            sources.complete(&mut clusters).await;
+        }
+        Ok(clusters)
     }
 }
 
@@ -127,6 +132,7 @@ pub fn provider_view(provider: &CapacityProvider) -> ProviderView {
                 excluded_instance_types: words(
                     requirements.map(|r| r.excluded_instance_types().to_vec()),
                 ),
+                requirements: requirements.map(requirements_of).unwrap_or_default(),
             }
         }),
         auto_scaling_group: provider.auto_scaling_group_provider().map(|group| {
@@ -151,9 +157,57 @@ pub fn provider_view(provider: &CapacityProvider) -> ProviderView {
                 managed_draining: group
                     .managed_draining()
                     .map(|d| *d == ManagedDraining::Enabled),
+                group: None,
             }
         }),
         instances: 0,
         gpus: 0,
+        may_launch: Vec::new(),
+    }
+}
+
+/// A Managed Instances provider's `instanceRequirements` as the growth rules read them.
+fn requirements_of(
+    r: &aws_sdk_ecs::types::InstanceRequirementsRequest,
+) -> placement::growth::Requirements {
+    let n = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
+    let lower = |list: Vec<String>| list.into_iter().map(|t| t.to_ascii_lowercase()).collect();
+    placement::growth::Requirements {
+        vcpu: (
+            r.v_cpu_count().map_or(0, |c| n(Some(c.min())).unwrap_or(0)),
+            n(r.v_cpu_count().and_then(|c| c.max())),
+        ),
+        memory_mib: (
+            r.memory_mib().map_or(0, |m| n(Some(m.min())).unwrap_or(0)),
+            n(r.memory_mib().and_then(|m| m.max())),
+        ),
+        accelerator_types: lower(
+            r.accelerator_types()
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
+        ),
+        manufacturers: lower(
+            r.accelerator_manufacturers()
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
+        ),
+        names: lower(
+            r.accelerator_names()
+                .iter()
+                .map(|t| t.as_str().to_string())
+                .collect(),
+        ),
+        count: (
+            n(r.accelerator_count().and_then(|c| c.min())),
+            n(r.accelerator_count().and_then(|c| c.max())),
+        ),
+        total_memory_mib: (
+            n(r.accelerator_total_memory_mib().and_then(|c| c.min())),
+            n(r.accelerator_total_memory_mib().and_then(|c| c.max())),
+        ),
+        allowed: lower(r.allowed_instance_types().to_vec()),
+        excluded: lower(r.excluded_instance_types().to_vec()),
     }
 }

@@ -5,6 +5,7 @@
 pub mod activity;
 pub mod cache;
 pub mod capacity;
+pub mod capacity_sources;
 pub mod services;
 pub mod task_definitions;
 
@@ -52,6 +53,8 @@ pub struct Ecs {
     /// Names the instances and GPUs of tasks, as the snapshot knows them.
     fleet: Arc<dyn FleetFeed>,
     cache: Arc<ReadCache>,
+    /// EC2 and EC2 Auto Scaling, for what capacity providers may launch; `None` reads ECS only.
+    capacity_sources: Option<Arc<capacity_sources::CapacitySources>>,
 }
 
 impl Ecs {
@@ -61,7 +64,21 @@ impl Ecs {
             team_tag: team_tag.to_string(),
             fleet,
             cache: Arc::default(),
+            capacity_sources: None,
         }
+    }
+
+    /// Reads what capacity providers may launch through `ec2` and `autoscaling` too.
+    pub fn with_capacity_sources(
+        mut self,
+        ec2: aws_sdk_ec2::Client,
+        autoscaling: aws_sdk_autoscaling::Client,
+    ) -> Ecs {
+        self.capacity_sources = Some(Arc::new(capacity_sources::CapacitySources::new(
+            ec2,
+            autoscaling,
+        )));
+        self
     }
 }
 

@@ -171,6 +171,7 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
         },
         placement_constraints: constraints,
         placement_strategy: case.strategy.clone(),
+        capacity_provider_strategy: Vec::new(),
     };
     let filler = fleet
         .register_task_definition(
@@ -276,6 +277,7 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
                 .find(|s| s.name == "svc")
                 .map(|s| s.placement_strategy.clone())
                 .unwrap_or_default(),
+            growth: None,
         };
         let layout = Cluster::of(&snapshot, "c", "svc").expect("cluster c");
         let check = pre_check(&layout, &plan);

@@ -2,22 +2,52 @@
 //! placed within the deployment's minimum and maximum percent, each new task placed with the
 //! placement rules.
 
-use super::*;
+use super::{growth::Grower, *};
 
 /// Simulated rounds at most; a rollout that has not finished by then stalls.
 pub(super) const MAX_STEPS: u32 = 1_000;
 
 /// Simulates the rolling update of `plan` on `cluster`.
 pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutStep>) {
+    let (verdict, steps, _) = simulate_growing(cluster, plan);
+    (verdict, steps)
+}
+
+/// Simulates the rolling update of `plan` on `cluster`, with what the service's capacity
+/// provider launches for new tasks that fit nowhere.
+pub fn simulate_growing(
+    cluster: &Cluster,
+    plan: &RolloutPlan,
+) -> (Verdict, Vec<RolloutStep>, Option<GrowthPlan>) {
+    let mut grower = plan.growth.as_ref().map(Grower::new);
+    let (verdict, steps) = run(cluster, plan, grower.as_mut());
+    (verdict, steps, grower.and_then(Grower::finish))
+}
+
+fn run(
+    cluster: &Cluster,
+    plan: &RolloutPlan,
+    mut grower: Option<&mut Grower<'_>>,
+) -> (Verdict, Vec<RolloutStep>) {
     let mut hosts = cluster.hosts.clone();
     let mut old = cluster.old(plan.running);
     let desired = plan.desired;
     let (upper, lower) = bounds(plan);
-    if plan.new != GpuRequest::None && !hosts.iter().any(|h| h.could_host(&plan.new)) {
+    let could_grow = grower.as_ref().is_some_and(|g| g.could_host(plan));
+    if plan.new != GpuRequest::None && !could_grow && !hosts.iter().any(|h| h.could_host(&plan.new))
+    {
+        let limit = grower
+            .as_deref_mut()
+            .and_then(|g| {
+                g.grow(&mut hosts, plan, 1);
+                g.limit()
+            })
+            .map(|limit| format!(" The capacity provider cannot help: {limit}."))
+            .unwrap_or_default();
         return (
             Verdict::Never {
                 reason: format!(
-                    "No instance of {} could host one new task even empty: {}.",
+                    "No instance of {} could host one new task even empty: {}.{limit}",
                     plan.cluster,
                     describe(&plan.new)
                 ),
@@ -38,6 +68,11 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
             .min(desired.saturating_sub(new_running));
         let (started, unplaced, blocked) = start_new(&mut hosts, plan, room);
         new_running += started;
+        // The provider launches for what waits; those tasks are placed in the next step.
+        let launched = unplaced > 0
+            && grower
+                .as_deref_mut()
+                .is_some_and(|g| g.grow(&mut hosts, plan, unplaced));
         // Stop old tasks while the lower bound allows (new tasks count once they are running).
         let healthy = old.len() as u32 + new_running;
         let can_stop = healthy.saturating_sub(lower).min(old.len() as u32);
@@ -50,7 +85,17 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
             old_running: old.len() as u32,
             new_running,
         });
-        if started == 0 && stopped == 0 {
+        if started == 0 && stopped == 0 && !launched {
+            let limit = grower
+                .as_deref()
+                .and_then(Grower::limit)
+                .map(|limit| {
+                    format!(
+                        " The capacity provider {} cannot launch more: {limit}.",
+                        plan.growth.as_ref().map_or("", |g| g.provider.as_str())
+                    )
+                })
+                .unwrap_or_default();
             let reason = if unplaced > 0 {
                 format!(
                     "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones. {}",
@@ -60,7 +105,7 @@ pub fn simulate(cluster: &Cluster, plan: &RolloutPlan) -> (Verdict, Vec<RolloutS
                     old.len(),
                     plan.minimum_healthy_percent,
                     blocked.unwrap_or_default()
-                )
+                ) + &limit
             } else {
                 format!(
                     "The bounds allow no step: at most {upper} tasks ({} %) and at least {lower} healthy ({} %) of {desired}.",

@@ -76,6 +76,7 @@ fn plan(desired: u32, max: u32, min: u32, new_memory: u32) -> RolloutPlan {
         new_needs: Needs::default(),
         strategy: None,
         placement_strategy: Vec::new(),
+        growth: None,
     }
 }
 

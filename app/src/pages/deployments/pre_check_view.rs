@@ -35,6 +35,7 @@ pub(super) fn PreCheckView(rollout: RolloutCheck) -> impl IntoView {
                 )}
             </p>
             <p class=class role="status" data-testid="pre-check-verdict" data-verdict=match rollout.verdict { Verdict::Completes => "completes", Verdict::Stalls { .. } => "stalls", Verdict::Never { .. } => "never" }>{headline}</p>
+            {rollout.growth.clone().map(|growth| view! { <GrowthView growth=growth/> })}
             {(!rollout.suggestions.is_empty()).then(|| view! {
                 <h3>"What would let it through"</h3>
                 <ul data-testid="pre-check-suggestions">

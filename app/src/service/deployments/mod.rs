@@ -4,6 +4,7 @@
 //! reconciliation of the audit log with ECS at start (`state.rs`).
 
 mod deploy;
+mod growth;
 mod scale;
 mod send;
 mod state;
@@ -161,8 +162,10 @@ pub async fn pre_check(
     let wanted = revision.map(|r| revision_number(&r, &family)).transpose()?;
     let (numbers, old, (target_number, target)) =
         old_and_target(context, &family, runs.revision, wanted).await?;
-    let plan = rollout_plan(cluster, service, &found, &old, &target)?;
-    let layout = Cluster::of(&snapshot, cluster, service)
+    let mut plan = rollout_plan(cluster, service, &found, &old, &target)?;
+    plan.growth = growth::growth_of(context, &snapshot, cluster, &found).await?;
+    let provider = growth::provider_of(&found.capacity_provider_strategy);
+    let layout = Cluster::of_provider(&snapshot, cluster, service, provider)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
     let simulated = plan.clone();
     let rollout = context
@@ -278,5 +281,6 @@ fn rollout_plan(
         new_needs: needs_of(&target.task, &found.placement_constraints)?,
         strategy: found.strategy.clone(),
         placement_strategy: found.placement_strategy.clone(),
+        growth: None,
     })
 }

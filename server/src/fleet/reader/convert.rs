@@ -43,6 +43,15 @@ pub(super) fn service_ref(s: &aws_sdk_ecs::types::Service, team_tag: &str) -> Se
             .map(constraint_json)
             .collect(),
         placement_strategy: s.placement_strategy().iter().map(strategy_text).collect(),
+        capacity_provider_strategy: s
+            .capacity_provider_strategy()
+            .iter()
+            .map(|item| app::model::capacity::StrategyItem {
+                capacity_provider: item.capacity_provider().to_string(),
+                weight: count(item.weight()),
+                base: count(item.base()),
+            })
+            .collect(),
         read_at: Some(app::service::clock::now()),
     }
 }

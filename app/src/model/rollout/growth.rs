@@ -1,0 +1,282 @@
+//! Growth in the pre-check: what a service's capacity provider launches for the new tasks no
+//! instance can take, as the emulator's providers do (the shared `placement::growth` rules):
+//! Managed Instances the most cost-effective type their requirements match, an Auto Scaling
+//! group with managed scaling its own type by its target, step sizes and warm-up, never past
+//! `MaxSize`. A provider that cannot grow leaves the tasks in PROVISIONING, and the rollout
+//! stalls there.
+
+use std::collections::BTreeMap;
+
+use placement::{
+    growth::{self, AsgScaling, Shape, TypeFacts},
+    resources::Room,
+    GpuSlot,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{Host, RolloutPlan};
+
+/// How long a Managed Instances launch takes, from the decision to an ACTIVE instance: ECS does
+/// not say; the console assumes three minutes.
+pub const MANAGED_LAUNCH_SECONDS: u32 = 180;
+/// How long an Auto Scaling group's instance takes to boot and register: EC2 does not say; the
+/// console assumes 90 seconds. The group's next scale-out waits for `instanceWarmupPeriod`.
+pub const ASG_LAUNCH_SECONDS: u32 = 90;
+
+/// The capacity a service's provider can add, as the pre-check takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Growth {
+    pub provider: String,
+    pub source: GrowthSource,
+}
+
+/// How a provider grows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum GrowthSource {
+    /// ECS Managed Instances: the most cost-effective of `candidates` (the types its
+    /// requirements match that can share GPUs); `excluded` says why the others are not.
+    ManagedInstances {
+        candidates: Vec<TypeFacts>,
+        excluded: Vec<String>,
+    },
+    /// An Auto Scaling group with managed scaling.
+    AutoScaling {
+        kind: TypeFacts,
+        scaling: AsgScaling,
+        /// Instances in the group now (desired capacity), and those of them running tasks.
+        size: u32,
+        busy: u32,
+        warmup_seconds: u32,
+    },
+    /// A provider that does not launch for waiting tasks, and why.
+    Fixed { why: String },
+}
+
+/// What the provider would launch for the rollout.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrowthPlan {
+    pub provider: String,
+    /// Instances by type, in the order launched.
+    pub launches: Vec<(String, u32)>,
+    /// Until the last launched instance is ACTIVE, from the first launch, in seconds.
+    pub seconds: u32,
+    /// The launched instances' on-demand price an hour, in US cents; `None` when a type is not
+    /// priced.
+    pub cents_per_hour: Option<u64>,
+    /// What stopped further growth (MaxSize, no type that fits), when something did.
+    pub limit: Option<String>,
+    /// What the figures assume.
+    pub assumed: Vec<String>,
+}
+
+impl GrowthPlan {
+    /// Instances launched in all.
+    pub fn instances(&self) -> u32 {
+        self.launches.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// The growth of one simulated rollout, as it goes.
+pub(super) struct Grower<'a> {
+    growth: &'a Growth,
+    size: u32,
+    busy: u32,
+    plan: GrowthPlan,
+    cents: Option<u64>,
+    launched_once: bool,
+}
+
+impl<'a> Grower<'a> {
+    pub(super) fn new(growth: &'a Growth) -> Grower<'a> {
+        let (size, busy) = match &growth.source {
+            GrowthSource::AutoScaling { size, busy, .. } => (*size, *busy),
+            _ => (0, 0),
+        };
+        let assumed = match &growth.source {
+            GrowthSource::ManagedInstances { .. } => vec![format!(
+                "a Managed Instances launch takes about {} minutes (ECS does not say; an assumption)",
+                MANAGED_LAUNCH_SECONDS / 60
+            )],
+            GrowthSource::AutoScaling { warmup_seconds, .. } => vec![format!(
+                "an instance of the group boots and registers in about {ASG_LAUNCH_SECONDS} s (an assumption); the next scale-out waits for the {warmup_seconds} s warm-up"
+            )],
+            GrowthSource::Fixed { .. } => Vec::new(),
+        };
+        Grower {
+            growth,
+            size,
+            busy,
+            plan: GrowthPlan {
+                provider: growth.provider.clone(),
+                assumed,
+                ..GrowthPlan::default()
+            },
+            cents: Some(0),
+            launched_once: false,
+        }
+    }
+
+    /// Whether any instance the provider may launch could take one new task.
+    pub(super) fn could_host(&self, plan: &RolloutPlan) -> bool {
+        let one = [shape(plan)];
+        match &self.growth.source {
+            GrowthSource::ManagedInstances { candidates, .. } => {
+                growth::cheapest(candidates, &one).is_some()
+            }
+            GrowthSource::AutoScaling { kind, .. } => {
+                growth::instances_needed(kind, 0, &one).is_some()
+            }
+            GrowthSource::Fixed { .. } => false,
+        }
+    }
+
+    /// Launches what the provider would for `unplaced` new tasks, adding the instances to
+    /// `hosts`; whether it launched any.
+    pub(super) fn grow(
+        &mut self,
+        hosts: &mut Vec<Host>,
+        plan: &RolloutPlan,
+        unplaced: u32,
+    ) -> bool {
+        let shapes = vec![shape(plan); unplaced as usize];
+        let launch = match &self.growth.source {
+            GrowthSource::ManagedInstances {
+                candidates,
+                excluded,
+            } => match growth::cheapest(candidates, &shapes) {
+                Some((kind, count)) => Some((kind.clone(), count, MANAGED_LAUNCH_SECONDS)),
+                None => {
+                    self.plan.limit = Some(no_type_fits(plan, candidates, excluded));
+                    None
+                }
+            },
+            GrowthSource::AutoScaling {
+                kind,
+                scaling,
+                warmup_seconds,
+                ..
+            } => self.asg_launch(kind, scaling, *warmup_seconds, &shapes),
+            GrowthSource::Fixed { why } => {
+                self.plan.limit = Some(why.clone());
+                None
+            }
+        };
+        let Some((kind, count, takes)) = launch else {
+            return false;
+        };
+        for n in 0..count {
+            hosts.push(fresh_host(&kind, self.plan.instances() + n + 1));
+        }
+        self.plan.seconds += takes;
+        self.launched_once = true;
+        self.cents = match (self.cents, kind.usd_per_hour) {
+            (Some(sum), Some(usd)) => Some(sum + (usd * 100.0 * f64::from(count)).round() as u64),
+            _ => None,
+        };
+        self.plan.cents_per_hour = self.cents;
+        match self.plan.launches.last_mut() {
+            Some((name, n)) if *name == kind.name => *n += count,
+            _ => self.plan.launches.push((kind.name.clone(), count)),
+        }
+        true
+    }
+
+    /// One scaling action of an Auto Scaling group: its type, count and time.
+    fn asg_launch(
+        &mut self,
+        kind: &TypeFacts,
+        scaling: &AsgScaling,
+        warmup_seconds: u32,
+        shapes: &[Shape],
+    ) -> Option<(TypeFacts, u32, u32)> {
+        let Some(needed) = growth::instances_needed(kind, 0, shapes) else {
+            self.plan.limit = Some(format!(
+                "a new task does not fit an empty {} (the group's type)",
+                kind.name
+            ));
+            return None;
+        };
+        let step = growth::asg_step(scaling, self.size, self.busy, needed);
+        if step.launch == 0 {
+            self.plan.limit = Some(format!(
+                "the Auto Scaling group is at its MaxSize of {}: {} new {} stay in PROVISIONING",
+                scaling.max_size,
+                shapes.len(),
+                if shapes.len() == 1 { "task" } else { "tasks" }
+            ));
+            return None;
+        }
+        self.size += step.launch;
+        self.busy += step.launch;
+        let takes = if self.launched_once {
+            warmup_seconds.max(ASG_LAUNCH_SECONDS)
+        } else {
+            ASG_LAUNCH_SECONDS
+        };
+        Some((kind.clone(), step.launch, takes))
+    }
+
+    /// What stopped growth, when something did.
+    pub(super) fn limit(&self) -> Option<String> {
+        self.plan.limit.clone()
+    }
+
+    pub(super) fn finish(self) -> Option<GrowthPlan> {
+        (self.launched_once || self.plan.limit.is_some()).then_some(self.plan)
+    }
+}
+
+/// One new task as the growth rules see it.
+fn shape(plan: &RolloutPlan) -> Shape {
+    Shape {
+        gpu: plan.new.clone(),
+        needs: plan.new_needs.clone(),
+        group: format!("service:{}", plan.service),
+    }
+}
+
+/// An instance the provider launched, empty, as the simulation takes it.
+fn fresh_host(kind: &TypeFacts, n: u32) -> Host {
+    let (cpu, memory) = kind.registered();
+    let mut attributes = BTreeMap::new();
+    attributes.insert("ecs.instance-type".to_string(), kind.name.clone());
+    Host {
+        id: format!("new {} #{n}", kind.name),
+        instance_type: kind.name.clone(),
+        mps_capable: kind.shares_gpus(),
+        gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
+        room: Some(Room {
+            status: "ACTIVE".into(),
+            agent_connected: true,
+            cpu_remaining: cpu,
+            memory_remaining_mib: memory,
+            attributes,
+            enis_free: kind.task_enis,
+            ..Room::default()
+        }),
+        not_placing: None,
+        service_tasks: 0,
+    }
+}
+
+/// Why no type a Managed Instances provider may launch takes the new task.
+fn no_type_fits(plan: &RolloutPlan, candidates: &[TypeFacts], excluded: &[String]) -> String {
+    let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+    let mut text = if names.is_empty() {
+        "the provider's requirements match no GPU type that can share GPUs".to_string()
+    } else {
+        format!(
+            "no type the provider may launch ({}) takes a new task: {}",
+            names.join(", "),
+            super::simulate::describe(&plan.new)
+        )
+    };
+    if !excluded.is_empty() {
+        text.push_str(&format!("; not launched: {}", excluded.join("; ")));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! Unit tests of growth in the pre-check.
+
+use placement::growth::{AsgScaling, TypeFacts};
+
+use crate::model::{
+    rollout::{pre_check, Cluster, Growth, GrowthSource, RolloutPlan, Verdict},
+    ClusterView, FleetSnapshot, GpuContainer, GpuView, InstanceView, SharingMode,
+};
+use placement::{resources::Needs, GpuRequest};
+
+fn kind(name: &str, gpus: usize, gpu_memory_mib: u32, vcpus: u32, usd: f64) -> TypeFacts {
+    TypeFacts {
+        name: name.into(),
+        gpus,
+        gpu_memory_mib,
+        total_gpu_memory_mib: gpu_memory_mib * gpus as u32,
+        accelerator_name: "l4".into(),
+        manufacturer: "nvidia".into(),
+        vcpus,
+        memory_mib: vcpus * 4096,
+        task_enis: Some(7),
+        usd_per_hour: Some(usd),
+    }
+}
+
+/// A cluster of one full single-GPU instance (24 GB, all taken by another service).
+fn full_cluster() -> Cluster {
+    let taken = GpuContainer {
+        task_arn: "other".into(),
+        container: "model".into(),
+        service: Some("other".into()),
+        team: None,
+        memory_mib: Some(24_000),
+        compute_percent: 100,
+        whole_gpu: false,
+        started_at: None,
+    };
+    let gpu = GpuView {
+        uuid: "GPU-0".into(),
+        index: 0,
+        compute_allocated_percent: 100,
+        usage: None,
+        mode: SharingMode::NvidiaMps,
+        remaining_memory_mib: 0,
+        total_memory_mib: 24_000,
+        containers: vec![taken],
+    };
+    let snapshot = FleetSnapshot {
+        taken_at: "t".into(),
+        api_calls: 0,
+        cloudwatch_calls: 0,
+        usage_error: None,
+        clusters: vec![ClusterView {
+            name: "ml".into(),
+            instances: vec![InstanceView::of("i-0".to_string(), "g5.xlarge").with_gpus(vec![gpu])],
+            ..ClusterView::default()
+        }],
+        unknown_gpu_ids: 0,
+    };
+    Cluster::of(&snapshot, "ml", "embed").expect("cluster ml")
+}
+
+/// A new service of `desired` tasks of `memory` MiB each on `source`.
+fn plan(desired: u32, memory: u32, source: GrowthSource) -> RolloutPlan {
+    RolloutPlan {
+        cluster: "ml".into(),
+        service: "embed".into(),
+        desired,
+        running: 0,
+        maximum_percent: 200,
+        minimum_healthy_percent: 100,
+        old: GpuRequest::None,
+        new: GpuRequest::Mps(vec![memory]),
+        old_needs: Needs::default(),
+        new_needs: Needs {
+            cpu: 1024,
+            memory_mib: 4096,
+            ..Needs::default()
+        },
+        strategy: None,
+        placement_strategy: Vec::new(),
+        growth: Some(Growth {
+            provider: "gpu".into(),
+            source,
+        }),
+    }
+}
+
+fn managed(candidates: Vec<TypeFacts>) -> GrowthSource {
+    GrowthSource::ManagedInstances {
+        candidates,
+        excluded: vec!["g6f.large: a fractional GPU cannot be shared".into()],
+    }
+}
+
+fn asg(max_size: u32, max_step: u32, size: u32) -> GrowthSource {
+    GrowthSource::AutoScaling {
+        kind: kind("g6.12xlarge", 4, 22_000, 48, 4.602),
+        scaling: AsgScaling {
+            target: 100,
+            min_step: 1,
+            max_step,
+            max_size,
+        },
+        size,
+        busy: size,
+        warmup_seconds: 300,
+    }
+}
+
+#[test]
+fn a_full_fleet_on_managed_instances_completes_with_the_cheapest_launch_and_its_price() {
+    let small = kind("g6.xlarge", 1, 22_000, 4, 0.805);
+    let large = kind("g6.12xlarge", 4, 22_000, 48, 4.602);
+    let check = pre_check(
+        &full_cluster(),
+        &plan(3, 10_000, managed(vec![large, small])),
+    );
+    assert_eq!(check.verdict, Verdict::Completes, "{:?}", check.steps);
+    let growth = check.growth.expect("a launch");
+    // Three tasks of 10,000 MiB, two to a GPU: two g6.xlarge ($1.61) beat a g6.12xlarge.
+    assert_eq!(growth.launches, [("g6.xlarge".to_string(), 2)]);
+    assert_eq!(growth.cents_per_hour, Some(161));
+    assert_eq!(growth.seconds, 180);
+    assert!(growth.assumed[0].contains("assumption"));
+}
+
+#[test]
+fn without_a_provider_the_same_rollout_stalls_as_on_a_fixed_fleet() {
+    let mut fixed = plan(3, 10_000, managed(Vec::new()));
+    fixed.growth = None;
+    let check = pre_check(&full_cluster(), &fixed);
+    assert!(matches!(check.verdict, Verdict::Stalls { .. }));
+    assert!(check.growth.is_none());
+}
+
+#[test]
+fn a_task_no_instance_could_ever_host_is_launched_for_when_a_type_fits() {
+    // 40,000 MiB fits no 24 GB GPU; an L40S type of the provider takes it.
+    let l40s = kind("g6e.12xlarge", 4, 45_000, 48, 10.493);
+    let check = pre_check(&full_cluster(), &plan(1, 40_000, managed(vec![l40s])));
+    assert_eq!(check.verdict, Verdict::Completes);
+    let never = pre_check(
+        &full_cluster(),
+        &plan(
+            1,
+            60_000,
+            managed(vec![kind("g6e.12xlarge", 4, 45_000, 48, 10.493)]),
+        ),
+    );
+    match never.verdict {
+        Verdict::Never { reason } => {
+            assert!(reason.contains("cannot help"), "{reason}");
+            assert!(reason.contains("g6f.large"), "{reason}");
+        }
+        other => panic!("expected never, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_auto_scaling_group_grows_in_steps_after_each_warm_up() {
+    // 20 tasks of 10,000 MiB: eight to a g6.12xlarge, three instances, two at a time.
+    let check = pre_check(&full_cluster(), &plan(20, 10_000, asg(10, 2, 1)));
+    assert_eq!(check.verdict, Verdict::Completes, "{:?}", check.steps);
+    let growth = check.growth.expect("launches");
+    assert_eq!(growth.instances(), 3);
+    assert_eq!(growth.seconds, 90 + 300);
+    assert!(growth.limit.is_none());
+}
+
+#[test]
+fn an_auto_scaling_group_at_its_max_size_stalls_and_says_so() {
+    let check = pre_check(&full_cluster(), &plan(20, 10_000, asg(2, 10, 1)));
+    match &check.verdict {
+        Verdict::Stalls { reason, .. } => assert!(reason.contains("MaxSize of 2"), "{reason}"),
+        other => panic!("expected a stall, got {other:?}"),
+    }
+    let growth = check.growth.expect("one launch, then the limit");
+    assert_eq!(growth.instances(), 1);
+    assert!(growth.limit.is_some_and(|l| l.contains("PROVISIONING")));
+}
+
+#[test]
+fn a_provider_that_does_not_grow_says_why_the_tasks_wait() {
+    let source = GrowthSource::Fixed {
+        why: "managed scaling is off: the group does not grow for waiting tasks".into(),
+    };
+    let check = pre_check(&full_cluster(), &plan(2, 10_000, source));
+    match &check.verdict {
+        Verdict::Stalls { reason, .. } => {
+            assert!(reason.contains("managed scaling is off"), "{reason}")
+        }
+        other => panic!("expected a stall, got {other:?}"),
+    }
+}

@@ -1,0 +1,184 @@
+//! The capacity a service's provider can add, for the pre-check: the service's strategy names
+//! the provider, the cluster's providers say how it grows, the fleet's own instances correct
+//! what EC2 says of a type's usable GPU memory, and the price book prices the launches.
+
+use placement::growth::{AsgScaling, TypeFacts};
+
+use crate::{
+    model::{
+        capacity::{ClusterCapacity, LaunchOption, ProviderView, StrategyItem},
+        cost::Lifecycle,
+        rollout::{Growth, GrowthSource},
+        FleetSnapshot, ServiceError, ServiceRef,
+    },
+    service::context::ServiceContext,
+};
+
+/// The excluded types named at most, so that the reason stays readable.
+const EXCLUDED_SHOWN: usize = 8;
+
+/// The provider the service's next tasks go to: the one with a `base`, else the heaviest
+/// weight (the first of equals); `None` for the EC2 launch type.
+pub(super) fn provider_of(strategy: &[StrategyItem]) -> Option<&str> {
+    strategy
+        .iter()
+        .find(|item| item.base > 0)
+        .or_else(|| {
+            strategy
+                .iter()
+                .filter(|i| i.weight > 0)
+                .max_by_key(|i| i.weight)
+        })
+        .or_else(|| strategy.first())
+        .map(|item| item.capacity_provider.as_str())
+}
+
+/// How the service's provider grows, read from ECS (and EC2, EC2 Auto Scaling); `None` for a
+/// service on the EC2 launch type.
+pub(super) async fn growth_of(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    found: &ServiceRef,
+) -> Result<Option<Growth>, ServiceError> {
+    let Some(provider) = provider_of(&found.capacity_provider_strategy) else {
+        return Ok(None);
+    };
+    let read = context.ecs.capacity(vec![cluster.to_string()]).await?;
+    let source = match read.iter().find(|c| c.cluster == cluster) {
+        Some(capacity) => source_of(context, snapshot, capacity, provider),
+        None => GrowthSource::Fixed {
+            why: format!("ECS did not describe the cluster {cluster}'s capacity providers"),
+        },
+    };
+    Ok(Some(Growth {
+        provider: provider.to_string(),
+        source,
+    }))
+}
+
+fn source_of(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    capacity: &ClusterCapacity,
+    provider: &str,
+) -> GrowthSource {
+    let Some(view) = capacity.providers.iter().find(|p| p.name == provider) else {
+        return GrowthSource::Fixed {
+            why: format!("{provider} is not among the cluster's capacity providers"),
+        };
+    };
+    let unread = || capacity.notes.join("; ");
+    if view.managed_instances.is_some() {
+        if view.may_launch.is_empty() {
+            return GrowthSource::Fixed {
+                why: format!("what {provider} may launch could not be read: {}", unread()),
+            };
+        }
+        return managed(context, snapshot, &capacity.cluster, view);
+    }
+    if let Some(group) = &view.auto_scaling_group {
+        if !group.managed_scaling {
+            return GrowthSource::Fixed {
+                why: "managed scaling is off: ECS does not grow the Auto Scaling group for waiting tasks".into(),
+            };
+        }
+        let (Some(size), Some(option)) = (&group.group, view.may_launch.first()) else {
+            return GrowthSource::Fixed {
+                why: format!(
+                    "the Auto Scaling group behind {provider} could not be read: {}",
+                    unread()
+                ),
+            };
+        };
+        let busy = snapshot
+            .clusters
+            .iter()
+            .filter(|c| c.name == capacity.cluster)
+            .flat_map(|c| &c.instances)
+            .filter(|i| i.capacity_provider.as_deref() == Some(provider))
+            .filter(|i| i.gpus.iter().any(|g| !g.containers.is_empty()))
+            .count() as u32;
+        return GrowthSource::AutoScaling {
+            kind: priced(context, observed(snapshot, &option.facts)),
+            scaling: AsgScaling {
+                target: group.target_capacity_percent.unwrap_or(100),
+                min_step: group.minimum_scaling_step_size.unwrap_or(1),
+                max_step: group.maximum_scaling_step_size.unwrap_or(10_000),
+                max_size: size.max_size,
+            },
+            size: size.desired_capacity,
+            busy,
+            warmup_seconds: group.instance_warmup_seconds.unwrap_or(300),
+        };
+    }
+    GrowthSource::Fixed {
+        why: format!("{provider} is a Fargate provider, on which GPU sharing does not run"),
+    }
+}
+
+/// A Managed Instances provider: the types its requirements match that can share GPUs, and
+/// why the others are not launched.
+fn managed(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    _cluster: &str,
+    view: &ProviderView,
+) -> GrowthSource {
+    let (matched, excluded): (Vec<&LaunchOption>, Vec<&LaunchOption>) = view
+        .may_launch
+        .iter()
+        .partition(|o| o.not_matched.is_none() && o.shares_gpus);
+    let mut reasons: Vec<String> = excluded
+        .iter()
+        .filter(|o| o.facts.manufacturer == "nvidia")
+        .map(|o| {
+            format!(
+                "{}: {}",
+                o.facts.name,
+                o.not_matched
+                    .clone()
+                    .unwrap_or_else(|| "ECS cannot share its GPUs".into())
+            )
+        })
+        .collect();
+    let more = reasons.len().saturating_sub(EXCLUDED_SHOWN);
+    reasons.truncate(EXCLUDED_SHOWN);
+    if more > 0 {
+        reasons.push(format!("and {more} more"));
+    }
+    GrowthSource::ManagedInstances {
+        candidates: matched
+            .into_iter()
+            .map(|o| priced(context, observed(snapshot, &o.facts)))
+            .collect(),
+        excluded: reasons,
+    }
+}
+
+/// `facts` with the GPU memory ECS registers for the type, when an instance of it in the fleet
+/// says (EC2 gives the GPU's whole memory; ECS registers a little less as usable).
+fn observed(snapshot: &FleetSnapshot, facts: &TypeFacts) -> TypeFacts {
+    let seen = snapshot
+        .clusters
+        .iter()
+        .flat_map(|c| &c.instances)
+        .filter(|i| i.instance_type == facts.name)
+        .flat_map(|i| i.gpus.iter().map(|g| g.total_memory_mib))
+        .max();
+    TypeFacts {
+        gpu_memory_mib: seen.unwrap_or(facts.gpu_memory_mib),
+        ..facts.clone()
+    }
+}
+
+/// `facts` with its on-demand price from the console's price book.
+fn priced(context: &ServiceContext, facts: TypeFacts) -> TypeFacts {
+    TypeFacts {
+        usd_per_hour: context
+            .prices
+            .price(&facts.name, Lifecycle::OnDemand)
+            .map(|p| p.usd_per_hour),
+        ..facts
+    }
+}
