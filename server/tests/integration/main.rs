@@ -11,6 +11,7 @@ mod fleet_snapshot;
 mod house;
 mod http;
 mod incremental_property;
+mod precheck_elastic;
 mod precheck_property;
 mod support;
 mod task_definition_edit;

@@ -44,9 +44,8 @@ pub enum GrowthSource {
     AutoScaling {
         kind: TypeFacts,
         scaling: AsgScaling,
-        /// Instances in the group now (desired capacity), and those of them running tasks.
+        /// Instances in the group now (its desired capacity).
         size: u32,
-        busy: u32,
         warmup_seconds: u32,
     },
     /// A provider that does not launch for waiting tasks, and why.
@@ -81,7 +80,6 @@ impl GrowthPlan {
 pub(super) struct Grower<'a> {
     growth: &'a Growth,
     size: u32,
-    busy: u32,
     plan: GrowthPlan,
     cents: Option<u64>,
     launched_once: bool,
@@ -89,9 +87,9 @@ pub(super) struct Grower<'a> {
 
 impl<'a> Grower<'a> {
     pub(super) fn new(growth: &'a Growth) -> Grower<'a> {
-        let (size, busy) = match &growth.source {
-            GrowthSource::AutoScaling { size, busy, .. } => (*size, *busy),
-            _ => (0, 0),
+        let size = match &growth.source {
+            GrowthSource::AutoScaling { size, .. } => *size,
+            _ => 0,
         };
         let assumed = match &growth.source {
             GrowthSource::ManagedInstances { .. } => vec![format!(
@@ -106,7 +104,6 @@ impl<'a> Grower<'a> {
         Grower {
             growth,
             size,
-            busy,
             plan: GrowthPlan {
                 provider: growth.provider.clone(),
                 assumed,
@@ -156,7 +153,15 @@ impl<'a> Grower<'a> {
                 scaling,
                 warmup_seconds,
                 ..
-            } => self.asg_launch(kind, scaling, *warmup_seconds, &shapes),
+            } => {
+                // The group's instances that run or start a task (the simulation's hosts are
+                // the provider's instances): M counts them with those the waiting tasks need.
+                let busy = hosts
+                    .iter()
+                    .filter(|h| h.service_tasks > 0 || h.gpus.iter().any(|g| g.container_count > 0))
+                    .count() as u32;
+                self.asg_launch(kind, scaling, *warmup_seconds, busy, &shapes)
+            }
             GrowthSource::Fixed { why } => {
                 self.plan.limit = Some(why.clone());
                 None
@@ -188,6 +193,7 @@ impl<'a> Grower<'a> {
         kind: &TypeFacts,
         scaling: &AsgScaling,
         warmup_seconds: u32,
+        busy: u32,
         shapes: &[Shape],
     ) -> Option<(TypeFacts, u32, u32)> {
         let Some(needed) = growth::instances_needed(kind, 0, shapes) else {
@@ -197,7 +203,7 @@ impl<'a> Grower<'a> {
             ));
             return None;
         };
-        let step = growth::asg_step(scaling, self.size, self.busy, needed);
+        let step = growth::asg_step(scaling, self.size, busy, needed);
         if step.launch == 0 {
             self.plan.limit = Some(format!(
                 "the Auto Scaling group is at its MaxSize of {}: {} new {} stay in PROVISIONING",
@@ -208,7 +214,6 @@ impl<'a> Grower<'a> {
             return None;
         }
         self.size += step.launch;
-        self.busy += step.launch;
         let takes = if self.launched_once {
             warmup_seconds.max(ASG_LAUNCH_SECONDS)
         } else {

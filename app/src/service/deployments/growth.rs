@@ -91,14 +91,6 @@ fn source_of(
                 ),
             };
         };
-        let busy = snapshot
-            .clusters
-            .iter()
-            .filter(|c| c.name == capacity.cluster)
-            .flat_map(|c| &c.instances)
-            .filter(|i| i.capacity_provider.as_deref() == Some(provider))
-            .filter(|i| i.gpus.iter().any(|g| !g.containers.is_empty()))
-            .count() as u32;
         return GrowthSource::AutoScaling {
             kind: priced(context, observed(snapshot, &option.facts)),
             scaling: AsgScaling {
@@ -108,7 +100,6 @@ fn source_of(
                 max_size: size.max_size,
             },
             size: size.desired_capacity,
-            busy,
             warmup_seconds: group.instance_warmup_seconds.unwrap_or(300),
         };
     }

@@ -103,7 +103,6 @@ fn asg(max_size: u32, max_step: u32, size: u32) -> GrowthSource {
             max_size,
         },
         size,
-        busy: size,
         warmup_seconds: 300,
     }
 }
