@@ -28,7 +28,7 @@ async fn every_clusters_providers_are_read_with_the_instances_they_launched() {
     assert_eq!(managed["type"], "MANAGED_INSTANCES");
     assert_eq!(managed["can_share_gpus"], true);
     assert_eq!(managed["managed_instances"]["auto_repair"], true);
-    assert_eq!(managed["managed_instances"]["scale_in_after_seconds"], 1800);
+    assert_eq!(managed["managed_instances"]["scale_in_after_seconds"], -1);
     assert_eq!(
         managed["managed_instances"]["accelerator_manufacturers"],
         serde_json::json!(["nvidia"])
@@ -78,5 +78,127 @@ async fn every_clusters_providers_are_read_with_the_instances_they_launched() {
     assert!(
         message.contains("cluster"),
         "says which parameters there are: {message}"
+    );
+}
+
+/// A task definition body asking `memory` MiB of a GPU through MPS, for EC2 and Managed
+/// Instances.
+fn big_model(memory: u32) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::json!({
+        "family": "big-model",
+        "requiresCompatibilities": ["EC2", "MANAGED_INSTANCES"],
+        "containerDefinitions": [{
+            "name": "model", "image": "big/model:1", "cpu": 2048, "memory": 8192,
+            "resourceRequirements": [{"type": "GPU", "sharingStrategy": {"nvidiaMps": {"memory": memory}}}]
+        }]
+    })
+    .as_object()
+    .cloned()
+    .expect("an object")
+}
+
+#[tokio::test]
+async fn a_rollout_on_a_managed_instances_provider_launches_where_a_fixed_fleet_stalls() {
+    let (app, emulator) = test_app_with_emulator().await;
+    fleet_json(&app, "").await;
+    // Someone creates a service on the Managed Instances provider outside the console: six
+    // tasks of 30,000 MiB, one to each of six of the idle g6e GPUs (45,582 MiB).
+    emulator.with_fleet(|fleet| {
+        let now = fleet.now;
+        let first = fleet
+            .register_task_definition(big_model(30_000), now)
+            .expect("registered")
+            .arn
+            .clone();
+        fleet
+            .register_task_definition(big_model(44_000), now)
+            .expect("registered");
+        fleet
+            .create_service(
+                "inference-prod",
+                emulator::engine::NewService {
+                    name: "big-model".into(),
+                    task_definition: first,
+                    desired_count: 6,
+                    config: emulator::model::DeploymentConfig::default(),
+                    placement_constraints: Vec::new(),
+                    placement_strategy: Vec::new(),
+                    capacity_provider_strategy: vec![emulator::capacity::StrategyItem {
+                        capacity_provider: "gpu-sharing-mi".into(),
+                        weight: 1,
+                        base: 0,
+                    }],
+                },
+            )
+            .expect("created");
+    });
+    let pre_check = "/api/v1/services/inference-prod/big-model/pre-check?revision=2";
+    let mut check = serde_json::Value::Null;
+    for _ in 0..200 {
+        let response = send(&app, get(pre_check)).await;
+        if response.status() == StatusCode::OK {
+            check = json(response).await;
+            if check["rollout"]["plan"]["running"] == 6 {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        check["rollout"]["plan"]["running"], 6,
+        "the console's snapshot did not show big-model's six tasks within 20 s: {check}"
+    );
+    // 44,000 MiB a task: the two free g6e GPUs take two, four wait for capacity, and the
+    // provider launches one g6e.12xlarge (its requirements allow a10g, l4 and l40s with at most
+    // 64 vCPUs; four tasks of 44,000 MiB fit neither an A10G nor an L4).
+    assert_eq!(
+        check["rollout"]["verdict"]["verdict"], "completes",
+        "{check}"
+    );
+    let growth = &check["rollout"]["growth"];
+    assert_eq!(growth["provider"], "gpu-sharing-mi", "{check}");
+    assert_eq!(growth["launches"], serde_json::json!([["g6e.12xlarge", 1]]));
+    assert_eq!(growth["seconds"], 180);
+    assert_eq!(growth["cents_per_hour"], 1049, "priced from the price book");
+    assert!(growth["assumed"][0]
+        .as_str()
+        .is_some_and(|a| a.contains("assumption")));
+    // The plan names the provider's instances only: those of the g5 instances registered by
+    // hand do not count.
+    assert_eq!(
+        check["rollout"]["plan"]["growth"]["source"]["type"],
+        "managed_instances"
+    );
+
+    // The providers read: what the Managed Instances provider may launch, and the group's size.
+    let read = json(send(&app, get("/api/v1/capacity-providers")).await).await;
+    let provider = |cluster: &str| {
+        read.as_array()
+            .and_then(|list| list.iter().find(|c| c["cluster"] == cluster))
+            .map(|c| c["providers"][0].clone())
+            .unwrap_or_default()
+    };
+    let managed = provider("inference-prod");
+    let option = |name: &str| {
+        managed["may_launch"]
+            .as_array()
+            .and_then(|list| list.iter().find(|o| o["facts"]["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {managed}"))
+    };
+    assert!(option("g6e.12xlarge")["not_matched"].is_null());
+    assert!(option("g6e.48xlarge")["not_matched"]
+        .as_str()
+        .is_some_and(|why| why.contains("vCpuCount")));
+    // The H100 type: more vCPUs than the requirements allow (the first requirement it fails).
+    assert!(option("p5.48xlarge")["not_matched"]
+        .as_str()
+        .is_some_and(|why| why.contains("vCpuCount")));
+    let group = provider("batch-sim");
+    assert_eq!(
+        group["auto_scaling_group"]["group"],
+        serde_json::json!({"name": "batch-sim-gpu", "min_size": 1, "max_size": 4, "desired_capacity": 3,
+            "instance_types": ["g6e.12xlarge", "g5.12xlarge"]}),
+        "{group}"
     );
 }

@@ -133,6 +133,31 @@ pub async fn test_state(
     )
 }
 
+/// A console on the embedded emulator, with the emulator itself, for tests that change the
+/// fleet as someone outside the console would.
+pub async fn test_app_with_emulator() -> (Router, emulator::Emulator) {
+    let site_root = std::env::temp_dir().join(format!(
+        "gpushare-router-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(site_root.join("pkg")).expect("temp site root");
+    let args = ServeArgs {
+        site_root: site_root.clone(),
+        body_limit: 4096,
+        ..ServeArgs::default()
+    };
+    let (source, clients, emulator) = gpushare::connect_fleet_with_emulator(&args.fleet)
+        .await
+        .expect("the embedded emulator starts");
+    let audit = gpushare::audit::SqlAuditLog::open(None, &site_root.join("data"))
+        .await
+        .expect("the audit log opens");
+    let state = gpushare::startup::start(&args, source, clients, std::sync::Arc::new(audit))
+        .expect("flags a console starts with");
+    (router(state), emulator.expect("the embedded emulator"))
+}
+
 /// Serves `app` on a loopback port, as `gpushare serve` does; its address.
 pub async fn serve_on_loopback(app: Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
