@@ -12,8 +12,9 @@ use crate::{
 use theme_toggle::ThemeToggle;
 
 /// The sections of the console, in the order the navigation lists them.
-const SECTIONS: [(&str, &str); 5] = [
+const SECTIONS: [(&str, &str); 6] = [
     ("/", "Fleet"),
+    ("/capacity", "Capacity"),
     ("/task-definitions", "Task definitions"),
     ("/deployments", "Deployments"),
     ("/audit", "Audit log"),

@@ -61,6 +61,120 @@ pub struct ProviderView {
     /// catalogue, matched against the requirements; an Auto Scaling group: its own types).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub may_launch: Vec<LaunchOption>,
+    /// Tasks of the services on it that do not run yet (PROVISIONING, waiting for capacity, or
+    /// PENDING), as ECS counts them.
+    #[serde(default)]
+    pub tasks_not_running: u32,
+    /// Its instances that arrived lately or are leaving, as the fleet shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<InstanceChange>,
+}
+
+/// How long after its registration an instance counts as just launched, in minutes.
+pub const NEW_INSTANCE_MINUTES: i64 = 30;
+
+/// A provider's instance that arrived lately or is leaving.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceChange {
+    pub ec2_instance_id: String,
+    pub instance_type: String,
+    pub change: ChangeKind,
+    /// What it is, in words ("registered 4 min ago", "draining: MPS daemon IMPAIRED").
+    pub text: String,
+}
+
+/// What is happening to a provider's instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// Registered lately: launched for tasks, or as a replacement.
+    Launched,
+    /// DRAINING with its MPS daemon IMPAIRED, on a provider with auto repair: being replaced.
+    Repairing,
+    /// DRAINING or DEREGISTERING otherwise: being retired or drained by someone.
+    Leaving,
+}
+
+impl ChangeKind {
+    /// The badge an instance's block shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            ChangeKind::Launched => "new",
+            ChangeKind::Repairing => "being repaired",
+            ChangeKind::Leaving => "being retired",
+        }
+    }
+}
+
+/// What is happening to `instance` of a provider, at `now` (RFC 3339); `auto_repair` when its
+/// provider replaces impaired instances.
+pub fn instance_change(
+    instance: &crate::model::InstanceView,
+    now: &str,
+    auto_repair: bool,
+) -> Option<InstanceChange> {
+    let change = |change: ChangeKind, text: String| InstanceChange {
+        ec2_instance_id: instance.ec2_instance_id.clone(),
+        instance_type: instance.instance_type.clone(),
+        change,
+        text,
+    };
+    if let Some(status) = instance
+        .not_placing
+        .as_deref()
+        .filter(|s| *s != "agent disconnected")
+    {
+        if auto_repair && instance.impaired.is_some() {
+            return Some(change(
+                ChangeKind::Repairing,
+                format!("{status}: its MPS daemon is IMPAIRED, and auto repair replaces it"),
+            ));
+        }
+        return Some(change(
+            ChangeKind::Leaving,
+            format!("{status}: its tasks move elsewhere before it goes"),
+        ));
+    }
+    let minutes = minutes_between(instance.registered_at.as_deref()?, now)?;
+    (0..NEW_INSTANCE_MINUTES).contains(&minutes).then(|| {
+        change(
+            ChangeKind::Launched,
+            format!("registered {minutes} min ago"),
+        )
+    })
+}
+
+/// Whole minutes from `from` to `to`, both RFC 3339 in UTC (`…Z`, as the console writes them).
+fn minutes_between(from: &str, to: &str) -> Option<i64> {
+    Some((utc_seconds(to)? - utc_seconds(from)?).div_euclid(60))
+}
+
+/// Seconds since 1970 of an RFC 3339 time in UTC (`2026-12-04T09:30:00.000Z`); the fraction is
+/// dropped.
+fn utc_seconds(text: &str) -> Option<i64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut date_parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (
+        date_parts.next()??,
+        date_parts.next()??,
+        date_parts.next()??,
+    );
+    let time = time.split('.').next()?;
+    let mut time_parts = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm, ss) = (
+        time_parts.next()??,
+        time_parts.next()??,
+        time_parts.next()??,
+    );
+    // Days from 1970-01-01 to the civil date (the proleptic Gregorian calendar).
+    let (y, m) = if m <= 2 { (y - 1, m + 12) } else { (y, m) };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * (m - 3) + 2) / 5 + d - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
 }
 
 /// What a Managed Instances provider may launch, and how ECS looks after its instances.
@@ -121,24 +235,85 @@ pub struct LaunchOption {
     pub shares_gpus: bool,
 }
 
-/// Counts each provider's instances and GPUs in `snapshot`'s cluster `cluster`.
+/// Counts each provider's instances and GPUs in `snapshot`'s cluster `cluster`, the tasks of the
+/// services on it that do not run yet, and its instances that arrived lately or are leaving.
 pub fn count_instances(
     snapshot: &crate::model::FleetSnapshot,
     cluster: &str,
     providers: &mut [ProviderView],
 ) {
-    for instance in snapshot
-        .clusters
-        .iter()
-        .filter(|c| c.name == cluster)
-        .flat_map(|c| &c.instances)
-    {
+    let Some(view) = snapshot.clusters.iter().find(|c| c.name == cluster) else {
+        return;
+    };
+    for instance in &view.instances {
         let Some(name) = instance.capacity_provider.as_deref() else {
             continue;
         };
         if let Some(provider) = providers.iter_mut().find(|p| p.name == name) {
             provider.instances += 1;
             provider.gpus += instance.gpus.len() as u32;
+            let auto_repair = provider
+                .managed_instances
+                .as_ref()
+                .is_some_and(|m| m.auto_repair == Some(true));
+            provider
+                .changes
+                .extend(instance_change(instance, &snapshot.taken_at, auto_repair));
         }
+    }
+    for service in &view.service_list {
+        for item in &service.capacity_provider_strategy {
+            if let Some(provider) = providers
+                .iter_mut()
+                .find(|p| p.name == item.capacity_provider)
+            {
+                provider.tasks_not_running += service.pending;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::InstanceView;
+
+    #[test]
+    fn utc_times_count_seconds_from_1970() {
+        assert_eq!(utc_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(utc_seconds("2000-03-01T00:00:01.500Z"), Some(951_868_801));
+        assert_eq!(utc_seconds("2026-12-04T09:30:00.000Z"), Some(1_796_376_600));
+        assert_eq!(utc_seconds("2026-12-04T09:30:00+01:00"), None);
+        assert_eq!(
+            minutes_between("2026-12-04T09:00:00Z", "2026-12-04T09:04:59Z"),
+            Some(4)
+        );
+    }
+
+    #[test]
+    fn a_providers_instances_say_when_they_arrived_or_are_leaving() {
+        let now = "2026-12-04T10:00:00.000Z";
+        let mut instance = InstanceView::of("i-1", "g6.12xlarge");
+        instance.registered_at = Some("2026-12-04T09:55:00.000Z".into());
+        let change = instance_change(&instance, now, true).expect("new");
+        assert_eq!(
+            (change.change, change.text.as_str()),
+            (ChangeKind::Launched, "registered 5 min ago")
+        );
+        instance.registered_at = Some("2026-12-03T09:55:00.000Z".into());
+        assert_eq!(instance_change(&instance, now, true), None, "a day old");
+        instance.not_placing = Some("DRAINING".into());
+        instance.impaired = Some("MPS daemon IMPAIRED".into());
+        assert_eq!(
+            instance_change(&instance, now, true).map(|c| c.change),
+            Some(ChangeKind::Repairing)
+        );
+        assert_eq!(
+            instance_change(&instance, now, false).map(|c| c.change),
+            Some(ChangeKind::Leaving)
+        );
+        instance.not_placing = Some("agent disconnected".into());
+        instance.impaired = None;
+        assert_eq!(instance_change(&instance, now, true), None);
     }
 }

@@ -114,6 +114,9 @@ pub struct InstanceView {
     /// registered outside any provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_provider: Option<String>,
+    /// When it registered with the cluster (RFC 3339), when ECS said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_at: Option<String>,
 }
 
 impl InstanceView {
@@ -136,6 +139,7 @@ impl InstanceView {
             room: None,
             host: None,
             capacity_provider: None,
+            registered_at: None,
         }
     }
 

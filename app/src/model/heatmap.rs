@@ -222,7 +222,15 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
         );
         for (block, (x, y)) in group.blocks.iter().zip(blocks) {
             let href = link(Zoom::Instance(block.instance.ec2_instance_id.clone()));
-            write_block(&mut svg, block, (*x, *y), &href, scale, query, threshold);
+            write_block(
+                &mut svg,
+                block,
+                (*x, *y),
+                &href,
+                scale,
+                (query, threshold),
+                &snapshot.taken_at,
+            );
         }
     }
     svg.push_str("</svg>");
@@ -255,8 +263,8 @@ fn write_block(
     (x, y): (u32, u32),
     href: &str,
     scale: Scale,
-    query: &FleetQuery,
-    threshold: u32,
+    (query, threshold): (&FleetQuery, u32),
+    now: &str,
 ) {
     let instance = block.instance;
     let (columns, _) = block_shape(block.gpus.len());
@@ -273,6 +281,15 @@ fn write_block(
     } else if let Some(why) = &instance.not_placing {
         let _ = write!(label, ", {why}: takes no tasks");
         class = r#" class="np""#;
+    }
+    if let Some(provider) = &instance.capacity_provider {
+        let _ = write!(label, ", from {provider}");
+        // Just launched by its provider: for tasks that waited, or as a replacement.
+        if let Some(change) = crate::model::capacity::instance_change(instance, now, false)
+            .filter(|c| c.change == crate::model::capacity::ChangeKind::Launched)
+        {
+            let _ = write!(label, ", new: {}", change.text);
+        }
     }
     let _ = write!(
         svg,
@@ -306,6 +323,8 @@ fn group_name(grouping: crate::model::fleet_view::Grouping, key: &str) -> String
     match (grouping, key.is_empty()) {
         (Grouping::Team, true) => "No team (idle, or containers without a team tag)".into(),
         (Grouping::Zone, true) => "Zone unknown".into(),
+        (Grouping::CapacityProvider, true) => "Registered by hand (no capacity provider)".into(),
+        (Grouping::CapacityProvider, false) => format!("Capacity provider {key}"),
         (Grouping::Team, false) => format!("Team {key}"),
         _ => key.to_string(),
     }

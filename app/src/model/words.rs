@@ -238,6 +238,17 @@ vocabulary! {
 }
 
 impl ProviderType {
+    /// The type in words.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ProviderType::AutoScalingGroup => "Auto Scaling group",
+            ProviderType::ManagedInstances => "ECS Managed Instances",
+            ProviderType::Fargate => "Fargate",
+            ProviderType::FargateSpot => "Fargate Spot",
+            ProviderType::Other(_) => "a type this console does not know",
+        }
+    }
+
     /// Whether tasks on it can share GPUs: EC2 capacity only, never Fargate.
     pub fn can_share_gpus(&self) -> bool {
         matches!(

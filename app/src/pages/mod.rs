@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod approvals;
 pub mod audit;
+pub mod capacity;
 pub mod cost;
 pub mod cost_plan;
 pub mod deployments;

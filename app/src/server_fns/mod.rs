@@ -5,6 +5,7 @@
 pub mod activity;
 pub mod approvals;
 pub mod audit;
+pub mod capacity;
 pub mod clusters;
 pub mod console;
 pub mod cost;

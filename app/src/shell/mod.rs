@@ -17,6 +17,7 @@ use crate::pages::{
     activity::{ClusterEventsPage, StoppedTasksPage},
     approvals::{ApprovalPage, ApprovalsPage},
     audit::AuditPage,
+    capacity::CapacityPage,
     cost::CostPage,
     cost_plan::CostPlanPage,
     deployments::{DeploymentWatchPage, DeploymentsPage, ServicePage},
@@ -121,6 +122,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/approvals") view=ApprovalsPage ssr=SsrMode::Async />
                     <Route path=path!("/approvals/:id") view=ApprovalPage ssr=SsrMode::Async />
+                    <Route path=path!("/capacity") view=CapacityPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                     <Route path=path!("/cost/plan") view=CostPlanPage ssr=SsrMode::Async />
                 </Routes>

@@ -163,6 +163,8 @@ pub fn provider_view(provider: &CapacityProvider) -> ProviderView {
         instances: 0,
         gpus: 0,
         may_launch: Vec::new(),
+        tasks_not_running: 0,
+        changes: Vec::new(),
     }
 }
 

@@ -207,6 +207,9 @@ pub fn zoom_into(snapshot: &FleetSnapshot, zoom: &Zoom) -> FleetSnapshot {
                             Zoom::Group(Grouping::Zone, zone) => {
                                 i.availability_zone.as_deref().unwrap_or("") == zone
                             }
+                            Zoom::Group(Grouping::CapacityProvider, provider) => {
+                                i.capacity_provider.as_deref().unwrap_or("") == provider
+                            }
                             Zoom::Instance(id) => &i.ec2_instance_id == id,
                             Zoom::Instances(_) => brushed.contains(i.ec2_instance_id.as_str()),
                             Zoom::Group(Grouping::Team, team) => {
@@ -249,6 +252,7 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         // The checks' detail stays on the server.
         room: None,
         capacity_provider: instance.capacity_provider.clone(),
+        registered_at: instance.registered_at.clone(),
     }
 }
 

@@ -98,6 +98,7 @@ pub fn group_key<'a>(
         Grouping::InstanceType => &instance.instance_type,
         Grouping::Zone => instance.availability_zone.as_deref().unwrap_or(""),
         Grouping::Team => gpu_team(gpu).unwrap_or(""),
+        Grouping::CapacityProvider => instance.capacity_provider.as_deref().unwrap_or(""),
     }
 }
 
@@ -117,6 +118,9 @@ pub fn pack(
                 let key = match grouping {
                     Grouping::Cluster => cluster.name.as_str(),
                     Grouping::InstanceType => instance.instance_type.as_str(),
+                    Grouping::CapacityProvider => {
+                        instance.capacity_provider.as_deref().unwrap_or("")
+                    }
                     _ => instance.availability_zone.as_deref().unwrap_or(""),
                 };
                 groups.get(key).totals.instances += 1;

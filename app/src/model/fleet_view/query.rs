@@ -71,14 +71,17 @@ pub enum Grouping {
     Team,
     /// The instance's availability zone, when EC2 could be read.
     Zone,
+    /// The capacity provider that launched the instance; instances registered by hand apart.
+    CapacityProvider,
 }
 
 impl Grouping {
-    pub const ALL: [Grouping; 4] = [
+    pub const ALL: [Grouping; 5] = [
         Grouping::Cluster,
         Grouping::InstanceType,
         Grouping::Team,
         Grouping::Zone,
+        Grouping::CapacityProvider,
     ];
 
     /// Its spelling in the URL.
@@ -88,6 +91,7 @@ impl Grouping {
             Grouping::InstanceType => "instance-type",
             Grouping::Team => "team",
             Grouping::Zone => "zone",
+            Grouping::CapacityProvider => "capacity-provider",
         }
     }
 
@@ -98,6 +102,7 @@ impl Grouping {
             Grouping::InstanceType => "Instance type",
             Grouping::Team => "Team",
             Grouping::Zone => "Availability zone",
+            Grouping::CapacityProvider => "Capacity provider",
         }
     }
 

@@ -26,8 +26,17 @@ pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
                         (Some(state), _) => state.to_string(),
                         (None, _) => "—".into(),
                     };
+                    let capacity = if s.capacity_provider_strategy.is_empty() {
+                        "EC2 launch type".to_string()
+                    } else {
+                        s.capacity_provider_strategy
+                            .iter()
+                            .map(|i| format!("{} (weight {}, base {})", i.capacity_provider, i.weight, i.base))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
                     let config = format!(
-                        "max {} %, min healthy {} %, circuit breaker {}",
+                        "max {} %, min healthy {} %, circuit breaker {}; capacity: {capacity}",
                         s.maximum_percent.map_or("—".into(), |p| p.to_string()),
                         s.minimum_healthy_percent.map_or("—".into(), |p| p.to_string()),
                         match (s.circuit_breaker, s.circuit_breaker_rollback) {

@@ -238,6 +238,7 @@ pub(super) fn instance_view(
             reserved: Vec::new(),
         }),
         capacity_provider: instance.capacity_provider_name().map(str::to_string),
+        registered_at: instance.registered_at().map(crate::aws::rfc3339),
     };
     (view, gpus)
 }
