@@ -16,7 +16,9 @@ use crate::{
     model::{splitmix, DeploymentConfig, Fleet, Tag},
 };
 
-use self::build::{add_instances, add_service, breaker, task_definition, Gpu, ServiceSpec};
+use self::build::{
+    add_instances, add_provider, add_service, breaker, task_definition, Gpu, ServiceSpec,
+};
 
 /// A scenario's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,52 +176,15 @@ fn demo_providers(fleet: &mut Fleet) {
             &["g6e.12xlarge", "g5.12xlarge"][..],
         ),
     ] {
-        let provider = CapacityProvider {
-            name: name.to_string(),
-            arn: fleet.arn(&format!("capacity-provider/{name}")),
-            kind,
-            cluster: (kind == ProviderKind::ManagedInstances).then(|| cluster.to_string()),
-            settings: settings.as_object().cloned().unwrap_or_default(),
-            active: true,
-            update_status: None,
-        };
-        if kind == ProviderKind::AutoScalingGroup {
-            let arn = provider.settings["autoScalingGroupArn"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            fleet.elastic.groups.insert(
-                "batch-sim-gpu".into(),
-                crate::elastic::AutoScalingGroup {
-                    name: "batch-sim-gpu".into(),
-                    arn,
-                    cluster: cluster.to_string(),
-                    instance_types: types.iter().map(|t| t.to_string()).collect(),
-                    min_size: 1,
-                    max_size: 4,
-                    desired_capacity: 3,
-                    last_scale_out: None,
-                },
-            );
-        }
-        fleet.capacity_providers.insert(name.to_string(), provider);
-        if let Some(cluster) = fleet.clusters.get_mut(cluster) {
-            cluster.capacity_providers.push(name.to_string());
-            if kind == ProviderKind::AutoScalingGroup {
-                cluster.default_strategy = vec![StrategyItem {
-                    capacity_provider: name.to_string(),
-                    weight: 1,
-                    base: 0,
-                }];
-            }
-            for instance in cluster
-                .instances
-                .iter_mut()
-                .filter(|i| types.contains(&i.instance_type.as_str()))
-            {
-                instance.capacity_provider = Some(name.to_string());
-            }
-        }
+        let group = (kind == ProviderKind::AutoScalingGroup).then_some(("batch-sim-gpu", 1, 4, 3));
+        add_provider(
+            fleet,
+            (name, kind, cluster),
+            settings,
+            types,
+            group,
+            kind == ProviderKind::AutoScalingGroup,
+        );
     }
 }
 
@@ -426,6 +391,61 @@ fn demo_story(fleet: &mut Fleet, present: DateTime<Utc>) {
     fleet.advance(settle);
 }
 
+/// Each `large` cluster's providers: its g5, g6 and g6e instances from a Managed Instances
+/// provider (auto repair on; infrastructure optimization off, so that a benchmark's fleet stays
+/// put), its p4d and p5 instances from an Auto Scaling group with managed scaling (100 of at
+/// most 120).
+fn large_providers(fleet: &mut Fleet, cluster: &str) {
+    let account = fleet.account.clone();
+    let managed = json!({
+        "infrastructureRoleArn": format!("arn:aws:iam::{account}:role/ecsInfrastructureRole"),
+        "instanceLaunchTemplate": {
+            "ec2InstanceProfileArn": format!("arn:aws:iam::{account}:instance-profile/ecsInstanceRole"),
+            "networkConfiguration": {"subnets": ["subnet-0b1c2d3e4f5a60001", "subnet-0b1c2d3e4f5a60002"]},
+            "instanceRequirements": {
+                "vCpuCount": {"min": 4},
+                "memoryMiB": {"min": 16384},
+                "acceleratorTypes": ["gpu"],
+                "acceleratorManufacturers": ["nvidia"],
+                "allowedInstanceTypes": ["g5.*", "g6.*", "g6e.*"]
+            }
+        },
+        "infrastructureOptimization": {"scaleInAfter": -1},
+        "autoRepairConfiguration": {"actionsStatus": "ENABLED"}
+    });
+    let group = format!("{cluster}-p");
+    let asg = json!({
+        "autoScalingGroupArn": format!("arn:aws:autoscaling:{}:{account}:autoScalingGroup:7c2e4a1b-0d3f-4e5a-9b8c-1d2e3f4a5b6c:autoScalingGroupName/{group}", fleet.region),
+        "managedScaling": {"status": "ENABLED", "targetCapacity": 100},
+        "managedTerminationProtection": "DISABLED"
+    });
+    let group: &'static str = Box::leak(group.into_boxed_str());
+    add_provider(
+        fleet,
+        (
+            &format!("{cluster}-gpu-mi"),
+            ProviderKind::ManagedInstances,
+            cluster,
+        ),
+        managed,
+        &["g5.48xlarge", "g6.48xlarge", "g6e.48xlarge"],
+        None,
+        false,
+    );
+    add_provider(
+        fleet,
+        (
+            &format!("{cluster}-p-asg"),
+            ProviderKind::AutoScalingGroup,
+            cluster,
+        ),
+        asg,
+        &["p5.48xlarge", "p4d.24xlarge"],
+        Some((group, 0, 120, 100)),
+        false,
+    );
+}
+
 /// 1,000 instances with 8 GPUs each in four clusters, 60 services, about 20,000 tasks.
 fn large(seed: u64, now: DateTime<Utc>) -> Fleet {
     let start = now - Duration::hours(1);
@@ -449,6 +469,7 @@ fn large(seed: u64, now: DateTime<Utc>) -> Fleet {
                 start + Duration::minutes((c * 5 + k) as i64),
             );
         }
+        large_providers(&mut fleet, cluster);
     }
     let teams = ["search", "vision", "speech", "research", "ads", "platform"];
     let images = ["app/infer:1.0.0", "app/embed:2.1.0", "app/batch:3.0.1"];

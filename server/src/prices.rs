@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use app::model::cost::{
-    prices::{check_duplicates, check_entry},
+    prices::{check_duplicates, check_entry, check_managed_fee},
     PriceBook, PriceFile,
 };
 use serde::Deserialize;
@@ -26,6 +26,7 @@ struct RawEntry {
     lifecycle: Option<String>,
     usd_per_hour: Option<f64>,
     source: Option<String>,
+    managed_instances_usd_per_hour: Option<f64>,
 }
 
 /// Reads and checks the price file at `path`.
@@ -52,14 +53,18 @@ pub fn parse(name: &str, text: &str) -> Result<PriceFile, String> {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            check_entry(
-                &format!("[[price]] {}", i + 1),
+            let at = format!("[[price]] {}", i + 1);
+            let mut entry = check_entry(
+                &at,
                 e.instance_type.as_deref(),
                 e.region.as_deref(),
                 e.lifecycle.as_deref(),
                 e.usd_per_hour,
                 e.source.as_deref(),
-            )
+            )?;
+            entry.managed_instances_usd_per_hour =
+                check_managed_fee(&at, e.managed_instances_usd_per_hour)?;
+            Ok::<_, String>(entry)
         })
         .collect::<Result<Vec<_>, _>>()?;
     check_duplicates(&prices)?;

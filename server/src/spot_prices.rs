@@ -175,6 +175,7 @@ fn fleet_means(
             instance_type: kind.clone(),
             lifecycle: Lifecycle::Spot,
             usd_per_hour: each.iter().sum::<f64>() / each.len() as f64,
+            managed_instances_usd_per_hour: None,
             source: format!(
                 "EC2 spot price history, {} (mean over the fleet's instances), read {read_at}",
                 if used.is_empty() {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::words::ProviderType;
+pub use crate::model::{fleet::StrategyItem, words::ProviderType};
 
 /// Which clusters' providers to show: one, or all.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,14 +28,6 @@ pub struct ClusterCapacity {
     /// and so is not shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-}
-
-/// One entry of a capacity provider strategy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StrategyItem {
-    pub capacity_provider: String,
-    pub weight: u32,
-    pub base: u32,
 }
 
 /// A capacity provider.

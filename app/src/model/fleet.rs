@@ -224,6 +224,14 @@ pub struct ClusterView {
     pub pending_tasks: u32,
 }
 
+/// One entry of a capacity provider strategy: a service's, or a cluster's default.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StrategyItem {
+    pub capacity_provider: String,
+    pub weight: u32,
+    pub base: u32,
+}
+
 /// A service and the task definition it runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceRef {
@@ -265,7 +273,7 @@ pub struct ServiceRef {
     pub placement_strategy: Vec<String>,
     /// The service's capacity provider strategy; empty for the EC2 launch type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub capacity_provider_strategy: Vec<crate::model::capacity::StrategyItem>,
+    pub capacity_provider_strategy: Vec<StrategyItem>,
     /// When ECS last described the service to the console, RFC 3339: a budget counts the
     /// changes the console sent since (see [`crate::model::sent`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

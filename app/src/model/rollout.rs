@@ -475,5 +475,14 @@ fn more_instances(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
     None
 }
 
+/// A task's GPU request in words.
+fn describe(request: &GpuRequest) -> String {
+    match request {
+        GpuRequest::None => "a task without GPUs".into(),
+        GpuRequest::Whole(_) => format!("{} whole GPUs", request.whole_gpus()),
+        GpuRequest::Mps(_) => format!("MPS {} MiB on one GPU", request.mps_memory_mib()),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,8 @@
 //! spot market's last read. The reports never wait on AWS; the consolidation plan reads the task
 //! definitions the services run (through the ECS read cache).
 
+mod providers;
+
 use std::collections::HashMap;
 
 use placement::resources::Needs;
@@ -71,11 +73,14 @@ pub async fn plan(
         })
         .collect();
     let query = query.clone();
-    context
+    let planned = snapshot.clone();
+    let mut plan = context
         .heavy
-        .run(move || consolidate::plan(&snapshot, &prices, &needs, &query))
+        .run(move || consolidate::plan(&planned, &prices, &needs, &query))
         .await?
-        .map_err(ServiceError::invalid)
+        .map_err(ServiceError::invalid)?;
+    providers::advise(context, &snapshot, &mut plan).await;
+    Ok(plan)
 }
 
 /// The detailed CSV of `query`'s recorded period: a line per day and row.

@@ -207,31 +207,7 @@ impl Fleet {
             {
                 break;
             }
-            let provider = self.provider_for_next_task(key, name);
-            let placed = self
-                .run_task_on(
-                    key,
-                    &pass.primary_td,
-                    pass.group.clone(),
-                    Some(pass.primary_id.clone()),
-                    provider.as_deref(),
-                )
-                .or_else(|why| {
-                    // On a capacity provider, a task no instance can take waits for capacity
-                    // in PROVISIONING.
-                    provider
-                        .as_deref()
-                        .and_then(|p| {
-                            self.wait_for_capacity(
-                                key,
-                                &pass.primary_td,
-                                pass.group.clone(),
-                                Some(pass.primary_id.clone()),
-                                p,
-                            )
-                        })
-                        .ok_or(why)
-                });
+            let placed = self.place_or_wait(key, name, pass);
             match placed {
                 Ok(arn) => {
                     let Some(svc) = self.service_mut(key, name) else {
@@ -265,6 +241,32 @@ impl Fleet {
         if let Some((why, closest)) = placement_failure {
             self.record_placement_failure(key, name, &why, closest.as_deref());
         }
+    }
+
+    /// Places one PRIMARY task, on its capacity provider's instances when the service has a
+    /// strategy; on a provider, a task no instance can take waits for capacity in PROVISIONING.
+    fn place_or_wait(
+        &mut self,
+        key: &str,
+        name: &str,
+        pass: &Pass,
+    ) -> Result<String, (Unplaced, Option<String>)> {
+        let provider = self.provider_for_next_task(key, name);
+        let group = pass.group.clone();
+        let started_by = Some(pass.primary_id.clone());
+        self.run_task_on(
+            key,
+            &pass.primary_td,
+            group.clone(),
+            started_by.clone(),
+            provider.as_deref(),
+        )
+        .or_else(|why| {
+            provider
+                .as_deref()
+                .and_then(|p| self.wait_for_capacity(key, &pass.primary_td, group, started_by, p))
+                .ok_or(why)
+        })
     }
 
     /// Stops the old deployments' tasks that the new one replaces (pending ones first) while

@@ -18,6 +18,68 @@ pub(super) fn add_instances(
     }
 }
 
+/// An Auto Scaling group for a provider: its name, minimum, maximum and desired size.
+pub(super) type GroupSpec = (&'static str, u32, u32, u32);
+
+/// Adds the capacity provider `name` of `kind` for `cluster` with `settings`, names it on the
+/// cluster's instances of `types`, and for an Auto Scaling group provider adds its `group`
+/// (launching the first of `types`); `default` makes it the cluster's default strategy.
+pub(super) fn add_provider(
+    fleet: &mut Fleet,
+    (name, kind, cluster): (&str, ProviderKind, &str),
+    settings: Value,
+    types: &[&str],
+    group: Option<GroupSpec>,
+    default: bool,
+) {
+    let provider = CapacityProvider {
+        name: name.to_string(),
+        arn: fleet.arn(&format!("capacity-provider/{name}")),
+        kind,
+        cluster: (kind == ProviderKind::ManagedInstances).then(|| cluster.to_string()),
+        settings: settings.as_object().cloned().unwrap_or_default(),
+        active: true,
+        update_status: None,
+    };
+    if let Some((group, min_size, max_size, desired_capacity)) = group {
+        let arn = provider.settings["autoScalingGroupArn"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        fleet.elastic.groups.insert(
+            group.into(),
+            crate::elastic::AutoScalingGroup {
+                name: group.into(),
+                arn,
+                cluster: cluster.to_string(),
+                instance_types: types.iter().map(|t| t.to_string()).collect(),
+                min_size,
+                max_size,
+                desired_capacity,
+                last_scale_out: None,
+            },
+        );
+    }
+    fleet.capacity_providers.insert(name.to_string(), provider);
+    if let Some(cluster) = fleet.clusters.get_mut(cluster) {
+        cluster.capacity_providers.push(name.to_string());
+        if default {
+            cluster.default_strategy = vec![StrategyItem {
+                capacity_provider: name.to_string(),
+                weight: 1,
+                base: 0,
+            }];
+        }
+        for instance in cluster
+            .instances
+            .iter_mut()
+            .filter(|i| types.contains(&i.instance_type.as_str()))
+        {
+            instance.capacity_provider = Some(name.to_string());
+        }
+    }
+}
+
 /// The GPU part of a container definition.
 #[derive(Clone, Copy)]
 pub(super) enum Gpu {

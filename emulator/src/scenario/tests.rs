@@ -242,3 +242,28 @@ fn demo_has_what_it_promises() {
         }
     }
 }
+
+#[test]
+fn the_large_fleet_is_mostly_behind_capacity_providers() {
+    let fleet = Scenario::Large.build(7, chrono::Utc::now());
+    let instances: Vec<_> = fleet.clusters.values().flat_map(|c| &c.instances).collect();
+    let behind = instances
+        .iter()
+        .filter(|i| i.capacity_provider.is_some())
+        .count();
+    assert_eq!(
+        behind,
+        instances.len(),
+        "every type of large has a provider"
+    );
+    assert_eq!(
+        fleet.elastic.groups.len(),
+        4,
+        "one Auto Scaling group per cluster"
+    );
+    let mi = instances
+        .iter()
+        .filter(|i| i.capacity_provider.as_deref() == Some("prod-a-gpu-mi"))
+        .count();
+    assert_eq!(mi, 150, "prod-a's g5, g6 and g6e");
+}

@@ -13,8 +13,7 @@ use crate::config::BenchEmulatorArgs;
 /// then searches for what would let it through), and that one again on a Managed Instances
 /// provider, which launches what the rollout needs.
 pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
-    use app::model::rollout::{Cluster, RolloutPlan};
-    use placement::GpuRequest;
+    use app::model::rollout::Cluster;
 
     let snapshot = scenario_snapshot(&args.scenario).await?;
     let ((cluster, service), (tasks, memory, largest)) = busiest_mps_service(&snapshot)?;
@@ -22,6 +21,41 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
     let layout = Cluster::of(&snapshot, &cluster, &service)
         .context("the cluster")?
         .with_service_tasks(60);
+    let plans = plans(&snapshot, (&cluster, &service), memory, largest);
+    let mut rows = Vec::new();
+    for (what, plan) in plans {
+        let (times, verdict) = time_pre_check(&layout, &plan)?;
+        rows.push(Row {
+            what,
+            value: format!(
+                "p50 {:.2} ms, p95 {:.2} ms ({verdict})",
+                times[24].as_secs_f64() * 1000.0,
+                times[47].as_secs_f64() * 1000.0,
+            ),
+        });
+    }
+    print_table(
+        &format!(
+            "gpushare bench precheck — scenario {}, service {cluster}/{service} ({tasks} MPS tasks in the snapshot), 50 runs each",
+            args.scenario
+        ),
+        &rows,
+    );
+    Ok(())
+}
+
+/// The three rollouts the bench times: 60 tasks with 1.5 times the memory; one more task than
+/// the cluster has empty GPUs, each asking a whole GPU's memory; and that one on a Managed
+/// Instances provider.
+fn plans(
+    snapshot: &app::model::FleetSnapshot,
+    (cluster, service): (&str, &str),
+    memory: u32,
+    largest: u32,
+) -> Vec<(String, app::model::rollout::RolloutPlan)> {
+    use app::model::rollout::RolloutPlan;
+    use placement::GpuRequest;
+    let (cluster, service) = (cluster.to_string(), service.to_string());
     let needs = placement::resources::Needs {
         cpu: 1_024,
         memory_mib: 4_096,
@@ -69,12 +103,12 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
                     .map(emulator::elastic::facts)
                     .collect(),
                 excluded: Vec::new(),
+                fee_note: None,
             },
         }),
         ..stalling.clone()
     };
-    let mut rows = Vec::new();
-    for (what, plan) in [
+    vec![
         (
             format!("60 tasks, MPS {memory} → {} MiB", memory + memory / 2),
             base,
@@ -93,25 +127,7 @@ pub async fn precheck(args: BenchEmulatorArgs) -> anyhow::Result<()> {
             ),
             growing,
         ),
-    ] {
-        let (times, verdict) = time_pre_check(&layout, &plan)?;
-        rows.push(Row {
-            what,
-            value: format!(
-                "p50 {:.2} ms, p95 {:.2} ms ({verdict})",
-                times[24].as_secs_f64() * 1000.0,
-                times[47].as_secs_f64() * 1000.0,
-            ),
-        });
-    }
-    print_table(
-        &format!(
-            "gpushare bench precheck — scenario {}, service {cluster}/{service} ({tasks} MPS tasks in the snapshot), 50 runs each",
-            args.scenario
-        ),
-        &rows,
-    );
-    Ok(())
+    ]
 }
 
 /// A service: its cluster and name.

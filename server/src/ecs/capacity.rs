@@ -98,73 +98,72 @@ pub fn provider_view(provider: &CapacityProvider) -> ProviderView {
             .status()
             .map(|s| s.as_str().to_string())
             .unwrap_or_default(),
-        managed_instances: provider.managed_instances_provider().map(|managed| {
-            let template = managed.instance_launch_template();
-            let requirements = template.and_then(|t| t.instance_requirements());
-            let words = |list: Option<Vec<String>>| list.unwrap_or_default();
-            ManagedInstances {
-                capacity_option: template
-                    .and_then(|t| t.capacity_option_type())
-                    .map(|c| c.as_str().to_string()),
-                auto_repair: managed
-                    .auto_repair_configuration()
-                    .and_then(|r| r.actions_status())
-                    .map(|s| s.as_str() == "ENABLED"),
-                scale_in_after_seconds: managed
-                    .infrastructure_optimization()
-                    .and_then(|o| o.scale_in_after())
-                    .map(i64::from),
-                accelerator_names: words(requirements.map(|r| {
-                    r.accelerator_names()
-                        .iter()
-                        .map(|n| n.as_str().to_string())
-                        .collect()
-                })),
-                accelerator_manufacturers: words(requirements.map(|r| {
-                    r.accelerator_manufacturers()
-                        .iter()
-                        .map(|n| n.as_str().to_string())
-                        .collect()
-                })),
-                allowed_instance_types: words(
-                    requirements.map(|r| r.allowed_instance_types().to_vec()),
-                ),
-                excluded_instance_types: words(
-                    requirements.map(|r| r.excluded_instance_types().to_vec()),
-                ),
-                requirements: requirements.map(requirements_of).unwrap_or_default(),
-            }
-        }),
-        auto_scaling_group: provider.auto_scaling_group_provider().map(|group| {
-            let scaling = group.managed_scaling();
-            let number = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
-            AutoScalingGroup {
-                arn: group.auto_scaling_group_arn().to_string(),
-                managed_scaling: scaling
-                    .and_then(|s| s.status())
-                    .is_some_and(|s| *s == ManagedScalingStatus::Enabled),
-                target_capacity_percent: number(scaling.and_then(|s| s.target_capacity())),
-                minimum_scaling_step_size: number(
-                    scaling.and_then(|s| s.minimum_scaling_step_size()),
-                ),
-                maximum_scaling_step_size: number(
-                    scaling.and_then(|s| s.maximum_scaling_step_size()),
-                ),
-                instance_warmup_seconds: number(scaling.and_then(|s| s.instance_warmup_period())),
-                managed_termination_protection: group
-                    .managed_termination_protection()
-                    .is_some_and(|p| p.as_str() == "ENABLED"),
-                managed_draining: group
-                    .managed_draining()
-                    .map(|d| *d == ManagedDraining::Enabled),
-                group: None,
-            }
-        }),
+        managed_instances: provider.managed_instances_provider().map(managed_view),
+        auto_scaling_group: provider.auto_scaling_group_provider().map(group_view),
         instances: 0,
         gpus: 0,
         may_launch: Vec::new(),
         tasks_not_running: 0,
         changes: Vec::new(),
+    }
+}
+
+/// A Managed Instances provider's settings as the console shows them.
+fn managed_view(managed: &aws_sdk_ecs::types::ManagedInstancesProvider) -> ManagedInstances {
+    let template = managed.instance_launch_template();
+    let requirements = template.and_then(|t| t.instance_requirements());
+    let words = |list: Option<Vec<String>>| list.unwrap_or_default();
+    ManagedInstances {
+        capacity_option: template
+            .and_then(|t| t.capacity_option_type())
+            .map(|c| c.as_str().to_string()),
+        auto_repair: managed
+            .auto_repair_configuration()
+            .and_then(|r| r.actions_status())
+            .map(|s| s.as_str() == "ENABLED"),
+        scale_in_after_seconds: managed
+            .infrastructure_optimization()
+            .and_then(|o| o.scale_in_after())
+            .map(i64::from),
+        accelerator_names: words(requirements.map(|r| {
+            r.accelerator_names()
+                .iter()
+                .map(|n| n.as_str().to_string())
+                .collect()
+        })),
+        accelerator_manufacturers: words(requirements.map(|r| {
+            r.accelerator_manufacturers()
+                .iter()
+                .map(|n| n.as_str().to_string())
+                .collect()
+        })),
+        allowed_instance_types: words(requirements.map(|r| r.allowed_instance_types().to_vec())),
+        excluded_instance_types: words(requirements.map(|r| r.excluded_instance_types().to_vec())),
+        requirements: requirements.map(requirements_of).unwrap_or_default(),
+    }
+}
+
+/// An Auto Scaling group provider's settings as the console shows them (the group's size is
+/// read from EC2 Auto Scaling after).
+fn group_view(group: &aws_sdk_ecs::types::AutoScalingGroupProvider) -> AutoScalingGroup {
+    let scaling = group.managed_scaling();
+    let number = |n: Option<i32>| n.and_then(|n| u32::try_from(n).ok());
+    AutoScalingGroup {
+        arn: group.auto_scaling_group_arn().to_string(),
+        managed_scaling: scaling
+            .and_then(|s| s.status())
+            .is_some_and(|s| *s == ManagedScalingStatus::Enabled),
+        target_capacity_percent: number(scaling.and_then(|s| s.target_capacity())),
+        minimum_scaling_step_size: number(scaling.and_then(|s| s.minimum_scaling_step_size())),
+        maximum_scaling_step_size: number(scaling.and_then(|s| s.maximum_scaling_step_size())),
+        instance_warmup_seconds: number(scaling.and_then(|s| s.instance_warmup_period())),
+        managed_termination_protection: group
+            .managed_termination_protection()
+            .is_some_and(|p| p.as_str() == "ENABLED"),
+        managed_draining: group
+            .managed_draining()
+            .map(|d| *d == ManagedDraining::Enabled),
+        group: None,
     }
 }
 

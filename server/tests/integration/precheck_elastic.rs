@@ -212,6 +212,7 @@ fn growth(case: &Case, snapshot_size: u32) -> Growth {
                 .filter(|f| requirements.check(f).is_ok() && f.shares_gpus())
                 .collect(),
             excluded: Vec::new(),
+            fee_note: None,
         }
     } else {
         GrowthSource::AutoScaling {

@@ -41,6 +41,10 @@ pub struct Price {
     pub instance_type: String,
     pub lifecycle: Lifecycle,
     pub usd_per_hour: f64,
+    /// What ECS Managed Instances charges an hour on top, for an instance of a Managed
+    /// Instances provider; `None` when the price file does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_instances_usd_per_hour: Option<f64>,
     /// Where the figure comes from: the built-in table or the price file's `source`.
     pub source: String,
 }
@@ -84,6 +88,7 @@ impl PriceBook {
                     instance_type: (*instance_type).to_string(),
                     lifecycle: Lifecycle::OnDemand,
                     usd_per_hour: *usd,
+                    managed_instances_usd_per_hour: None,
                     source: BUILTIN_SOURCE.to_string(),
                 })
                 .collect(),
@@ -118,6 +123,7 @@ impl PriceBook {
                 instance_type: entry.instance_type.clone(),
                 lifecycle: entry.lifecycle,
                 usd_per_hour: entry.usd_per_hour,
+                managed_instances_usd_per_hour: entry.managed_instances_usd_per_hour,
                 source: entry
                     .source
                     .clone()
@@ -203,6 +209,9 @@ pub struct PriceEntry {
     pub lifecycle: Lifecycle,
     pub usd_per_hour: f64,
     pub source: Option<String>,
+    /// The Managed Instances charge an hour on top of `usd_per_hour`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_instances_usd_per_hour: Option<f64>,
 }
 
 /// The longest price a file may give an hour: far above any GPU instance, so a price in cents
@@ -260,7 +269,19 @@ pub fn check_entry(
         lifecycle,
         usd_per_hour,
         source: source.map(str::to_string).filter(|s| !s.trim().is_empty()),
+        managed_instances_usd_per_hour: None,
     })
+}
+
+/// Checks the Managed Instances charge of an entry: zero or more US dollars an hour, below the
+/// largest price a file may give.
+pub fn check_managed_fee(at: &str, fee: Option<f64>) -> Result<Option<f64>, String> {
+    match fee {
+        Some(fee) if !fee.is_finite() || !(0.0..=MAX_USD_PER_HOUR).contains(&fee) => Err(format!(
+            "{at}: managed_instances_usd_per_hour {fee} is not a charge; give zero or more US dollars an hour (at most {MAX_USD_PER_HOUR})"
+        )),
+        other => Ok(other),
+    }
 }
 
 /// Refuses a file that prices one type, region and lifecycle twice.
@@ -310,6 +331,19 @@ fn is_region(text: &str) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_managed_instances_charge_is_zero_or_more_dollars_an_hour() {
+        assert_eq!(check_managed_fee("[[price]] 1", None), Ok(None));
+        assert_eq!(check_managed_fee("[[price]] 1", Some(0.63)), Ok(Some(0.63)));
+        for bad in [-1.0, f64::NAN, 5_000.0] {
+            let error = check_managed_fee("[[price]] 2", Some(bad)).unwrap_err();
+            assert!(
+                error.starts_with("[[price]] 2: managed_instances_usd_per_hour"),
+                "{error}"
+            );
+        }
+    }
 
     #[test]
     fn the_builtin_table_is_for_its_region_only() {

@@ -490,6 +490,7 @@ fn shares_and_idle_add_up_to_the_instances_bill_to_the_cent() {
         instance_type: "g5.xlarge".into(),
         lifecycle: Lifecycle::Spot,
         usd_per_hour: 0.3771,
+        managed_instances_usd_per_hour: None,
         source: "test".into(),
     });
     for case in 0..300 {

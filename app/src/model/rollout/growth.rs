@@ -39,6 +39,9 @@ pub enum GrowthSource {
     ManagedInstances {
         candidates: Vec<TypeFacts>,
         excluded: Vec<String>,
+        /// What the candidates' prices leave out, when they do (the Managed Instances charge).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fee_note: Option<String>,
     },
     /// An Auto Scaling group with managed scaling.
     AutoScaling {
@@ -92,10 +95,14 @@ impl<'a> Grower<'a> {
             _ => 0,
         };
         let assumed = match &growth.source {
-            GrowthSource::ManagedInstances { .. } => vec![format!(
-                "a Managed Instances launch takes about {} minutes (ECS does not say; an assumption)",
-                MANAGED_LAUNCH_SECONDS / 60
-            )],
+            GrowthSource::ManagedInstances { fee_note, .. } => {
+                let mut assumed = vec![format!(
+                    "a Managed Instances launch takes about {} minutes (ECS does not say; an assumption)",
+                    MANAGED_LAUNCH_SECONDS / 60
+                )];
+                assumed.extend(fee_note.clone());
+                assumed
+            }
             GrowthSource::AutoScaling { warmup_seconds, .. } => vec![format!(
                 "an instance of the group boots and registers in about {ASG_LAUNCH_SECONDS} s (an assumption); the next scale-out waits for the {warmup_seconds} s warm-up"
             )],
@@ -141,6 +148,7 @@ impl<'a> Grower<'a> {
             GrowthSource::ManagedInstances {
                 candidates,
                 excluded,
+                ..
             } => match growth::cheapest(candidates, &shapes) {
                 Some((kind, count)) => Some((kind.clone(), count, MANAGED_LAUNCH_SECONDS)),
                 None => {
@@ -274,7 +282,7 @@ fn no_type_fits(plan: &RolloutPlan, candidates: &[TypeFacts], excluded: &[String
         format!(
             "no type the provider may launch ({}) takes a new task: {}",
             names.join(", "),
-            super::simulate::describe(&plan.new)
+            super::describe(&plan.new)
         )
     };
     if !excluded.is_empty() {

@@ -33,27 +33,8 @@ fn run(
     let mut old = cluster.old(plan.running);
     let desired = plan.desired;
     let (upper, lower) = bounds(plan);
-    let could_grow = grower.as_ref().is_some_and(|g| g.could_host(plan));
-    if plan.new != GpuRequest::None && !could_grow && !hosts.iter().any(|h| h.could_host(&plan.new))
-    {
-        let limit = grower
-            .as_deref_mut()
-            .and_then(|g| {
-                g.grow(&mut hosts, plan, 1);
-                g.limit()
-            })
-            .map(|limit| format!(" The capacity provider cannot help: {limit}."))
-            .unwrap_or_default();
-        return (
-            Verdict::Never {
-                reason: format!(
-                    "No instance of {} could host one new task even empty: {}.{limit}",
-                    plan.cluster,
-                    describe(&plan.new)
-                ),
-            },
-            Vec::new(),
-        );
+    if let Some(never) = never_fits(cluster, plan, &mut hosts, grower.as_deref_mut()) {
+        return (never, Vec::new());
     }
     let mut new_running = 0_u32;
     let mut steps = Vec::new();
@@ -86,16 +67,6 @@ fn run(
             new_running,
         });
         if started == 0 && stopped == 0 && !launched {
-            let limit = grower
-                .as_deref()
-                .and_then(Grower::limit)
-                .map(|limit| {
-                    format!(
-                        " The capacity provider {} cannot launch more: {limit}.",
-                        plan.growth.as_ref().map_or("", |g| g.provider.as_str())
-                    )
-                })
-                .unwrap_or_default();
             let reason = if unplaced > 0 {
                 format!(
                     "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones. {}",
@@ -105,7 +76,7 @@ fn run(
                     old.len(),
                     plan.minimum_healthy_percent,
                     blocked.unwrap_or_default()
-                ) + &limit
+                ) + &growth_limit(plan, grower.as_deref())
             } else {
                 format!(
                     "The bounds allow no step: at most {upper} tasks ({} %) and at least {lower} healthy ({} %) of {desired}.",
@@ -122,6 +93,50 @@ fn run(
         },
         steps,
     )
+}
+
+/// "Never": no instance could host one new task even empty, and the provider (if any) has no
+/// type that could either.
+fn never_fits(
+    cluster: &Cluster,
+    plan: &RolloutPlan,
+    hosts: &mut Vec<Host>,
+    grower: Option<&mut Grower<'_>>,
+) -> Option<Verdict> {
+    let could_grow = grower.as_ref().is_some_and(|g| g.could_host(plan));
+    if plan.new == GpuRequest::None
+        || could_grow
+        || cluster.hosts.iter().any(|h| h.could_host(&plan.new))
+    {
+        return None;
+    }
+    let limit = grower
+        .and_then(|g| {
+            g.grow(hosts, plan, 1);
+            g.limit()
+        })
+        .map(|limit| format!(" The capacity provider cannot help: {limit}."))
+        .unwrap_or_default();
+    Some(Verdict::Never {
+        reason: format!(
+            "No instance of {} could host one new task even empty: {}.{limit}",
+            plan.cluster,
+            describe(&plan.new)
+        ),
+    })
+}
+
+/// What stopped the provider from launching more, as the end of a stall's reason.
+fn growth_limit(plan: &RolloutPlan, grower: Option<&Grower<'_>>) -> String {
+    grower
+        .and_then(Grower::limit)
+        .map(|limit| {
+            format!(
+                " The capacity provider {} cannot launch more: {limit}.",
+                plan.growth.as_ref().map_or("", |g| g.provider.as_str())
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// The most tasks that may run and the fewest that must stay healthy. ECS rounds the upper
@@ -354,14 +369,5 @@ fn eni_scope(cluster: &Cluster, checked: &mut Vec<String>, unknown: &mut Vec<Str
             "ENI attachment points (awsvpc, one per task) on {}: ENI trunking is on there, or EC2 DescribeInstanceTypes could not be read, so their limit is not known and the check counts none",
             unknown_enis.join(", ")
         ));
-    }
-}
-
-/// A task's GPU request in words.
-pub(super) fn describe(request: &GpuRequest) -> String {
-    match request {
-        GpuRequest::None => "a task without GPUs".into(),
-        GpuRequest::Whole(_) => format!("{} whole GPUs", request.whole_gpus()),
-        GpuRequest::Mps(_) => format!("MPS {} MiB on one GPU", request.mps_memory_mib()),
     }
 }

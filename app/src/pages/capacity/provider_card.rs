@@ -26,6 +26,14 @@ fn facts(provider: &ProviderView) -> Vec<(&'static str, String)> {
             provider.tasks_not_running.to_string(),
         ),
     ];
+    rows.extend(managed_rows(provider));
+    rows.extend(group_rows(provider));
+    rows
+}
+
+/// A Managed Instances provider's auto repair, scale-in delay and capacity option.
+fn managed_rows(provider: &ProviderView) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
     if let Some(managed) = &provider.managed_instances {
         rows.push((
             "Auto repair",
@@ -53,6 +61,12 @@ fn facts(provider: &ProviderView) -> Vec<(&'static str, String)> {
                 .unwrap_or_else(|| "ON_DEMAND (ECS's default)".into()),
         ));
     }
+    rows
+}
+
+/// An Auto Scaling group provider's managed scaling and group size.
+fn group_rows(provider: &ProviderView) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
     if let Some(group) = &provider.auto_scaling_group {
         rows.push((
             "Managed scaling",

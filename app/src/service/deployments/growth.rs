@@ -138,13 +138,42 @@ fn managed(
     if more > 0 {
         reasons.push(format!("and {more} more"));
     }
+    let candidates: Vec<TypeFacts> = matched
+        .into_iter()
+        .map(|o| priced(context, observed(snapshot, &o.facts)))
+        .collect();
+    // The Managed Instances charge on top of EC2's price, where the price file gives it.
+    let (charged, uncharged): (Vec<TypeFacts>, Vec<TypeFacts>) = candidates
+        .into_iter()
+        .partition(|c| managed_fee(context, &c.name).is_some());
+    let mut priced_with_fee: Vec<TypeFacts> = charged
+        .into_iter()
+        .map(|c| TypeFacts {
+            usd_per_hour: c
+                .usd_per_hour
+                .zip(managed_fee(context, &c.name))
+                .map(|(ec2, fee)| ec2 + fee),
+            ..c
+        })
+        .collect();
+    let fee_note = (!uncharged.is_empty()).then(|| {
+        "prices without the Managed Instances charge, which the price file does not give (managed_instances_usd_per_hour)".to_string()
+    });
+    priced_with_fee.extend(uncharged);
     GrowthSource::ManagedInstances {
-        candidates: matched
-            .into_iter()
-            .map(|o| priced(context, observed(snapshot, &o.facts)))
-            .collect(),
+        candidates: priced_with_fee,
         excluded: reasons,
+        fee_note,
     }
+}
+
+/// What ECS Managed Instances charges an hour for an instance of `instance_type`, when the
+/// price file says.
+fn managed_fee(context: &ServiceContext, instance_type: &str) -> Option<f64> {
+    context
+        .prices
+        .price(instance_type, Lifecycle::OnDemand)
+        .and_then(|p| p.managed_instances_usd_per_hour)
 }
 
 /// `facts` with the GPU memory ECS registers for the type, when an instance of it in the fleet

@@ -90,6 +90,7 @@ fn managed(candidates: Vec<TypeFacts>) -> GrowthSource {
     GrowthSource::ManagedInstances {
         candidates,
         excluded: vec!["g6f.large: a fractional GPU cannot be shared".into()],
+        fee_note: None,
     }
 }
 

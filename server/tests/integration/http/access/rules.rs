@@ -120,6 +120,10 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             Rule::Read(|| form("/api/list_clusters", "")),
         ),
         (
+            "/api/list_capacity",
+            Rule::Read(|| form("/api/list_capacity", "")),
+        ),
+        (
             "/api/fleet_overview",
             Rule::Read(|| form("/api/fleet_overview", "query[colour]=memory")),
         ),
