@@ -123,7 +123,18 @@ mod tests {
             include_str!("../../prices.example.toml"),
         )
         .unwrap();
-        assert_eq!(file.prices.len(), 2);
+        assert_eq!(file.prices.len(), 3);
+        // The Managed Instances charge is read beside the EC2 price.
+        assert_eq!(file.prices[2].managed_instances_usd_per_hour, Some(0.63));
+        let bad = parse(
+            "p.toml",
+            "[[price]]\ninstance_type = \"g6.xlarge\"\nusd_per_hour = 1\nmanaged_instances_usd_per_hour = -1",
+        )
+        .unwrap_err();
+        assert!(
+            bad.contains("managed_instances_usd_per_hour -1 is not a charge"),
+            "{bad}"
+        );
     }
 
     #[test]

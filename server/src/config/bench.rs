@@ -18,7 +18,8 @@ pub enum BenchCommand {
     /// The fit check of one task against the fleet snapshot, for MPS and whole-GPU requests.
     Fit(BenchEmulatorArgs),
     /// The capacity pre-check of a 60-task rollout (one that completes, one that stalls at the
-    /// overlap) against the fleet snapshot.
+    /// overlap, and that one on a Managed Instances provider, which launches what it needs)
+    /// against the fleet snapshot.
     Precheck(BenchEmulatorArgs),
     /// Audit log writes per second on SQLite (or the database of DATABASE_URL).
     Audit(BenchAuditArgs),
