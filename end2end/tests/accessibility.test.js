@@ -24,6 +24,8 @@ const pages = [
   '/audit',
   '/cost',
   '/approvals',
+  '/capacity',
+  '/?group=capacity-provider',
 ];
 
 describe('accessibility', () => {

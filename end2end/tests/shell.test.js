@@ -99,7 +99,7 @@ describe('without JavaScript', () => {
     const clusters = await page.getByTestId('cluster-table').locator('tbody th').allTextContents();
     assert.deepEqual(clusters, ['batch-sim', 'inference-prod', 'ml-dev']);
     assert.match(await page.getByTestId('status-version').textContent(), /^\d+\.\d+\.\d+/);
-    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').count(), 6);
+    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').count(), 7);
     assert.equal(await page.locator('body[data-hydrated]').count(), 0, 'nothing ran in the browser');
     await context.close();
   });
