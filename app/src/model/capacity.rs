@@ -100,6 +100,7 @@ impl ChangeKind {
 
 /// What is happening to `instance` of a provider, at `now` (RFC 3339); `auto_repair` when its
 /// provider replaces impaired instances.
+#[cfg(feature = "ssr")]
 pub fn instance_change(
     instance: &crate::model::InstanceView,
     now: &str,
@@ -136,37 +137,12 @@ pub fn instance_change(
     })
 }
 
-/// Whole minutes from `from` to `to`, both RFC 3339 in UTC (`…Z`, as the console writes them).
+/// Whole minutes from `from` to `to`, both RFC 3339.
+#[cfg(feature = "ssr")]
 fn minutes_between(from: &str, to: &str) -> Option<i64> {
-    Some((utc_seconds(to)? - utc_seconds(from)?).div_euclid(60))
-}
-
-/// Seconds since 1970 of an RFC 3339 time in UTC (`2026-12-04T09:30:00.000Z`); the fraction is
-/// dropped.
-fn utc_seconds(text: &str) -> Option<i64> {
-    let text = text.strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut date_parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, d) = (
-        date_parts.next()??,
-        date_parts.next()??,
-        date_parts.next()??,
-    );
-    let time = time.split('.').next()?;
-    let mut time_parts = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
-    let (hh, mm, ss) = (
-        time_parts.next()??,
-        time_parts.next()??,
-        time_parts.next()??,
-    );
-    // Days from 1970-01-01 to the civil date (the proleptic Gregorian calendar).
-    let (y, m) = if m <= 2 { (y - 1, m + 12) } else { (y, m) };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * (m - 3) + 2) / 5 + d - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+    let from = chrono::DateTime::parse_from_rfc3339(from).ok()?;
+    let to = chrono::DateTime::parse_from_rfc3339(to).ok()?;
+    Some((to - from).num_minutes())
 }
 
 /// What a Managed Instances provider may launch, and how ECS looks after its instances.
@@ -229,6 +205,7 @@ pub struct LaunchOption {
 
 /// Counts each provider's instances and GPUs in `snapshot`'s cluster `cluster`, the tasks of the
 /// services on it that do not run yet, and its instances that arrived lately or are leaving.
+#[cfg(feature = "ssr")]
 pub fn count_instances(
     snapshot: &crate::model::FleetSnapshot,
     cluster: &str,
@@ -265,21 +242,22 @@ pub fn count_instances(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ssr"))]
 mod tests {
     use super::*;
     use crate::model::InstanceView;
 
     #[test]
-    fn utc_times_count_seconds_from_1970() {
-        assert_eq!(utc_seconds("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(utc_seconds("2000-03-01T00:00:01.500Z"), Some(951_868_801));
-        assert_eq!(utc_seconds("2026-12-04T09:30:00.000Z"), Some(1_796_376_600));
-        assert_eq!(utc_seconds("2026-12-04T09:30:00+01:00"), None);
+    fn minutes_are_whole_and_bad_times_are_none() {
         assert_eq!(
-            minutes_between("2026-12-04T09:00:00Z", "2026-12-04T09:04:59Z"),
+            minutes_between("2026-12-04T09:00:00Z", "2026-12-04T09:04:59.900Z"),
             Some(4)
         );
+        assert_eq!(
+            minutes_between("2026-12-04T09:00:00Z", "2026-12-04T10:00:00+01:00"),
+            Some(0)
+        );
+        assert_eq!(minutes_between("yesterday", "2026-12-04T09:00:00Z"), None);
     }
 
     #[test]

@@ -257,6 +257,7 @@ fn group_title(query: &FleetQuery, group: &Group<'_>) -> String {
 }
 
 /// One instance's block of GPUs at `(x, y)`, linking to the instance's zoom (`href`, escaped).
+#[cfg_attr(not(feature = "ssr"), allow(unused_variables))]
 fn write_block(
     svg: &mut String,
     block: &Block<'_>,
@@ -284,7 +285,9 @@ fn write_block(
     }
     if let Some(provider) = &instance.capacity_provider {
         let _ = write!(label, ", from {provider}");
-        // Just launched by its provider: for tasks that waited, or as a replacement.
+        // Just launched by its provider: for tasks that waited, or as a replacement. The
+        // overview is drawn on the server, where times are read.
+        #[cfg(feature = "ssr")]
         if let Some(change) = crate::model::capacity::instance_change(instance, now, false)
             .filter(|c| c.change == crate::model::capacity::ChangeKind::Launched)
         {

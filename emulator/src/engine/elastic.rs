@@ -399,8 +399,9 @@ impl Fleet {
         let Some(cluster) = self.clusters.get(key) else {
             return;
         };
-        // (instance, provider, its scaleInAfter, idle, type, EC2 ID)
-        type Seen = (String, String, Option<i64>, bool, String, String);
+        // (instance, provider, its scaleInAfter, idle, type, EC2 ID), for providers that retire
+        // idle instances at all.
+        type Seen = (String, String, i64, bool, String, String);
         let seen: Vec<Seen> = cluster
             .instances
             .iter()
@@ -413,7 +414,7 @@ impl Fleet {
                 Some((
                     instance.arn.clone(),
                     provider.name.clone(),
-                    scale_in_after(provider),
+                    scale_in_after(provider)?,
                     instance.running_tasks + instance.pending_tasks == 0
                         && instance.room.status == "ACTIVE",
                     instance.instance_type.clone(),
@@ -428,7 +429,7 @@ impl Fleet {
                 continue;
             }
             let since = *self.elastic.idle_since.entry(arn.clone()).or_insert(now);
-            if after.is_some_and(|after| now >= since + Duration::seconds(after)) {
+            if now >= since + Duration::seconds(after) {
                 retire.push((arn, provider, instance_type, ec2_id));
             }
         }

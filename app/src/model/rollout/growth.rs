@@ -84,7 +84,6 @@ pub(super) struct Grower<'a> {
     growth: &'a Growth,
     size: u32,
     plan: GrowthPlan,
-    cents: Option<u64>,
     launched_once: bool,
 }
 
@@ -114,9 +113,9 @@ impl<'a> Grower<'a> {
             plan: GrowthPlan {
                 provider: growth.provider.clone(),
                 assumed,
+                cents_per_hour: Some(0),
                 ..GrowthPlan::default()
             },
-            cents: Some(0),
             launched_once: false,
         }
     }
@@ -183,11 +182,10 @@ impl<'a> Grower<'a> {
         }
         self.plan.seconds += takes;
         self.launched_once = true;
-        self.cents = match (self.cents, kind.usd_per_hour) {
+        self.plan.cents_per_hour = match (self.plan.cents_per_hour, kind.usd_per_hour) {
             (Some(sum), Some(usd)) => Some(sum + (usd * 100.0 * f64::from(count)).round() as u64),
             _ => None,
         };
-        self.plan.cents_per_hour = self.cents;
         match self.plan.launches.last_mut() {
             Some((name, n)) if *name == kind.name => *n += count,
             _ => self.plan.launches.push((kind.name.clone(), count)),

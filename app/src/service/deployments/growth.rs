@@ -75,7 +75,7 @@ fn source_of(
                 why: format!("what {provider} may launch could not be read: {}", unread()),
             };
         }
-        return managed(context, snapshot, &capacity.cluster, view);
+        return managed(context, snapshot, view);
     }
     if let Some(group) = &view.auto_scaling_group {
         if !group.managed_scaling {
@@ -113,7 +113,6 @@ fn source_of(
 fn managed(
     context: &ServiceContext,
     snapshot: &FleetSnapshot,
-    _cluster: &str,
     view: &ProviderView,
 ) -> GrowthSource {
     let (matched, excluded): (Vec<&LaunchOption>, Vec<&LaunchOption>) = view
