@@ -12,7 +12,7 @@ use placement::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::{fleet_view::slot, FleetSnapshot, InstanceView};
+use crate::model::{fleet_view::slot, rollout::OneLaunch, FleetSnapshot, InstanceView};
 
 /// GPUs or instances listed by name in a report, at most.
 pub const LISTED: usize = 20;
@@ -55,6 +55,25 @@ pub struct FitReport {
     /// What besides GPUs a task needs, in words ("1024 CPU units, 4096 MiB memory, an ENI").
     #[serde(default)]
     pub needs: String,
+    /// What each capacity provider of the checked clusters would launch for a task that no
+    /// instance has room for (a service on that provider), or why it would not.
+    #[serde(default)]
+    pub growth: Vec<OneLaunch>,
+    /// Why `growth` is missing, when the providers could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_unread: Option<String>,
+}
+
+impl FitReport {
+    /// Adds what the clusters' providers would launch; a task that no instance of the fleet
+    /// could ever host but that a provider would launch for no longer "never" fits.
+    pub fn with_growth(mut self, growth: Vec<OneLaunch>) -> FitReport {
+        if growth.iter().any(|g| g.instance_type.is_some()) {
+            self.never = None;
+        }
+        self.growth = growth;
+        self
+    }
 }
 
 /// What `needs` asks of an instance besides GPUs, in words.

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::{fleet_view::slot, FleetSnapshot};
 
 pub use self::growth::{
-    Growth, GrowthPlan, GrowthSource, ASG_LAUNCH_SECONDS, MANAGED_LAUNCH_SECONDS,
+    launch_for_one, Growth, GrowthPlan, GrowthSource, OneLaunch, ASG_LAUNCH_SECONDS,
+    MANAGED_LAUNCH_SECONDS,
 };
 use self::simulate::scope;
 pub use self::simulate::{simulate, simulate_growing};

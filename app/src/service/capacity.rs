@@ -1,6 +1,8 @@
 //! The fleet's capacity providers: each cluster's, read from ECS on demand, with the instances
 //! and GPUs of the latest snapshot that each one launched.
 
+pub(crate) mod growth;
+
 use crate::{
     model::{
         capacity::{count_instances, CapacityQuery, ClusterCapacity},

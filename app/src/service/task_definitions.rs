@@ -11,7 +11,7 @@ use crate::{
     model::{
         arn::family_of,
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
-        fit::fit_check as place_one,
+        fit::{fit_check as place_one, FitReport},
         identity::Actor,
         identity::Permission,
         task_definition::{
@@ -23,7 +23,7 @@ use crate::{
         },
         FleetSnapshot, ServiceError,
     },
-    service::{audit, context::ServiceContext, detached, lookup, ports::ValidRequest},
+    service::{audit, capacity, context::ServiceContext, detached, lookup, ports::ValidRequest},
 };
 
 pub use self::edit::check;
@@ -296,12 +296,55 @@ pub async fn fit_check(
     }
     let snapshot = lookup::snapshot(context)?;
     lookup::known_cluster(&snapshot, cluster)?;
-    let (cluster, needs) = (cluster.map(str::to_string), needs_besides_gpus(&task));
+    let report = fit_on(
+        context,
+        snapshot,
+        cluster,
+        request,
+        needs_besides_gpus(&task),
+    )
+    .await?;
+    Ok(FitAnswer::Fits(report))
+}
+
+/// The fit of one task on `snapshot` (in `cluster`, or anywhere), with what the clusters'
+/// capacity providers would launch for it when no instance has room. Providers ECS could not
+/// describe leave a note, not an error: the fit on the fleet stands.
+async fn fit_on(
+    context: &ServiceContext,
+    snapshot: std::sync::Arc<FleetSnapshot>,
+    cluster: Option<&str>,
+    request: placement::GpuRequest,
+    needs: placement::resources::Needs,
+) -> Result<FitReport, ServiceError> {
+    let clusters: Vec<String> = snapshot
+        .clusters
+        .iter()
+        .filter(|c| cluster.is_none_or(|name| c.name == name))
+        .map(|c| c.name.clone())
+        .collect();
+    let shape = placement::growth::Shape {
+        gpu: request.clone(),
+        needs: needs.clone(),
+        group: "fit-check".into(),
+    };
+    let (placed, cluster) = (snapshot.clone(), cluster.map(str::to_string));
     let report = context
         .heavy
-        .run(move || place_one(&snapshot, cluster.as_deref(), &request, &needs))
+        .run(move || place_one(&placed, cluster.as_deref(), &request, &needs))
         .await?;
-    Ok(FitAnswer::Fits(report))
+    Ok(
+        match capacity::growth::launches_for_one(context, &snapshot, clusters, &shape).await {
+            Ok(growth) => report.with_growth(growth),
+            Err(error) => FitReport {
+                growth_unread: Some(format!(
+                    "what the capacity providers would launch could not be read: {}",
+                    error.message()
+                )),
+                ..report
+            },
+        },
+    )
 }
 
 /// What one task of `task` needs of an instance besides GPUs; a `memberOf` expression the

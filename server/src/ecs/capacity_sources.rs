@@ -40,11 +40,13 @@ impl CapacitySources {
     /// Fills each provider's `may_launch` and each Auto Scaling group's sizes; what could not
     /// be read goes to the cluster's notes.
     pub async fn complete(&self, clusters: &mut [ClusterCapacity]) {
-        let managed = clusters
+        // Both kinds need the catalogue: Managed Instances to match their requirements, a
+        // group to know its type's GPUs.
+        let launching = clusters
             .iter()
             .flat_map(|c| &c.providers)
-            .any(|p| p.managed_instances.is_some());
-        let catalogue = if managed {
+            .any(|p| p.managed_instances.is_some() || p.auto_scaling_group.is_some());
+        let catalogue = if launching {
             self.catalogue().await
         } else {
             Ok(Vec::new())
@@ -65,7 +67,7 @@ impl CapacitySources {
                 if cluster
                     .providers
                     .iter()
-                    .any(|p| p.managed_instances.is_some())
+                    .any(|p| p.managed_instances.is_some() || p.auto_scaling_group.is_some())
                 {
                     cluster.notes.push(why.clone());
                 }

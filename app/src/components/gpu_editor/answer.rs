@@ -7,7 +7,10 @@ use leptos::prelude::*;
 use super::settings_form::FORM_FIELDS;
 use crate::{
     components::td_views::{DiffTable, Exports, GpuChanges},
-    model::task_definition::{EditCheck, EditResult, FieldError},
+    model::{
+        rollout::OneLaunch,
+        task_definition::{EditCheck, EditResult, FieldError},
+    },
 };
 
 /// The errors of the last answer that are not shown beside a form field: all of them in JSON
@@ -82,10 +85,61 @@ pub fn CheckAnswer(check: EditCheck, may_reveal: bool) -> impl IntoView {
                     {format!("Instance types that could ever host it: {}",
                         fit.instance_types.iter().filter(|t| t.fits_when_empty).map(|t| t.instance_type.clone()).collect::<Vec<_>>().join(", "))}
                 </p>
+                <FitGrowth growth=fit.growth.clone() unread=fit.growth_unread.clone() />
             </div>
         }.into_any())}
         <h3>"Export the new revision"</h3>
         <Exports json=check.export_json cloudformation=check.cloudformation masked=check.masked reveal_href=may_reveal.then(|| "?reveal=true".to_string()) />
+    }
+}
+
+/// One provider's launch for a task, in words: "inference-prod/gpu-mi would launch a
+/// g6.xlarge (1 GPU of 22,888 MiB), up in about 3 min, $0.98 an hour".
+fn launch_text(launch: &OneLaunch) -> String {
+    let name = format!("{}/{}", launch.cluster, launch.provider);
+    match (&launch.instance_type, &launch.limit) {
+        (Some(kind), _) => format!(
+            "{name} would launch a {kind} ({} {} of {} MiB), up in about {} min, {}",
+            launch.gpus,
+            if launch.gpus == 1 { "GPU" } else { "GPUs" },
+            launch.gpu_memory_mib,
+            launch.seconds.div_ceil(60).max(1),
+            match launch.cents_per_hour {
+                Some(cents) => format!("${}.{:02} an hour on demand", cents / 100, cents % 100),
+                None => "at a price the console does not know".into(),
+            }
+        ),
+        (None, Some(limit)) => format!("{name} would launch nothing: {limit}"),
+        (None, None) => format!("{name} would launch nothing"),
+    }
+}
+
+/// What the checked clusters' capacity providers would launch for a task that no instance has
+/// room for: a service on one of them does not stall there, it waits for the launch.
+#[component]
+fn FitGrowth(growth: Vec<OneLaunch>, unread: Option<String>) -> impl IntoView {
+    let assumed: Vec<String> = growth
+        .iter()
+        .flat_map(|g| g.assumed.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let launching = growth.iter().filter(|g| g.instance_type.is_some()).count();
+    view! {
+        {unread.map(|why| view! { <p class="banner warn" role="status" data-testid="edit-fit-growth-unread">{why}</p> })}
+        {(!growth.is_empty()).then(|| view! {
+            <div data-testid="edit-fit-growth" data-launching=launching>
+                <p>"For a service on a capacity provider, a task that no instance has room for waits in PROVISIONING while the provider launches:"</p>
+                <ul>
+                    {growth.iter().map(|launch| view! {
+                        <li data-provider=launch.provider.clone()>{launch_text(launch)}</li>
+                    }).collect_view()}
+                </ul>
+                {(!assumed.is_empty()).then(|| view! {
+                    <p class="muted">{format!("Assumed: {}.", assumed.join("; "))}</p>
+                })}
+            </div>
+        })}
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use placement::{
     growth::{self, AsgScaling, Shape, TypeFacts},
     resources::Room,
-    GpuSlot,
+    GpuRequest, GpuSlot,
 };
 use serde::{Deserialize, Serialize};
 
@@ -271,8 +271,105 @@ fn fresh_host(kind: &TypeFacts, n: u32) -> Host {
     }
 }
 
+/// What a provider would launch for one task that no instance has room for, as the fit check
+/// says it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneLaunch {
+    pub cluster: String,
+    pub provider: String,
+    /// The type it would launch, with its GPUs and their memory; `None` when it would not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    #[serde(default)]
+    pub gpus: u32,
+    #[serde(default)]
+    pub gpu_memory_mib: u32,
+    /// Until the instance is ACTIVE, in seconds (an assumption; see `assumed`).
+    #[serde(default)]
+    pub seconds: u32,
+    /// Its price an hour in US cents, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cents_per_hour: Option<u64>,
+    /// Why the provider would not launch for the task, when it would not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    #[serde(default)]
+    pub assumed: Vec<String>,
+}
+
+/// What `growth`'s provider in `cluster` would launch for one task `shape` that no instance
+/// has room for: the type, or why none.
+pub fn launch_for_one(cluster: &str, growth: &Growth, shape: &Shape) -> OneLaunch {
+    let mut grower = Grower::new(growth);
+    let one = std::slice::from_ref(shape);
+    let launched = match &growth.source {
+        GrowthSource::ManagedInstances {
+            candidates,
+            excluded,
+            ..
+        } => match growth::cheapest(candidates, one) {
+            Some((kind, _)) => Some((kind.clone(), MANAGED_LAUNCH_SECONDS)),
+            None => {
+                grower.plan.limit = Some(no_type_for(&shape.gpu, candidates, excluded));
+                None
+            }
+        },
+        GrowthSource::AutoScaling {
+            kind,
+            scaling,
+            size,
+            ..
+        } => {
+            if growth::instances_needed(kind, 0, one).is_none() {
+                grower.plan.limit = Some(format!(
+                    "a task does not fit an empty {} (the group's type)",
+                    kind.name
+                ));
+                None
+            } else if *size >= scaling.max_size {
+                grower.plan.limit = Some(format!(
+                    "the Auto Scaling group is at its MaxSize of {}: the task would stay in PROVISIONING",
+                    scaling.max_size
+                ));
+                None
+            } else {
+                Some((kind.clone(), ASG_LAUNCH_SECONDS))
+            }
+        }
+        GrowthSource::Fixed { why } => {
+            grower.plan.limit = Some(why.clone());
+            None
+        }
+    };
+    let plan = grower.plan;
+    match launched {
+        Some((kind, seconds)) => OneLaunch {
+            cluster: cluster.to_string(),
+            provider: growth.provider.clone(),
+            instance_type: Some(kind.name.clone()),
+            gpus: kind.gpus as u32,
+            gpu_memory_mib: kind.gpu_memory_mib,
+            seconds,
+            cents_per_hour: kind.usd_per_hour.map(|usd| (usd * 100.0).round() as u64),
+            limit: None,
+            assumed: plan.assumed,
+        },
+        None => OneLaunch {
+            cluster: cluster.to_string(),
+            provider: growth.provider.clone(),
+            limit: plan.limit,
+            ..OneLaunch::default()
+        },
+    }
+}
+
 /// Why no type a Managed Instances provider may launch takes the new task.
 fn no_type_fits(plan: &RolloutPlan, candidates: &[TypeFacts], excluded: &[String]) -> String {
+    no_type_for(&plan.new, candidates, excluded)
+}
+
+/// Why no type of `candidates` takes a task asking for `request`.
+fn no_type_for(request: &GpuRequest, candidates: &[TypeFacts], excluded: &[String]) -> String {
     let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let mut text = if names.is_empty() {
         "the provider's requirements match no GPU type that can share GPUs".to_string()
@@ -280,7 +377,7 @@ fn no_type_fits(plan: &RolloutPlan, candidates: &[TypeFacts], excluded: &[String
         format!(
             "no type the provider may launch ({}) takes a new task: {}",
             names.join(", "),
-            super::describe(&plan.new)
+            super::describe(request)
         )
     };
     if !excluded.is_empty() {

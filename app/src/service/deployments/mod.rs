@@ -4,7 +4,6 @@
 //! reconciliation of the audit log with ECS at start (`state.rs`).
 
 mod deploy;
-mod growth;
 mod scale;
 mod send;
 mod state;
@@ -163,8 +162,9 @@ pub async fn pre_check(
     let (numbers, old, (target_number, target)) =
         old_and_target(context, &family, runs.revision, wanted).await?;
     let mut plan = rollout_plan(cluster, service, &found, &old, &target)?;
-    plan.growth = growth::growth_of(context, &snapshot, cluster, &found).await?;
-    let provider = growth::provider_of(&found.capacity_provider_strategy);
+    plan.growth =
+        crate::service::capacity::growth::growth_of(context, &snapshot, cluster, &found).await?;
+    let provider = crate::service::capacity::growth::provider_of(&found.capacity_provider_strategy);
     let layout = Cluster::of_provider(&snapshot, cluster, service, provider)
         .ok_or_else(|| lookup::no_cluster(&snapshot, cluster))?;
     let simulated = plan.clone();

@@ -117,16 +117,16 @@ pub async fn check(
             return Ok(unknown);
         }
         match snapshot {
-            Some(snapshot) => {
-                let needs = needs_besides_gpus(&task);
-                let (cluster, request) = (cluster.clone(), request.clone());
-                Some(
-                    context
-                        .heavy
-                        .run(move || place_one(&snapshot, cluster.as_deref(), &request, &needs))
-                        .await?,
+            Some(snapshot) => Some(
+                fit_on(
+                    context,
+                    snapshot,
+                    cluster.as_deref(),
+                    request.clone(),
+                    needs_besides_gpus(&task),
                 )
-            }
+                .await?,
+            ),
             None => None,
         }
     };

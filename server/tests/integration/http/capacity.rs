@@ -202,3 +202,65 @@ async fn a_rollout_on_a_managed_instances_provider_launches_where_a_fixed_fleet_
         "{group}"
     );
 }
+
+#[tokio::test]
+async fn the_fit_check_says_what_each_provider_would_launch_for_a_task_with_no_room() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let body = serde_json::Value::Object(big_model(30_000)).to_string();
+    let check = |cluster: &'static str| {
+        let (app, body) = (app.clone(), body.clone());
+        async move {
+            let response = send(
+                &app,
+                post_json(
+                    &format!("/api/v1/task-definitions/fit-check?cluster={cluster}"),
+                    &body,
+                ),
+            )
+            .await;
+            assert_eq!(response.status(), StatusCode::OK);
+            json(response).await
+        }
+    };
+    // The Managed Instances provider: the most cost-effective type whose GPU takes 30,000 MiB,
+    // priced, up after the assumed three minutes.
+    let report = check("inference-prod").await;
+    let growth = report["growth"].as_array().expect("growth");
+    assert_eq!(growth.len(), 1, "{report}");
+    let managed = &growth[0];
+    assert_eq!(managed["provider"], "gpu-sharing-mi", "{report}");
+    let kind = managed["instance_type"].as_str().expect("a type");
+    assert!(
+        kind.starts_with("g6e."),
+        "only L40S GPUs take 30,000 MiB: {report}"
+    );
+    assert!(managed["gpu_memory_mib"].as_u64() >= Some(30_000));
+    assert_eq!(managed["seconds"], 180);
+    assert!(managed["cents_per_hour"].as_u64() > Some(0), "{report}");
+    assert!(managed["assumed"][0]
+        .as_str()
+        .is_some_and(|a| a.contains("assumption")));
+
+    // The Auto Scaling group below its MaxSize: one of its own type, after the boot.
+    let report = check("batch-sim").await;
+    let group = &report["growth"][0];
+    assert_eq!(group["seconds"], 90, "{report}");
+    assert!(group["limit"].is_null(), "{report}");
+    // A cluster without providers: no growth.
+    let report = check("ml-dev").await;
+    assert_eq!(report["growth"], serde_json::json!([]), "{report}");
+    // Larger than any GPU ECS can launch: never, and every provider says why not.
+    let body = serde_json::Value::Object(big_model(200_000)).to_string();
+    let response = send(&app, post_json("/api/v1/task-definitions/fit-check", &body)).await;
+    let report = json(response).await;
+    assert!(report["never"].is_string(), "{report}");
+    let growth = report["growth"].as_array().expect("growth");
+    assert!(growth.len() >= 2, "{report}");
+    assert!(
+        growth
+            .iter()
+            .all(|g| g["instance_type"].is_null() && g["limit"].is_string()),
+        "{report}"
+    );
+}

@@ -3,7 +3,7 @@
 use placement::growth::{AsgScaling, TypeFacts};
 
 use crate::model::{
-    rollout::{pre_check, Cluster, Growth, GrowthSource, RolloutPlan, Verdict},
+    rollout::{launch_for_one, pre_check, Cluster, Growth, GrowthSource, RolloutPlan, Verdict},
     ClusterView, FleetSnapshot, GpuContainer, GpuView, InstanceView, SharingMode,
 };
 use placement::{resources::Needs, GpuRequest};
@@ -192,4 +192,88 @@ fn a_provider_that_does_not_grow_says_why_the_tasks_wait() {
         }
         other => panic!("expected a stall, got {other:?}"),
     }
+}
+
+fn one_task(memory: u32) -> placement::growth::Shape {
+    placement::growth::Shape {
+        gpu: GpuRequest::Mps(vec![memory]),
+        needs: Needs {
+            cpu: 1024,
+            memory_mib: 4096,
+            ..Needs::default()
+        },
+        group: "fit-check".into(),
+    }
+}
+
+fn growth_of(source: GrowthSource) -> Growth {
+    Growth {
+        provider: "gpu".into(),
+        source,
+    }
+}
+
+#[test]
+fn the_fit_check_names_the_cheapest_type_a_managed_provider_launches_for_one_task() {
+    let small = kind("g6.xlarge", 1, 22_000, 4, 0.805);
+    let l40s = kind("g6e.xlarge", 1, 45_000, 4, 1.861);
+    let source = managed(vec![l40s.clone(), small.clone()]);
+    let launch = launch_for_one("ml", &growth_of(source.clone()), &one_task(10_000));
+    assert_eq!(launch.instance_type.as_deref(), Some("g6.xlarge"));
+    assert_eq!((launch.gpus, launch.gpu_memory_mib), (1, 22_000));
+    assert_eq!((launch.seconds, launch.cents_per_hour), (180, Some(81)));
+    assert!(launch.limit.is_none());
+    // Too large for the L4: the L40S type, at its own price.
+    let large = launch_for_one("ml", &growth_of(source), &one_task(30_000));
+    assert_eq!(large.instance_type.as_deref(), Some("g6e.xlarge"));
+    assert_eq!(large.cents_per_hour, Some(186));
+    // Larger than any type: nothing, and why, with the types not launched.
+    let never = launch_for_one(
+        "ml",
+        &growth_of(managed(vec![small, l40s])),
+        &one_task(60_000),
+    );
+    assert_eq!(never.instance_type, None);
+    let limit = never.limit.expect("why not");
+    assert!(
+        limit.contains("g6.xlarge, g6e.xlarge") || limit.contains("g6e.xlarge, g6.xlarge"),
+        "{limit}"
+    );
+    assert!(limit.contains("g6f.large"), "{limit}");
+}
+
+#[test]
+fn the_fit_check_says_an_auto_scaling_group_at_its_max_size_launches_nothing() {
+    let room = launch_for_one("ml", &growth_of(asg(4, 1, 3)), &one_task(10_000));
+    assert_eq!(room.instance_type.as_deref(), Some("g6.12xlarge"));
+    assert_eq!(room.seconds, 90);
+    let full = launch_for_one("ml", &growth_of(asg(4, 1, 4)), &one_task(10_000));
+    assert_eq!(full.instance_type, None);
+    assert!(full.limit.is_some_and(|l| l.contains("MaxSize of 4")));
+    let too_large = launch_for_one("ml", &growth_of(asg(10, 1, 1)), &one_task(30_000));
+    assert!(too_large
+        .limit
+        .is_some_and(|l| l.contains("does not fit an empty g6.12xlarge")));
+    let fixed = GrowthSource::Fixed {
+        why: "managed scaling is off".into(),
+    };
+    let off = launch_for_one("ml", &growth_of(fixed), &one_task(1_000));
+    assert_eq!(off.limit.as_deref(), Some("managed scaling is off"));
+}
+
+#[test]
+fn a_task_the_fleet_never_hosts_is_not_never_when_a_provider_launches_for_it() {
+    use crate::model::fit::FitReport;
+    let never = FitReport {
+        never: Some("larger than any GPU".into()),
+        ..FitReport::default()
+    };
+    let l40s = kind("g6e.xlarge", 1, 45_000, 4, 1.861);
+    let launches = launch_for_one("ml", &growth_of(managed(vec![l40s])), &one_task(30_000));
+    let grown = never.clone().with_growth(vec![launches]);
+    assert!(grown.never.is_none());
+    assert_eq!(grown.growth.len(), 1);
+    // A provider that launches nothing leaves "never" as it was.
+    let stuck = launch_for_one("ml", &growth_of(asg(4, 1, 4)), &one_task(10_000));
+    assert!(never.with_growth(vec![stuck]).never.is_some());
 }

@@ -1,14 +1,14 @@
-//! The capacity a service's provider can add, for the pre-check: the service's strategy names
-//! the provider, the cluster's providers say how it grows, the fleet's own instances correct
+//! The capacity a provider can add, for the pre-check and the fit check: a service's strategy
+//! names the provider, the cluster's providers say how it grows, the fleet's own instances correct
 //! what EC2 says of a type's usable GPU memory, and the price book prices the launches.
 
-use placement::growth::{AsgScaling, TypeFacts};
+use placement::growth::{AsgScaling, Shape, TypeFacts};
 
 use crate::{
     model::{
         capacity::{ClusterCapacity, LaunchOption, ProviderView, StrategyItem},
         cost::Lifecycle,
-        rollout::{Growth, GrowthSource},
+        rollout::{launch_for_one, Growth, GrowthSource, OneLaunch},
         FleetSnapshot, ServiceError, ServiceRef,
     },
     service::context::ServiceContext,
@@ -19,7 +19,7 @@ const EXCLUDED_SHOWN: usize = 8;
 
 /// The provider the service's next tasks go to: the one with a `base`, else the heaviest
 /// weight (the first of equals); `None` for the EC2 launch type.
-pub(super) fn provider_of(strategy: &[StrategyItem]) -> Option<&str> {
+pub(crate) fn provider_of(strategy: &[StrategyItem]) -> Option<&str> {
     strategy
         .iter()
         .find(|item| item.base > 0)
@@ -35,7 +35,7 @@ pub(super) fn provider_of(strategy: &[StrategyItem]) -> Option<&str> {
 
 /// How the service's provider grows, read from ECS (and EC2, EC2 Auto Scaling); `None` for a
 /// service on the EC2 launch type.
-pub(super) async fn growth_of(
+pub(crate) async fn growth_of(
     context: &ServiceContext,
     snapshot: &FleetSnapshot,
     cluster: &str,
@@ -57,6 +57,36 @@ pub(super) async fn growth_of(
     }))
 }
 
+/// What each capacity provider of `clusters` that runs on EC2 would launch for one task
+/// `shape` that no instance has room for, or why it would not; empty where the clusters have
+/// no providers.
+pub(crate) async fn launches_for_one(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    clusters: Vec<String>,
+    shape: &Shape,
+) -> Result<Vec<OneLaunch>, ServiceError> {
+    if clusters.is_empty() {
+        return Ok(Vec::new());
+    }
+    let read = context.ecs.capacity(clusters).await?;
+    let mut launches = Vec::new();
+    for capacity in &read {
+        for view in capacity
+            .providers
+            .iter()
+            .filter(|p| p.managed_instances.is_some() || p.auto_scaling_group.is_some())
+        {
+            let growth = Growth {
+                provider: view.name.clone(),
+                source: source_of(context, snapshot, capacity, &view.name),
+            };
+            launches.push(launch_for_one(&capacity.cluster, &growth, shape));
+        }
+    }
+    Ok(launches)
+}
+
 fn source_of(
     context: &ServiceContext,
     snapshot: &FleetSnapshot,
@@ -68,11 +98,21 @@ fn source_of(
             why: format!("{provider} is not among the cluster's capacity providers"),
         };
     };
-    let unread = || capacity.notes.join("; ");
+    // Why something could not be read: the cluster's notes, or `otherwise` when it has none.
+    let unread = |otherwise: String| {
+        if capacity.notes.is_empty() {
+            otherwise
+        } else {
+            capacity.notes.join("; ")
+        }
+    };
     if view.managed_instances.is_some() {
         if view.may_launch.is_empty() {
             return GrowthSource::Fixed {
-                why: format!("what {provider} may launch could not be read: {}", unread()),
+                why: format!(
+                    "what {provider} may launch could not be read: {}",
+                    unread("EC2 listed no GPU instance types".into())
+                ),
             };
         }
         return managed(context, snapshot, view);
@@ -83,11 +123,23 @@ fn source_of(
                 why: "managed scaling is off: ECS does not grow the Auto Scaling group for waiting tasks".into(),
             };
         }
-        let (Some(size), Some(option)) = (&group.group, view.may_launch.first()) else {
+        let Some(size) = &group.group else {
             return GrowthSource::Fixed {
                 why: format!(
                     "the Auto Scaling group behind {provider} could not be read: {}",
-                    unread()
+                    unread(format!("EC2 Auto Scaling has no group {}", group.arn))
+                ),
+            };
+        };
+        let Some(option) = view.may_launch.first() else {
+            return GrowthSource::Fixed {
+                why: format!(
+                    "what the Auto Scaling group behind {provider} launches could not be read: {}",
+                    unread(match size.instance_types.first() {
+                        Some(kind) =>
+                            format!("EC2 does not list its type {kind} among the GPU types"),
+                        None => "the group names no instance type and has no instances".into(),
+                    })
                 ),
             };
         };
