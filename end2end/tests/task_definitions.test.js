@@ -56,6 +56,18 @@ describe('task definitions', () => {
     await changes.waitFor();
     assert.match(await changes.textContent(), /1 whole GPU.*MPS 8192 MiB \(8\.0 GiB\), compute limit 50 %/s);
     assert.match(await page.getByTestId('edit-fit-summary').textContent(), /One task could be placed now on \d+ instances/);
+    // Each capacity provider of the checked clusters says what it would launch for a task that
+    // no instance has room for, or why it would not: as many as the API lists.
+    const fitIn = (await page.getByTestId('edit-fit').locator('h3').first().textContent()).replace(/^Fit in /, '');
+    const capacity = await (await fetch(BASE_URL + '/api/v1/capacity-providers')).json();
+    const providers = capacity
+      .filter((c) => fitIn === 'the whole fleet' || c.cluster === fitIn)
+      .flatMap((c) => c.providers.filter((p) => p.type === 'MANAGED_INSTANCES' || p.type === 'EC2_AUTOSCALING'));
+    const launches = page.getByTestId('edit-fit-growth').locator('li');
+    assert.equal(await launches.count(), providers.length, `${fitIn}: ${JSON.stringify(providers.map((p) => p.name))}`);
+    for (const launch of await launches.all()) {
+      assert.match(await launch.textContent(), /would launch (a [a-z0-9]+\.[a-z0-9]+ \(\d+ GPUs? of \d+ MiB\), up in about \d+ min|nothing: )/);
+    }
     // The JSON diff puts the GPU requirement first; the exports carry the new requirement.
     const firstDiff = page.getByTestId('json-diff').locator('tbody tr').first();
     assert.match(await firstDiff.textContent(), /resourceRequirements.*GPU/s);
