@@ -13,12 +13,29 @@
 //!   scheduler moves the tasks, and the drained instance is deregistered and terminated;
 //! - with `scaleInAfter` unset ("the default optimization behavior"), an idle instance is
 //!   retired after [`DEFAULT_SCALE_IN_AFTER_SECONDS`]; `-1` never retires one; an idle instance
-//!   is one with no task at all; under-used instances are not consolidated here;
+//!   is one with no task at all (set DEREGISTERING, then terminated);
+//! - an under-used instance is one with less than half its GPU memory allocated whose tasks
+//!   all fit, now, on the provider's other instances (placed by the rules a new task is):
+//!   after `scaleInAfter` so, it is set DRAINING, the service scheduler moves its tasks, and it
+//!   is terminated; one such instance per provider at a time, the least allocated first, so
+//!   that consolidation never moves tasks back and forth; an instance running a task that no
+//!   service owns is never consolidated;
+//! - a Managed Instances provider whose `capacityOptionType` is `SPOT` launches Spot
+//!   instances; EC2 reclaims one with its documented two minutes' notice
+//!   ([`SPOT_NOTICE_SECONDS`]); on the notice ECS sets the instance DRAINING and the service
+//!   scheduler moves its tasks; tasks still there when EC2 terminates it stop with
+//!   `SpotInterruption` and "Host EC2 (instance …) terminated.", and the instance leaves the
+//!   cluster; what waits for capacity then launches again;
 //! - tasks of a service on a provider that cannot be placed wait in PROVISIONING with no
 //!   instance, as the developer guide describes, for as long as it takes: the emulator stops
 //!   none of them for waiting;
-//! - an Auto Scaling group launches the first type of its launch template overrides, and
-//!   scales in nothing by itself.
+//! - an Auto Scaling group launches the first type of its launch template overrides;
+//! - an Auto Scaling group with managed scaling scales in when it has had more instances than
+//!   its target needs (⌈busy × 100 / target⌉, at least `MinSize`) for
+//!   [`SCALE_IN_AFTER_SECONDS`] (the 15 one-minute data points of target tracking's scale-in
+//!   alarm), by at most `maximumScalingStepSize` at a time, and terminates only instances
+//!   with no task (as managed termination protection does; without it the emulator takes the
+//!   same care).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -34,6 +51,12 @@ pub const ASG_LAUNCH_SECONDS: i64 = 90;
 pub const REPAIR_AFTER_SECONDS: i64 = 60;
 /// An idle instance's wait for retirement when `scaleInAfter` is not set.
 pub const DEFAULT_SCALE_IN_AFTER_SECONDS: i64 = 3600;
+/// How long an Auto Scaling group has more instances than it needs before it scales in.
+pub const SCALE_IN_AFTER_SECONDS: i64 = 900;
+/// EC2's notice before it reclaims a Spot instance.
+pub const SPOT_NOTICE_SECONDS: i64 = 120;
+/// An instance with less than this share of its GPU memory allocated may be consolidated.
+pub const UNDER_USED_PERCENT: u64 = 50;
 /// How many activities each provider keeps.
 pub const ACTIVITY_KEPT: usize = 50;
 
@@ -51,6 +74,8 @@ pub struct AutoScalingGroup {
     pub desired_capacity: u32,
     /// When its last scale-out was, for the warm-up before the next.
     pub last_scale_out: Option<DateTime<Utc>>,
+    /// Since when it has had more instances than its target needs.
+    pub above_target_since: Option<DateTime<Utc>>,
 }
 
 /// Why a provider launched an instance.
@@ -79,6 +104,8 @@ pub enum ActivityKind {
     Launched,
     Repairing,
     Retiring,
+    Consolidating,
+    Interrupted,
     Retired,
 }
 
@@ -89,6 +116,8 @@ impl ActivityKind {
             ActivityKind::Launched => "LAUNCHED",
             ActivityKind::Repairing => "REPAIRING",
             ActivityKind::Retiring => "RETIRING",
+            ActivityKind::Consolidating => "CONSOLIDATING",
+            ActivityKind::Interrupted => "INTERRUPTED",
             ActivityKind::Retired => "RETIRED",
         }
     }
@@ -116,6 +145,10 @@ pub struct Elastic {
     pub idle_since: HashMap<String, DateTime<Utc>>,
     /// Container instance ARNs being retired or replaced, and since when.
     pub retiring: HashMap<String, DateTime<Utc>>,
+    /// Container instance ARN → since when its tasks would all fit elsewhere.
+    pub under_used_since: HashMap<String, DateTime<Utc>>,
+    /// Spot instances EC2 is reclaiming: container instance ARN → when EC2 terminates it.
+    pub reclaimed: HashMap<String, DateTime<Utc>>,
     /// Per provider, newest first.
     pub activity: BTreeMap<String, VecDeque<Activity>>,
 }

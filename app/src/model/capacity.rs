@@ -123,6 +123,14 @@ pub fn instance_change(
                 format!("{status}: its MPS daemon is IMPAIRED, and auto repair replaces it"),
             ));
         }
+        if instance.lifecycle == Some(crate::model::cost::Lifecycle::Spot) {
+            // EC2's interruption notice goes to EventBridge, not to ECS's API: the console
+            // cannot tell a reclaim from a drain, and says both.
+            return Some(change(
+                ChangeKind::Leaving,
+                format!("{status}: a Spot instance, which EC2 may be reclaiming (two minutes' notice) or someone is draining; its tasks move elsewhere"),
+            ));
+        }
         return Some(change(
             ChangeKind::Leaving,
             format!("{status}: its tasks move elsewhere before it goes"),
@@ -282,8 +290,12 @@ mod tests {
             instance_change(&instance, now, false).map(|c| c.change),
             Some(ChangeKind::Leaving)
         );
-        instance.not_placing = Some("agent disconnected".into());
         instance.impaired = None;
+        instance.lifecycle = Some(crate::model::cost::Lifecycle::Spot);
+        let spot = instance_change(&instance, now, true).expect("leaving");
+        assert_eq!(spot.change, ChangeKind::Leaving);
+        assert!(spot.text.contains("EC2 may be reclaiming"), "{}", spot.text);
+        instance.not_placing = Some("agent disconnected".into());
         assert_eq!(instance_change(&instance, now, true), None);
     }
 }

@@ -3,7 +3,8 @@
 //! Instances: the most cost-effective type their requirements match; an Auto Scaling group
 //! with managed scaling: its type, by the target, the step sizes and the warm-up, never past
 //! `MaxSize`); Managed Instances with auto repair replace an instance whose MPS daemon is
-//! IMPAIRED and retire idle instances after `scaleInAfter`. The inferences are in
+//! IMPAIRED, retire idle instances and consolidate under-used ones after `scaleInAfter`; EC2
+//! reclaims Spot instances. The inferences are in
 //! [`crate::elastic`].
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use crate::{
     elastic::{
         self, Activity, ActivityKind, Cause, Launch, ASG_LAUNCH_SECONDS,
         DEFAULT_SCALE_IN_AFTER_SECONDS, MANAGED_LAUNCH_SECONDS, REPAIR_AFTER_SECONDS,
+        SPOT_NOTICE_SECONDS,
     },
     instance_types::{self, InstanceType},
     model::{Cluster, Fleet, TaskStatus},
@@ -47,6 +49,9 @@ impl Fleet {
             for key in &keys {
                 self.repair_impaired(key);
                 self.retire_idle(key);
+                self.consolidate_under_used(key);
+                self.scale_in_groups(key);
+                self.finish_reclaims(key);
                 self.finish_retirements(key);
             }
         }
@@ -118,6 +123,9 @@ impl Fleet {
             let mut instance =
                 self.instance_of_type(&launch.cluster, launch.instance_type, &zone, now);
             instance.capacity_provider = Some(launch.provider.clone());
+            instance.spot = self
+                .capacity_provider(&launch.provider)
+                .is_some_and(launches_spot);
             let ec2_id = instance.ec2_instance_id.clone();
             self.add_instance(&launch.cluster, instance);
             let description = match &launch.cause {
@@ -375,121 +383,6 @@ impl Fleet {
             );
         }
     }
-
-    /// Sets a provider's instance DRAINING (a repair) or DEREGISTERING (an idle retirement);
-    /// the services with tasks there move them.
-    fn set_leaving(&mut self, key: &str, arn: &str, status: &str) {
-        let now = self.now;
-        let Some(cluster) = self.clusters.get_mut(key) else {
-            return;
-        };
-        if let Some(instance) = cluster.instance_mut(arn) {
-            instance.room.status = status.to_string();
-            instance.version += 1;
-        }
-        unsettle_services_on(cluster, &[arn.to_string()]);
-        self.elastic.retiring.insert(arn.to_string(), now);
-        self.elastic.idle_since.remove(arn);
-    }
-
-    /// Managed Instances with infrastructure optimization: an instance with no task for
-    /// `scaleInAfter` seconds is set DEREGISTERING, to be terminated.
-    fn retire_idle(&mut self, key: &str) {
-        let now = self.now;
-        let Some(cluster) = self.clusters.get(key) else {
-            return;
-        };
-        // (instance, provider, its scaleInAfter, idle, type, EC2 ID), for providers that retire
-        // idle instances at all.
-        type Seen = (String, String, i64, bool, String, String);
-        let seen: Vec<Seen> = cluster
-            .instances
-            .iter()
-            .filter_map(|instance| {
-                let provider = instance
-                    .capacity_provider
-                    .as_deref()
-                    .and_then(|p| self.capacity_provider(p))
-                    .filter(|p| p.kind == ProviderKind::ManagedInstances)?;
-                Some((
-                    instance.arn.clone(),
-                    provider.name.clone(),
-                    scale_in_after(provider)?,
-                    instance.running_tasks + instance.pending_tasks == 0
-                        && instance.room.status == "ACTIVE",
-                    instance.instance_type.clone(),
-                    instance.ec2_instance_id.clone(),
-                ))
-            })
-            .collect();
-        let mut retire = Vec::new();
-        for (arn, provider, after, idle, instance_type, ec2_id) in seen {
-            if !idle {
-                self.elastic.idle_since.remove(&arn);
-                continue;
-            }
-            let since = *self.elastic.idle_since.entry(arn.clone()).or_insert(now);
-            if now >= since + Duration::seconds(after) {
-                retire.push((arn, provider, instance_type, ec2_id));
-            }
-        }
-        for (arn, provider, instance_type, ec2_id) in retire {
-            self.set_leaving(key, &arn, "DEREGISTERING");
-            self.elastic.record(
-                &provider,
-                Activity {
-                    at: now,
-                    kind: ActivityKind::Retiring,
-                    cluster: key.to_string(),
-                    instance_type,
-                    ec2_instance_id: Some(ec2_id.clone()),
-                    description: format!("{ec2_id} idle past scaleInAfter; retiring it"),
-                },
-            );
-        }
-    }
-
-    /// Instances being repaired or retired that no longer run a task leave the cluster, and
-    /// their EC2 instances are terminated.
-    fn finish_retirements(&mut self, key: &str) {
-        let now = self.now;
-        let done: Vec<(String, Option<String>, String, String)> = {
-            let Some(cluster) = self.clusters.get(key) else {
-                return;
-            };
-            self.elastic
-                .retiring
-                .keys()
-                .filter_map(|arn| cluster.instance(arn))
-                .filter(|i| i.running_tasks + i.pending_tasks == 0)
-                .map(|i| {
-                    (
-                        i.arn.clone(),
-                        i.capacity_provider.clone(),
-                        i.instance_type.clone(),
-                        i.ec2_instance_id.clone(),
-                    )
-                })
-                .collect()
-        };
-        for (arn, provider, instance_type, ec2_id) in done {
-            self.elastic.retiring.remove(&arn);
-            self.deregister_instance(key, &arn);
-            if let Some(provider) = provider {
-                self.elastic.record(
-                    &provider,
-                    Activity {
-                        at: now,
-                        kind: ActivityKind::Retired,
-                        cluster: key.to_string(),
-                        instance_type,
-                        ec2_instance_id: Some(ec2_id.clone()),
-                        description: format!("{ec2_id} deregistered and terminated"),
-                    },
-                );
-            }
-        }
-    }
 }
 
 /// What a Managed Instances provider launches for `shapes`: the most cost-effective type its
@@ -525,20 +418,6 @@ fn auto_repair(provider: &CapacityProvider) -> bool {
             == Some("ENABLED")
 }
 
-/// A Managed Instances provider's `scaleInAfter` in seconds; `None` when it is `-1` (off).
-fn scale_in_after(provider: &CapacityProvider) -> Option<i64> {
-    let given = provider
-        .settings
-        .get("infrastructureOptimization")
-        .and_then(|o| o.get("scaleInAfter"))
-        .and_then(Value::as_i64);
-    match given {
-        Some(-1) => None,
-        Some(seconds) => Some(seconds.max(0)),
-        None => Some(DEFAULT_SCALE_IN_AFTER_SECONDS),
-    }
-}
-
 /// The provider's instances in the cluster that run or start a task.
 fn busy_instances(cluster: &Cluster, provider: &str) -> u32 {
     cluster
@@ -563,6 +442,10 @@ pub fn unsettle_services_on(cluster: &mut Cluster, leaving: &[String]) {
         }
     }
 }
+
+mod leaving;
+
+use leaving::launches_spot;
 
 #[cfg(test)]
 mod tests;

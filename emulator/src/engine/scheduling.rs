@@ -566,8 +566,7 @@ pub(super) fn reason_text(why: &NoFit) -> &'static str {
 
 mod choose;
 
-use choose::choose_instance;
-pub(super) use choose::needs_and_strategies;
+pub(super) use choose::{choose_instance, needs_and_strategies};
 
 #[cfg(test)]
 mod tests;

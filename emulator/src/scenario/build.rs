@@ -57,6 +57,7 @@ pub(super) fn add_provider(
                 max_size,
                 desired_capacity,
                 last_scale_out: None,
+                above_target_since: None,
             },
         );
     }

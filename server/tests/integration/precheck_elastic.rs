@@ -158,6 +158,7 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
                 max_size: case.max_size,
                 desired_capacity: case.existing as u32,
                 last_scale_out: None,
+                above_target_since: None,
             },
         );
     }

@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// Adds a provider of `kind` with `settings` to cluster `prod`.
-fn provider(fleet: &mut Fleet, name: &str, kind: ProviderKind, settings: Value) {
+pub(super) fn provider(fleet: &mut Fleet, name: &str, kind: ProviderKind, settings: Value) {
     let arn = fleet.arn(&format!("capacity-provider/{name}"));
     fleet.capacity_providers.insert(
         name.into(),
@@ -29,7 +29,7 @@ fn provider(fleet: &mut Fleet, name: &str, kind: ProviderKind, settings: Value) 
     }
 }
 
-fn managed(allowed: &[&str], repair: &str, scale_in_after: i64) -> Value {
+pub(super) fn managed(allowed: &[&str], repair: &str, scale_in_after: i64) -> Value {
     json!({
         "infrastructureRoleArn": "arn:aws:iam::123456789012:role/infra",
         "instanceLaunchTemplate": {
@@ -46,7 +46,7 @@ fn managed(allowed: &[&str], repair: &str, scale_in_after: i64) -> Value {
     })
 }
 
-fn service_on(fleet: &mut Fleet, name: &str, td: &str, desired: u32, provider: &str) {
+pub(super) fn service_on(fleet: &mut Fleet, name: &str, td: &str, desired: u32, provider: &str) {
     fleet
         .create_service(
             "prod",
@@ -67,7 +67,7 @@ fn service_on(fleet: &mut Fleet, name: &str, td: &str, desired: u32, provider: &
         .expect("created");
 }
 
-fn tasks_of(fleet: &Fleet, service: &str) -> Vec<crate::model::Task> {
+pub(super) fn tasks_of(fleet: &Fleet, service: &str) -> Vec<crate::model::Task> {
     let cluster = &fleet.clusters["prod"];
     cluster.services[service]
         .tasks
@@ -76,7 +76,7 @@ fn tasks_of(fleet: &Fleet, service: &str) -> Vec<crate::model::Task> {
         .collect()
 }
 
-fn provider_instances(fleet: &Fleet, provider: &str) -> Vec<(String, String)> {
+pub(super) fn provider_instances(fleet: &Fleet, provider: &str) -> Vec<(String, String)> {
     fleet.clusters["prod"]
         .instances
         .iter()
@@ -185,7 +185,7 @@ fn requirements_that_match_no_type_that_fits_launch_nothing_and_the_tasks_wait()
     );
 }
 
-fn asg(fleet: &mut Fleet, max_size: u32, max_step: u32) {
+pub(super) fn asg(fleet: &mut Fleet, max_size: u32, max_step: u32) {
     provider(
         fleet,
         "asg",
@@ -207,6 +207,7 @@ fn asg(fleet: &mut Fleet, max_size: u32, max_step: u32) {
             max_size,
             desired_capacity: 0,
             last_scale_out: None,
+            above_target_since: None,
         },
     );
 }

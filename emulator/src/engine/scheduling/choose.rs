@@ -87,7 +87,7 @@ fn spread_counts(
 /// tasks), then best fit on GPU memory for MPS, fewest idle GPUs that still suffice for whole
 /// GPUs, first fit otherwise. On failure, the reason at the closest instance: one short only of
 /// GPUs before one short of anything else.
-pub(super) fn choose_instance(
+pub(in crate::engine) fn choose_instance(
     cluster: &Cluster,
     gpu: &GpuRequest,
     needs: &Needs,
