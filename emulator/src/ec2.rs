@@ -313,7 +313,7 @@ fn write_reservation(xml: &mut String, fleet: &Fleet, instance: &ContainerInstan
 <placement><availabilityZone>{}</availabilityZone><groupName/><tenancy>default</tenancy></placement>\
 <monitoring><state>disabled</state></monitoring><privateIpAddress>{}</privateIpAddress>\
 <architecture>x86_64</architecture><rootDeviceType>ebs</rootDeviceType><rootDeviceName>/dev/xvda</rootDeviceName>\
-{}<hypervisor>xen</hypervisor><virtualizationType>hvm</virtualizationType>\
+{}{}<hypervisor>xen</hypervisor><virtualizationType>hvm</virtualizationType>\
 <privateDnsNameOptions><hostnameType>ip-name</hostnameType><enableResourceNameDnsARecord>false</enableResourceNameDnsARecord><enableResourceNameDnsAAAARecord>false</enableResourceNameDnsAAAARecord></privateDnsNameOptions>\
 </item></instancesSet></item>",
         escape(&reservation),
@@ -329,7 +329,21 @@ fn write_reservation(xml: &mut String, fleet: &Fleet, instance: &ContainerInstan
         } else {
             ""
         },
+        if managed_by_ecs(fleet, instance) {
+            "<operator><managed>true</managed><principal>ecs.amazonaws.com</principal></operator>"
+        } else {
+            ""
+        },
     );
+}
+
+/// Whether ECS Managed Instances launched `instance`: EC2 names ECS as its operator.
+fn managed_by_ecs(fleet: &Fleet, instance: &ContainerInstance) -> bool {
+    instance
+        .capacity_provider
+        .as_deref()
+        .and_then(|name| fleet.capacity_provider(name))
+        .is_some_and(|p| p.kind == crate::capacity::ProviderKind::ManagedInstances)
 }
 
 /// The instance types asked for (`InstanceType.N`, at most 100), or every type the emulator

@@ -168,7 +168,7 @@ impl SqlCostHistory {
                 let factor = f64::from(count) / 60.0;
                 for chunk in rows.chunks(BATCH) {
                     let sql = format!(
-                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours, cpu_hours, host_memory_mib_hours) VALUES {}
+                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours, cpu_hours, host_memory_mib_hours, managed_instance_hours) VALUES {}
                          ON CONFLICT ({column}, key_id) DO UPDATE SET
                             instance_hours = {table}.instance_hours + excluded.instance_hours,
                             gpu_hours = {table}.gpu_hours + excluded.gpu_hours,
@@ -177,8 +177,9 @@ impl SqlCostHistory {
                             usage_gpu_hours = {table}.usage_gpu_hours + excluded.usage_gpu_hours,
                             unused_gpu_hours = {table}.unused_gpu_hours + excluded.unused_gpu_hours,
                             cpu_hours = {table}.cpu_hours + excluded.cpu_hours,
-                            host_memory_mib_hours = {table}.host_memory_mib_hours + excluded.host_memory_mib_hours",
-                        placeholders(chunk.len(), 10)
+                            host_memory_mib_hours = {table}.host_memory_mib_hours + excluded.host_memory_mib_hours,
+                            managed_instance_hours = {table}.managed_instance_hours + excluded.managed_instance_hours",
+                        placeholders(chunk.len(), 11)
                     );
                     let mut query = sqlx::query(&sql);
                     for (id, amounts) in chunk {
@@ -193,7 +194,8 @@ impl SqlCostHistory {
                             .bind(a.usage_gpu_hours)
                             .bind(a.unused_gpu_hours)
                             .bind(a.cpu_hours)
-                            .bind(a.host_memory_mib_hours);
+                            .bind(a.host_memory_mib_hours)
+                            .bind(a.managed_instance_hours);
                     }
                     query.execute(&mut *tx).await?;
                 }
@@ -276,7 +278,7 @@ impl SqlCostHistory {
         let rows = sqlx::query(&format!(
             "SELECT (h.{column} / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
                 SUM(h.instance_hours), SUM(h.gpu_hours), SUM(h.memory_mib_hours), SUM(h.whole_gpu_hours),
-                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours), SUM(h.cpu_hours), SUM(h.host_memory_mib_hours)
+                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours), SUM(h.cpu_hours), SUM(h.host_memory_mib_hours), SUM(h.managed_instance_hours)
              FROM {table} h JOIN cost_keys k ON k.id = h.key_id
              WHERE h.{column} >= $1 AND h.{column} < $2
              GROUP BY (h.{column} / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service"
@@ -306,6 +308,7 @@ impl SqlCostHistory {
                 unused_gpu_hours: row.try_get(12)?,
                 cpu_hours: row.try_get(13)?,
                 host_memory_mib_hours: row.try_get(14)?,
+                managed_instance_hours: row.try_get(15)?,
             };
             recorded
                 .days

@@ -117,6 +117,10 @@ pub struct InstanceView {
     /// When it registered with the cluster (RFC 3339), when ECS said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registered_at: Option<String>,
+    /// An ECS Managed Instance (EC2 names ECS as its operator), billed the Managed Instances
+    /// charge on top of EC2's price; `false` too when EC2 could not be read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub managed_instance: bool,
 }
 
 impl InstanceView {
@@ -140,6 +144,7 @@ impl InstanceView {
             host: None,
             capacity_provider: None,
             registered_at: None,
+            managed_instance: false,
         }
     }
 

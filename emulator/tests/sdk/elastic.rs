@@ -167,16 +167,43 @@ async fn tasks_on_a_managed_instances_provider_wait_then_run_on_the_instance_it_
         }
     }
     assert_eq!(running, 10, "all ten run once the instance is up");
-    let launched: Vec<String> = h.emulator.with_fleet(|fleet| {
+    let launched: Vec<(String, String)> = h.emulator.with_fleet(|fleet| {
         fleet.clusters["inference-prod"]
             .instances
             .iter()
             .filter(|i| i.capacity_provider.as_deref() == Some("gpu-sharing-mi"))
             .filter(|i| i.registered_at > fleet.now - chrono::Duration::minutes(10))
-            .map(|i| i.instance_type.clone())
+            .map(|i| (i.instance_type.clone(), i.ec2_instance_id.clone()))
             .collect()
     });
-    assert_eq!(launched, ["g6e.12xlarge"]);
+    assert_eq!(launched.len(), 1);
+    assert_eq!(launched[0].0, "g6e.12xlarge");
+    // EC2 names ECS as the operator of a Managed Instance, and of no instance registered by
+    // hand.
+    let operator = |id: String| {
+        let ec2 = h.ec2.clone();
+        async move {
+            let out = ec2
+                .describe_instances()
+                .instance_ids(id)
+                .send()
+                .await
+                .expect("described");
+            out.reservations()[0].instances()[0]
+                .operator()
+                .map(|o| (o.managed(), o.principal().map(str::to_string)))
+        }
+    };
+    assert_eq!(
+        operator(launched[0].1.clone()).await,
+        Some((Some(true), Some("ecs.amazonaws.com".to_string())))
+    );
+    let by_hand = h.emulator.with_fleet(|fleet| {
+        fleet.clusters["ml-dev"].instances[0]
+            .ec2_instance_id
+            .clone()
+    });
+    assert_eq!(operator(by_hand).await, None);
 }
 
 #[tokio::test]

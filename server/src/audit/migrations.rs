@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 8] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 9] = [
     (
         1,
         "audit log and deploy locks",
@@ -165,5 +165,11 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 8] = [
         ON approvals (cluster, service, change_key) WHERE state = 'pending';
     CREATE INDEX IF NOT EXISTS approvals_team ON approvals (team, cluster, state);
     CREATE INDEX IF NOT EXISTS audit_log_resource ON audit_log (resource, at);",
+    ),
+    (
+        9,
+        "cost history: the instance-hours of ECS Managed Instances, billed their charge",
+        "ALTER TABLE cost_hours ADD COLUMN managed_instance_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
+    ALTER TABLE cost_days ADD COLUMN managed_instance_hours DOUBLE PRECISION NOT NULL DEFAULT 0;",
     ),
 ];

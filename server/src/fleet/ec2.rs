@@ -34,6 +34,9 @@ pub struct Ec2Instance {
     /// `spot` or `on-demand` (EC2 names only spot and scheduled instances; the rest are
     /// on-demand).
     pub lifecycle: Lifecycle,
+    /// ECS Managed Instances launched it: EC2 names ECS (`ecs.amazonaws.com`) as the
+    /// instance's managing operator.
+    pub managed_by_ecs: bool,
 }
 
 /// Instance types one DescribeInstanceTypes call takes at most.
@@ -176,6 +179,10 @@ impl Ec2Reader {
                             Some(InstanceLifecycleType::Spot) => Lifecycle::Spot,
                             _ => Lifecycle::OnDemand,
                         },
+                        managed_by_ecs: instance.operator().is_some_and(|o| {
+                            o.managed() == Some(true)
+                                && o.principal().is_some_and(|p| p.starts_with("ecs."))
+                        }),
                     },
                 );
             }

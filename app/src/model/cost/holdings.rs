@@ -81,6 +81,10 @@ pub struct Amounts {
     /// Capacity: the memory the instances registered, MiB-hours; held: what the tasks reserve.
     #[serde(default)]
     pub host_memory_mib_hours: f64,
+    /// Capacity only: of `instance_hours`, those of ECS Managed Instances, which bill the
+    /// Managed Instances charge on top of EC2's price.
+    #[serde(default)]
+    pub managed_instance_hours: f64,
 }
 
 impl Amounts {
@@ -93,6 +97,7 @@ impl Amounts {
         self.unused_gpu_hours += other.unused_gpu_hours;
         self.cpu_hours += other.cpu_hours;
         self.host_memory_mib_hours += other.host_memory_mib_hours;
+        self.managed_instance_hours += other.managed_instance_hours;
     }
 
     /// These amounts times `factor` (a snapshot standing for `factor` hours).
@@ -106,6 +111,7 @@ impl Amounts {
             unused_gpu_hours: self.unused_gpu_hours * factor,
             cpu_hours: self.cpu_hours * factor,
             host_memory_mib_hours: self.host_memory_mib_hours * factor,
+            managed_instance_hours: self.managed_instance_hours * factor,
         }
     }
 }
@@ -161,6 +167,11 @@ fn add_instance(out: &mut Holdings, cluster: &str, instance: &InstanceView, hour
         .or_default()
         .add(&Amounts {
             instance_hours: hours,
+            managed_instance_hours: if instance.managed_instance {
+                hours
+            } else {
+                0.0
+            },
             gpu_hours: hours * instance.gpus.len() as f64,
             cpu_hours: hours * instance.host.as_ref().map_or(0.0, |h| f64::from(h.cpu)),
             host_memory_mib_hours: hours

@@ -110,6 +110,9 @@ pub struct CostReport {
     /// was shared (plus any idle row left).
     pub idle_cents: i64,
     pub unused_cents: i64,
+    /// Of `total_cents`, what ECS Managed Instances charges on top of EC2's price.
+    #[serde(default)]
+    pub managed_instances_cents: i64,
     pub gpus: u32,
     pub instances: u32,
     pub prices: Vec<PriceUsed>,

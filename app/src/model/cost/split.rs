@@ -122,6 +122,12 @@ struct Capacity {
     lifecycle_unknown: f64,
     /// Instance-hours whose CPU and memory were not known, so the GPUs took the whole price.
     host_unknown: f64,
+    /// Of `dollars`, the ECS Managed Instances charge, and the Managed Instances' hours it
+    /// priced.
+    managed_dollars: f64,
+    managed_hours: f64,
+    /// Managed Instances' hours by type whose charge the price file does not give.
+    managed_unpriced: BTreeMap<String, f64>,
 }
 
 /// What the holders took of the priced capacity.
@@ -163,7 +169,9 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
     };
     let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
     let notes = notes(prices, &capacity, hours);
+    let managed_instances_cents = cents(capacity.managed_dollars).min(total_cents);
     CostReport {
+        managed_instances_cents,
         query: query.clone(),
         region: prices.region.clone(),
         rows,
@@ -231,7 +239,26 @@ fn capacity(holdings: &Holdings, prices: &PriceBook, query: &CostQuery) -> Capac
         if key.lifecycle.is_none() {
             out.lifecycle_unknown += amounts.instance_hours;
         }
-        let dollars = price.usd_per_hour * amounts.instance_hours;
+        let mut dollars = price.usd_per_hour * amounts.instance_hours;
+        if amounts.managed_instance_hours > 0.0 {
+            // The charge is per instance type, whatever EC2 bills (on demand or spot).
+            let fee = prices
+                .price(&key.instance_type, Lifecycle::OnDemand)
+                .and_then(|p| p.managed_instances_usd_per_hour);
+            match fee {
+                Some(fee) => {
+                    let charge = fee * amounts.managed_instance_hours;
+                    dollars += charge;
+                    out.managed_dollars += charge;
+                    out.managed_hours += amounts.managed_instance_hours;
+                }
+                None => {
+                    *out.managed_unpriced
+                        .entry(key.instance_type.clone())
+                        .or_default() += amounts.managed_instance_hours;
+                }
+            }
+        }
         out.dollars += dollars;
         out.instance_hours += amounts.instance_hours;
         out.gpu_hours += amounts.gpu_hours;
@@ -399,6 +426,23 @@ fn notes(prices: &PriceBook, capacity: &Capacity, hours: f64) -> Vec<String> {
         .keys()
         .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
         .collect();
+    let managed = average_count(capacity.managed_hours, hours);
+    if capacity.managed_dollars > 0.0 {
+        notes.push(format!(
+            "The totals include {} of ECS Managed Instances charge for {managed} {}, on top of EC2's price (managed_instances_usd_per_hour in the price file).",
+            super::money(cents(capacity.managed_dollars)),
+            if managed == 1 { "instance" } else { "instances" },
+        ));
+    }
+    if !capacity.managed_unpriced.is_empty() {
+        let count = average_count(capacity.managed_unpriced.values().sum(), hours);
+        notes.push(format!(
+            "The ECS Managed Instances charge of {count} {} ({}) is not in the totals: give managed_instances_usd_per_hour for {} in the price file (--prices).",
+            if count == 1 { "instance" } else { "instances" },
+            capacity.managed_unpriced.keys().cloned().collect::<Vec<_>>().join(", "),
+            if capacity.managed_unpriced.len() == 1 { "that type" } else { "those types" },
+        ));
+    }
     if !unknown_types.is_empty() {
         notes.push(format!(
             "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
@@ -440,3 +484,6 @@ pub(super) fn sort_rows(rows: &mut [CostRow], key: SortKey) {
             .then_with(|| a.name.cmp(&b.name))
     });
 }
+
+#[cfg(test)]
+mod tests;

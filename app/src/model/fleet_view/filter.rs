@@ -253,6 +253,7 @@ pub fn instance_header(instance: &InstanceView) -> InstanceView {
         room: None,
         capacity_provider: instance.capacity_provider.clone(),
         registered_at: instance.registered_at.clone(),
+        managed_instance: instance.managed_instance,
     }
 }
 

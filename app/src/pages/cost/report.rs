@@ -51,6 +51,9 @@ pub(super) fn Report(report: CostReport) -> impl IntoView {
             <div class="stat"><span class="value">{money(allocated)}</span><span class="label">{format!("allocated ({})", percent(allocated, report.total_cents))}</span></div>
             <div class="stat"><span class="value" data-testid="cost-idle">{money(report.idle_cents)}</span><span class="label">{format!("idle ({}){}", percent(report.idle_cents, report.total_cents), if query.share_idle { ", shared out in the rows" } else { "" })}</span></div>
             <div class="stat"><span class="value">{money(report.unused_cents)}</span><span class="label">"allocated but unused"</span></div>
+            {(report.managed_instances_cents > 0).then(|| view! {
+                <div class="stat"><span class="value" data-testid="cost-managed-instances">{money(report.managed_instances_cents)}</span><span class="label">{format!("of the total, the ECS Managed Instances charge ({})", percent(report.managed_instances_cents, report.total_cents))}</span></div>
+            })}
             <div class="stat"><span class="value">{report.gpus}</span><span class="label">{format!("GPUs on {} priced instances", report.instances)}</span></div>
         </section>
         {(!report.notes.is_empty()).then(|| view! {

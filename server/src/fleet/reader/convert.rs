@@ -70,6 +70,7 @@ pub(super) fn add_usage(
         let described = ec2.get(&instance.ec2_instance_id);
         if let Some(described) = described {
             instance.lifecycle = Some(described.lifecycle);
+            instance.managed_instance = described.managed_by_ecs;
             if instance.availability_zone.is_none() {
                 instance.availability_zone = described.availability_zone.clone();
             }
@@ -239,6 +240,8 @@ pub(super) fn instance_view(
         }),
         capacity_provider: instance.capacity_provider_name().map(str::to_string),
         registered_at: instance.registered_at().map(crate::aws::rfc3339),
+        // From EC2, after the ECS read.
+        managed_instance: false,
     };
     (view, gpus)
 }

@@ -264,3 +264,40 @@ async fn the_fit_check_says_what_each_provider_would_launch_for_a_task_with_no_r
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn managed_instances_are_named_by_ec2_and_their_charge_is_said_in_the_cost() {
+    let (app, _) = test_app(false).await;
+    let (_, fleet) = fleet_json(&app, "").await;
+    let instances: Vec<&serde_json::Value> = fleet["snapshot"]["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .flat_map(|c| c["instances"].as_array().expect("instances"))
+        .collect();
+    let managed: Vec<&&serde_json::Value> = instances
+        .iter()
+        .filter(|i| i["managed_instance"] == true)
+        .collect();
+    assert!(!managed.is_empty(), "EC2 names ECS as their operator");
+    // Exactly the Managed Instances provider's: not the Auto Scaling group's, not by hand.
+    assert!(managed
+        .iter()
+        .all(|i| i["capacity_provider"] == "gpu-sharing-mi"));
+    assert_eq!(
+        managed.len(),
+        instances
+            .iter()
+            .filter(|i| i["capacity_provider"] == "gpu-sharing-mi")
+            .count()
+    );
+    // The built-in prices give no Managed Instances charge: the cost says it left it out.
+    let report = json(send(&app, get("/api/v1/cost?span=day")).await).await;
+    assert_eq!(report["managed_instances_cents"], 0, "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("ECS Managed Instances charge of")
+            && notes.contains("managed_instances_usd_per_hour"),
+        "{notes}"
+    );
+}
