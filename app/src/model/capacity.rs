@@ -60,6 +60,10 @@ pub struct ProviderView {
     /// Its instances that arrived lately or are leaving, as the fleet shows them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<InstanceChange>,
+    /// An Auto Scaling group's instances on their way: its desired capacity less the
+    /// instances registered (EC2 Auto Scaling counts them before ECS sees them).
+    #[serde(default)]
+    pub launching: u32,
 }
 
 /// How long after its registration an instance counts as just launched, in minutes.
@@ -238,6 +242,15 @@ pub fn count_instances(
                 .extend(instance_change(instance, &snapshot.taken_at, auto_repair));
         }
     }
+    for provider in providers.iter_mut() {
+        if let Some(size) = provider
+            .auto_scaling_group
+            .as_ref()
+            .and_then(|g| g.group.as_ref())
+        {
+            provider.launching = size.desired_capacity.saturating_sub(provider.instances);
+        }
+    }
     for service in &view.service_list {
         for item in &service.capacity_provider_strategy {
             if let Some(provider) = providers
@@ -266,6 +279,47 @@ mod tests {
             Some(0)
         );
         assert_eq!(minutes_between("yesterday", "2026-12-04T09:00:00Z"), None);
+    }
+
+    #[test]
+    fn an_auto_scaling_groups_instances_not_yet_registered_are_launching() {
+        use crate::model::{ClusterView, FleetSnapshot};
+        let snapshot = FleetSnapshot {
+            taken_at: "2026-12-04T10:00:00Z".into(),
+            clusters: vec![ClusterView {
+                name: "sim".into(),
+                instances: (0..3)
+                    .map(|n| {
+                        let mut i = InstanceView::of(format!("i-{n}"), "g5.xlarge");
+                        i.capacity_provider = Some("asg".into());
+                        i
+                    })
+                    .collect(),
+                ..ClusterView::default()
+            }],
+            api_calls: 0,
+            cloudwatch_calls: 0,
+            usage_error: None,
+            unknown_gpu_ids: 0,
+        };
+        let group = |desired: u32| ProviderView {
+            name: "asg".into(),
+            auto_scaling_group: Some(AutoScalingGroup {
+                group: Some(GroupSize {
+                    desired_capacity: desired,
+                    max_size: 10,
+                    ..GroupSize::default()
+                }),
+                ..AutoScalingGroup::default()
+            }),
+            ..ProviderView::default()
+        };
+        let mut providers = [group(5), group(2)];
+        count_instances(&snapshot, "sim", &mut providers[..1]);
+        count_instances(&snapshot, "sim", &mut providers[1..]);
+        assert_eq!((providers[0].instances, providers[0].launching), (3, 2));
+        // More registered than desired: scaling in, nothing launching.
+        assert_eq!(providers[1].launching, 0);
     }
 
     #[test]

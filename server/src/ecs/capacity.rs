@@ -104,6 +104,7 @@ pub fn provider_view(provider: &CapacityProvider) -> ProviderView {
         gpus: 0,
         may_launch: Vec::new(),
         tasks_not_running: 0,
+        launching: 0,
         changes: Vec::new(),
     }
 }

@@ -36,6 +36,14 @@ fn managed_rows(provider: &ProviderView) -> Vec<(&'static str, String)> {
     let mut rows = Vec::new();
     if let Some(managed) = &provider.managed_instances {
         rows.push((
+            "Launching",
+            if provider.tasks_not_running > 0 {
+                "not said: ECS names a Managed Instance only once it registers; tasks waiting for capacity are among those not running yet".to_string()
+            } else {
+                "nothing: no task waits".to_string()
+            },
+        ));
+        rows.push((
             "Auto repair",
             match managed.auto_repair {
                 Some(true) => {
@@ -86,10 +94,18 @@ fn group_rows(provider: &ProviderView) -> Vec<(&'static str, String)> {
             "Group size",
             match &group.group {
                 Some(size) => format!(
-                    "{} of at most {} (at least {}){}",
+                    "{} of at most {} (at least {}){}{}",
                     size.desired_capacity,
                     size.max_size,
                     size.min_size,
+                    if provider.launching > 0 {
+                        format!(
+                            "; {} launching (in the group, not yet registered with the cluster)",
+                            provider.launching
+                        )
+                    } else {
+                        String::new()
+                    },
                     if size.desired_capacity >= size.max_size {
                         " — at its MaxSize: tasks that fit nowhere wait in PROVISIONING"
                     } else {
