@@ -170,6 +170,10 @@ fn service_routes() -> Vec<ApiRoute> {
             post(http::services::rollback),
         ),
         write(
+            "/api/v1/services/{cluster}/{service}/restart",
+            post(http::services::restart),
+        ),
+        write(
             "/api/v1/services/{cluster}/{service}/scale",
             post(http::services::scale),
         ),

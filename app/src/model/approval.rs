@@ -192,6 +192,9 @@ impl ApprovalRequest {
             (None, AuditAction::Rollback) => {
                 format!("Roll back {} to {}", self.resource(), self.target)
             }
+            (None, AuditAction::Restart) => {
+                format!("Restart {} (new tasks of {})", self.resource(), self.target)
+            }
             (None, _) => format!("Deploy {} to {}", self.target, self.resource()),
         }
     }

@@ -14,6 +14,8 @@ pub enum AuditAction {
     #[default]
     Deploy,
     Rollback,
+    /// The running revision rolled out again (`forceNewDeployment`): new tasks, same revision.
+    Restart,
     /// A service's desired count changed.
     Scale,
     /// A change past its team's budget, asked for and waiting for approval.
@@ -26,10 +28,11 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 8] = [
+    pub const ALL: [AuditAction; 9] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
+        AuditAction::Restart,
         AuditAction::Scale,
         AuditAction::Request,
         AuditAction::Approve,
@@ -54,6 +57,7 @@ impl AuditAction {
             AuditAction::Register => "register",
             AuditAction::Deploy => "deploy",
             AuditAction::Rollback => "rollback",
+            AuditAction::Restart => "restart",
             AuditAction::Scale => "scale",
             AuditAction::Request => "request",
             AuditAction::Approve => "approve",

@@ -61,6 +61,38 @@ pub struct DeployRequest {
     pub force: bool,
     #[serde(default)]
     pub description: String,
+    /// A restart: the running revision again, as new tasks (`forceNewDeployment`); set by
+    /// `…/restart`, never by a deploy's body.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart: bool,
+}
+
+/// A request to restart a service: new tasks of the revision it runs (ECS's
+/// `forceNewDeployment`), to pick up an image whose tag moved or to move off an impaired
+/// instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartRequest {
+    /// The revision the user saw running: the restart is refused if the service runs another.
+    pub expected_revision: RevisionRef,
+    /// Restart even though the pre-check says the rollout will not complete.
+    #[serde(default)]
+    pub force: bool,
+    #[serde(default)]
+    pub description: String,
+}
+
+impl RestartRequest {
+    /// The deploy it is: the running revision to itself.
+    pub fn as_deploy(self) -> DeployRequest {
+        DeployRequest {
+            revision: self.expected_revision.clone(),
+            expected_revision: self.expected_revision,
+            force: self.force,
+            description: self.description,
+            restart: true,
+        }
+    }
 }
 
 /// A change of a service's desired count. `expected_desired` is the count the user saw: the
@@ -114,6 +146,9 @@ pub struct LiveDeployment {
     pub failed_tasks: u32,
     pub rollout_state: Option<RolloutState>,
     pub rollout_state_reason: Option<String>,
+    /// When ECS created it (RFC 3339), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
 }
 
 /// One service event.
@@ -176,6 +211,7 @@ impl Default for DeployRequest {
             expected_revision: RevisionRef::number(1),
             force: false,
             description: String::new(),
+            restart: false,
         }
     }
 }

@@ -30,7 +30,8 @@ use crate::{
         arn::{arn_tail, RevisionRef},
         audit::AuditAction,
         deployment::{
-            DeployRequest, PreCheck, RolloutResult, ScaleRequest, ServiceRow, WatchState,
+            DeployRequest, PreCheck, RestartRequest, RolloutResult, ScaleRequest, ServiceRow,
+            WatchState,
         },
         fleet_view::encode,
         rollout::{GrowthPlan, RolloutCheck, Verdict},
@@ -38,7 +39,8 @@ use crate::{
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
     server_fns::deployments::{
-        deployment_state, list_services, pre_check_rollout, DeployService, ScaleService,
+        deployment_state, list_services, pre_check_rollout, DeployService, RestartService,
+        ScaleService,
     },
 };
 

@@ -5,7 +5,9 @@
 use leptos::prelude::*;
 
 use crate::model::{
-    deployment::{DeployAnswer, DeployRequest, PreCheck, ScaleRequest, ServiceRow, WatchState},
+    deployment::{
+        DeployAnswer, DeployRequest, PreCheck, RestartRequest, ScaleRequest, ServiceRow, WatchState,
+    },
     ServiceError,
 };
 
@@ -38,6 +40,18 @@ pub async fn deploy_service(
 ) -> Result<DeployAnswer, ServiceError> {
     let (context, actor) = (super::context()?, super::actor()?);
     crate::service::deployments::deploy(&context, &actor, &cluster, &service, request).await
+}
+
+/// Restarts `cluster/service` (new tasks of the revision it runs) after a deploy's checks; the
+/// audit id to watch, or the request for approval past the team's budget.
+#[server(name = RestartService, prefix = "/api", endpoint = "restart_service")]
+pub async fn restart_service(
+    cluster: String,
+    service: String,
+    request: RestartRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::restart(&context, &actor, &cluster, &service, request).await
 }
 
 /// Sets `cluster/service`'s desired count after the checks; a request for approval past the

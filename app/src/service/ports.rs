@@ -133,12 +133,14 @@ pub trait EcsWrites: Send + Sync {
     /// Registers a RegisterTaskDefinition request as a new revision.
     fn register(&self, task: Map<String, Value>)
         -> BoxFuture<'_, Result<Registered, ServiceError>>;
-    /// Rolls `task_definition` (`family:revision`) out to `cluster/service`.
+    /// Rolls `task_definition` (`family:revision`) out to `cluster/service`; with `force_new`,
+    /// as a new deployment even when it is the revision running (`forceNewDeployment`).
     fn update_service(
         &self,
         cluster: String,
         service: String,
         task_definition: String,
+        force_new: bool,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
     /// Sets `cluster/service`'s desired count.
     fn scale_service(

@@ -263,9 +263,12 @@ impl EcsWrites for Ecs {
         cluster: String,
         service: String,
         task_definition: String,
+        force_new: bool,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
         Box::pin(async move {
-            let updated = self.update(&cluster, &service, &task_definition).await;
+            let updated = self
+                .update(&cluster, &service, &task_definition, force_new)
+                .await;
             self.cache.forget(&format!("service/{cluster}/{service}/"));
             self.cache.forget(&format!("events/{cluster}/"));
             self.cache.forget(&format!("tasks/{cluster}/"));

@@ -50,6 +50,7 @@ impl Ecs {
                     failed_tasks: count(d.failed_tasks()),
                     rollout_state: d.rollout_state().map(|s| RolloutState::from(s.as_str())),
                     rollout_state_reason: d.rollout_state_reason().map(str::to_string),
+                    created_at: d.created_at().map(rfc3339),
                 })
                 .collect(),
             events: found
@@ -64,12 +65,14 @@ impl Ecs {
         })
     }
 
-    /// Rolls `task_definition` out to `cluster/service` with UpdateService.
+    /// Rolls `task_definition` out to `cluster/service` with UpdateService; with `force_new`,
+    /// as a new deployment even of the revision running.
     pub async fn update(
         &self,
         cluster: &str,
         service: &str,
         task_definition: &str,
+        force_new: bool,
     ) -> Result<ServiceUpdated, app::model::ServiceError> {
         let out = self
             .client
@@ -77,6 +80,7 @@ impl Ecs {
             .cluster(cluster)
             .service(service)
             .task_definition(task_definition)
+            .force_new_deployment(force_new)
             .send()
             .await
             .map_err(|e| errors::ecs_write("UpdateService", &e))?;

@@ -14,7 +14,9 @@ use serde::Deserialize;
 use app::{
     model::{
         arn::RevisionRef,
-        deployment::{DeployRequest, PreCheck, ScaleRequest, ServiceRow, WatchState},
+        deployment::{
+            DeployRequest, PreCheck, RestartRequest, ScaleRequest, ServiceRow, WatchState,
+        },
         identity::Actor,
     },
     service::deployments,
@@ -99,6 +101,25 @@ pub async fn rollback(
     let request = deploy_body(&body)?;
     let answer =
         deployments::rollback(&state.services, &actor, &cluster, &service, request).await?;
+    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
+}
+
+/// `POST /api/v1/services/{cluster}/{service}/restart`: new tasks of the revision running
+/// (`forceNewDeployment`), with a deploy's checks, lock, budget gate and audit. 202 with the
+/// audit id to watch (or `approval` past the team's budget); 409 when the service runs another
+/// revision now, another deploy is in flight or the pre-check fails (`force` sends anyway).
+pub async fn restart(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((cluster, service)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let request: RestartRequest = serde_json::from_slice(&body).map_err(|e| {
+        AppError::BadRequest(format!(
+            "the body is not a restart: {e}; send {{\"expected_revision\": 2, \"force\": false, \"description\": \"why\"}}"
+        ))
+    })?;
+    let answer = deployments::restart(&state.services, &actor, &cluster, &service, request).await?;
     Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 

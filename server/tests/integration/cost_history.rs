@@ -395,6 +395,7 @@ async fn the_recorder_follows_a_scale_up_a_deploy_and_a_drain_over_a_day() {
             "{}:{}",
             registered.revision.family, registered.revision.revision
         ),
+        false,
     )
     .await
     .expect("deploys");

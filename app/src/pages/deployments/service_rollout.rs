@@ -59,7 +59,7 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
             }}
         </section>
         <PreCheckView rollout=rollout.clone() />
-        {(target.revision != running).then(|| budget.map(|verdict| view! {
+        {budget.map(|verdict| view! {
             <section class="card" data-testid="rollout-budget">
                 <h2>"Team budget"</h2>
                 <p class=if verdict.over { "banner warn" } else { "banner info" } role="status" data-over=verdict.over.to_string()>
@@ -67,8 +67,8 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
                     {verdict.over.then_some(" Sending it asks the team's approvers; nothing is sent until one of them approves.")}
                 </p>
             </section>
-        }))}
-        {(target.revision != running).then(|| if deploy.allowed {
+        })}
+        {if deploy.allowed {
             view! {
                 <DeployForm cluster=service.cluster.clone() service=s.name.clone() running target=target.revision completes=rollout.verdict == Verdict::Completes over_budget />
             }.into_any()
@@ -79,7 +79,7 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
                     <p class="not-allowed" role="note">{deploy.reason.clone().unwrap_or_default()}</p>
                 </section>
             }.into_any()
-        })}
+        }}
         <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
     }
 }

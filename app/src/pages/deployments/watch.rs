@@ -9,7 +9,7 @@ pub(super) fn Watch(initial: WatchState) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     listen(state);
     view! {
-        <h1>{move || state.with(|s| format!("{} {} to {}/{}", if s.action == AuditAction::Rollback { "Rollback" } else { "Deploy" }, s.target, s.cluster, s.service))}</h1>
+        <h1>{move || state.with(|s| format!("{} {} to {}/{}", match s.action { AuditAction::Rollback => "Rollback", AuditAction::Restart => "Restart", _ => "Deploy" }, s.target, s.cluster, s.service))}</h1>
         {move || state.with(|s| {
             let (class, text) = match s.result {
                 Some(RolloutResult::Succeeded) => ("banner info", format!("Succeeded: {}/{} runs {}.", s.cluster, s.service, s.target)),

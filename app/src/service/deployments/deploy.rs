@@ -10,7 +10,7 @@ use crate::{
         arn::{RevisionRef, TaskDefinitionId},
         audit::{AuditAction, AuditIntent, AuditOutcome, Lock, Outcome},
         budget::{BudgetVerdict, Delta},
-        deployment::{DeployAnswer, DeployRequest, LiveService, WatchState},
+        deployment::{DeployAnswer, DeployRequest, LiveService, RestartRequest, WatchState},
         identity::Actor,
         rollout::{RolloutCheck, Verdict},
         task_definition::{check_description, MaskLevel},
@@ -61,7 +61,29 @@ pub async fn deploy(
         actor,
         approved: None,
     };
+    if request.restart {
+        return Err(ServiceError::invalid(
+            "restart is not a deploy's field: POST /api/v1/services/{cluster}/{service}/restart restarts a service",
+        ));
+    }
     deploy_as(context, sender, cluster, service, request).await
+}
+
+/// Restarts `cluster/service`: the revision it runs rolled out again as new tasks
+/// (`forceNewDeployment`), with a deploy's checks — the revision the user saw must still run,
+/// the pre-check, the deploy lock, the team's budget and the audit record.
+pub async fn restart(
+    context: &ServiceContext,
+    actor: &Actor,
+    cluster: &str,
+    service: &str,
+    request: RestartRequest,
+) -> Result<DeployAnswer, ServiceError> {
+    let sender = Sender {
+        actor,
+        approved: None,
+    };
+    deploy_as(context, sender, cluster, service, request.as_deploy()).await
 }
 
 /// The deploy of an approved request, as its requester's: the same checks, and the team's use
@@ -95,7 +117,14 @@ async fn deploy_as(
     let (found, runs) = running(&snapshot, cluster, service)?;
     let (revision, expected) = revisions_asked(&request, &runs.family)?;
     let resource = format!("{cluster}/{service}");
-    let action = if revision < expected {
+    let action = if request.restart {
+        if revision != expected {
+            return Err(ServiceError::invalid(format!(
+                "a restart rolls out the revision running ({expected}) again, not {revision}; POST …/deploy rolls another revision out"
+            )));
+        }
+        AuditAction::Restart
+    } else if revision < expected {
         AuditAction::Rollback
     } else {
         AuditAction::Deploy
@@ -225,9 +254,9 @@ fn still_as_seen(
             "{resource} now runs {family}:{now_running}, not {from} as when you looked: another deploy changed it. Review the change against {family}:{now_running} and deploy again."
         )));
     }
-    if target.revision == now_running {
+    if target.revision == now_running && sending.action != AuditAction::Restart {
         return Err(ServiceError::invalid(format!(
-            "{resource} already runs {family}:{now_running}; choose another revision"
+            "{resource} already runs {family}:{now_running}; choose another revision, or restart it (POST …/restart) for new tasks of the same one"
         )));
     }
     if !active {
@@ -414,7 +443,12 @@ async fn send_update(
     }
     let updated = context
         .ecs_writes
-        .update_service(cluster.to_string(), service.to_string(), target.to_string())
+        .update_service(
+            cluster.to_string(),
+            service.to_string(),
+            target.to_string(),
+            *action == AuditAction::Restart,
+        )
         .await?;
     let recorded = context
         .audit

@@ -8,7 +8,7 @@ mod scale;
 mod send;
 mod state;
 
-pub use deploy::{deploy, deploy_approved, rollback};
+pub use deploy::{deploy, deploy_approved, restart, rollback};
 pub use scale::{scale, scale_approved};
 pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};
 

@@ -181,6 +181,17 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
     }
 }
 
+/// Whether ECS made deployment `d` at or after `at` (RFC 3339); `false` when either time does
+/// not read.
+fn made_after(d: &crate::model::deployment::LiveDeployment, at: &str) -> bool {
+    let read = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
+    match (d.created_at.as_deref().and_then(read), read(at)) {
+        // ECS keeps milliseconds, the record microseconds.
+        (Some(made), Some(at)) => made >= at - chrono::Duration::milliseconds(1),
+        _ => false,
+    }
+}
+
 /// A scale's or a deploy's record settled by what ECS has now: the desired count it asked for,
 /// or its revision as the primary deployment (in progress, then watched); or not, and the
 /// UpdateService did not take effect (or was never sent). Its lock is given back.
@@ -228,7 +239,9 @@ async fn settle_update(
             .filter(|d| {
                 TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string())
                     == Some(target.clone())
-            });
+            })
+            // A restart keeps the revision: only a deployment ECS made after the intent is it.
+            .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at));
         (
             primary.map(|d| AuditOutcome {
                 outcome: Outcome::InProgress,

@@ -156,9 +156,13 @@ impl EcsWrites for Fake {
         _cluster: String,
         _service: String,
         task_definition: String,
+        force_new: bool,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>> {
         Box::pin(async move {
-            self.call(&format!("ecs.update_service {task_definition}"));
+            self.call(&format!(
+                "ecs.update_service {task_definition}{}",
+                if force_new { " forceNewDeployment" } else { "" }
+            ));
             if self.refuse_writes.load(Ordering::SeqCst) {
                 return Err(ServiceError::refused_by_aws(
                     "ECS refused UpdateService: AccessDeniedException: no",

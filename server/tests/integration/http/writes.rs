@@ -216,3 +216,70 @@ async fn a_server_error_on_register_is_unknown_until_ecs_shows_nothing_was_regis
         .as_str()
         .is_some_and(|d| d.contains("nothing was registered")));
 }
+
+#[tokio::test]
+async fn a_restart_replaces_the_tasks_with_new_ones_of_the_same_revision() {
+    let (app, emulator) = test_app_with_emulator().await;
+    fleet_json(&app, "").await;
+    let restart = "/api/v1/services/inference-prod/embed-api/restart";
+    let before: Vec<String> = emulator.with_fleet(|fleet| {
+        let cluster = &fleet.clusters["inference-prod"];
+        cluster.services["embed-api"]
+            .tasks
+            .iter()
+            .cloned()
+            .collect()
+    });
+    assert!(!before.is_empty());
+    // Bad bodies and a revision that does not run are refused, and nothing is sent.
+    let response = send(&app, post_json(restart, r#"{"revision": 1}"#)).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(text(response).await.contains("expected_revision"));
+    let response = send(&app, post_json(restart, r#"{"expected_revision": 7}"#)).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND, "no revision 7");
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/services/inference-prod/embed-api/deploy",
+            r#"{"revision": 1, "expected_revision": 1, "restart": true}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    let response = send(
+        &app,
+        post_json(
+            restart,
+            r#"{"expected_revision": 1, "description": "pick up the moved tag"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let answer = json(response).await;
+    assert_eq!(answer["action"], "restart", "{answer}");
+    let id = answer["audit_id"]
+        .as_str()
+        .expect("an audit id")
+        .to_string();
+    let state = deployment_result(&app, &id, 90).await;
+    assert_eq!(state["result"], "succeeded", "{state}");
+    // The same revision, and none of the tasks that ran before.
+    let after: Vec<(String, String)> = emulator.with_fleet(|fleet| {
+        let cluster = &fleet.clusters["inference-prod"];
+        cluster.services["embed-api"]
+            .tasks
+            .iter()
+            .filter_map(|arn| cluster.tasks.get(arn))
+            .map(|t| (t.arn.clone(), t.task_definition_arn.clone()))
+            .collect()
+    });
+    assert_eq!(after.len(), before.len());
+    assert!(after
+        .iter()
+        .all(|(arn, td)| !before.contains(arn) && td.ends_with("embed-api:1")));
+    let records = audit_records(&app, "restart").await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["to_revision"], "embed-api:1");
+    assert_eq!(records[0]["description"], "pick up the moved tag");
+}

@@ -198,3 +198,89 @@ async fn another_teams_deployer_is_refused_before_anything_is_sent() {
     assert_eq!(record.action, AuditAction::Deploy);
     assert_eq!(record.who.source.as_deref(), Some("10.0.0.7"));
 }
+
+fn restart_of(expected: u32) -> RestartRequest {
+    RestartRequest {
+        expected_revision: RevisionRef::number(expected),
+        force: false,
+        description: "pick up the moved :latest tag".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_restart_rolls_the_running_revision_out_again_as_a_new_deployment_audited() {
+    let fake = Fake::new();
+    let answer = restart(
+        &fake.context(),
+        &Fake::deployer(),
+        "prod",
+        "embed",
+        restart_of(1),
+    )
+    .await
+    .expect("sent");
+    assert_eq!(answer.action, AuditAction::Restart);
+    let calls = fake.calls();
+    let begin = position(&calls, "audit.begin");
+    let lock = position(&calls, "audit.lock");
+    let update = position(&calls, "ecs.update_service embed:1 forceNewDeployment");
+    assert!(begin < lock && lock < update, "{calls:?}");
+    let record = &fake.records()[0];
+    assert_eq!(record.action, AuditAction::Restart);
+    assert_eq!(record.outcome, Outcome::InProgress);
+    assert_eq!(record.from_revision.as_deref(), Some("embed:1"));
+    assert_eq!(record.to_revision.as_deref(), Some("embed:1"));
+    assert_eq!(
+        record.description.as_deref(),
+        Some("pick up the moved :latest tag")
+    );
+}
+
+#[tokio::test]
+async fn a_restart_is_refused_when_the_service_runs_another_revision_or_by_another_team() {
+    let fake = Fake::new();
+    let error = restart(
+        &fake.context(),
+        &Fake::deployer(),
+        "prod",
+        "embed",
+        restart_of(2),
+    )
+    .await
+    .expect_err("embed runs 1");
+    assert_eq!(error.status(), 409, "{error}");
+    let error = restart(
+        &fake.context(),
+        &Fake::outsider(),
+        "prod",
+        "embed",
+        restart_of(1),
+    )
+    .await
+    .expect_err("not their team");
+    assert_eq!(error.status(), 403, "{error}");
+    assert!(!fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("ecs.update_service")));
+}
+
+#[tokio::test]
+async fn a_deploy_cannot_smuggle_a_restart_nor_deploy_the_running_revision() {
+    let fake = Fake::new();
+    let smuggled = DeployRequest {
+        restart: true,
+        ..request(1, 1)
+    };
+    let error = deploy_embed(&fake, smuggled).await.expect_err("refused");
+    assert_eq!(error.status(), 400);
+    assert!(error.message().contains("/restart"), "{error}");
+    let error = deploy_embed(&fake, request(1, 1))
+        .await
+        .expect_err("already runs");
+    assert!(error.message().contains("restart it"), "{error}");
+    assert!(!fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("ecs.update_service")));
+}

@@ -50,6 +50,24 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             }),
         ),
         (
+            "/api/v1/services/{cluster}/{service}/restart",
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/services/inference-prod/embed-api/restart",
+                    r#"{"expected_revision": 1}"#,
+                )
+            }),
+        ),
+        (
+            "/api/restart_service",
+            Rule::Change(|| {
+                form(
+                    "/api/restart_service",
+                    "cluster=inference-prod&service=embed-api&request[expected_revision]=1",
+                )
+            }),
+        ),
+        (
             "/api/v1/services/{cluster}/{service}/scale",
             Rule::Change(|| {
                 post_json(
