@@ -20,6 +20,40 @@ async function api(path, init) {
 }
 
 describe('deployments', () => {
+  test('a service is restarted from the pre-check of the revision it runs', async () => {
+    const services = (await api('/api/v1/services')).body;
+    const settled = services.filter((s) => s.family !== 'embed-api' && s.gpu.some((g) => g.includes('MPS'))
+      && s.service.rollout_state === 'COMPLETED' && s.service.deployments === 1);
+    const row = settled.at(-1);
+    assert.ok(row, 'a settled MPS service');
+    const { cluster, revision } = row;
+    const name = row.service.name;
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(`${BASE_URL}/deployments/${cluster}/${name}?revision=${revision}`);
+    await waitForHydration(page);
+    const form = page.getByTestId('deploy-form');
+    await form.waitFor();
+    assert.equal(await form.getAttribute('data-restart'), 'true');
+    assert.match(await page.getByTestId('restart-explained').textContent(), /forceNewDeployment/);
+    const send = page.getByTestId('deploy-send');
+    assert.equal((await send.textContent()).trim(), `Restart: new tasks of ${revision}`);
+    await page.getByTestId('deploy-description').fill('pick up the moved tag');
+    await send.click();
+    await page.waitForURL(/\/rollouts\//);
+    const id = page.url().split('/rollouts/')[1];
+    await page.waitForFunction(() => document.querySelector('[data-testid="watch-result"]')?.dataset.result === 'succeeded', null, { timeout: 90_000 });
+    assert.match(await page.locator('h1').first().textContent(), new RegExp(`^Restart ${row.family}:${revision} to ${cluster}/${name}`));
+    // The audit log has it as a restart of the same revision, with the reason.
+    const audit = (await api(`/api/v1/audit?action=restart&resource=${cluster}/${name}`)).body;
+    const record = audit.find((r) => r.id === id);
+    assert.ok(record, JSON.stringify(audit));
+    assert.equal(record.to_revision, `${row.family}:${revision}`);
+    assert.equal(record.from_revision, `${row.family}:${revision}`);
+    assert.equal(record.description, 'pick up the moved tag');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   test('a revision is deployed from the page and its rollout watched to the end', async () => {
     // A settled MPS service other than embed-api (the editor's tests use that one).
     const services = (await api('/api/v1/services')).body;
