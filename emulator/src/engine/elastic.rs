@@ -28,6 +28,15 @@ use crate::{
 const HOUSEKEEPING_SECONDS: i64 = 10;
 
 impl Fleet {
+    /// The instances `provider` is launching.
+    fn in_flight(&self, provider: &str) -> u32 {
+        self.elastic
+            .launches
+            .iter()
+            .filter(|l| l.provider == provider)
+            .count() as u32
+    }
+
     /// One step of elastic capacity.
     pub(super) fn run_capacity(&mut self) {
         self.register_launches();
@@ -245,9 +254,7 @@ impl Fleet {
         if scaling.get("status").and_then(Value::as_str) != Some("ENABLED") {
             return None;
         }
-        let number = |k: &str, default: u64| {
-            scaling.get(k).and_then(Value::as_u64).unwrap_or(default) as u32
-        };
+        let number = |k: &str, default: u64| scaling_value(scaling, k, default);
         let warmup = i64::from(number("instanceWarmupPeriod", 300));
         let group_ref = provider.settings.get("autoScalingGroupArn")?.as_str()?;
         let group = self.elastic.group_of(group_ref)?.clone();
@@ -259,12 +266,7 @@ impl Fleet {
         }
         let kind = instance_types::find(group.instance_types.first()?)?;
         let needed = growth::instances_needed(&elastic::facts(kind), 0, shapes)?;
-        let in_flight = self
-            .elastic
-            .launches
-            .iter()
-            .filter(|l| l.provider == provider.name)
-            .count() as u32;
+        let in_flight = self.in_flight(&provider.name);
         let busy = self
             .clusters
             .get(key)
@@ -416,6 +418,11 @@ fn auto_repair(provider: &CapacityProvider) -> bool {
             .and_then(|r| r.get("actionsStatus"))
             .and_then(Value::as_str)
             == Some("ENABLED")
+}
+
+/// A managed scaling setting (`targetCapacity`, `maximumScalingStepSize` …), or `default`.
+fn scaling_value(scaling: &Value, key: &str, default: u64) -> u32 {
+    scaling.get(key).and_then(Value::as_u64).unwrap_or(default) as u32
 }
 
 /// The provider's instances in the cluster that run or start a task.

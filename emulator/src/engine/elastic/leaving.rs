@@ -448,16 +448,8 @@ impl Fleet {
             else {
                 continue;
             };
-            let number = |k: &str, default: u64| {
-                scaling.get(k).and_then(Value::as_u64).unwrap_or(default) as u32
-            };
-            let in_flight = self
-                .elastic
-                .launches
-                .iter()
-                .filter(|l| l.provider == provider.name)
-                .count() as u32;
-            let busy = busy_instances(cluster, &provider.name) + in_flight;
+            let number = |k: &str, default: u64| scaling_value(scaling, k, default);
+            let busy = busy_instances(cluster, &provider.name) + self.in_flight(&provider.name);
             let target = number("targetCapacity", 100).clamp(1, 100);
             let wanted = (busy * 100).div_ceil(target).max(group.min_size);
             let step = group
