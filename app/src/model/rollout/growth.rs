@@ -93,20 +93,7 @@ impl<'a> Grower<'a> {
             GrowthSource::AutoScaling { size, .. } => *size,
             _ => 0,
         };
-        let assumed = match &growth.source {
-            GrowthSource::ManagedInstances { fee_note, .. } => {
-                let mut assumed = vec![format!(
-                    "a Managed Instances launch takes about {} minutes (ECS does not say; an assumption)",
-                    MANAGED_LAUNCH_SECONDS / 60
-                )];
-                assumed.extend(fee_note.clone());
-                assumed
-            }
-            GrowthSource::AutoScaling { warmup_seconds, .. } => vec![format!(
-                "an instance of the group boots and registers in about {ASG_LAUNCH_SECONDS} s (an assumption); the next scale-out waits for the {warmup_seconds} s warm-up"
-            )],
-            GrowthSource::Fixed { .. } => Vec::new(),
-        };
+        let assumed = assumed_of(growth);
         Grower {
             growth,
             size,
@@ -151,7 +138,7 @@ impl<'a> Grower<'a> {
             } => match growth::cheapest(candidates, &shapes) {
                 Some((kind, count)) => Some((kind.clone(), count, MANAGED_LAUNCH_SECONDS)),
                 None => {
-                    self.plan.limit = Some(no_type_fits(plan, candidates, excluded));
+                    self.plan.limit = Some(no_type_for(&plan.new, candidates, excluded));
                     None
                 }
             },
@@ -238,6 +225,24 @@ impl<'a> Grower<'a> {
     }
 }
 
+/// What a provider's launch figures assume: the launch's time, and the price's gaps.
+fn assumed_of(growth: &Growth) -> Vec<String> {
+    match &growth.source {
+        GrowthSource::ManagedInstances { fee_note, .. } => {
+            let mut assumed = vec![format!(
+                "a Managed Instances launch takes about {} minutes (ECS does not say; an assumption)",
+                MANAGED_LAUNCH_SECONDS / 60
+            )];
+            assumed.extend(fee_note.clone());
+            assumed
+        }
+        GrowthSource::AutoScaling { warmup_seconds, .. } => vec![format!(
+            "an instance of the group boots and registers in about {ASG_LAUNCH_SECONDS} s (an assumption); the next scale-out waits for the {warmup_seconds} s warm-up"
+        )],
+        GrowthSource::Fixed { .. } => Vec::new(),
+    }
+}
+
 /// One new task as the growth rules see it.
 fn shape(plan: &RolloutPlan) -> Shape {
     Shape {
@@ -300,20 +305,15 @@ pub struct OneLaunch {
 /// What `growth`'s provider in `cluster` would launch for one task `shape` that no instance
 /// has room for: the type, or why none.
 pub fn launch_for_one(cluster: &str, growth: &Growth, shape: &Shape) -> OneLaunch {
-    let mut grower = Grower::new(growth);
     let one = std::slice::from_ref(shape);
-    let launched = match &growth.source {
+    let launched: Result<(&TypeFacts, u32), String> = match &growth.source {
         GrowthSource::ManagedInstances {
             candidates,
             excluded,
             ..
-        } => match growth::cheapest(candidates, one) {
-            Some((kind, _)) => Some((kind.clone(), MANAGED_LAUNCH_SECONDS)),
-            None => {
-                grower.plan.limit = Some(no_type_for(&shape.gpu, candidates, excluded));
-                None
-            }
-        },
+        } => growth::cheapest(candidates, one)
+            .map(|(kind, _)| (kind, MANAGED_LAUNCH_SECONDS))
+            .ok_or_else(|| no_type_for(&shape.gpu, candidates, excluded)),
         GrowthSource::AutoScaling {
             kind,
             scaling,
@@ -321,51 +321,41 @@ pub fn launch_for_one(cluster: &str, growth: &Growth, shape: &Shape) -> OneLaunc
             ..
         } => {
             if growth::instances_needed(kind, 0, one).is_none() {
-                grower.plan.limit = Some(format!(
+                Err(format!(
                     "a task does not fit an empty {} (the group's type)",
                     kind.name
-                ));
-                None
+                ))
             } else if *size >= scaling.max_size {
-                grower.plan.limit = Some(format!(
+                Err(format!(
                     "the Auto Scaling group is at its MaxSize of {}: the task would stay in PROVISIONING",
                     scaling.max_size
-                ));
-                None
+                ))
             } else {
-                Some((kind.clone(), ASG_LAUNCH_SECONDS))
+                Ok((kind, ASG_LAUNCH_SECONDS))
             }
         }
-        GrowthSource::Fixed { why } => {
-            grower.plan.limit = Some(why.clone());
-            None
-        }
+        GrowthSource::Fixed { why } => Err(why.clone()),
     };
-    let plan = grower.plan;
+    let named = OneLaunch {
+        cluster: cluster.to_string(),
+        provider: growth.provider.clone(),
+        ..OneLaunch::default()
+    };
     match launched {
-        Some((kind, seconds)) => OneLaunch {
-            cluster: cluster.to_string(),
-            provider: growth.provider.clone(),
+        Ok((kind, seconds)) => OneLaunch {
             instance_type: Some(kind.name.clone()),
             gpus: kind.gpus as u32,
             gpu_memory_mib: kind.gpu_memory_mib,
             seconds,
             cents_per_hour: kind.usd_per_hour.map(|usd| (usd * 100.0).round() as u64),
-            limit: None,
-            assumed: plan.assumed,
+            assumed: assumed_of(growth),
+            ..named
         },
-        None => OneLaunch {
-            cluster: cluster.to_string(),
-            provider: growth.provider.clone(),
-            limit: plan.limit,
-            ..OneLaunch::default()
+        Err(limit) => OneLaunch {
+            limit: Some(limit),
+            ..named
         },
     }
-}
-
-/// Why no type a Managed Instances provider may launch takes the new task.
-fn no_type_fits(plan: &RolloutPlan, candidates: &[TypeFacts], excluded: &[String]) -> String {
-    no_type_for(&plan.new, candidates, excluded)
 }
 
 /// Why no type of `candidates` takes a task asking for `request`.
