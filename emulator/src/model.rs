@@ -358,9 +358,26 @@ pub struct Service {
     pub placement_strategy: Vec<Value>,
     /// The service's `capacityProviderStrategy`; empty for a launch type.
     pub capacity_provider_strategy: Vec<crate::capacity::StrategyItem>,
+    /// When DeleteService deleted it: it is DRAINING while tasks remain, then INACTIVE, and no
+    /// longer listed.
+    pub deleted_at: Option<DateTime<Utc>>,
 }
 
 impl Service {
+    /// `ACTIVE`; once deleted, `DRAINING` while tasks remain, then `INACTIVE`.
+    pub fn status(&self) -> &'static str {
+        match self.deleted_at {
+            None => "ACTIVE",
+            Some(_) if !self.tasks.is_empty() => "DRAINING",
+            Some(_) => "INACTIVE",
+        }
+    }
+
+    /// Whether the service is ACTIVE (not deleted).
+    pub fn is_active(&self) -> bool {
+        self.deleted_at.is_none()
+    }
+
     /// The strategies its tasks are placed by.
     pub fn strategies(&self) -> Vec<crate::placement::strategy::Strategy> {
         use crate::placement::strategy::Strategy;

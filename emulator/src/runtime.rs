@@ -64,6 +64,23 @@ struct Inner {
     buckets: Buckets,
     /// The SQS queue ECS's events go to, when an EventBridge rule routes them there.
     events: RwLock<Option<Arc<EventQueue>>>,
+    /// The latest ECS calls that change something, with their bodies as received (at most
+    /// [`WRITES_KEPT`]): what a client sent, to hold against what it says it sent.
+    writes: std::sync::Mutex<std::collections::VecDeque<WriteRecord>>,
+}
+
+/// How many ECS writes [`Emulator::writes`] keeps.
+pub const WRITES_KEPT: usize = 1_000;
+
+/// One ECS call that changes something, as the emulator received it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WriteRecord {
+    /// The operation, e.g. `CreateService`.
+    pub operation: String,
+    /// The request's JSON body as received.
+    pub request: Value,
+    /// `null` when ECS took it, else the error's type (e.g. `InvalidParameterException`).
+    pub error: Option<String>,
 }
 
 /// A handle to a running emulator; clones share it.
@@ -110,6 +127,7 @@ impl Emulator {
                 scenario: scenario.to_string(),
                 requests: AtomicU64::new(0),
                 received: std::sync::Mutex::default(),
+                writes: std::sync::Mutex::default(),
                 buckets: Buckets::default(),
                 events: RwLock::new(None),
             }),
@@ -282,6 +300,26 @@ impl Emulator {
             .clone()
     }
 
+    /// The latest ECS calls that changed something or were refused, oldest first (at most
+    /// [`WRITES_KEPT`]); throttled and faulted calls, which ECS never ran, are left out.
+    pub fn writes(&self) -> Vec<WriteRecord> {
+        self.inner
+            .writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    fn record_write(&self, record: WriteRecord) {
+        let mut writes = self.inner.writes.lock().unwrap_or_else(|p| p.into_inner());
+        if writes.len() >= WRITES_KEPT {
+            writes.pop_front();
+        }
+        writes.push_back(record);
+    }
+
     /// Counts a call of `service`'s `operation`.
     fn receive(&self, service: &str, operation: &str) {
         *self
@@ -302,6 +340,7 @@ impl Emulator {
                 post(cloudwatch),
             )
             .route("/_emulator/status", get(status))
+            .route("/_emulator/writes", get(writes))
             .route("/_emulator/faults", get(get_faults).put(put_faults))
             .route("/_emulator/advance", post(advance))
             .with_state(self.clone())
@@ -449,7 +488,15 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             }
         }
     };
+    let write = (!ecs_api::reads_only(&operation)).then(|| (operation.clone(), input.clone()));
     let answer = answer_ecs(&emulator, operation, input).await;
+    if let Some((operation, request)) = write {
+        emulator.record_write(WriteRecord {
+            operation,
+            request,
+            error: answer.as_ref().err().map(|e| e.type_name().to_string()),
+        });
+    }
     if outcome == Outcome::LoseAnswer {
         return dropped();
     }
@@ -525,6 +572,11 @@ async fn answer_ecs(
 
 async fn status(State(emulator): State<Emulator>) -> Json<Status> {
     Json(emulator.status())
+}
+
+/// `GET /_emulator/writes`: the latest ECS writes as received, oldest first.
+async fn writes(State(emulator): State<Emulator>) -> Json<Vec<WriteRecord>> {
+    Json(emulator.writes())
 }
 
 async fn get_faults(State(emulator): State<Emulator>) -> Json<Faults> {

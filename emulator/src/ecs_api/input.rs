@@ -185,6 +185,15 @@ pub struct UpdateService {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub struct DeleteService {
+    pub cluster: Option<String>,
+    pub service: Option<String>,
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListTasks {
     pub cluster: Option<String>,
     pub service_name: Option<String>,

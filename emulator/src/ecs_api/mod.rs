@@ -19,7 +19,7 @@ pub use task_definitions::task_definition_json;
 pub use tasks::task_json;
 
 /// The ECS operations the emulator serves.
-pub const OPERATIONS: [&str; 25] = [
+pub const OPERATIONS: [&str; 26] = [
     "ListClusters",
     "DescribeClusters",
     "CreateCluster",
@@ -30,6 +30,7 @@ pub const OPERATIONS: [&str; 25] = [
     "DescribeServices",
     "CreateService",
     "UpdateService",
+    "DeleteService",
     "ListTasks",
     "DescribeTasks",
     "ListTaskDefinitionFamilies",
@@ -107,6 +108,7 @@ pub fn handle(fleet: &mut Fleet, operation: &str, body: Value) -> Result<String,
         "CreateCluster" => clusters::create(fleet, read(body)?),
         "CreateService" => services::create(fleet, read(body)?),
         "UpdateService" => services::update(fleet, read(body)?),
+        "DeleteService" => services::delete(fleet, read(body)?),
         "RegisterTaskDefinition" => task_definitions::register(fleet, read(body)?),
         "DeregisterTaskDefinition" => task_definitions::deregister(fleet, read(body)?),
         "TagResource" => task_definitions::tag(fleet, read(body)?),

@@ -1,4 +1,4 @@
-//! ListServices, DescribeServices, CreateService and UpdateService.
+//! ListServices, DescribeServices, CreateService, UpdateService and DeleteService.
 
 use serde_json::{json, Value};
 
@@ -19,7 +19,13 @@ use crate::{
 
 pub fn list(fleet: &Fleet, input: &input::ListServices) -> Result<Value, EcsError> {
     let cluster = cluster_of(fleet, input.cluster.as_deref())?;
-    let arns: Vec<String> = cluster.services.values().map(|s| s.arn.clone()).collect();
+    // A deleted service is no longer listed (DescribeServices still describes it).
+    let arns: Vec<String> = cluster
+        .services
+        .values()
+        .filter(|s| s.is_active())
+        .map(|s| s.arn.clone())
+        .collect();
     let (items, next) = page(&arns, &input.paging, 10)?;
     Ok(listed("serviceArns", items, next))
 }
@@ -88,7 +94,7 @@ fn service_body(service: &Service) -> Value {
         "serviceArn": service.arn,
         "serviceName": service.name,
         "clusterArn": service.cluster_arn,
-        "status": "ACTIVE",
+        "status": service.status(),
         "desiredCount": service.desired_count,
         "runningCount": running,
         "pendingCount": pending,
@@ -353,5 +359,12 @@ pub fn update(fleet: &mut Fleet, input: input::UpdateService) -> Result<Value, E
         capacity_provider_strategy,
     };
     let service = fleet.update_service(&cluster, &name, update)?;
+    Ok(json!({"service": service_json(service)}))
+}
+
+pub fn delete(fleet: &mut Fleet, input: input::DeleteService) -> Result<Value, EcsError> {
+    let cluster = input.cluster.clone().unwrap_or_else(|| "default".into());
+    let name = required(&input.service, "service")?.to_string();
+    let service = fleet.delete_service(&cluster, &name, input.force)?;
     Ok(json!({"service": service_json(service)}))
 }

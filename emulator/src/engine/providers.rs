@@ -23,7 +23,8 @@ impl Fleet {
             .filter(|i| i.capacity_provider.as_deref() == Some(name))
             .any(|i| i.running_tasks + i.pending_tasks > 0);
         let in_strategies = cluster.services.values().any(|s| {
-            s.capacity_provider_strategy
+            s.status() != "INACTIVE"
+                && s.capacity_provider_strategy
                 .iter()
                 .any(|item| item.capacity_provider == name)
         });

@@ -63,7 +63,13 @@ impl Fleet {
                     new.task_definition
                 ))
             })?;
-        if self.clusters[&key].services.contains_key(&new.name) {
+        // A name stays taken while its service is ACTIVE or DRAINING; an INACTIVE one is
+        // replaced.
+        if self.clusters[&key]
+            .services
+            .get(&new.name)
+            .is_some_and(|s| s.status() != "INACTIVE")
+        {
             return Err(invalid("Creation of service was not idempotent."));
         }
         let deployment_id = self.new_deployment_id();
@@ -93,6 +99,7 @@ impl Fleet {
             placement_constraints: new.placement_constraints.clone(),
             placement_strategy: new.placement_strategy.clone(),
             capacity_provider_strategy: new.capacity_provider_strategy.clone(),
+            deleted_at: None,
         };
         let cluster = self
             .clusters
@@ -113,8 +120,10 @@ impl Fleet {
     ) -> Result<&Service, EcsError> {
         let key = self.cluster_key(cluster).ok_or(EcsError::ClusterNotFound)?;
         let name = service.rsplit('/').next().unwrap_or(service).to_string();
-        if !self.clusters[&key].services.contains_key(&name) {
-            return Err(EcsError::ServiceNotFound);
+        match self.clusters[&key].services.get(&name) {
+            None => return Err(EcsError::ServiceNotFound),
+            Some(s) if !s.is_active() => return Err(EcsError::ServiceNotActive),
+            Some(_) => {}
         }
         if let Some(config) = &update.config {
             validate_config(config)?;
@@ -167,6 +176,40 @@ impl Fleet {
             let td = new_td.unwrap_or(current_td);
             start_deployment(svc, id, td, now);
         }
+        svc.steady = false;
+        self.reconcile(&key, &name);
+        Ok(&self.clusters[&key].services[&name])
+    }
+
+    /// DeleteService: a service scaled to 0 (or any, with `force`, which scales it to 0) is
+    /// deleted: no longer listed, DRAINING while its tasks stop, then INACTIVE.
+    pub fn delete_service(
+        &mut self,
+        cluster: &str,
+        service: &str,
+        force: bool,
+    ) -> Result<&Service, EcsError> {
+        let key = self.cluster_key(cluster).ok_or(EcsError::ClusterNotFound)?;
+        let name = service.rsplit('/').next().unwrap_or(service).to_string();
+        let now = self.now;
+        let svc = self
+            .clusters
+            .get_mut(&key)
+            .and_then(|c| c.services.get_mut(&name))
+            .ok_or(EcsError::ServiceNotFound)?;
+        if !svc.is_active() {
+            return Err(EcsError::ServiceNotActive);
+        }
+        if svc.desired_count > 0 && !force {
+            return Err(invalid(
+                "The service cannot be stopped while it is scaled above 0.",
+            ));
+        }
+        svc.desired_count = 0;
+        for deployment in &mut svc.deployments {
+            deployment.desired_count = 0;
+        }
+        svc.deleted_at = Some(now);
         svc.steady = false;
         self.reconcile(&key, &name);
         Ok(&self.clusters[&key].services[&name])

@@ -3,6 +3,7 @@
 use super::*;
 use crate::{
     engine::{fixture, NewService, ServiceUpdate},
+    error::EcsError,
     model::DeploymentStatus,
 };
 
@@ -469,4 +470,76 @@ fn a_steady_service_says_so_again_every_six_hours() {
     assert_eq!(steady(&fleet), 1);
     fixture::run(&mut fleet, 6 * 3600 + 60);
     assert_eq!(steady(&fleet), 2);
+}
+
+/// DeleteService: refused while the service is scaled above 0 (unless forced); then no longer
+/// ACTIVE — neither updated nor deleted again — and, once its tasks are gone, INACTIVE, its name
+/// free for a new service.
+#[test]
+fn a_deleted_service_goes_inactive_and_frees_its_name() {
+    let mut fleet = fixture::fleet(2, 1);
+    let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+    service(&mut fleet, &td, 2, false);
+    fixture::run(&mut fleet, 60);
+    assert_eq!(fleet.clusters["prod"].services["embed"].tasks.len(), 2);
+    let refused = fleet.delete_service("prod", "embed", false).unwrap_err();
+    assert!(refused.to_string().contains("scaled above 0"), "{refused}");
+    assert!(fleet.clusters["prod"].services["embed"].is_active());
+    fleet
+        .update_service(
+            "prod",
+            "embed",
+            ServiceUpdate {
+                desired_count: Some(0),
+                ..ServiceUpdate::default()
+            },
+        )
+        .expect("scaled to 0");
+    let deleted = fleet.delete_service("prod", "embed", false).expect("deleted");
+    assert!(!deleted.is_active());
+    assert_eq!(
+        fleet
+            .update_service("prod", "embed", ServiceUpdate::default())
+            .unwrap_err(),
+        EcsError::ServiceNotActive
+    );
+    assert_eq!(
+        fleet.delete_service("prod", "embed", true).unwrap_err(),
+        EcsError::ServiceNotActive
+    );
+    fixture::run(&mut fleet, 60);
+    let svc = &fleet.clusters["prod"].services["embed"];
+    assert_eq!(svc.status(), "INACTIVE", "its tasks stopped");
+    let live = fleet.clusters["prod"]
+        .tasks
+        .values()
+        .filter(|t| t.is_live())
+        .count();
+    assert_eq!(live, 0);
+    // An INACTIVE service's name can be used again: a new ACTIVE service.
+    let again = NewService {
+        name: "embed".into(),
+        task_definition: td.clone(),
+        desired_count: 1,
+        config: DeploymentConfig::default(),
+        placement_constraints: Vec::new(),
+        placement_strategy: Vec::new(),
+        capacity_provider_strategy: Vec::new(),
+    };
+    let created = fleet.create_service("prod", again).expect("created again");
+    assert_eq!(created.status(), "ACTIVE");
+}
+
+/// With `force`, a service scaled above 0 is scaled to 0 and deleted at once.
+#[test]
+fn a_forced_delete_scales_to_zero_and_deletes() {
+    let mut fleet = fixture::fleet(1, 1);
+    let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
+    service(&mut fleet, &td, 1, false);
+    fixture::run(&mut fleet, 60);
+    let deleted = fleet.delete_service("prod", "embed", true).expect("deleted");
+    assert_eq!(deleted.desired_count, 0);
+    assert!(!deleted.is_active());
+    fixture::run(&mut fleet, 60);
+    assert_eq!(fleet.clusters["prod"].services["embed"].status(), "INACTIVE");
 }
