@@ -177,6 +177,14 @@ fn service_routes() -> Vec<ApiRoute> {
             "/api/v1/services/{cluster}/{service}/scale",
             post(http::services::scale),
         ),
+        read(
+            "/api/v1/clusters/{cluster}/services/{service}/retire",
+            get(http::services::retire_preview),
+        ),
+        write(
+            "/api/v1/clusters/{cluster}/services/{service}/retire",
+            post(http::services::retire),
+        ),
         read("/api/v1/deployments/{id}", get(http::services::deployment)),
     ]
 }

@@ -18,6 +18,8 @@ pub enum AuditAction {
     Restart,
     /// A service's desired count changed.
     Scale,
+    /// A service scaled to 0 and deleted.
+    Retire,
     /// A change past its team's budget, asked for and waiting for approval.
     Request,
     /// A request approved; the change follows as its own record, approved by the approver.
@@ -28,12 +30,13 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 9] = [
+    pub const ALL: [AuditAction; 10] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
         AuditAction::Restart,
         AuditAction::Scale,
+        AuditAction::Retire,
         AuditAction::Request,
         AuditAction::Approve,
         AuditAction::Reject,
@@ -59,6 +62,7 @@ impl AuditAction {
             AuditAction::Rollback => "rollback",
             AuditAction::Restart => "restart",
             AuditAction::Scale => "scale",
+            AuditAction::Retire => "retire",
             AuditAction::Request => "request",
             AuditAction::Approve => "approve",
             AuditAction::Reject => "reject",

@@ -162,6 +162,9 @@ pub struct LiveEvent {
 /// A service now, as DescribeServices reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveService {
+    /// `ACTIVE`; `DRAINING` or `INACTIVE` once deleted (empty when not read).
+    #[serde(default)]
+    pub status: String,
     pub task_definition: String,
     pub desired: u32,
     pub running: u32,

@@ -18,6 +18,7 @@ pub mod fleet_view;
 pub mod heatmap;
 pub mod identity;
 pub mod policy;
+pub mod retire;
 pub mod rollout;
 #[cfg(feature = "ssr")]
 pub mod sent;

@@ -7,6 +7,7 @@ mod deploy_form;
 mod growth_view;
 mod pre_check_view;
 mod recent_events;
+mod retire_form;
 mod scale_form;
 mod service_page;
 mod service_rollout;
@@ -29,18 +30,21 @@ use crate::{
         activity::{when, EventFilter},
         arn::{arn_tail, RevisionRef},
         audit::AuditAction,
+        budget::mib_words,
+        cost::money,
         deployment::{
             DeployRequest, PreCheck, RestartRequest, RolloutResult, ScaleRequest, ServiceRow,
             WatchState,
         },
         fleet_view::encode,
+        retire::{RetirePreview, RetireRequest},
         rollout::{GrowthPlan, RolloutCheck, Verdict},
     },
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
     server_fns::deployments::{
-        deployment_state, list_services, pre_check_rollout, DeployService, RestartService,
-        ScaleService,
+        deployment_state, list_services, pre_check_rollout, retire_preview, DeployService,
+        RestartService, RetireService, ScaleService,
     },
 };
 
@@ -48,8 +52,9 @@ pub use self::service_page::ServicePage;
 pub use self::watch_page::DeploymentWatchPage;
 use self::{
     cluster_links::ClusterLinks, deploy_form::DeployForm, growth_view::GrowthView,
-    pre_check_view::PreCheckView, recent_events::RecentEvents, scale_form::ScaleForm,
-    service_rollout::ServiceRollout, service_table::ServiceTable, watch::Watch,
+    pre_check_view::PreCheckView, recent_events::RecentEvents, retire_form::RetireForm,
+    scale_form::ScaleForm, service_rollout::ServiceRollout, service_table::ServiceTable,
+    watch::Watch,
 };
 
 /// The services page.

@@ -66,6 +66,27 @@ pub async fn scale_service(
     crate::service::deployments::scale(&context, &actor, &cluster, &service, request).await
 }
 
+/// What retiring `cluster/service` would stop and free, and whether the caller may.
+#[server(name = PreviewRetirement, prefix = "/api", endpoint = "retire_preview")]
+pub async fn retire_preview(
+    cluster: String,
+    service: String,
+) -> Result<crate::model::retire::RetirePreview, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::retire_preview(&context, &actor, &cluster, &service).await
+}
+
+/// Scales `cluster/service` to 0 and deletes it, after the checks.
+#[server(name = RetireService, prefix = "/api", endpoint = "retire_service")]
+pub async fn retire_service(
+    cluster: String,
+    service: String,
+    request: crate::model::retire::RetireRequest,
+) -> Result<crate::model::retire::RetireAnswer, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::deployments::retire(&context, &actor, &cluster, &service, request).await
+}
+
 /// The state of the deployment of audit record `id`; `None` when there is none.
 #[server(name = GetDeploymentState, prefix = "/api", endpoint = "deployment_state")]
 pub async fn deployment_state(id: String) -> Result<Option<WatchState>, ServiceError> {

@@ -55,6 +55,10 @@ pub struct Fake {
     /// The locks held, by resource.
     pub locks: Mutex<std::collections::HashSet<String>>,
     pub refuse_writes: AtomicBool,
+    /// DeleteService is refused (UpdateService is not).
+    pub refuse_delete: AtomicBool,
+    /// Whether DeleteService deleted the service.
+    pub deleted: AtomicBool,
     /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
     /// What the spot market says.

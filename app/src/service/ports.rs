@@ -149,6 +149,21 @@ pub trait EcsWrites: Send + Sync {
         service: String,
         desired: u32,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
+    /// Deletes `cluster/service` (DeleteService, not forced: ECS refuses while it is scaled above
+    /// 0); its status after, `DRAINING` or `INACTIVE`.
+    fn delete_service(
+        &self,
+        cluster: String,
+        service: String,
+    ) -> BoxFuture<'_, Result<ServiceDeleted, ServiceError>>;
+}
+
+/// What DeleteService answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceDeleted {
+    /// The service's status now: `DRAINING` while its tasks stop, then `INACTIVE`.
+    pub status: String,
+    pub request_id: Option<String>,
 }
 
 /// Reads a RegisterTaskDefinition request's JSON the way the AWS SDK does.

@@ -39,7 +39,7 @@ pub(super) fn cluster_json(cluster: &Cluster) -> Value {
         "registeredContainerInstancesCount": cluster.instances.len(),
         "runningTasksCount": running,
         "pendingTasksCount": pending,
-        "activeServicesCount": cluster.services.len(),
+        "activeServicesCount": cluster.services.values().filter(|s| s.is_active()).count(),
         "capacityProviders": cluster.capacity_providers,
         "defaultCapacityProviderStrategy": cluster
             .default_strategy

@@ -25,8 +25,8 @@ impl Fleet {
         let in_strategies = cluster.services.values().any(|s| {
             s.status() != "INACTIVE"
                 && s.capacity_provider_strategy
-                .iter()
-                .any(|item| item.capacity_provider == name)
+                    .iter()
+                    .any(|item| item.capacity_provider == name)
         });
         on_instances || in_strategies
     }

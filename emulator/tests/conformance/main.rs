@@ -544,6 +544,19 @@ async fn service_on_a_provider(run: &mut Run) {
         })
         .unwrap_or(0);
     assert!(waiting > 0, "some tasks wait for capacity: {described}");
+    // Deleted (forced, as it is scaled above 0): the answer and a description of it after.
+    let deleted = run
+        .ecs(
+            "DeleteService",
+            json!({"cluster": "inference-prod", "service": "conformance-mi", "force": true}),
+        )
+        .await;
+    assert_ne!(deleted["service"]["status"], "ACTIVE", "{deleted}");
+    run.ecs(
+        "DescribeServices",
+        json!({"cluster": "inference-prod", "services": ["conformance-mi"]}),
+    )
+    .await;
 }
 
 /// The walker finds what it is for: a field the shape does not have, a value of the wrong

@@ -290,4 +290,18 @@ impl EcsWrites for Ecs {
             updated
         })
     }
+
+    fn delete_service(
+        &self,
+        cluster: String,
+        service: String,
+    ) -> BoxFuture<'_, Result<app::service::ports::ServiceDeleted, ServiceError>> {
+        Box::pin(async move {
+            let deleted = self.delete(&cluster, &service).await;
+            self.cache.forget(&format!("service/{cluster}/{service}/"));
+            self.cache.forget(&format!("events/{cluster}/"));
+            self.cache.forget(&format!("tasks/{cluster}/"));
+            deleted
+        })
+    }
 }

@@ -1,4 +1,4 @@
-//! A service as DescribeServices reports it, and UpdateService.
+//! A service as DescribeServices reports it, UpdateService and DeleteService.
 
 use app::{
     model::deployment::{LiveDeployment, LiveEvent, LiveService},
@@ -33,6 +33,7 @@ impl Ecs {
             ))
         })?;
         Ok(LiveService {
+            status: found.status().unwrap_or_default().to_string(),
             task_definition: found.task_definition().unwrap_or_default().to_string(),
             desired: count(found.desired_count()),
             running: count(found.running_count()),
@@ -105,6 +106,31 @@ impl Ecs {
             .await
             .map_err(|e| errors::ecs_write("UpdateService", &e))?;
         Ok(updated(&out))
+    }
+
+    /// DeleteService, not forced: ECS refuses while the service is scaled above 0.
+    pub async fn delete(
+        &self,
+        cluster: &str,
+        service: &str,
+    ) -> Result<app::service::ports::ServiceDeleted, app::model::ServiceError> {
+        let out = self
+            .client
+            .delete_service()
+            .cluster(cluster)
+            .service(service)
+            .force(false)
+            .send()
+            .await
+            .map_err(|e| errors::ecs_write("DeleteService", &e))?;
+        Ok(app::service::ports::ServiceDeleted {
+            status: out
+                .service()
+                .and_then(|s| s.status())
+                .unwrap_or_default()
+                .to_string(),
+            request_id: out.request_id().map(str::to_string),
+        })
     }
 }
 

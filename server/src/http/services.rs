@@ -18,6 +18,7 @@ use app::{
             DeployRequest, PreCheck, RestartRequest, ScaleRequest, ServiceRow, WatchState,
         },
         identity::Actor,
+        retire::{RetireAnswer, RetirePreview, RetireRequest},
     },
     service::deployments,
 };
@@ -144,6 +145,37 @@ pub async fn scale(
         StatusCode::OK
     };
     Ok((status, Json(answer)).into_response())
+}
+
+/// `GET /api/v1/clusters/{cluster}/services/{service}/retire`: what retiring the service would
+/// stop and free — its GPUs, the instances left empty, its share of the cost, the requests that
+/// wait for it — and whether the caller may.
+pub async fn retire_preview(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((cluster, service)): Path<(String, String)>,
+) -> Result<Json<RetirePreview>, AppError> {
+    let preview = deployments::retire_preview(&state.services, &actor, &cluster, &service).await?;
+    Ok(Json(preview))
+}
+
+/// `POST /api/v1/clusters/{cluster}/services/{service}/retire`: scales the service to 0, then
+/// deletes it (its team or an admin; `confirm` is the service's name typed again). 200 with the
+/// audit id and ECS's status of the service; 409 when the count changed since the caller
+/// looked or it is deleted already; 502 when ECS refuses (the message says what exists now).
+pub async fn retire(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((cluster, service)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<RetireAnswer>, AppError> {
+    let request: RetireRequest = serde_json::from_slice(&body).map_err(|e| {
+        AppError::BadRequest(format!(
+            "the body is not a retirement: {e}; send {{\"confirm\": \"{service}\", \"expected_desired\": 2, \"description\": \"why\"}}"
+        ))
+    })?;
+    let answer = deployments::retire(&state.services, &actor, &cluster, &service, request).await?;
+    Ok(Json(answer))
 }
 
 /// The state of deployment `id`, or a 404 that says where to look.

@@ -81,5 +81,6 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
             }.into_any()
         }}
         <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
+        <RetireForm cluster=service.cluster.clone() service=s.name.clone() />
     }
 }

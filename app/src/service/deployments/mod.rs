@@ -1,14 +1,17 @@
 //! Services and their rollouts: every service with the revision it runs and the capacity
 //! pre-check of rolling a revision out (here); the deploy or rollback itself with its checks,
-//! deploy lock and audit record (`deploy.rs`); and the state of a rollout, and the
+//! deploy lock and audit record (`deploy.rs`); a change of the desired count (`scale.rs`);
+//! retiring a service (`retire.rs`); and the state of a rollout, and the
 //! reconciliation of the audit log with ECS at start (`state.rs`).
 
 mod deploy;
+mod retire;
 mod scale;
 mod send;
 mod state;
 
 pub use deploy::{deploy, deploy_approved, restart, rollback};
+pub use retire::{retire, retire_preview};
 pub use scale::{scale, scale_approved};
 pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};
 

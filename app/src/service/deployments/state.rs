@@ -176,6 +176,9 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
                 .await?;
             Ok(true)
         }
+        (AuditAction::Retire, Outcome::Pending | Outcome::Unknown) => {
+            settle_retirement(context, record).await
+        }
         (_, Outcome::Pending | Outcome::Unknown) => settle_update(context, record).await,
         _ => Ok(false),
     }
@@ -272,6 +275,56 @@ async fn settle_update(
         if let Some(record) = context.audit.get(record.id).await? {
             state_of_record(context, record).await;
         }
+    }
+    Ok(true)
+}
+
+/// A retirement's record settled by what ECS has now: the service deleted (DRAINING, INACTIVE
+/// or no longer known), or still ACTIVE and so not deleted. Its lock is given back.
+async fn settle_retirement(
+    context: &ServiceContext,
+    record: AuditRecord,
+) -> Result<bool, ServiceError> {
+    let Some((cluster, service)) = record.resource.split_once('/') else {
+        return Ok(false);
+    };
+    let status = match context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await
+    {
+        Ok(live) => live.status,
+        Err(error) if error.status() == 404 => "gone".to_string(),
+        // ECS cannot say now; the next reconcile asks again.
+        Err(_) => return Ok(false),
+    };
+    let settled = match (status.as_str(), record.outcome) {
+        ("DRAINING" | "INACTIVE" | "gone", _) => AuditOutcome {
+            outcome: Outcome::Succeeded,
+            detail: Some(format!(
+                "reconciled: ECS has {} {}",
+                record.resource,
+                if status == "gone" {
+                    "no longer".to_string()
+                } else {
+                    status.clone()
+                }
+            )),
+            ..AuditOutcome::default()
+        },
+        (_, Outcome::Unknown) => AuditOutcome {
+            outcome: Outcome::Failed,
+            detail: Some(format!(
+                "reconciled: ECS still has {} ACTIVE, so DeleteService did not take effect; retire it again",
+                record.resource
+            )),
+            ..AuditOutcome::default()
+        },
+        _ => refusal("reconciled: the server stopped before the retirement was sent".into()),
+    };
+    context.audit.finish(record.id.clone(), settled).await?;
+    if let Some(lock) = Lock::of_service_resource(&record.resource) {
+        context.audit.unlock(lock, record.id).await?;
     }
     Ok(true)
 }

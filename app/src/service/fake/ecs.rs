@@ -78,7 +78,13 @@ impl EcsReads for Fake {
             let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
             let task_definition = format!("{ARN}embed:{running}");
             let desired = *self.desired.lock().unwrap_or_else(|p| p.into_inner());
+            let status = if self.deleted.load(Ordering::SeqCst) {
+                "INACTIVE"
+            } else {
+                "ACTIVE"
+            };
             Ok(LiveService {
+                status: status.into(),
                 task_definition: task_definition.clone(),
                 desired,
                 running: 1,
@@ -192,6 +198,33 @@ impl EcsWrites for Fake {
             Ok(ServiceUpdated {
                 deployment_id: Some("ecs-svc/1".into()),
                 request_id: Some("request-3".into()),
+            })
+        })
+    }
+
+    fn delete_service(
+        &self,
+        _cluster: String,
+        _service: String,
+    ) -> BoxFuture<'_, Result<crate::service::ports::ServiceDeleted, ServiceError>> {
+        Box::pin(async move {
+            self.call("ecs.delete_service");
+            if self.refuse_writes.load(Ordering::SeqCst)
+                || self.refuse_delete.load(Ordering::SeqCst)
+            {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused DeleteService: AccessDeniedException: no",
+                ));
+            }
+            if *self.desired.lock().unwrap_or_else(|p| p.into_inner()) > 0 {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused DeleteService: InvalidParameterException: The service cannot be stopped while it is scaled above 0.",
+                ));
+            }
+            self.deleted.store(true, Ordering::SeqCst);
+            Ok(crate::service::ports::ServiceDeleted {
+                status: "DRAINING".into(),
+                request_id: Some("request-4".into()),
             })
         })
     }

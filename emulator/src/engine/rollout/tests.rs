@@ -482,7 +482,9 @@ fn a_deleted_service_goes_inactive_and_frees_its_name() {
     service(&mut fleet, &td, 2, false);
     fixture::run(&mut fleet, 60);
     assert_eq!(fleet.clusters["prod"].services["embed"].tasks.len(), 2);
-    let refused = fleet.delete_service("prod", "embed", false).unwrap_err();
+    let refused = fleet
+        .delete_service("prod", "embed", false)
+        .expect_err("scaled above 0");
     assert!(refused.to_string().contains("scaled above 0"), "{refused}");
     assert!(fleet.clusters["prod"].services["embed"].is_active());
     fleet
@@ -495,16 +497,20 @@ fn a_deleted_service_goes_inactive_and_frees_its_name() {
             },
         )
         .expect("scaled to 0");
-    let deleted = fleet.delete_service("prod", "embed", false).expect("deleted");
+    let deleted = fleet
+        .delete_service("prod", "embed", false)
+        .expect("deleted");
     assert!(!deleted.is_active());
     assert_eq!(
         fleet
             .update_service("prod", "embed", ServiceUpdate::default())
-            .unwrap_err(),
+            .expect_err("deleted"),
         EcsError::ServiceNotActive
     );
     assert_eq!(
-        fleet.delete_service("prod", "embed", true).unwrap_err(),
+        fleet
+            .delete_service("prod", "embed", true)
+            .expect_err("deleted"),
         EcsError::ServiceNotActive
     );
     fixture::run(&mut fleet, 60);
@@ -537,9 +543,14 @@ fn a_forced_delete_scales_to_zero_and_deletes() {
     let td = fixture::mps_family(&mut fleet, "embed", 4_096, None);
     service(&mut fleet, &td, 1, false);
     fixture::run(&mut fleet, 60);
-    let deleted = fleet.delete_service("prod", "embed", true).expect("deleted");
+    let deleted = fleet
+        .delete_service("prod", "embed", true)
+        .expect("deleted");
     assert_eq!(deleted.desired_count, 0);
     assert!(!deleted.is_active());
     fixture::run(&mut fleet, 60);
-    assert_eq!(fleet.clusters["prod"].services["embed"].status(), "INACTIVE");
+    assert_eq!(
+        fleet.clusters["prod"].services["embed"].status(),
+        "INACTIVE"
+    );
 }

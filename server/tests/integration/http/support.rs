@@ -136,17 +136,23 @@ pub async fn test_state(
 /// A console on the embedded emulator, with the emulator itself, for tests that change the
 /// fleet as someone outside the console would.
 pub async fn test_app_with_emulator() -> (Router, emulator::Emulator) {
+    test_app_with_emulator_every(15).await
+}
+
+/// As [`test_app_with_emulator`], with a fleet snapshot every `seconds`.
+pub async fn test_app_with_emulator_every(seconds: u64) -> (Router, emulator::Emulator) {
     let site_root = std::env::temp_dir().join(format!(
         "gpushare-router-{}-{}",
         std::process::id(),
         rand_suffix()
     ));
     std::fs::create_dir_all(site_root.join("pkg")).expect("temp site root");
-    let args = ServeArgs {
+    let mut args = ServeArgs {
         site_root: site_root.clone(),
         body_limit: 4096,
         ..ServeArgs::default()
     };
+    args.fleet.refresh_interval = seconds;
     let (source, clients, emulator) = gpushare::connect_fleet_with_emulator(&args.fleet)
         .await
         .expect("the embedded emulator starts");

@@ -283,3 +283,117 @@ async fn a_restart_replaces_the_tasks_with_new_ones_of_the_same_revision() {
     assert_eq!(records[0]["to_revision"], "embed-api:1");
     assert_eq!(records[0]["description"], "pick up the moved tag");
 }
+
+/// Retiring a service against the emulator: the blast radius first (its GPUs and memory, as the
+/// fleet holds them), the typed confirmation, then UpdateService to 0 and DeleteService — in
+/// that order, as the emulator received them — and the service gone from the list and the
+/// snapshot, its GPU memory free, one `retire` record.
+#[tokio::test]
+async fn a_retired_service_is_scaled_to_zero_deleted_and_its_gpus_freed() {
+    let (app, emulator) = test_app_with_emulator_every(1).await;
+    fleet_json(&app, "").await;
+    let path = "/api/v1/clusters/inference-prod/services/embed-api/retire";
+    let preview = json(send(&app, get(path)).await).await;
+    let (_, fleet) = fleet_json(&app, "").await;
+    let held: u64 = gpus(&fleet)
+        .into_iter()
+        .flat_map(|gpu| {
+            let total = gpu["total_memory_mib"].as_u64().unwrap_or(0);
+            gpu["containers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c["service"] == "embed-api")
+                .map(move |c| c["memory_mib"].as_u64().unwrap_or(total))
+        })
+        .sum();
+    assert!(held > 0);
+    assert_eq!(preview["memory_mib"], held, "{preview}");
+    assert_eq!(preview["allowed"], true, "{preview}");
+    let desired = preview["desired"].as_u64().expect("a desired count");
+    assert!(desired > 0);
+
+    // A typo, a bad body and a stale count are refused, and nothing is sent.
+    let response = send(&app, post_json(path, r#"{"confirm": "embed"}"#)).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(text(response)
+        .await
+        .contains("type the service's name, embed-api"));
+    let response = send(
+        &app,
+        post_json(path, r#"{"confirm": "embed-api", "force": true}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let stale = format!(
+        r#"{{"confirm": "embed-api", "expected_desired": {}}}"#,
+        desired + 1
+    );
+    let response = send(&app, post_json(path, &stale)).await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert!(emulator
+        .writes()
+        .iter()
+        .all(|w| w.operation != "DeleteService"));
+
+    let body = format!(
+        r#"{{"confirm": "embed-api", "expected_desired": {desired}, "description": "replaced by embed-v2"}}"#
+    );
+    let response = send(&app, post_json(path, &body)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer = json(response).await;
+    assert_eq!(answer["scaled_to_zero"], true, "{answer}");
+    let writes: Vec<(String, serde_json::Value)> = emulator
+        .writes()
+        .into_iter()
+        .filter(|w| w.error.is_none())
+        .map(|w| (w.operation, w.request))
+        .collect();
+    let n = writes.len();
+    assert!(n >= 2, "{writes:?}");
+    assert_eq!(writes[n - 2].0, "UpdateService");
+    assert_eq!(writes[n - 2].1["desiredCount"], 0);
+    assert_eq!(writes[n - 1].0, "DeleteService");
+    assert_eq!(writes[n - 1].1["service"], "embed-api");
+    assert_eq!(writes[n - 1].1["force"], false);
+
+    // Once its tasks stop, its GPU memory is free; the list and the snapshot no longer have it.
+    let mut gone = false;
+    for _ in 0..200 {
+        emulator.advance(5);
+        let (live, status) = emulator.with_fleet(|fleet| {
+            let cluster = &fleet.clusters["inference-prod"];
+            let service = &cluster.services["embed-api"];
+            (service.tasks.len(), service.status())
+        });
+        if live == 0 && status == "INACTIVE" {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the retired service's tasks stopped");
+    let mut listed = true;
+    for _ in 0..100 {
+        let services = json(send(&app, get("/api/v1/services?cluster=inference-prod")).await).await;
+        listed = services
+            .as_array()
+            .is_some_and(|rows| rows.iter().any(|r| r["service"]["name"] == "embed-api"));
+        if !listed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(!listed, "embed-api is no longer listed after 10 snapshots");
+    let records = audit_records(&app, "retire").await;
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["outcome"], "succeeded");
+    assert_eq!(records[0]["description"], "replaced by embed-v2");
+    assert!(records[0]["from_revision"]
+        .as_str()
+        .is_some_and(|f| f.ends_with(&format!(" × {desired}"))));
+    // Retired once, not twice.
+    let response = send(&app, post_json(path, &body)).await;
+    assert_ne!(response.status(), StatusCode::OK);
+}

@@ -77,6 +77,25 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             }),
         ),
         (
+            "/api/v1/clusters/{cluster}/services/{service}/retire",
+            // A count no one saw: refused after the authorization, so nothing is retired.
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/clusters/inference-prod/services/embed-api/retire",
+                    r#"{"confirm": "embed-api", "expected_desired": 999}"#,
+                )
+            }),
+        ),
+        (
+            "/api/retire_service",
+            Rule::Change(|| {
+                form(
+                    "/api/retire_service",
+                    "cluster=inference-prod&service=embed-api&request[confirm]=embed-api&request[expected_desired]=999",
+                )
+            }),
+        ),
+        (
             "/api/scale_service",
             Rule::Change(|| {
                 form(
@@ -206,6 +225,15 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             Rule::Read(|| {
                 form(
                     "/api/pre_check_rollout",
+                    "cluster=inference-prod&service=embed-api",
+                )
+            }),
+        ),
+        (
+            "/api/retire_preview",
+            Rule::Read(|| {
+                form(
+                    "/api/retire_preview",
                     "cluster=inference-prod&service=embed-api",
                 )
             }),
