@@ -177,6 +177,14 @@ fn service_routes() -> Vec<ApiRoute> {
             "/api/v1/services/{cluster}/{service}/scale",
             post(http::services::scale),
         ),
+        check(
+            "/api/v1/clusters/{cluster}/services/check",
+            post(http::services::check_new),
+        ),
+        write(
+            "/api/v1/clusters/{cluster}/services",
+            post(http::services::create),
+        ),
         read(
             "/api/v1/clusters/{cluster}/services/{service}/retire",
             get(http::services::retire_preview),

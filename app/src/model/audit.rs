@@ -18,6 +18,8 @@ pub enum AuditAction {
     Restart,
     /// A service's desired count changed.
     Scale,
+    /// A new service created (CreateService), its first deployment watched.
+    Create,
     /// A service scaled to 0 and deleted.
     Retire,
     /// A change past its team's budget, asked for and waiting for approval.
@@ -30,12 +32,13 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 10] = [
+    pub const ALL: [AuditAction; 11] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
         AuditAction::Restart,
         AuditAction::Scale,
+        AuditAction::Create,
         AuditAction::Retire,
         AuditAction::Request,
         AuditAction::Approve,
@@ -62,6 +65,7 @@ impl AuditAction {
             AuditAction::Rollback => "rollback",
             AuditAction::Restart => "restart",
             AuditAction::Scale => "scale",
+            AuditAction::Create => "create",
             AuditAction::Retire => "retire",
             AuditAction::Request => "request",
             AuditAction::Approve => "approve",

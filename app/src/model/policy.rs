@@ -128,7 +128,7 @@ impl Policy {
     }
 
     /// The groups that make someone an admin, for refusals that say who could.
-    fn admins(&self) -> String {
+    pub fn admins(&self) -> String {
         let groups: Vec<&str> = self
             .roles
             .iter()
@@ -143,7 +143,7 @@ impl Policy {
     }
 
     /// The groups of `team`, for refusals that say who could.
-    fn members(&self, team: &str) -> String {
+    pub fn members(&self, team: &str) -> String {
         let groups: Vec<&str> = self
             .teams
             .iter()

@@ -66,6 +66,28 @@ pub async fn scale_service(
     crate::service::deployments::scale(&context, &actor, &cluster, &service, request).await
 }
 
+/// A new service checked, nothing created: the requests as they would be sent, the pre-check,
+/// the team's budget, the CLI and CloudFormation.
+#[server(name = CheckNewService, prefix = "/api", endpoint = "check_new_service")]
+pub async fn check_new_service(
+    cluster: String,
+    form: crate::model::new_service::NewServiceForm,
+) -> Result<crate::model::new_service::NewServiceCheck, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::new_service::check(&context, &actor, &cluster, &form).await
+}
+
+/// Creates a new service after the checks (registering the template's revision first); the
+/// audit id whose first deployment is watched.
+#[server(name = CreateNewService, prefix = "/api", endpoint = "create_new_service")]
+pub async fn create_new_service(
+    cluster: String,
+    form: crate::model::new_service::NewServiceForm,
+) -> Result<DeployAnswer, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::new_service::create(&context, &actor, &cluster, form).await
+}
+
 /// What retiring `cluster/service` would stop and free, and whether the caller may.
 #[server(name = PreviewRetirement, prefix = "/api", endpoint = "retire_preview")]
 pub async fn retire_preview(

@@ -342,6 +342,27 @@ pub async fn judge_change(
     Ok(Some((delta, judge(&usage, delta, change.what))))
 }
 
+/// The budget's verdict on a new service of `team` on `cluster` with `desired` tasks of
+/// `per_task` each, with what it adds; `None` when the team has no budget there. A snapshot too
+/// old to judge by is refused.
+pub async fn judge_new(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    cluster: &str,
+    team: &str,
+    desired: u32,
+    per_task: TaskGpu,
+    what: &str,
+) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
+    let Some(rule) = context.policy.budget(team, cluster) else {
+        return Ok(None);
+    };
+    fresh_enough(context)?;
+    let (usage, _) = budget_use(context, snapshot, rule, None, None).await?;
+    let delta = Delta::of(0, per_task, desired, per_task, usage.whole_gpu_mib);
+    Ok(Some((delta, judge(&usage, delta, what))))
+}
+
 /// Whether an approval still covers what the change would take the team to: not past what the
 /// request showed.
 pub fn covers(approved: &Approved, verdict: &BudgetVerdict) -> Result<(), ServiceError> {

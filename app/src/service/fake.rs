@@ -59,6 +59,8 @@ pub struct Fake {
     pub refuse_delete: AtomicBool,
     /// Whether DeleteService deleted the service.
     pub deleted: AtomicBool,
+    /// CreateService requests sent, in order.
+    pub created: Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
     /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
     /// What the spot market says.

@@ -149,6 +149,12 @@ pub trait EcsWrites: Send + Sync {
         service: String,
         desired: u32,
     ) -> BoxFuture<'_, Result<ServiceUpdated, ServiceError>>;
+    /// Creates a service from a CreateService request (ECS's JSON, checked by
+    /// [`TaskDefinitionSchema::create_service`]).
+    fn create_service(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<ServiceCreated, ServiceError>>;
     /// Deletes `cluster/service` (DeleteService, not forced: ECS refuses while it is scaled above
     /// 0); its status after, `DRAINING` or `INACTIVE`.
     fn delete_service(
@@ -156,6 +162,15 @@ pub trait EcsWrites: Send + Sync {
         cluster: String,
         service: String,
     ) -> BoxFuture<'_, Result<ServiceDeleted, ServiceError>>;
+}
+
+/// What CreateService answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceCreated {
+    pub arn: String,
+    /// ECS's id of the service's first deployment.
+    pub deployment_id: Option<String>,
+    pub request_id: Option<String>,
 }
 
 /// What DeleteService answered.
@@ -174,6 +189,12 @@ pub trait TaskDefinitionSchema: Send + Sync {
     /// the rest). A text past ECS's limits is refused before any other check; the checks may
     /// wait for a turn, so that a few large texts cannot take every worker.
     fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>>;
+    /// A CreateService request's JSON text read as the AWS SDK reads it: the request as ECS's
+    /// JSON, or each field that is wrong (by its path, or its line and column).
+    fn create_service(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, Vec<FieldError>>>;
 }
 
 /// A RegisterTaskDefinition request that passed every check.

@@ -168,6 +168,7 @@ pub struct CreateService {
     pub tags: Option<Value>,
     pub launch_type: Option<String>,
     pub capacity_provider_strategy: Option<Vec<StrategyItem>>,
+    pub network_configuration: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -316,6 +316,21 @@ pub fn create(fleet: &mut Fleet, input: input::CreateService) -> Result<Value, E
         placement_constraints: placement_constraints(input.placement_constraints.as_ref())?,
         placement_strategy: placement_strategy(input.placement_strategy.as_ref())?,
     };
+    let awsvpc = fleet
+        .task_definition(&new.task_definition)
+        .and_then(|td| td.body.get("networkMode").and_then(Value::as_str))
+        == Some("awsvpc");
+    match (awsvpc, input.network_configuration.is_some()) {
+        (true, false) => {
+            return Err(invalid(
+                "Network Configuration must be provided when networkMode 'awsvpc' is specified.",
+            ))
+        }
+        (false, true) => return Err(invalid(
+            "Network Configuration is not valid for the given networkMode of this task definition.",
+        )),
+        _ => {}
+    }
     let tags = parse_tags(input.tags)?;
     let arn = fleet.create_service(&cluster, new)?.arn.clone();
     if !tags.is_empty() {

@@ -6,6 +6,7 @@ pub mod activity;
 pub mod cache;
 pub mod capacity;
 pub mod capacity_sources;
+pub mod create_service;
 pub mod services;
 pub mod task_definitions;
 
@@ -288,6 +289,24 @@ impl EcsWrites for Ecs {
             self.cache.forget(&format!("events/{cluster}/"));
             self.cache.forget(&format!("tasks/{cluster}/"));
             updated
+        })
+    }
+
+    fn create_service(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<app::service::ports::ServiceCreated, ServiceError>> {
+        Box::pin(async move {
+            let cluster = body
+                .get("cluster")
+                .and_then(Value::as_str)
+                .unwrap_or("default")
+                .to_string();
+            let created = self.create(&body).await;
+            self.cache.forget(&format!("events/{cluster}/"));
+            self.cache.forget(&format!("tasks/{cluster}/"));
+            self.cache.forget("capacity/");
+            created
         })
     }
 

@@ -291,6 +291,25 @@ impl TaskDefinitionSchema for SdkSchema {
             })
         })
     }
+
+    fn create_service(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, Vec<FieldError>>> {
+        Box::pin(async move {
+            if text.len() > app::model::new_service::BODY_LIMIT {
+                return Err(vec![FieldError {
+                    message: format!(
+                        "the request is {} bytes, more than the {} a CreateService request takes here",
+                        text.len(),
+                        app::model::new_service::BODY_LIMIT
+                    ),
+                    ..FieldError::default()
+                }]);
+            }
+            crate::ecs::create_service::parse(&text).map(|(_, body)| body)
+        })
+    }
 }
 
 impl SdkSchema {

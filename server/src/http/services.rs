@@ -18,6 +18,7 @@ use app::{
             DeployRequest, PreCheck, RestartRequest, ScaleRequest, ServiceRow, WatchState,
         },
         identity::Actor,
+        new_service::{NewServiceCheck, NewServiceForm},
         retire::{RetireAnswer, RetirePreview, RetireRequest},
     },
     service::deployments,
@@ -176,6 +177,66 @@ pub async fn retire(
     })?;
     let answer = deployments::retire(&state.services, &actor, &cluster, &service, request).await?;
     Ok(Json(answer))
+}
+
+/// The CreateService body of a new-service request, and the query's `description` and `force`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewServiceQuery {
+    pub description: Option<String>,
+    pub force: Option<bool>,
+}
+
+fn new_service_form(body: &Bytes, query: NewServiceQuery) -> Result<NewServiceForm, AppError> {
+    let create = std::str::from_utf8(body)
+        .map_err(|_| {
+            AppError::BadRequest(
+                "the body is not UTF-8 text; send ECS's CreateService request as JSON".into(),
+            )
+        })?
+        .to_string();
+    Ok(NewServiceForm {
+        create,
+        register: None,
+        description: query.description.unwrap_or_default(),
+        force: query.force.unwrap_or(false),
+    })
+}
+
+/// `POST /api/v1/clusters/{cluster}/services/check`: a CreateService request checked, nothing
+/// created — the request as it would be sent (the team tag and defaults added), the pre-check of
+/// its desired count with what its provider would launch, the team's budget, and the same
+/// request as AWS CLI input and CloudFormation.
+pub async fn check_new(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(cluster): Path<String>,
+    query: Result<Query<NewServiceQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Json<NewServiceCheck>, AppError> {
+    let query = parameters(query, "description, force")?;
+    let form = new_service_form(&body, query)?;
+    Ok(Json(
+        app::service::new_service::check(&state.services, &actor, &cluster, &form).await?,
+    ))
+}
+
+/// `POST /api/v1/clusters/{cluster}/services[?description=&force=true]`: creates a service from
+/// ECS's CreateService request after the checks (the team tag set to the caller's team), audited
+/// as `create`. 202 with the audit id whose first deployment `/rollouts/{id}` follows; 400 with
+/// each field that is wrong; 403 for a team that is not the caller's; 409 when the pre-check
+/// fails (`force` creates anyway) or the team's budget would be passed.
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(cluster): Path<String>,
+    query: Result<Query<NewServiceQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let query = parameters(query, "description, force")?;
+    let form = new_service_form(&body, query)?;
+    let answer = app::service::new_service::create(&state.services, &actor, &cluster, form).await?;
+    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 
 /// The state of deployment `id`, or a 404 that says where to look.

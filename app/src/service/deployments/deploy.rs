@@ -354,7 +354,7 @@ async fn send_after_intent(
 
 /// Takes the lock of a service for record `id` about to send `action`, or finishes the record
 /// refused and says that another change of the service is being sent.
-pub(super) async fn lock_or_refuse(
+pub(crate) async fn lock_or_refuse(
     context: &ServiceContext,
     lock: &Lock,
     id: &str,

@@ -10,6 +10,7 @@ mod scale;
 mod send;
 mod state;
 
+pub(crate) use deploy::lock_or_refuse;
 pub use deploy::{deploy, deploy_approved, restart, rollback};
 pub use retire::{retire, retire_preview};
 pub use scale::{scale, scale_approved};
@@ -124,7 +125,7 @@ pub(super) fn revision_number(reference: &RevisionRef, family: &str) -> Result<u
 
 /// The GPU request of one task of a revision's JSON, by ECS's rules.
 /// What one task needs of an instance besides GPUs, with the service's constraints.
-fn needs_of(
+pub(crate) fn needs_of(
     task: &Map<String, Value>,
     service_constraints: &[Value],
 ) -> Result<placement::resources::Needs, ServiceError> {
@@ -135,7 +136,7 @@ fn needs_of(
     })
 }
 
-fn request_of(task: &Map<String, Value>) -> Result<placement::GpuRequest, ServiceError> {
+pub(crate) fn request_of(task: &Map<String, Value>) -> Result<placement::GpuRequest, ServiceError> {
     placement::rules::check_task(task).map_err(|errors| {
         ServiceError::invalid(format!(
             "the revision breaks ECS's GPU rules: {}",

@@ -71,10 +71,15 @@ impl EcsReads for Fake {
     fn service(
         &self,
         _cluster: String,
-        _service: String,
+        service: String,
     ) -> BoxFuture<'_, Result<LiveService, ServiceError>> {
         Box::pin(async move {
             self.call("ecs.service");
+            if service != "embed" {
+                return Err(ServiceError::not_found(format!(
+                    "ECS has no service {service:?}"
+                )));
+            }
             let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
             let task_definition = format!("{ARN}embed:{running}");
             let desired = *self.desired.lock().unwrap_or_else(|p| p.into_inner());
@@ -202,6 +207,34 @@ impl EcsWrites for Fake {
         })
     }
 
+    fn create_service(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<crate::service::ports::ServiceCreated, ServiceError>> {
+        Box::pin(async move {
+            let name = body
+                .get("serviceName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            self.call(&format!("ecs.create_service {name}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused CreateService: AccessDeniedException: no",
+                ));
+            }
+            self.created
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(body);
+            Ok(crate::service::ports::ServiceCreated {
+                arn: format!("arn:aws:ecs:us-east-1:1:service/prod/{name}"),
+                deployment_id: Some("ecs-svc/9".into()),
+                request_id: Some("request-5".into()),
+            })
+        })
+    }
+
     fn delete_service(
         &self,
         _cluster: String,
@@ -233,6 +266,47 @@ impl EcsWrites for Fake {
 impl TaskDefinitionSchema for Fake {
     fn validate(&self, text: String) -> BoxFuture<'_, Result<ValidRequest, Vec<FieldError>>> {
         Box::pin(async move { self.check(&text) })
+    }
+
+    /// The top-level fields of CreateService that the fake knows; any other is refused by name.
+    fn create_service(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, Vec<FieldError>>> {
+        const KNOWN: [&str; 13] = [
+            "cluster",
+            "serviceName",
+            "taskDefinition",
+            "desiredCount",
+            "launchType",
+            "capacityProviderStrategy",
+            "deploymentConfiguration",
+            "networkConfiguration",
+            "loadBalancers",
+            "healthCheckGracePeriodSeconds",
+            "placementConstraints",
+            "placementStrategy",
+            "tags",
+        ];
+        Box::pin(async move {
+            let error = |field: &str, message: String| {
+                vec![FieldError {
+                    field: field.into(),
+                    message,
+                    ..FieldError::default()
+                }]
+            };
+            let Ok(Value::Object(body)) = serde_json::from_str::<Value>(&text) else {
+                return Err(error("", "not a JSON object".into()));
+            };
+            if let Some(unknown) = body.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+                return Err(error(
+                    unknown,
+                    format!("CreateService has no field '{unknown}'"),
+                ));
+            }
+            Ok(body)
+        })
     }
 }
 

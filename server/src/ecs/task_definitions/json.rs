@@ -24,12 +24,12 @@ use serde_json::{Map, Value};
 use app::model::task_definition::{line_column, DESCRIBE_ONLY_FIELDS};
 
 /// The codec of ECS's wire protocol (awsJson 1.1: member names as keys, epoch-second times).
-fn codec() -> JsonCodec {
+pub(crate) fn codec() -> JsonCodec {
     JsonCodec::new(JsonCodecSettings::builder().use_json_name(false).build())
 }
 
 /// A value of an SDK shape as JSON.
-fn to_json(schema: &Schema<'_>, value: &dyn SerializableStruct) -> Value {
+pub(crate) fn to_json(schema: &Schema<'_>, value: &dyn SerializableStruct) -> Value {
     let mut serializer = codec().create_serializer();
     // Writing SDK values the SDK itself built cannot fail; an empty object is the safe answer.
     if serializer.write_struct(schema, value).is_err() {
@@ -178,7 +178,7 @@ pub fn parse_register(text: &str) -> Result<RegisterTaskDefinitionInput, Vec<Rul
 }
 
 /// The paths of the fields of `original` that did not survive the SDK's reading (`kept`).
-fn dropped_fields(original: &Value, kept: &Value, path: String, out: &mut Vec<String>) {
+pub(crate) fn dropped_fields(original: &Value, kept: &Value, path: String, out: &mut Vec<String>) {
     match (original, kept) {
         (Value::Object(original), Value::Object(kept)) => {
             for (key, value) in original {

@@ -77,6 +77,25 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             }),
         ),
         (
+            "/api/v1/clusters/{cluster}/services",
+            // The name of a service that exists: refused after the authorization.
+            Rule::Change(|| {
+                post_json(
+                    "/api/v1/clusters/inference-prod/services",
+                    r#"{"serviceName": "embed-api", "taskDefinition": "embed-api:1", "desiredCount": 1, "tags": [{"key": "team", "value": "search"}]}"#,
+                )
+            }),
+        ),
+        (
+            "/api/create_new_service",
+            Rule::Change(|| {
+                form(
+                    "/api/create_new_service",
+                    "cluster=inference-prod&form[create]=%7B%22serviceName%22%3A%22embed-api%22%2C%22taskDefinition%22%3A%22embed-api%3A1%22%2C%22desiredCount%22%3A1%2C%22tags%22%3A%5B%7B%22key%22%3A%22team%22%2C%22value%22%3A%22search%22%7D%5D%7D",
+                )
+            }),
+        ),
+        (
             "/api/v1/clusters/{cluster}/services/{service}/retire",
             // A count no one saw: refused after the authorization, so nothing is retired.
             Rule::Change(|| {
@@ -143,6 +162,24 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
         (
             "/api/v1/task-definitions/validate",
             Rule::Read(|| post_json("/api/v1/task-definitions/validate", "{}")),
+        ),
+        (
+            "/api/v1/clusters/{cluster}/services/check",
+            Rule::Read(|| {
+                post_json(
+                    "/api/v1/clusters/inference-prod/services/check",
+                    r#"{"serviceName": "embed-api", "taskDefinition": "embed-api:1", "desiredCount": 1}"#,
+                )
+            }),
+        ),
+        (
+            "/api/check_new_service",
+            Rule::Read(|| {
+                form(
+                    "/api/check_new_service",
+                    "cluster=inference-prod&form[create]=%7B%7D",
+                )
+            }),
         ),
         (
             "/api/v1/task-definitions/fit-check",

@@ -1,0 +1,138 @@
+//! Unit tests of a new service: who may create one and for which team, and what is sent.
+
+use super::*;
+use crate::service::fake::Fake;
+
+fn form(create: serde_json::Value) -> NewServiceForm {
+    NewServiceForm {
+        create: create.to_string(),
+        description: "canary".into(),
+        ..NewServiceForm::default()
+    }
+}
+
+fn canary() -> serde_json::Value {
+    serde_json::json!({
+        "serviceName": "embed-canary",
+        "taskDefinition": "embed:1",
+        "desiredCount": 1,
+        "launchType": "EC2",
+    })
+}
+
+#[tokio::test]
+async fn a_deployer_creates_a_service_for_their_team_and_it_is_audited_and_watched() {
+    let fake = Fake::new();
+    let context = fake.context();
+    let checked = check(&context, &Fake::deployer(), "prod", &form(canary()))
+        .await
+        .unwrap();
+    assert_eq!(checked.team, "search", "the requester's one team");
+    assert_eq!(
+        checked.create["tags"],
+        serde_json::json!([{"key": "team", "value": "search"}])
+    );
+    assert!(checked.added.iter().any(|a| a.contains("circuit breaker")));
+    let answer = create(&context, &Fake::deployer(), "prod", form(canary()))
+        .await
+        .unwrap();
+    assert_eq!(answer.action, AuditAction::Create);
+    let sent = fake.created.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(serde_json::Value::Object(sent[0].clone()), checked.create);
+    let record = fake
+        .records()
+        .into_iter()
+        .find(|r| r.action == AuditAction::Create)
+        .unwrap();
+    assert_eq!(record.outcome, Outcome::InProgress);
+    assert_eq!(record.resource, "prod/embed-canary");
+    assert_eq!(record.to_revision.as_deref(), Some("embed:1 × 1"));
+    assert!(
+        fake.locks.lock().unwrap().is_empty(),
+        "the lock is given back"
+    );
+}
+
+#[tokio::test]
+async fn no_one_creates_a_service_for_another_team_and_viewers_create_none() {
+    let fake = Fake::new();
+    let context = fake.context();
+    let mut other = canary();
+    other["tags"] = serde_json::json!([{"key": "team", "value": "search"}]);
+    // Bo is on vision: a service tagged for search is refused, and the refusal audited.
+    let refused = create(&context, &Fake::outsider(), "prod", form(other.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 403, "{refused}");
+    assert!(refused.message().contains("tags: the team tag says search"));
+    let record = fake.records().pop().unwrap();
+    assert_eq!(
+        (record.action, record.outcome),
+        (AuditAction::Create, Outcome::Refused)
+    );
+    // Nor by a tag given twice, or written in another case.
+    let mut twice = canary();
+    twice["tags"] =
+        serde_json::json!([{"key": "team", "value": "vision"}, {"key": "team", "value": "search"}]);
+    let refused = create(&context, &Fake::outsider(), "prod", form(twice))
+        .await
+        .unwrap_err();
+    assert_ne!(refused.status(), 202);
+    let viewer = crate::model::identity::Actor {
+        role: Role::Viewer,
+        ..Fake::deployer()
+    };
+    let refused = create(&context, &viewer, "prod", form(canary()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 403);
+    assert!(fake.created.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_template_is_registered_first_and_the_service_runs_its_revision() {
+    let fake = Fake::new();
+    let context = fake.context();
+    let template = crate::model::new_service::Template {
+        family: "embed".into(),
+        image: "repo/embed:2".into(),
+        network_mode: "bridge".into(),
+        managed_instances: false,
+        ..crate::model::new_service::Template::default()
+    };
+    let mut request = form(canary());
+    request.register =
+        Some(serde_json::Value::Object(template.register_json("team", "search")).to_string());
+    let answer = create(&context, &Fake::deployer(), "prod", request.clone())
+        .await
+        .unwrap();
+    assert_eq!(answer.action, AuditAction::Create);
+    let records = fake.records();
+    let registered = records
+        .iter()
+        .find(|r| r.action == AuditAction::Register)
+        .unwrap();
+    assert_eq!(registered.outcome, Outcome::Registered);
+    let sent = fake.created.lock().unwrap().clone();
+    assert_eq!(
+        sent[0]["taskDefinition"].as_str(),
+        registered.to_revision.as_deref(),
+        "the service runs the revision just registered"
+    );
+    // An image that does not parse is refused before anything is registered.
+    let mut bad = request;
+    let mut task = template.register_json("team", "search");
+    task["containerDefinitions"][0]["image"] = serde_json::json!("Repo/Embed:2");
+    bad.register = Some(serde_json::Value::Object(task).to_string());
+    let refused = check(&context, &Fake::deployer(), "prod", &bad)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), 400);
+    assert!(
+        refused
+            .message()
+            .contains("register.containerDefinitions[0].image"),
+        "{refused}"
+    );
+}
