@@ -373,7 +373,12 @@ fn describe_instance_types(
     let unknown: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|name| instance_types::find(name).is_none())
+        .filter(|name| {
+            instance_types::find(name).is_none()
+                && !instance_types::DESCRIBED_ONLY
+                    .iter()
+                    .any(|t| t.name == *name)
+        })
         .collect();
     if !unknown.is_empty() {
         return Err(Ec2Error::new(
@@ -388,6 +393,7 @@ fn describe_instance_types(
     let start = page_start(params, "emulator-ec2-types:")?;
     let matching: Vec<&instance_types::InstanceType> = instance_types::ALL
         .iter()
+        .chain(instance_types::DESCRIBED_ONLY.iter())
         .filter(|t| names.is_empty() || names.contains(&t.name))
         .filter(|t| {
             patterns.is_empty()

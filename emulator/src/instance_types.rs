@@ -179,6 +179,23 @@ pub const ALL: [InstanceType; 9] = [
     P5_48XLARGE,
 ];
 
+/// A fractional-GPU type (an eighth of an L4): EC2 describes it, and nothing in the emulator
+/// launches it, as ECS does not share such GPUs with MPS. Its figures are the emulator's.
+pub const G6F_XLARGE: InstanceType = it(
+    "g6f.xlarge",
+    "NVIDIA L4-3Q",
+    "L4",
+    1,
+    2_861,
+    3_072,
+    4,
+    16,
+    4,
+);
+
+/// Types EC2 describes that no scenario runs and no provider launches.
+pub const DESCRIBED_ONLY: [InstanceType; 1] = [G6F_XLARGE];
+
 /// The emulator's on-demand Linux prices (USD an hour, us-east-1 list prices of 2026-11), by
 /// which Managed Instances choose the most cost-effective type.
 const ON_DEMAND: [(&str, f64); 9] = [

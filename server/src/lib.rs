@@ -63,6 +63,14 @@ pub fn api_routes() -> Vec<ApiRoute> {
         read("/api/v1/cost", get(http::cost::report)),
         read("/api/v1/cost/plan", get(http::plan::plan)),
         read("/api/v1/capacity-providers", get(http::capacity::providers)),
+        check(
+            "/api/v1/clusters/{cluster}/capacity-providers/check",
+            axum::routing::post(http::capacity::check_new),
+        ),
+        write(
+            "/api/v1/clusters/{cluster}/capacity-providers",
+            axum::routing::post(http::capacity::create),
+        ),
         read(
             "/api/v1/clusters/{cluster}/events",
             get(http::activity::events),

@@ -22,6 +22,8 @@ pub enum AuditAction {
     Create,
     /// A service scaled to 0 and deleted.
     Retire,
+    /// A capacity provider created and added to a cluster's providers.
+    AddProvider,
     /// A change past its team's budget, asked for and waiting for approval.
     Request,
     /// A request approved; the change follows as its own record, approved by the approver.
@@ -32,7 +34,7 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 11] = [
+    pub const ALL: [AuditAction; 12] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
@@ -40,6 +42,7 @@ impl AuditAction {
         AuditAction::Scale,
         AuditAction::Create,
         AuditAction::Retire,
+        AuditAction::AddProvider,
         AuditAction::Request,
         AuditAction::Approve,
         AuditAction::Reject,
@@ -67,6 +70,7 @@ impl AuditAction {
             AuditAction::Scale => "scale",
             AuditAction::Create => "create",
             AuditAction::Retire => "retire",
+            AuditAction::AddProvider => "add-provider",
             AuditAction::Request => "request",
             AuditAction::Approve => "approve",
             AuditAction::Reject => "reject",

@@ -17,6 +17,7 @@ mod fleet;
 pub mod fleet_view;
 pub mod heatmap;
 pub mod identity;
+pub mod new_provider;
 pub mod new_service;
 pub mod policy;
 pub mod retire;

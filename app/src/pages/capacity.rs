@@ -2,6 +2,7 @@
 //! looks after their instances, their size and limit, the tasks that wait, and the instances that
 //! arrived lately or are leaving — and the cluster's default strategy.
 
+mod new_provider_form;
 mod provider_card;
 
 use leptos::prelude::*;
@@ -14,7 +15,7 @@ use crate::{
     server_fns::capacity::list_capacity,
 };
 
-use self::provider_card::ProviderCard;
+use self::{new_provider_form::NewProviderForm, provider_card::ProviderCard};
 
 /// The capacity providers page; `?cluster=` shows one cluster's.
 #[component]
@@ -67,6 +68,7 @@ fn ClusterProviders(cluster: ClusterCapacity) -> impl IntoView {
             } else {
                 cluster.providers.into_iter().map(|p| view! { <ProviderCard provider=p /> }).collect_view().into_any()
             }}
+            <NewProviderForm cluster=name.clone() />
         </section>
     }
 }

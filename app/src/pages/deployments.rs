@@ -5,6 +5,7 @@
 mod cluster_links;
 mod deploy_form;
 mod growth_view;
+mod new_service_page;
 mod pre_check_view;
 mod recent_events;
 mod retire_form;
@@ -43,11 +44,12 @@ use crate::{
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
     server_fns::deployments::{
-        deployment_state, list_services, pre_check_rollout, retire_preview, DeployService,
-        RestartService, RetireService, ScaleService,
+        deployment_state, list_services, pre_check_rollout, retire_preview, CheckNewService,
+        CreateNewService, DeployService, RestartService, RetireService, ScaleService,
     },
 };
 
+pub use self::new_service_page::NewServicePage;
 pub use self::service_page::ServicePage;
 pub use self::watch_page::DeploymentWatchPage;
 use self::{
@@ -66,6 +68,7 @@ pub fn DeploymentsPage() -> impl IntoView {
     view! {
         <Title text="Deployments" />
         <h1>"Deployments"</h1>
+        <p><a class="button" href="/deployments/new" data-testid="new-service-link">"New GPU service"</a></p>
         <p class="muted">
             "Every service with the revision it runs, that revision's GPU settings, its tasks, its rollout and its deployment configuration. Open a service to check whether a revision's rolling update fits the fleet."
         </p>

@@ -19,6 +19,7 @@ pub mod detached;
 mod fake;
 pub mod fleet;
 pub mod lookup;
+pub mod new_provider;
 pub mod new_service;
 pub mod ports;
 pub mod process;

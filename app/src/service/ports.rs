@@ -106,12 +106,21 @@ pub trait EcsReads: Send + Sync {
         &self,
         clusters: Vec<String>,
     ) -> BoxFuture<'_, Result<Vec<crate::model::capacity::ClusterCapacity>, ServiceError>>;
+    /// A CreateCapacityProvider request's JSON text read as the AWS SDK reads it, and the
+    /// provider it would make as the capacity page shows it, with what it may launch (the
+    /// region's GPU types matched against its requirements, or its Auto Scaling group's types);
+    /// or each field that is wrong.
+    fn draft_provider(&self, text: String)
+        -> BoxFuture<'_, Result<DraftProvider, Vec<FieldError>>>;
     /// Whether the reads above lately answered from an older answer because ECS was slow or
     /// failing (none by default: a source that never does so).
     fn stale_reads(&self) -> Option<crate::model::StaleReads> {
         None
     }
 }
+
+/// A CreateCapacityProvider request as ECS's JSON, and the provider it would make.
+pub type DraftProvider = (Map<String, Value>, crate::model::capacity::ProviderView);
 
 /// A revision ECS registered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +164,20 @@ pub trait EcsWrites: Send + Sync {
         &self,
         body: Map<String, Value>,
     ) -> BoxFuture<'_, Result<ServiceCreated, ServiceError>>;
+    /// Creates a capacity provider from a CreateCapacityProvider request (ECS's JSON, checked by
+    /// [`EcsReads::draft_provider`]); ECS's request id.
+    fn create_provider(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Option<String>, ServiceError>>;
+    /// Sets `cluster`'s whole list of capacity providers and its default strategy
+    /// (PutClusterCapacityProviders).
+    fn put_cluster_providers(
+        &self,
+        cluster: String,
+        providers: Vec<String>,
+        default_strategy: Vec<crate::model::capacity::StrategyItem>,
+    ) -> BoxFuture<'_, Result<(), ServiceError>>;
     /// Deletes `cluster/service` (DeleteService, not forced: ECS refuses while it is scaled above
     /// 0); its status after, `DRAINING` or `INACTIVE`.
     fn delete_service(

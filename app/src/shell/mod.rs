@@ -20,7 +20,7 @@ use crate::pages::{
     capacity::CapacityPage,
     cost::CostPage,
     cost_plan::CostPlanPage,
-    deployments::{DeploymentWatchPage, DeploymentsPage, ServicePage},
+    deployments::{DeploymentWatchPage, DeploymentsPage, NewServicePage, ServicePage},
     fleet::FleetPage,
     not_found::NotFound,
     task_definitions::{
@@ -103,6 +103,7 @@ pub fn App() -> impl IntoView {
                         ssr=SsrMode::Async
                     />
                     <Route path=path!("/deployments") view=DeploymentsPage ssr=SsrMode::Async />
+                    <Route path=path!("/deployments/new") view=NewServicePage ssr=SsrMode::Async />
                     <Route
                         path=path!("/deployments/:cluster/:service")
                         view=ServicePage

@@ -6,6 +6,7 @@ pub mod activity;
 pub mod cache;
 pub mod capacity;
 pub mod capacity_sources;
+pub mod create_provider;
 pub mod create_service;
 pub mod services;
 pub mod task_definitions;
@@ -18,7 +19,7 @@ use app::{
     model::{
         activity::{ClusterEvent, TaskInfo},
         deployment::LiveService,
-        task_definition::{RevisionDetail, SourceRevision},
+        task_definition::{FieldError, RevisionDetail, SourceRevision},
         ServiceError,
     },
     service::ports::{
@@ -84,6 +85,13 @@ impl Ecs {
 }
 
 impl EcsReads for Ecs {
+    fn draft_provider(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<app::service::ports::DraftProvider, Vec<FieldError>>> {
+        Box::pin(async move { self.draft(&text).await })
+    }
+
     fn latest_revisions(&self) -> BoxFuture<'_, Result<Vec<RevisionDetail>, ServiceError>> {
         let me = self.clone();
         Box::pin(async move {
@@ -307,6 +315,32 @@ impl EcsWrites for Ecs {
             self.cache.forget(&format!("tasks/{cluster}/"));
             self.cache.forget("capacity/");
             created
+        })
+    }
+
+    fn create_provider(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Option<String>, ServiceError>> {
+        Box::pin(async move {
+            let created = self.create_capacity_provider(&body).await;
+            self.cache.forget("capacity/");
+            created
+        })
+    }
+
+    fn put_cluster_providers(
+        &self,
+        cluster: String,
+        providers: Vec<String>,
+        default_strategy: Vec<app::model::capacity::StrategyItem>,
+    ) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move {
+            let put = self
+                .put_cluster_capacity_providers(&cluster, &providers, &default_strategy)
+                .await;
+            self.cache.forget("capacity/");
+            put
         })
     }
 

@@ -108,6 +108,77 @@ impl EcsReads for Fake {
         })
     }
 
+    fn draft_provider(
+        &self,
+        text: String,
+    ) -> BoxFuture<'_, Result<crate::service::ports::DraftProvider, Vec<FieldError>>> {
+        Box::pin(async move {
+            let Ok(Value::Object(body)) = serde_json::from_str::<Value>(&text) else {
+                return Err(vec![FieldError {
+                    message: "not a JSON object".into(),
+                    ..FieldError::default()
+                }]);
+            };
+            let name = body
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            // The fake region has one type that shares GPUs and one fractional type.
+            let catalogue = [
+                ("g6e.12xlarge", None),
+                (
+                    "g6f.xlarge",
+                    Some("a fractional GPU, which ECS cannot share with MPS"),
+                ),
+            ];
+            let allowed: Vec<String> = Value::Object(body.clone())
+                .pointer("/managedInstancesProvider/instanceLaunchTemplate/instanceRequirements/allowedInstanceTypes")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            let kind = if body.contains_key("autoScalingGroupProvider") {
+                crate::model::words::ProviderType::AutoScalingGroup
+            } else {
+                crate::model::words::ProviderType::ManagedInstances
+            };
+            let may_launch = catalogue
+                .iter()
+                .map(|(t, why)| crate::model::capacity::LaunchOption {
+                    facts: placement::growth::TypeFacts {
+                        name: (*t).to_string(),
+                        gpus: 4,
+                        gpu_memory_mib: 45_582,
+                        total_gpu_memory_mib: 4 * 46_068,
+                        accelerator_name: "l40s".into(),
+                        manufacturer: "nvidia".into(),
+                        vcpus: 48,
+                        memory_mib: 393_216,
+                        task_enis: None,
+                        usd_per_hour: Some(10.49),
+                    },
+                    not_matched: if allowed.is_empty() || allowed.iter().any(|a| a == t) {
+                        why.map(str::to_string)
+                    } else {
+                        Some("not allowed".into())
+                    },
+                    shares_gpus: why.is_none(),
+                })
+                .collect();
+            Ok((
+                body,
+                crate::model::capacity::ProviderView {
+                    name,
+                    kind,
+                    status: "ACTIVE".into(),
+                    can_share_gpus: true,
+                    may_launch,
+                    ..crate::model::capacity::ProviderView::default()
+                },
+            ))
+        })
+    }
+
     fn events(
         &self,
         _cluster: String,
@@ -232,6 +303,42 @@ impl EcsWrites for Fake {
                 deployment_id: Some("ecs-svc/9".into()),
                 request_id: Some("request-5".into()),
             })
+        })
+    }
+
+    fn create_provider(
+        &self,
+        body: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Option<String>, ServiceError>> {
+        Box::pin(async move {
+            let name = body.get("name").and_then(Value::as_str).unwrap_or_default();
+            self.call(&format!("ecs.create_provider {name}"));
+            if self.refuse_writes.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused CreateCapacityProvider: AccessDeniedException: no",
+                ));
+            }
+            Ok(Some("request-6".into()))
+        })
+    }
+
+    fn put_cluster_providers(
+        &self,
+        cluster: String,
+        providers: Vec<String>,
+        _default_strategy: Vec<crate::model::capacity::StrategyItem>,
+    ) -> BoxFuture<'_, Result<(), ServiceError>> {
+        Box::pin(async move {
+            self.call(&format!(
+                "ecs.put_cluster_providers {cluster} {}",
+                providers.join(",")
+            ));
+            if self.refuse_delete.load(Ordering::SeqCst) {
+                return Err(ServiceError::refused_by_aws(
+                    "ECS refused PutClusterCapacityProviders: ClientException: no",
+                ));
+            }
+            Ok(())
         })
     }
 

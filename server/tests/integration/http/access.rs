@@ -176,6 +176,7 @@ async fn every_post_route_has_a_rule_and_every_change_is_authorized() {
         for who in Who::ALL {
             let (request, may) = match rule {
                 Rule::Change(request) => (request(), who.may_change()),
+                Rule::Admin(request) => (request(), who == Who::Admin),
                 Rule::Read(request) | Rule::Decide(request) => (request(), who.may_read()),
                 Rule::Anyone(request) => (request(), true),
             };

@@ -10,6 +10,7 @@ mod deployments;
 mod edge;
 mod fleet;
 mod hardening;
+mod new_provider;
 mod new_service;
 mod oidc;
 mod support;

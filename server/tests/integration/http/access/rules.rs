@@ -16,6 +16,8 @@ pub(super) enum Rule {
     /// decides by the request's team (its approvers, or its requester for a withdrawal) — tested
     /// request by request in `http::approvals`. Here the request does not exist: 404, not 403.
     Decide(fn() -> Request<Body>),
+    /// Admins only (a capacity provider launches instances the whole account pays for).
+    Admin(fn() -> Request<Body>),
 }
 
 /// Every POST route of the console and its rule. A POST route missing here fails the matrix.
@@ -162,6 +164,43 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
         (
             "/api/v1/task-definitions/validate",
             Rule::Read(|| post_json("/api/v1/task-definitions/validate", "{}")),
+        ),
+        (
+            "/api/v1/clusters/{cluster}/capacity-providers",
+            // A name ECS refuses: refused after the authorization, so nothing is created.
+            Rule::Admin(|| {
+                post_json(
+                    "/api/v1/clusters/inference-prod/capacity-providers",
+                    r#"{"name": "aws-gpu", "autoScalingGroupProvider": {"autoScalingGroupArn": "arn:aws:autoscaling:us-east-1:1:autoScalingGroup:x:autoScalingGroupName/none"}}"#,
+                )
+            }),
+        ),
+        (
+            "/api/v1/clusters/{cluster}/capacity-providers/check",
+            Rule::Admin(|| {
+                post_json(
+                    "/api/v1/clusters/inference-prod/capacity-providers/check",
+                    r#"{"name": "aws-gpu", "autoScalingGroupProvider": {"autoScalingGroupArn": "arn:aws:autoscaling:us-east-1:1:autoScalingGroup:x:autoScalingGroupName/none"}}"#,
+                )
+            }),
+        ),
+        (
+            "/api/check_provider",
+            Rule::Admin(|| {
+                form(
+                    "/api/check_provider",
+                    "cluster=inference-prod&form[create]=%7B%7D",
+                )
+            }),
+        ),
+        (
+            "/api/create_provider",
+            Rule::Admin(|| {
+                form(
+                    "/api/create_provider",
+                    "cluster=inference-prod&form[create]=%7B%7D",
+                )
+            }),
         ),
         (
             "/api/v1/clusters/{cluster}/services/check",
