@@ -21,6 +21,7 @@ const pages = [
   '/?zoom=cluster%3Ainference-prod',
   '/task-definitions',
   '/deployments',
+  '/deployments/new?cluster=batch-sim',
   '/audit',
   '/cost',
   '/approvals',
