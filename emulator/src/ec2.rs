@@ -348,6 +348,30 @@ fn managed_by_ecs(fleet: &Fleet, instance: &ContainerInstance) -> bool {
 
 /// The instance types asked for (`InstanceType.N`, at most 100), or every type the emulator
 /// knows, a page at a time (`MaxResults` 5 to 100, `NextToken`).
+/// Refuses names of types EC2 does not have, as EC2 does.
+fn refuse_unknown(names: &[&str]) -> Result<(), Ec2Error> {
+    let unknown: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| {
+            instance_types::find(name).is_none()
+                && !instance_types::DESCRIBED_ONLY
+                    .iter()
+                    .any(|t| t.name == *name)
+        })
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(Ec2Error::new(
+        "InvalidInstanceType",
+        format!(
+            "The following supplied instance types do not exist: [{}]",
+            unknown.join(", ")
+        ),
+    ))
+}
+
 fn describe_instance_types(
     params: &[(String, String)],
     request_id: &str,
@@ -370,25 +394,7 @@ fn describe_instance_types(
         }
         patterns.extend(values);
     }
-    let unknown: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|name| {
-            instance_types::find(name).is_none()
-                && !instance_types::DESCRIBED_ONLY
-                    .iter()
-                    .any(|t| t.name == *name)
-        })
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Ec2Error::new(
-            "InvalidInstanceType",
-            format!(
-                "The following supplied instance types do not exist: [{}]",
-                unknown.join(", ")
-            ),
-        ));
-    }
+    refuse_unknown(&names)?;
     let max_results = max_results(params, 5, 100)?;
     let start = page_start(params, "emulator-ec2-types:")?;
     let matching: Vec<&instance_types::InstanceType> = instance_types::ALL

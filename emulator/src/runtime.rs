@@ -3,6 +3,7 @@
 
 mod cloudwatch_wire;
 mod sqs_ec2;
+mod writes;
 
 use std::{
     io::Read as _,
@@ -40,6 +41,7 @@ use crate::{
 
 use self::cloudwatch_wire::{cloudwatch, cloudwatch_json};
 use self::sqs_ec2::{ec2_query, sqs};
+pub use self::writes::{WriteRecord, WRITES_KEPT};
 
 const ECS_TARGET_PREFIX: &str = "AmazonEC2ContainerServiceV20141113.";
 /// CloudWatch over `awsJson1_0`, as botocore (the AWS CLI, boto3) speaks it.
@@ -67,20 +69,6 @@ struct Inner {
     /// The latest ECS calls that change something, with their bodies as received (at most
     /// [`WRITES_KEPT`]): what a client sent, to hold against what it says it sent.
     writes: std::sync::Mutex<std::collections::VecDeque<WriteRecord>>,
-}
-
-/// How many ECS writes [`Emulator::writes`] keeps.
-pub const WRITES_KEPT: usize = 1_000;
-
-/// One ECS call that changes something, as the emulator received it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct WriteRecord {
-    /// The operation, e.g. `CreateService`.
-    pub operation: String,
-    /// The request's JSON body as received.
-    pub request: Value,
-    /// `null` when ECS took it, else the error's type (e.g. `InvalidParameterException`).
-    pub error: Option<String>,
 }
 
 /// A handle to a running emulator; clones share it.
@@ -300,26 +288,6 @@ impl Emulator {
             .clone()
     }
 
-    /// The latest ECS calls that changed something or were refused, oldest first (at most
-    /// [`WRITES_KEPT`]); throttled and faulted calls, which ECS never ran, are left out.
-    pub fn writes(&self) -> Vec<WriteRecord> {
-        self.inner
-            .writes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
-    }
-
-    fn record_write(&self, record: WriteRecord) {
-        let mut writes = self.inner.writes.lock().unwrap_or_else(|p| p.into_inner());
-        if writes.len() >= WRITES_KEPT {
-            writes.pop_front();
-        }
-        writes.push_back(record);
-    }
-
     /// Counts a call of `service`'s `operation`.
     fn receive(&self, service: &str, operation: &str) {
         *self
@@ -340,7 +308,7 @@ impl Emulator {
                 post(cloudwatch),
             )
             .route("/_emulator/status", get(status))
-            .route("/_emulator/writes", get(writes))
+            .route("/_emulator/writes", get(writes::writes))
             .route("/_emulator/faults", get(get_faults).put(put_faults))
             .route("/_emulator/advance", post(advance))
             .with_state(self.clone())
@@ -572,11 +540,6 @@ async fn answer_ecs(
 
 async fn status(State(emulator): State<Emulator>) -> Json<Status> {
     Json(emulator.status())
-}
-
-/// `GET /_emulator/writes`: the latest ECS writes as received, oldest first.
-async fn writes(State(emulator): State<Emulator>) -> Json<Vec<WriteRecord>> {
-    Json(emulator.writes())
 }
 
 async fn get_faults(State(emulator): State<Emulator>) -> Json<Faults> {

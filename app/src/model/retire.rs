@@ -86,6 +86,21 @@ pub struct RetireAnswer {
     pub request_id: Option<String>,
 }
 
+/// What becomes of an instance left with no task: who may retire it, or that it bills on.
+fn fate_of(instance: &crate::model::InstanceView) -> String {
+    match (&instance.capacity_provider, instance.managed_instance) {
+        (Some(provider), true) => format!(
+            "Managed Instances provider {provider} retires it once it has been idle for its scale-in delay (unless that is -1)"
+        ),
+        (Some(provider), false) => format!(
+            "the Auto Scaling group of {provider} may scale in once managed scaling's target allows"
+        ),
+        (None, _) => {
+            "no capacity provider launched it: it keeps billing until someone terminates it".into()
+        }
+    }
+}
+
 /// The GPUs, memory and emptied instances of `service` of `cluster` in the snapshot (the rest of
 /// the preview is filled in by the caller).
 pub fn blast_radius(
@@ -152,20 +167,11 @@ pub fn blast_radius(
             .as_ref()
             .is_some_and(|h| h.reserved.iter().any(|r| !ours(r.service.as_deref())));
         if holds && !others_anywhere && !host_others {
-            let after = match (&instance.capacity_provider, instance.managed_instance) {
-                (Some(provider), true) => format!(
-                    "Managed Instances provider {provider} retires it once it has been idle for its scale-in delay (unless that is -1)"
-                ),
-                (Some(provider), false) => format!(
-                    "the Auto Scaling group of {provider} may scale in once managed scaling's target allows"
-                ),
-                (None, _) => "no capacity provider launched it: it keeps billing until someone terminates it".into(),
-            };
             preview.emptied.push(EmptiedInstance {
                 instance_id: instance.ec2_instance_id.clone(),
                 instance_type: instance.instance_type.clone(),
                 capacity_provider: instance.capacity_provider.clone(),
-                after,
+                after: fate_of(instance),
             });
         }
     }

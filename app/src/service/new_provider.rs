@@ -4,12 +4,12 @@
 //! or a new default strategy — added to the cluster's providers, each step in one audit record
 //! that says how far it got.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::{
     model::{
         audit::{AuditAction, AuditIntent, AuditOutcome, Outcome},
-        capacity::{ProviderType, StrategyItem},
+        capacity::{LaunchOption, ProviderType, ProviderView, StrategyItem},
         identity::{Actor, Role},
         new_provider::{check_provider_name, provider_cli, ProviderCheck, ProviderForm},
         new_service::{field, BODY_LIMIT},
@@ -48,13 +48,12 @@ fn intent(actor: &Actor, cluster: &str, name: &str, form: &ProviderForm) -> Audi
     }
 }
 
-/// What the provider would be, checked, with nothing created. Admins only.
-pub async fn check(
+/// Who may add a provider (admins), and the form's own limits.
+fn admitted(
     context: &ServiceContext,
     actor: &Actor,
-    cluster: &str,
     form: &ProviderForm,
-) -> Result<ProviderCheck, ServiceError> {
+) -> Result<(), ServiceError> {
     if actor.role != Role::Admin {
         return Err(ServiceError::forbidden(format!(
             "Adding a capacity provider needs the admin role (it launches instances the whole account pays for): ask {}.",
@@ -67,31 +66,17 @@ pub async fn check(
             "the request is longer than {BODY_LIMIT} bytes"
         )));
     }
-    let snapshot = lookup::snapshot(context)?;
-    lookup::cluster(&snapshot, cluster)?;
-    let (mut create, provider) = context
-        .ecs
-        .draft_provider(form.create.clone())
-        .await
-        .map_err(|errors| refusal(&errors))?;
-    let mut errors = Vec::new();
-    let name = provider.name.clone();
-    if let Err(why) = check_provider_name(&name) {
-        errors.push(field("name", why));
-    }
-    let capacity = context.ecs.capacity(vec![cluster.to_string()]).await?;
-    let current = capacity
-        .into_iter()
-        .find(|c| c.cluster == cluster)
-        .unwrap_or_default();
-    if current.providers.iter().any(|p| p.name == name) {
-        errors.push(field(
-            "name",
-            format!(
-                "cluster {cluster} already has a capacity provider {name}; choose another name"
-            ),
-        ));
-    }
+    Ok(())
+}
+
+/// The errors of the provider's kind: a Managed Instances provider names this cluster (set when
+/// missing), an Auto Scaling group exists, Fargate is not offered.
+fn kind_errors(
+    provider: &ProviderView,
+    create: &mut Map<String, Value>,
+    cluster: &str,
+    errors: &mut Vec<FieldError>,
+) {
     match provider.kind {
         ProviderType::ManagedInstances => {
             match create.get("cluster").and_then(Value::as_str) {
@@ -121,45 +106,88 @@ pub async fn check(
             "give a managedInstancesProvider or an autoScalingGroupProvider: Fargate capacity runs no GPU tasks",
         )),
     }
-    let matched: Vec<_> = provider
+}
+
+/// The types the provider takes that can share GPUs, and those it takes (or would, but for a
+/// fractional GPU) that cannot; an error when none can.
+fn types_of(provider: &ProviderView) -> (Vec<LaunchOption>, Vec<LaunchOption>, Option<FieldError>) {
+    let (sharing, mut not_sharing): (Vec<_>, Vec<_>) = provider
         .may_launch
         .iter()
         .filter(|o| o.not_matched.is_none())
         .cloned()
-        .collect();
-    let (sharing, not_sharing): (Vec<_>, Vec<_>) = matched.into_iter().partition(|o| o.shares_gpus);
-    let fractional: Vec<_> = provider
-        .may_launch
-        .iter()
-        .filter(|o| {
-            o.not_matched
-                .as_deref()
-                .is_some_and(|why| why.contains("fractional GPU"))
-        })
-        .cloned()
-        .collect();
+        .partition(|o| o.shares_gpus);
+    not_sharing.extend(
+        provider
+            .may_launch
+            .iter()
+            .filter(|o| {
+                o.not_matched
+                    .as_deref()
+                    .is_some_and(|why| why.contains("fractional GPU"))
+            })
+            .cloned(),
+    );
+    if !sharing.is_empty() {
+        return (sharing, not_sharing, None);
+    }
     let place = if provider.kind == ProviderType::AutoScalingGroup {
         "autoScalingGroupProvider.autoScalingGroupArn"
     } else {
         "managedInstancesProvider.instanceLaunchTemplate.instanceRequirements"
     };
-    if sharing.is_empty() && errors.is_empty() {
-        let named: Vec<String> = not_sharing
-            .iter()
-            .chain(&fractional)
-            .map(|o| o.facts.name.clone())
-            .collect();
+    let named: Vec<String> = not_sharing.iter().map(|o| o.facts.name.clone()).collect();
+    let error = field(
+        place,
+        if named.is_empty() {
+            "they take no GPU instance type of the region: widen the accelerator names, counts or allowed types".to_string()
+        } else {
+            format!(
+                "they take only types that cannot share GPUs with MPS ({}): allow NVIDIA types with whole GPUs, e.g. g5, g6, g6e, p4d, p5",
+                named.join(", ")
+            )
+        },
+    );
+    (sharing, not_sharing, Some(error))
+}
+
+/// What the provider would be, checked, with nothing created. Admins only.
+pub async fn check(
+    context: &ServiceContext,
+    actor: &Actor,
+    cluster: &str,
+    form: &ProviderForm,
+) -> Result<ProviderCheck, ServiceError> {
+    admitted(context, actor, form)?;
+    let snapshot = lookup::snapshot(context)?;
+    lookup::cluster(&snapshot, cluster)?;
+    let (mut create, provider) = context
+        .ecs
+        .draft_provider(form.create.clone())
+        .await
+        .map_err(|errors| refusal(&errors))?;
+    let mut errors = Vec::new();
+    let name = provider.name.clone();
+    if let Err(why) = check_provider_name(&name) {
+        errors.push(field("name", why));
+    }
+    let capacity = context.ecs.capacity(vec![cluster.to_string()]).await?;
+    let current = capacity
+        .into_iter()
+        .find(|c| c.cluster == cluster)
+        .unwrap_or_default();
+    if current.providers.iter().any(|p| p.name == name) {
         errors.push(field(
-            place,
-            if named.is_empty() {
-                "they take no GPU instance type of the region: widen the accelerator names, counts or allowed types".to_string()
-            } else {
-                format!(
-                    "they take only types that cannot share GPUs with MPS ({}): allow NVIDIA types with whole GPUs, e.g. g5, g6, g6e, p4d, p5",
-                    named.join(", ")
-                )
-            },
+            "name",
+            format!(
+                "cluster {cluster} already has a capacity provider {name}; choose another name"
+            ),
         ));
+    }
+    kind_errors(&provider, &mut create, cluster, &mut errors);
+    let (sharing, not_sharing, none_share) = types_of(&provider);
+    if errors.is_empty() {
+        errors.extend(none_share);
     }
     if !errors.is_empty() {
         return Err(refusal(&errors));
@@ -189,7 +217,7 @@ pub async fn check(
         create,
         provider,
         sharing,
-        not_sharing: not_sharing.into_iter().chain(fractional).collect(),
+        not_sharing,
         providers_after,
         default_after,
         associate,
@@ -232,6 +260,46 @@ pub async fn create(
     .await
 }
 
+/// PutClusterCapacityProviders after the provider was made; when ECS refuses, the record and
+/// the error say that the provider exists and is not in the cluster's list.
+async fn associate(
+    context: &ServiceContext,
+    checked: &ProviderCheck,
+    id: &str,
+    request_id: Option<String>,
+) -> Result<(), ServiceError> {
+    let (cluster, name) = (&checked.cluster, &checked.name);
+    let Err(error) = context
+        .ecs_writes
+        .put_cluster_providers(
+            cluster.clone(),
+            checked.providers_after.clone(),
+            checked.default_after.clone(),
+        )
+        .await
+    else {
+        return Ok(());
+    };
+    let now = format!(
+        "the capacity provider {name} was created, but adding it to cluster {cluster}'s providers {}: {}. It exists and no service can use it from {cluster} yet: add it with PutClusterCapacityProviders, or delete it",
+        if matches!(error, ServiceError::NoAnswer { .. }) { "got no answer" } else { "was refused" },
+        error.message()
+    );
+    context
+        .audit
+        .finish(
+            id.to_string(),
+            AuditOutcome {
+                outcome: Outcome::Failed,
+                request_id,
+                detail: Some(now.clone()),
+                ..AuditOutcome::default()
+            },
+        )
+        .await?;
+    Err(ServiceError::refused_by_aws(now))
+}
+
 /// CreateCapacityProvider, then PutClusterCapacityProviders when it is needed; the outcome.
 async fn send(
     context: &ServiceContext,
@@ -267,34 +335,7 @@ async fn send(
     };
     let (cluster, name) = (checked.cluster.clone(), checked.name.clone());
     if checked.associate {
-        if let Err(error) = context
-            .ecs_writes
-            .put_cluster_providers(
-                cluster.clone(),
-                checked.providers_after.clone(),
-                checked.default_after.clone(),
-            )
-            .await
-        {
-            let now = format!(
-                "the capacity provider {name} was created, but adding it to cluster {cluster}'s providers {}: {}. It exists and no service can use it from {cluster} yet: add it with PutClusterCapacityProviders, or delete it",
-                if matches!(error, ServiceError::NoAnswer { .. }) { "got no answer" } else { "was refused" },
-                error.message()
-            );
-            context
-                .audit
-                .finish(
-                    id,
-                    AuditOutcome {
-                        outcome: Outcome::Failed,
-                        request_id,
-                        detail: Some(now.clone()),
-                        ..AuditOutcome::default()
-                    },
-                )
-                .await?;
-            return Err(ServiceError::refused_by_aws(now));
-        }
+        associate(context, &checked, &id, request_id.clone()).await?;
     }
     context
         .audit

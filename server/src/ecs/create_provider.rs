@@ -19,7 +19,7 @@ use app::model::{
     ServiceError,
 };
 
-use super::task_definitions::json::{codec, dropped_fields, to_json};
+use super::shapes::{codec, dropped_fields, to_json};
 use super::{capacity::provider_view, Ecs};
 use crate::aws::errors;
 

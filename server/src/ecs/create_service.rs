@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use app::model::{task_definition::line_column, task_definition::FieldError, ServiceError};
 use app::service::ports::ServiceCreated;
 
-use super::task_definitions::json::{codec, dropped_fields, to_json};
+use super::shapes::{codec, dropped_fields, to_json};
 use super::Ecs;
 use crate::aws::errors;
 use aws_smithy_schema::codec::Codec;

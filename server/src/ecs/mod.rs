@@ -9,6 +9,7 @@ pub mod capacity_sources;
 pub mod create_provider;
 pub mod create_service;
 pub mod services;
+pub mod shapes;
 pub mod task_definitions;
 
 use std::{sync::Arc, time::Duration};

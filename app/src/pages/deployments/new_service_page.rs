@@ -117,37 +117,167 @@ fn NewServiceForm(cluster: String) -> impl IntoView {
     }
 }
 
-/// The choices, the check and the creation.
+/// The form's fields, each a signal (so the struct is `Copy`).
+#[derive(Clone, Copy)]
+struct Inputs {
+    provider: RwSignal<String>,
+    from_template: RwSignal<bool>,
+    image: RwSignal<String>,
+    port: RwSignal<String>,
+    cpu: RwSignal<String>,
+    memory: RwSignal<String>,
+    gpu_memory: RwSignal<String>,
+    compute: RwSignal<String>,
+    health: RwSignal<String>,
+    log_group: RwSignal<String>,
+    role: RwSignal<String>,
+    existing: RwSignal<String>,
+    name: RwSignal<String>,
+    desired: RwSignal<String>,
+    subnets: RwSignal<String>,
+    groups: RwSignal<String>,
+    target_group: RwSignal<String>,
+    team: RwSignal<String>,
+    description: RwSignal<String>,
+    breaker: RwSignal<bool>,
+    force: RwSignal<bool>,
+}
+
+/// A signal holding `text`.
+fn text(value: impl ToString) -> RwSignal<String> {
+    RwSignal::new(value.to_string())
+}
+
+/// A whole number from a field, or what is wrong with it.
+fn number(signal: RwSignal<String>, what: &str) -> Result<u32, String> {
+    signal.with(|t| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{what}: give a whole number"))
+    })
+}
+
+impl Inputs {
+    /// The fields with the template's defaults, on `provider`.
+    fn new(provider: String) -> Inputs {
+        let template = Template::default();
+        Inputs {
+            provider: RwSignal::new(provider),
+            from_template: RwSignal::new(true),
+            image: text(""),
+            port: text(template.port),
+            cpu: text(template.cpu),
+            memory: text(template.memory_mib),
+            gpu_memory: text(template.gpu_memory_mib),
+            compute: text(
+                template
+                    .compute_percent
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
+            ),
+            health: text(&template.health_path),
+            log_group: text(""),
+            role: text(""),
+            existing: text(""),
+            name: text(""),
+            desired: text(1),
+            subnets: text(""),
+            groups: text(""),
+            target_group: text(""),
+            team: text(""),
+            description: text(""),
+            breaker: RwSignal::new(true),
+            force: RwSignal::new(false),
+        }
+    }
+
+    /// The template's RegisterTaskDefinition request, for a Managed Instances provider or not.
+    fn register(&self, managed: bool) -> Result<String, String> {
+        let compute = if self.compute.with(|c| c.trim().is_empty()) {
+            None
+        } else {
+            Some(number(self.compute, "Compute limit")?)
+        };
+        let template = Template {
+            family: self.name.get().trim().to_string(),
+            image: self.image.get(),
+            port: u16::try_from(number(self.port, "Port")?)
+                .map_err(|_| "Port: at most 65535".to_string())?,
+            cpu: number(self.cpu, "CPU units")?,
+            memory_mib: number(self.memory, "Memory")?,
+            gpu_memory_mib: number(self.gpu_memory, "GPU memory")?,
+            compute_percent: compute,
+            health_path: self.health.get(),
+            log_group: self.log_group.get(),
+            managed_instances: managed,
+            execution_role_arn: self.role.get(),
+            ..Template::default()
+        };
+        let team = self.team.get();
+        let mut task = template.register_json("team", team.trim());
+        if team.trim().is_empty() {
+            task.remove("tags");
+        }
+        Ok(serde_json::Value::Object(task).to_string())
+    }
+
+    /// The request the fields make for `cluster`; `managed`: whether the provider chosen is a
+    /// Managed Instances provider.
+    fn form(&self, cluster: &str, managed: bool) -> Result<NewServiceForm, String> {
+        let from_template = self.from_template.get();
+        let service = self.name.get().trim().to_string();
+        let register = if from_template {
+            Some(self.register(managed)?)
+        } else {
+            None
+        };
+        let choices = ServiceChoices {
+            cluster: cluster.to_string(),
+            name: service.clone(),
+            task_definition: if from_template {
+                service
+            } else {
+                self.existing.get()
+            },
+            provider: self.provider.get(),
+            desired: number(self.desired, "Desired tasks")?,
+            subnets: self.subnets.get(),
+            security_groups: self.groups.get(),
+            target_group_arn: self.target_group.get(),
+            container: "model".into(),
+            port: self.port.with(|p| p.trim().parse().unwrap_or(8080)),
+            circuit_breaker: self.breaker.get(),
+        };
+        let awsvpc = from_template || !self.subnets.with(|s| s.trim().is_empty());
+        let mut create = choices.create_json(awsvpc);
+        let team = self.team.get();
+        if !team.trim().is_empty() {
+            crate::model::new_service::set_tag(&mut create, "team", team.trim());
+        }
+        Ok(NewServiceForm {
+            create: serde_json::Value::Object(create).to_string(),
+            register,
+            description: self.description.get(),
+            force: self.force.get(),
+        })
+    }
+}
+
+/// Step 1: the providers offered (those that can share GPUs, a Managed Instances one first) and
+/// those left out with why.
 #[component]
-fn Choices(capacity: ClusterCapacity) -> impl IntoView {
-    let cluster = capacity.cluster.clone();
+fn ProviderPicker(capacity: ClusterCapacity, provider: RwSignal<String>) -> impl IntoView {
     let offered: Vec<&ProviderView> = capacity
         .providers
         .iter()
         .filter(|p| not_offered(p).is_none())
         .collect();
-    let first = offered
-        .iter()
-        .find(|p| p.kind == ProviderType::ManagedInstances)
-        .or(offered.first())
-        .map(|p| p.name.clone())
-        .unwrap_or_default();
-    let provider = RwSignal::new(first);
-    let kinds: Vec<(String, ProviderType)> = capacity
-        .providers
-        .iter()
-        .map(|p| (p.name.clone(), p.kind.clone()))
-        .collect();
-    let provider_options = offered
+    let options = offered
         .iter()
         .map(|p| {
             let name = p.name.clone();
-            let label = format!(
-                "{} ({}, {} instances)",
-                p.name,
-                if p.kind == ProviderType::ManagedInstances { "Managed Instances" } else { "Auto Scaling group" },
-                p.instances
-            );
+            let kind = if p.kind == ProviderType::ManagedInstances { "Managed Instances" } else { "Auto Scaling group" };
+            let label = format!("{} ({kind}, {} instances)", p.name, p.instances);
             view! { <option value=name.clone() selected=move || provider.get() == name>{label}</option> }
         })
         .collect_view();
@@ -156,121 +286,98 @@ fn Choices(capacity: ClusterCapacity) -> impl IntoView {
         .iter()
         .filter_map(|p| not_offered(p).map(|why| view! { <li><span class="mono">{p.name.clone()}</span>{format!(": {why}")}</li> }))
         .collect_view();
-    let start = RwSignal::new("template".to_string());
-    let template = Template::default();
-    let (name, image, port, cpu, memory, gpu_memory, compute, health, log_group, role) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(template.port.to_string()),
-        RwSignal::new(template.cpu.to_string()),
-        RwSignal::new(template.memory_mib.to_string()),
-        RwSignal::new(template.gpu_memory_mib.to_string()),
-        RwSignal::new(
-            template
-                .compute_percent
-                .map(|p| p.to_string())
-                .unwrap_or_default(),
-        ),
-        RwSignal::new(template.health_path.clone()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-    );
-    let (existing, desired, subnets, groups, target_group, team, description) = (
-        RwSignal::new(String::new()),
-        RwSignal::new("1".to_string()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-    );
-    let breaker = RwSignal::new(true);
-    let force = RwSignal::new(false);
-    // The form as sent: built from the fields, so the preview is exactly what is created.
-    let form = {
-        let cluster = cluster.clone();
-        move || -> Result<NewServiceForm, String> {
-            let number = |signal: RwSignal<String>, what: &str| -> Result<u32, String> {
-                signal.with(|t| {
-                    t.trim()
-                        .parse::<u32>()
-                        .map_err(|_| format!("{what}: give a whole number"))
-                })
-            };
-            let managed = kinds
-                .iter()
-                .any(|(n, k)| *n == provider.get() && *k == ProviderType::ManagedInstances);
-            let from_template = start.get() == "template";
-            let service = name.get().trim().to_string();
-            let register = if from_template {
-                let template = Template {
-                    family: service.clone(),
-                    image: image.get(),
-                    port: u16::try_from(number(port, "Port")?)
-                        .map_err(|_| "Port: at most 65535".to_string())?,
-                    cpu: number(cpu, "CPU units")?,
-                    memory_mib: number(memory, "Memory")?,
-                    gpu_memory_mib: number(gpu_memory, "GPU memory")?,
-                    compute_percent: if compute.with(|c| c.trim().is_empty()) {
-                        None
-                    } else {
-                        Some(number(compute, "Compute limit")?)
-                    },
-                    health_path: health.get(),
-                    log_group: log_group.get(),
-                    managed_instances: managed,
-                    execution_role_arn: role.get(),
-                    ..Template::default()
-                };
-                let team = team.get();
-                let task = template.register_json("team", team.trim());
-                let mut task = serde_json::Value::Object(task);
-                if team.trim().is_empty() {
-                    if let Some(map) = task.as_object_mut() {
-                        map.remove("tags");
-                    }
-                }
-                Some(task.to_string())
+    view! {
+        <section class="card" data-testid="new-provider">
+            <h2>"1. Capacity provider"</h2>
+            {if offered.is_empty() {
+                view! { <p class="banner warn" role="note" data-testid="no-provider">"This cluster has no capacity provider that can share GPUs; an admin adds one on the Capacity page. The service can still run on the cluster's registered instances (EC2 launch type) through the API."</p> }.into_any()
             } else {
-                None
-            };
-            let choices = ServiceChoices {
-                cluster: cluster.clone(),
-                name: service.clone(),
-                task_definition: if from_template {
-                    service.clone()
-                } else {
-                    existing.get()
-                },
-                provider: provider.get(),
-                desired: number(desired, "Desired tasks")?,
-                subnets: subnets.get(),
-                security_groups: groups.get(),
-                target_group_arn: target_group.get(),
-                container: "model".into(),
-                port: port.with(|p| p.trim().parse().unwrap_or(8080)),
-                circuit_breaker: breaker.get(),
-            };
-            let awsvpc = from_template || !subnets.with(|s| s.trim().is_empty());
-            let mut create = choices.create_json(awsvpc);
-            if !team.with(|t| t.trim().is_empty()) {
-                crate::model::new_service::set_tag(&mut create, "team", team.get().trim());
-            }
-            Ok(NewServiceForm {
-                create: serde_json::Value::Object(create).to_string(),
-                register,
-                description: description.get(),
-                force: force.get(),
-            })
-        }
+                view! {
+                    <label class="field">
+                        <span>"Provider"</span>
+                        <select data-testid="new-provider-select" on:change=move |ev| provider.set(event_target_value(&ev))>{options}</select>
+                    </label>
+                }.into_any()
+            }}
+            <ul class="muted" data-testid="providers-left-out">{left_out}</ul>
+        </section>
+    }
+}
+
+/// Step 2: the template's fields, or an existing family.
+#[component]
+fn TaskFields(inputs: Inputs) -> impl IntoView {
+    let i = inputs;
+    view! {
+        <section class="card" data-testid="new-task-definition">
+            <h2>"2. Task definition"</h2>
+            <div class="edit-actions">
+                <label class="inline"><input type="radio" name="start" value="template" data-testid="start-template" checked=true on:change=move |_| i.from_template.set(true) />" The MPS inference template"</label>
+                <label class="inline"><input type="radio" name="start" value="family" data-testid="start-family" on:change=move |_| i.from_template.set(false) />" An existing family"</label>
+            </div>
+            {move || if i.from_template.get() {
+                view! {
+                    <div class="field-grid">
+                        <Field label="Image" signal=i.image testid="new-image" hint="e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/embed:1.4" />
+                        <Field label="Container port" signal=i.port testid="new-port" />
+                        <Field label="CPU units (task)" signal=i.cpu testid="new-cpu" />
+                        <Field label="Memory, MiB (task)" signal=i.memory testid="new-memory" />
+                        <Field label="GPU memory, MiB (MPS)" signal=i.gpu_memory testid="new-gpu-memory" />
+                        <Field label="Compute limit, % (empty: none)" signal=i.compute testid="new-compute" />
+                        <Field label="Health check path" signal=i.health testid="new-health" />
+                        <Field label="Log group (empty: none)" signal=i.log_group testid="new-log-group" />
+                        <Field label="Execution role ARN (for ECR and logs)" signal=i.role testid="new-role" />
+                    </div>
+                }.into_any()
+            } else {
+                view! { <Field label="Family or family:revision" signal=i.existing testid="new-existing" /> }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Step 3: the service's own fields.
+#[component]
+fn ServiceFields(inputs: Inputs) -> impl IntoView {
+    let i = inputs;
+    view! {
+        <div class="field-grid">
+            <Field label="Name" signal=i.name testid="new-name" />
+            <Field label="Desired tasks" signal=i.desired testid="new-desired" />
+            <Field label="Team" signal=i.team testid="new-team" hint="empty: your team, when you are on one" />
+            <Field label="Subnets (awsvpc), comma-separated" signal=i.subnets testid="new-subnets" />
+            <Field label="Security groups, comma-separated" signal=i.groups testid="new-groups" />
+            <Field label="Target group ARN (optional)" signal=i.target_group testid="new-target-group" />
+            <Field label="Why" signal=i.description testid="new-description" />
+        </div>
+        <label class="inline"><input type="checkbox" data-testid="new-breaker" prop:checked=move || i.breaker.get() on:change=move |ev| i.breaker.set(event_target_checked(&ev)) />" Deployment circuit breaker with rollback"</label>
+    }
+}
+
+/// The choices, the check and the creation.
+#[component]
+fn Choices(capacity: ClusterCapacity) -> impl IntoView {
+    let cluster = capacity.cluster.clone();
+    let first = capacity
+        .providers
+        .iter()
+        .filter(|p| not_offered(p).is_none())
+        .min_by_key(|p| p.kind != ProviderType::ManagedInstances)
+        .map(|p| p.name.clone())
+        .unwrap_or_default();
+    let i = Inputs::new(first);
+    let managed: Vec<String> = capacity
+        .providers
+        .iter()
+        .filter(|p| p.kind == ProviderType::ManagedInstances)
+        .map(|p| p.name.clone())
+        .collect();
+    let form_now = {
+        let cluster = cluster.clone();
+        Memo::new(move |_| i.form(&cluster, managed.contains(&i.provider.get())))
     };
     let check = ServerAction::<CheckNewService>::new();
-    let create = ServerAction::<CreateNewService>::new();
     let checked_form = RwSignal::new(None::<NewServiceForm>);
-    let form_now = Memo::new({
-        let form = form.clone();
-        move |_| form()
-    });
     let run_check = {
         let cluster = cluster.clone();
         move |_| {
@@ -283,88 +390,19 @@ fn Choices(capacity: ClusterCapacity) -> impl IntoView {
             }
         }
     };
-    let run_create = {
-        let cluster = cluster.clone();
-        move |_| {
-            if let Ok(form) = form_now.get_untracked() {
-                create.dispatch(CreateNewService {
-                    cluster: cluster.clone(),
-                    form,
-                });
-            }
-        }
-    };
-    Effect::new(move |_| {
-        if let Some(Ok(answer)) = create.value().get() {
-            let navigate = leptos_router::hooks::use_navigate();
-            navigate(
-                &format!("/rollouts/{}", answer.audit_id),
-                Default::default(),
-            );
-        }
-    });
     // Create is offered for the inputs that were checked, and only when the check passed.
     let current = move || {
-        let checked = checked_form.get();
-        let now = form_now.get().ok();
-        checked.is_some()
-            && checked.map(|f| NewServiceForm { force: false, ..f })
-                == now.map(|f| NewServiceForm { force: false, ..f })
+        let unforced = |f: NewServiceForm| NewServiceForm { force: false, ..f };
+        let checked = checked_form.get().map(unforced);
+        checked.is_some() && checked == form_now.get().ok().map(unforced)
     };
     let passed = move || matches!(check.value().get(), Some(Ok(_)));
-    let completes = move || matches!(check.value().get(), Some(Ok(ref c)) if c.rollout.verdict == Verdict::Completes);
-    let over_budget = move || matches!(check.value().get(), Some(Ok(ref c)) if c.budget.as_ref().is_some_and(|b| b.over));
     view! {
-        <section class="card" data-testid="new-provider">
-            <h2>"1. Capacity provider"</h2>
-            {if offered.is_empty() {
-                view! { <p class="banner warn" role="note" data-testid="no-provider">"This cluster has no capacity provider that can share GPUs; an admin adds one on the Capacity page. The service can still run on the cluster's registered instances (EC2 launch type) through the API."</p> }.into_any()
-            } else {
-                view! {
-                    <label class="field">
-                        <span>"Provider"</span>
-                        <select data-testid="new-provider-select" on:change=move |ev| provider.set(event_target_value(&ev))>{provider_options}</select>
-                    </label>
-                }.into_any()
-            }}
-            <ul class="muted" data-testid="providers-left-out">{left_out}</ul>
-        </section>
-        <section class="card" data-testid="new-task-definition">
-            <h2>"2. Task definition"</h2>
-            <div class="edit-actions">
-                <label class="inline"><input type="radio" name="start" value="template" data-testid="start-template" checked=true on:change=move |_| start.set("template".into()) />" The MPS inference template"</label>
-                <label class="inline"><input type="radio" name="start" value="family" data-testid="start-family" on:change=move |_| start.set("family".into()) />" An existing family"</label>
-            </div>
-            {move || if start.get() == "template" {
-                view! {
-                    <div class="field-grid">
-                        <Field label="Image" signal=image testid="new-image" hint="e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/embed:1.4" />
-                        <Field label="Container port" signal=port testid="new-port" />
-                        <Field label="CPU units (task)" signal=cpu testid="new-cpu" />
-                        <Field label="Memory, MiB (task)" signal=memory testid="new-memory" />
-                        <Field label="GPU memory, MiB (MPS)" signal=gpu_memory testid="new-gpu-memory" />
-                        <Field label="Compute limit, % (empty: none)" signal=compute testid="new-compute" />
-                        <Field label="Health check path" signal=health testid="new-health" />
-                        <Field label="Log group (empty: none)" signal=log_group testid="new-log-group" />
-                        <Field label="Execution role ARN (for ECR and logs)" signal=role testid="new-role" />
-                    </div>
-                }.into_any()
-            } else {
-                view! { <Field label="Family or family:revision" signal=existing testid="new-existing" /> }.into_any()
-            }}
-        </section>
+        <ProviderPicker capacity=capacity.clone() provider=i.provider />
+        <TaskFields inputs=i />
         <section class="card" data-testid="new-service">
             <h2>"3. Service"</h2>
-            <div class="field-grid">
-                <Field label="Name" signal=name testid="new-name" />
-                <Field label="Desired tasks" signal=desired testid="new-desired" />
-                <Field label="Team" signal=team testid="new-team" hint="empty: your team, when you are on one" />
-                <Field label="Subnets (awsvpc), comma-separated" signal=subnets testid="new-subnets" />
-                <Field label="Security groups, comma-separated" signal=groups testid="new-groups" />
-                <Field label="Target group ARN (optional)" signal=target_group testid="new-target-group" />
-                <Field label="Why" signal=description testid="new-description" />
-            </div>
-            <label class="inline"><input type="checkbox" data-testid="new-breaker" prop:checked=move || breaker.get() on:change=move |ev| breaker.set(event_target_checked(&ev)) />" Deployment circuit breaker with rollback"</label>
+            <ServiceFields inputs=i />
             <div class="edit-actions">
                 <button type="button" data-testid="new-check" on:click=run_check disabled=move || check.pending().get() || form_now.with(Result::is_err)>"Check"</button>
             </div>
@@ -376,19 +414,51 @@ fn Choices(capacity: ClusterCapacity) -> impl IntoView {
                 <p class="banner error" role="alert" data-testid="new-refused">{format!("Not possible as it stands: {error}")}</p>
             }.into_any(),
         })}
-        {move || (passed() && current()).then(|| view! {
-            <section class="card" data-testid="new-create">
-                {(!completes()).then(|| view! {
-                    <label class="inline"><input type="checkbox" data-testid="new-force" prop:checked=move || force.get() on:change=move |ev| force.set(event_target_checked(&ev)) />" Create it anyway: not every task would be placed"</label>
-                })}
-                {over_budget().then(|| view! { <p class="banner warn" role="note">"This would take the team past its budget: ask the team's approvers to raise it, or ask for fewer tasks."</p> })}
-                <button type="button" data-testid="new-send" on:click=run_create.clone()
-                    disabled=move || create.pending().get() || over_budget() || (!completes() && !force.get())>"Create the service"</button>
-                {move || create.value().get().and_then(Result::err).map(|error| view! {
-                    <p class="banner error" role="alert" data-testid="new-create-refused">{format!("Not created: {error}")}</p>
-                })}
-            </section>
-        })}
+        {move || (passed() && current()).then(|| view! { <CreateCard cluster=cluster.clone() check form_now force=i.force /> })}
+    }
+}
+
+/// Creating what was checked: forced past a pre-check that does not complete, refused past the
+/// team's budget; on success the page follows the first deployment.
+#[component]
+fn CreateCard(
+    cluster: String,
+    check: ServerAction<CheckNewService>,
+    form_now: Memo<Result<NewServiceForm, String>>,
+    force: RwSignal<bool>,
+) -> impl IntoView {
+    let create = ServerAction::<CreateNewService>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(answer)) = create.value().get() {
+            let navigate = leptos_router::hooks::use_navigate();
+            navigate(
+                &format!("/rollouts/{}", answer.audit_id),
+                Default::default(),
+            );
+        }
+    });
+    let completes = move || matches!(check.value().get(), Some(Ok(ref c)) if c.rollout.verdict == Verdict::Completes);
+    let over_budget = move || matches!(check.value().get(), Some(Ok(ref c)) if c.budget.as_ref().is_some_and(|b| b.over));
+    let run_create = move |_| {
+        if let Ok(form) = form_now.get_untracked() {
+            create.dispatch(CreateNewService {
+                cluster: cluster.clone(),
+                form,
+            });
+        }
+    };
+    view! {
+        <section class="card" data-testid="new-create">
+            {move || (!completes()).then(|| view! {
+                <label class="inline"><input type="checkbox" data-testid="new-force" prop:checked=move || force.get() on:change=move |ev| force.set(event_target_checked(&ev)) />" Create it anyway: not every task would be placed"</label>
+            })}
+            {move || over_budget().then(|| view! { <p class="banner warn" role="note">"This would take the team past its budget: ask the team's approvers to raise it, or ask for fewer tasks."</p> })}
+            <button type="button" data-testid="new-send" on:click=run_create
+                disabled=move || create.pending().get() || over_budget() || (!completes() && !force.get())>"Create the service"</button>
+            {move || create.value().get().and_then(Result::err).map(|error| view! {
+                <p class="banner error" role="alert" data-testid="new-create-refused">{format!("Not created: {error}")}</p>
+            })}
+        </section>
     }
 }
 

@@ -47,32 +47,10 @@ pub(super) fn RetireForm(cluster: String, service: String) -> impl IntoView {
     }
 }
 
-/// The blast radius and, for someone who may retire it, the typed confirmation.
+/// What retiring frees: the tasks, the GPU memory, its share of the cost, each GPU and what stays
+/// on it, the instances left empty, waiting requests and a rollout in progress.
 #[component]
-fn RetireConfirm(found: RetirePreview) -> impl IntoView {
-    let retire = ServerAction::<RetireService>::new();
-    let typed = RwSignal::new(String::new());
-    let description = RwSignal::new(String::new());
-    let name = found.service.clone();
-    let matches = {
-        let name = name.clone();
-        move || typed.with(|t| t.trim() == name)
-    };
-    let send = {
-        let (cluster, service, desired) =
-            (found.cluster.clone(), found.service.clone(), found.desired);
-        move |_| {
-            retire.dispatch(RetireService {
-                cluster: cluster.clone(),
-                service: service.clone(),
-                request: RetireRequest {
-                    confirm: typed.get_untracked(),
-                    expected_desired: Some(desired),
-                    description: description.get_untracked(),
-                },
-            });
-        }
-    };
+fn RetireRadius(found: RetirePreview) -> impl IntoView {
     let gpus = found
         .gpus
         .iter()
@@ -101,8 +79,6 @@ fn RetireConfirm(found: RetirePreview) -> impl IntoView {
         Some(cents) => format!("{} a month", money(cents)),
         None => "not known".into(),
     };
-    let done = retire.value();
-    let sent = move || matches!(done.get(), Some(Ok(_)));
     view! {
         <dl class="facts" data-testid="retire-radius">
             <dt>"Runs"</dt><dd class="mono">{found.runs.clone()}</dd>
@@ -125,6 +101,39 @@ fn RetireConfirm(found: RetirePreview) -> impl IntoView {
             <p class="banner warn" role="note" data-testid="retire-waiting">{format!("{} request(s) for approval of changes of this service wait; approving one after it is retired fails.", found.waiting_requests)}</p>
         })}
         {found.in_flight.clone().map(|text| view! { <p class="banner warn" role="note">{text}</p> })}
+    }
+}
+
+/// The blast radius and, for someone who may retire it, the typed confirmation.
+#[component]
+fn RetireConfirm(found: RetirePreview) -> impl IntoView {
+    let retire = ServerAction::<RetireService>::new();
+    let typed = RwSignal::new(String::new());
+    let description = RwSignal::new(String::new());
+    let name = found.service.clone();
+    let matches = {
+        let name = name.clone();
+        move || typed.with(|t| t.trim() == name)
+    };
+    let send = {
+        let (cluster, service, desired) =
+            (found.cluster.clone(), found.service.clone(), found.desired);
+        move |_| {
+            retire.dispatch(RetireService {
+                cluster: cluster.clone(),
+                service: service.clone(),
+                request: RetireRequest {
+                    confirm: typed.get_untracked(),
+                    expected_desired: Some(desired),
+                    description: description.get_untracked(),
+                },
+            });
+        }
+    };
+    let done = retire.value();
+    let sent = move || matches!(done.get(), Some(Ok(_)));
+    view! {
+        <RetireRadius found=found.clone() />
         {if found.allowed {
             view! {
                 <div class="edit-actions">

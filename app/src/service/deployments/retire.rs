@@ -190,51 +190,76 @@ async fn send_retire(
         cluster: cluster.to_string(),
         service: service.to_string(),
     };
-    let resource = lock.key();
     lock_or_refuse(context, &lock, &id, AuditAction::Retire).await?;
-    let scaled = if desired > 0 {
-        match context
-            .ecs_writes
-            .scale_service(cluster.to_string(), service.to_string(), 0)
-            .await
-        {
-            Ok(_) => true,
-            Err(error) => {
-                let unknown = matches!(error, ServiceError::NoAnswer { .. });
-                let outcome = if unknown {
-                    AuditOutcome {
-                        outcome: Outcome::Unknown,
-                        detail: Some(format!(
-                            "UpdateService to 0 got no answer ({}); DeleteService was not sent",
-                            error.message()
-                        )),
-                        ..AuditOutcome::default()
-                    }
-                } else {
-                    refusal(format!(
-                        "ECS refused UpdateService to 0, so nothing changed: {}",
-                        error.message()
-                    ))
-                };
-                finish(context, &lock, &id, outcome, unknown).await?;
-                return Err(error.with_suffix("; the service was not scaled down or deleted"));
-            }
-        }
-    } else {
-        false
-    };
+    let scaled = desired > 0;
+    if scaled {
+        scale_to_zero(context, &lock, &id).await?;
+    }
     let from = if scaled {
         format!("scaled from {desired} to 0 tasks, so its tasks stop")
     } else {
         "it had 0 desired tasks already".to_string()
     };
-    match context
+    delete_and_record(context, &lock, &id, &from).await
+}
+
+/// UpdateService to 0; when it fails, the record says that nothing was deleted.
+async fn scale_to_zero(
+    context: &ServiceContext,
+    lock: &Lock,
+    id: &str,
+) -> Result<(), ServiceError> {
+    let Lock::Service { cluster, service } = lock else {
+        return Ok(());
+    };
+    let Err(error) = context
         .ecs_writes
-        .delete_service(cluster.to_string(), service.to_string())
+        .scale_service(cluster.clone(), service.clone(), 0)
         .await
-    {
-        Ok(deleted) => {
-            let outcome = AuditOutcome {
+    else {
+        return Ok(());
+    };
+    let unknown = matches!(error, ServiceError::NoAnswer { .. });
+    let outcome = if unknown {
+        AuditOutcome {
+            outcome: Outcome::Unknown,
+            detail: Some(format!(
+                "UpdateService to 0 got no answer ({}); DeleteService was not sent",
+                error.message()
+            )),
+            ..AuditOutcome::default()
+        }
+    } else {
+        refusal(format!(
+            "ECS refused UpdateService to 0, so nothing changed: {}",
+            error.message()
+        ))
+    };
+    finish(context, lock, id, outcome, unknown).await?;
+    Err(error.with_suffix("; the service was not scaled down or deleted"))
+}
+
+/// DeleteService of a service at 0 tasks, and the record of how far the retirement got (`from`:
+/// what the scale did).
+async fn delete_and_record(
+    context: &ServiceContext,
+    lock: &Lock,
+    id: &str,
+    from: &str,
+) -> Result<RetireAnswer, ServiceError> {
+    let resource = lock.key();
+    let Lock::Service { cluster, service } = lock else {
+        return Err(ServiceError::internal(
+            "a retirement holds a service's lock",
+        ));
+    };
+    let deleted = context
+        .ecs_writes
+        .delete_service(cluster.clone(), service.clone())
+        .await;
+    let (outcome, answer) = match deleted {
+        Ok(deleted) => (
+            AuditOutcome {
                 outcome: Outcome::Succeeded,
                 request_id: deleted.request_id.clone(),
                 detail: Some(format!(
@@ -242,54 +267,43 @@ async fn send_retire(
                     if deleted.status.is_empty() { "DRAINING" } else { &deleted.status }
                 )),
                 ..AuditOutcome::default()
-            };
-            finish(context, &lock, &id, outcome, false)
-                .await
-                .map_err(|error| {
-                    error.with_suffix(&format!(
-                        "; {resource} was retired, but the audit log could not record it"
-                    ))
-                })?;
-            Ok(RetireAnswer {
-                audit_id: id,
-                scaled_to_zero: scaled,
-                status: deleted.status,
-                request_id: deleted.request_id,
-            })
-        }
+            },
+            Ok(deleted),
+        ),
         Err(error) => {
             let unknown = matches!(error, ServiceError::NoAnswer { .. });
             let now = format!(
-                "{from}; DeleteService {}: {}. {resource} still exists{}",
-                if unknown {
-                    "got no answer"
-                } else {
-                    "was refused"
-                },
+                "{from}; DeleteService {}: {}. {resource} still exists with 0 desired tasks; retire it again to delete it",
+                if unknown { "got no answer" } else { "was refused" },
                 error.message(),
-                if scaled || desired == 0 {
-                    " with 0 desired tasks; retire it again to delete it"
-                } else {
-                    ""
-                }
             );
             let outcome = AuditOutcome {
-                outcome: if unknown {
-                    Outcome::Unknown
-                } else {
-                    Outcome::Failed
-                },
+                outcome: if unknown { Outcome::Unknown } else { Outcome::Failed },
                 detail: Some(now.clone()),
                 ..AuditOutcome::default()
             };
-            finish(context, &lock, &id, outcome, unknown).await?;
-            Err(if unknown {
+            let error = if unknown {
                 ServiceError::no_answer(now)
             } else {
                 ServiceError::refused_by_aws(now)
-            })
+            };
+            (outcome, Err(error))
         }
-    }
+    };
+    let unknown = outcome.outcome == Outcome::Unknown;
+    let recorded = finish(context, lock, id, outcome, unknown).await;
+    let deleted = answer?;
+    recorded.map_err(|error| {
+        error.with_suffix(&format!(
+            "; {resource} was retired, but the audit log could not record it"
+        ))
+    })?;
+    Ok(RetireAnswer {
+        audit_id: id.to_string(),
+        scaled_to_zero: from.starts_with("scaled"),
+        status: deleted.status,
+        request_id: deleted.request_id,
+    })
 }
 
 /// Writes the outcome and gives the lock back, unless the answer never came (a reconcile asks

@@ -1,7 +1,10 @@
 //! Unit tests of a new service: who may create one and for which team, and what is sent.
 
 use super::*;
-use crate::service::fake::Fake;
+use crate::{
+    model::{audit::Outcome, identity::Role},
+    service::fake::Fake,
+};
 
 fn form(create: serde_json::Value) -> NewServiceForm {
     NewServiceForm {
