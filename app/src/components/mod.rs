@@ -14,3 +14,4 @@ pub mod identity_badge;
 pub mod report_page;
 pub mod stale_reads;
 pub mod td_views;
+pub mod text_field;

@@ -347,6 +347,23 @@ pub fn field(field: &str, message: impl Into<String>) -> FieldError {
     }
 }
 
+/// Field errors as one refusal, each with its field.
+pub fn refusal(errors: &[FieldError]) -> crate::model::ServiceError {
+    crate::model::ServiceError::invalid(
+        errors
+            .iter()
+            .map(|e| {
+                if e.field.is_empty() {
+                    e.message.clone()
+                } else {
+                    format!("{}: {}", e.field, e.message)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// The desired count of a CreateService request: required, 0 to ECS's 5,000.
 pub fn desired_of(body: &Map<String, Value>) -> Result<u32, FieldError> {
     let Some(value) = body.get("desiredCount") else {

@@ -11,7 +11,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::{
     components::error_banner::ErrorBanner,
-    model::capacity::{ClusterCapacity, LaunchOption, ProviderView},
+    model::capacity::{ClusterCapacity, LaunchOption, ProviderView, StrategyItem},
     server_fns::capacity::list_capacity,
 };
 
@@ -39,24 +39,30 @@ pub fn CapacityPage() -> impl IntoView {
     }
 }
 
+/// A capacity provider strategy in words, or `none` when it is empty.
+pub(crate) fn strategy_text(strategy: &[StrategyItem], none: &str) -> String {
+    if strategy.is_empty() {
+        return none.to_string();
+    }
+    strategy
+        .iter()
+        .map(|s| {
+            format!(
+                "{} (weight {}, base {})",
+                s.capacity_provider, s.weight, s.base
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One cluster's providers and default strategy.
 #[component]
 fn ClusterProviders(cluster: ClusterCapacity) -> impl IntoView {
-    let strategy = if cluster.default_strategy.is_empty() {
-        "none: services without a strategy or launch type use the EC2 launch type".to_string()
-    } else {
-        cluster
-            .default_strategy
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} (weight {}, base {})",
-                    s.capacity_provider, s.weight, s.base
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let strategy = strategy_text(
+        &cluster.default_strategy,
+        "none: services without a strategy or launch type use the EC2 launch type",
+    );
     let name = cluster.cluster.clone();
     view! {
         <section class="card" data-testid="capacity-cluster" data-cluster=name.clone()>

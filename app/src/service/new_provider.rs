@@ -12,29 +12,12 @@ use crate::{
         capacity::{LaunchOption, ProviderType, ProviderView, StrategyItem},
         identity::{Actor, Role},
         new_provider::{check_provider_name, provider_cli, ProviderCheck, ProviderForm},
-        new_service::{field, BODY_LIMIT},
+        new_service::{field, refusal, BODY_LIMIT},
         task_definition::{check_description, FieldError},
         ServiceError,
     },
     service::{audit, context::ServiceContext, detached, lookup},
 };
-
-/// The errors as one refusal, each with its field.
-fn refusal(errors: &[FieldError]) -> ServiceError {
-    ServiceError::invalid(
-        errors
-            .iter()
-            .map(|e| {
-                if e.field.is_empty() {
-                    e.message.clone()
-                } else {
-                    format!("{}: {}", e.field, e.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
-}
 
 /// The audit intent of adding provider `name` to `cluster`.
 fn intent(actor: &Actor, cluster: &str, name: &str, form: &ProviderForm) -> AuditIntent {

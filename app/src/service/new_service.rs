@@ -17,9 +17,8 @@ use crate::{
         audit::{AuditAction, AuditIntent, Lock},
         deployment::DeployAnswer,
         identity::Actor,
-        new_service::{NewServiceCheck, NewServiceForm},
+        new_service::{refusal, NewServiceCheck, NewServiceForm},
         rollout::Verdict,
-        task_definition::FieldError,
         ServiceError,
     },
     service::{context::ServiceContext, detached},
@@ -31,23 +30,6 @@ struct Prepared {
     create: Map<String, Value>,
     register: Option<Map<String, Value>>,
     desired: u32,
-}
-
-/// The errors as one refusal, each with its field.
-fn refusal(errors: &[FieldError]) -> ServiceError {
-    ServiceError::invalid(
-        errors
-            .iter()
-            .map(|e| {
-                if e.field.is_empty() {
-                    e.message.clone()
-                } else {
-                    format!("{}: {}", e.field, e.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 /// The audit intent of creating `cluster/service`.

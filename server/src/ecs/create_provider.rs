@@ -10,16 +10,15 @@ use aws_sdk_ecs::{
         ManagedInstancesProvider,
     },
 };
-use aws_smithy_schema::codec::Codec;
 use serde_json::{Map, Value};
 
 use app::model::{
     capacity::{ClusterCapacity, ProviderView, StrategyItem},
-    task_definition::{line_column, FieldError},
+    task_definition::FieldError,
     ServiceError,
 };
 
-use super::shapes::{codec, dropped_fields, to_json};
+use super::shapes::{invalid, read_request, to_json};
 use super::{capacity::provider_view, Ecs};
 use crate::aws::errors;
 
@@ -28,58 +27,12 @@ use crate::aws::errors;
 pub fn parse(
     text: &str,
 ) -> Result<(CreateCapacityProviderInput, Map<String, Value>), Vec<FieldError>> {
-    let original: Value = serde_json::from_str(text).map_err(|e| {
-        vec![FieldError {
-            message: format!(
-                "line {}, column {}: {e}; fix the JSON there",
-                e.line(),
-                e.column()
-            ),
-            line: Some(e.line()),
-            column: Some(e.column()),
-            ..FieldError::default()
-        }]
-    })?;
-    if !original.is_object() {
-        return Err(vec![FieldError {
-            message: "the body must be a JSON object: ECS's CreateCapacityProvider request".into(),
-            ..FieldError::default()
-        }]);
-    }
-    let codec = codec();
-    let mut deserializer = codec.create_deserializer(text.as_bytes());
-    let input = CreateCapacityProviderInput::deserialize(&mut deserializer).map_err(|e| {
-        let (line, column) = line_column(text, deserializer.position());
-        vec![FieldError {
-            message: format!(
-                "line {line}, column {column}: {e}; give the value the type the ECS API reference gives it"
-            ),
-            line: Some(line),
-            column: Some(column),
-            ..FieldError::default()
-        }]
-    })?;
-    let kept = to_json(CreateCapacityProviderInput::SCHEMA, &input);
-    let mut unknown = Vec::new();
-    dropped_fields(&original, &kept, String::new(), &mut unknown);
-    if !unknown.is_empty() {
-        return Err(unknown
-            .into_iter()
-            .map(|path| FieldError {
-                message: format!(
-                    "CreateCapacityProvider has no field '{}' here; remove it or check its spelling against the ECS API reference",
-                    path.rsplit('.').next().unwrap_or(&path)
-                ),
-                field: path,
-                ..FieldError::default()
-            })
-            .collect());
-    }
-    let body = match kept {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    Ok((input, body))
+    read_request(
+        text,
+        "CreateCapacityProvider",
+        |d| CreateCapacityProviderInput::deserialize(d),
+        |input| to_json(CreateCapacityProviderInput::SCHEMA, input),
+    )
 }
 
 /// The provider `input` would make, as DescribeCapacityProviders would describe it.
@@ -138,15 +91,8 @@ impl Ecs {
         &self,
         body: &Map<String, Value>,
     ) -> Result<Option<String>, ServiceError> {
-        let (input, _) = parse(&Value::Object(body.clone()).to_string()).map_err(|errors| {
-            ServiceError::invalid(
-                errors
-                    .iter()
-                    .map(|e| format!("{} {}", e.field, e.message).trim().to_string())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let (input, _) =
+            parse(&Value::Object(body.clone()).to_string()).map_err(|errors| invalid(&errors))?;
         let CreateCapacityProviderInput {
             name,
             cluster,

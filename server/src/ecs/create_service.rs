@@ -5,73 +5,22 @@
 use aws_sdk_ecs::operation::{create_service::CreateServiceInput, RequestId};
 use serde_json::{Map, Value};
 
-use app::model::{task_definition::line_column, task_definition::FieldError, ServiceError};
+use app::model::{task_definition::FieldError, ServiceError};
 use app::service::ports::ServiceCreated;
 
-use super::shapes::{codec, dropped_fields, to_json};
+use super::shapes::{invalid, read_request, to_json};
 use super::Ecs;
 use crate::aws::errors;
-use aws_smithy_schema::codec::Codec;
 
 /// The JSON `text` as a CreateService request: the request as the SDK reads it, written back as
 /// ECS's JSON, or each field that is wrong.
 pub fn parse(text: &str) -> Result<(CreateServiceInput, Map<String, Value>), Vec<FieldError>> {
-    let located = |offset: usize, message: String| {
-        let (line, column) = line_column(text, offset);
-        vec![FieldError {
-            field: String::new(),
-            message: format!("line {line}, column {column}: {message}"),
-            line: Some(line),
-            column: Some(column),
-            ..FieldError::default()
-        }]
-    };
-    let original: Value = serde_json::from_str(text).map_err(|e| {
-        vec![FieldError {
-            message: format!(
-                "line {}, column {}: {e}; fix the JSON there",
-                e.line(),
-                e.column()
-            ),
-            line: Some(e.line()),
-            column: Some(e.column()),
-            ..FieldError::default()
-        }]
-    })?;
-    if !original.is_object() {
-        return Err(vec![FieldError {
-            message: "the body must be a JSON object: ECS's CreateService request".into(),
-            ..FieldError::default()
-        }]);
-    }
-    let codec = codec();
-    let mut deserializer = codec.create_deserializer(text.as_bytes());
-    let input = CreateServiceInput::deserialize(&mut deserializer).map_err(|e| {
-        located(
-            deserializer.position(),
-            format!("{e}; give the value the type the ECS API reference gives it"),
-        )
-    })?;
-    let kept = to_json(CreateServiceInput::SCHEMA, &input);
-    let mut unknown = Vec::new();
-    dropped_fields(&original, &kept, String::new(), &mut unknown);
-    if !unknown.is_empty() {
-        return Err(unknown
-            .into_iter()
-            .map(|path| FieldError {
-                message: format!(
-                    "CreateService has no field '{}' here; remove it or check its spelling against the ECS API reference",
-                    path.rsplit('.').next().unwrap_or(&path)
-                ),
-                field: path,
-                ..FieldError::default()
-            })
-            .collect());
-    }
-    let mut body = match kept {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
+    let (input, mut body) = read_request(
+        text,
+        "CreateService",
+        |d| CreateServiceInput::deserialize(d),
+        |input| to_json(CreateServiceInput::SCHEMA, input),
+    )?;
     // The SDK writes an empty name for a request without one; ECS's JSON has none.
     if body.get("serviceName").and_then(Value::as_str) == Some("") {
         body.remove("serviceName");
@@ -83,15 +32,7 @@ impl Ecs {
     /// CreateService with every field of `body` (ECS's JSON, read with the SDK's shapes).
     pub async fn create(&self, body: &Map<String, Value>) -> Result<ServiceCreated, ServiceError> {
         let text = Value::Object(body.clone()).to_string();
-        let (input, _) = parse(&text).map_err(|errors| {
-            ServiceError::invalid(
-                errors
-                    .iter()
-                    .map(|e| format!("{} {}", e.field, e.message).trim().to_string())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let (input, _) = parse(&text).map_err(|errors| invalid(&errors))?;
         let out = call(&self.client, input)
             .send()
             .await

@@ -4,23 +4,11 @@
 //! price — then created and added to the cluster's providers.
 
 use super::*;
+use crate::components::text_field::{number, text, TextField};
 use crate::{
     model::new_provider::{GroupTemplate, ManagedTemplate, ProviderCheck, ProviderForm},
     server_fns::capacity::{CheckProvider, CreateProvider},
 };
-
-/// A text input bound to `signal`.
-#[component]
-fn Input(label: &'static str, signal: RwSignal<String>, testid: &'static str) -> impl IntoView {
-    view! {
-        <label class="field">
-            <span>{label}</span>
-            <input type="text" data-testid=testid value=signal.get_untracked()
-                prop:value=move || signal.get()
-                on:input=move |ev| signal.set(event_target_value(&ev)) />
-        </label>
-    }
-}
 
 /// The types a check found, with their GPUs, memory and price.
 #[component]
@@ -78,23 +66,9 @@ struct Inputs {
     description: RwSignal<String>,
 }
 
-/// A signal holding `text`.
-fn text(value: impl ToString) -> RwSignal<String> {
-    RwSignal::new(value.to_string())
-}
-
 /// A signal holding an optional number, empty when `None`.
 fn optional_text(value: Option<u32>) -> RwSignal<String> {
     RwSignal::new(value.map(|n| n.to_string()).unwrap_or_default())
-}
-
-/// A whole number from a field, or what is wrong with it.
-fn number(signal: RwSignal<String>, what: &str) -> Result<u32, String> {
-    signal.with(|t| {
-        t.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{what}: give a whole number"))
-    })
 }
 
 /// An optional whole number from a field: empty is `None`.
@@ -209,26 +183,26 @@ impl Inputs {
 fn ManagedFields(inputs: Inputs) -> impl IntoView {
     let i = inputs;
     view! {
-        <Input label="Accelerator names (NVIDIA), comma-separated" signal=i.names testid="provider-accelerators" />
-        <Input label="GPUs per instance, at least" signal=i.gpus_min testid="provider-gpus-min" />
-        <Input label="GPUs per instance, at most" signal=i.gpus_max testid="provider-gpus-max" />
-        <Input label="GPU memory per instance, MiB, at least" signal=i.gpu_memory testid="provider-gpu-memory" />
-        <Input label="vCPUs, at least" signal=i.vcpu_min testid="provider-vcpu-min" />
-        <Input label="vCPUs, at most" signal=i.vcpu_max testid="provider-vcpu-max" />
-        <Input label="Memory, MiB, at least" signal=i.memory_min testid="provider-memory-min" />
-        <Input label="Allowed types (wildcards), comma-separated" signal=i.allowed testid="provider-allowed" />
-        <Input label="Excluded types, comma-separated" signal=i.excluded testid="provider-excluded" />
+        <TextField label="Accelerator names (NVIDIA), comma-separated" signal=i.names testid="provider-accelerators" />
+        <TextField label="GPUs per instance, at least" signal=i.gpus_min testid="provider-gpus-min" />
+        <TextField label="GPUs per instance, at most" signal=i.gpus_max testid="provider-gpus-max" />
+        <TextField label="GPU memory per instance, MiB, at least" signal=i.gpu_memory testid="provider-gpu-memory" />
+        <TextField label="vCPUs, at least" signal=i.vcpu_min testid="provider-vcpu-min" />
+        <TextField label="vCPUs, at most" signal=i.vcpu_max testid="provider-vcpu-max" />
+        <TextField label="Memory, MiB, at least" signal=i.memory_min testid="provider-memory-min" />
+        <TextField label="Allowed types (wildcards), comma-separated" signal=i.allowed testid="provider-allowed" />
+        <TextField label="Excluded types, comma-separated" signal=i.excluded testid="provider-excluded" />
         <label class="field"><span>"Capacity"</span>
             <select data-testid="provider-option" on:change=move |ev| i.option.set(event_target_value(&ev))>
                 <option value="ON_DEMAND" selected=true>"On demand"</option>
                 <option value="SPOT">"Spot"</option>
             </select>
         </label>
-        <Input label="Scale-in delay, s (-1: never; empty: ECS's default)" signal=i.scale_in testid="provider-scale-in" />
-        <Input label="Subnets, comma-separated" signal=i.subnets testid="provider-subnets" />
-        <Input label="Security groups, comma-separated" signal=i.groups testid="provider-groups" />
-        <Input label="Infrastructure role ARN" signal=i.role testid="provider-role" />
-        <Input label="Instance profile ARN" signal=i.profile testid="provider-profile" />
+        <TextField label="Scale-in delay, s (-1: never; empty: ECS's default)" signal=i.scale_in testid="provider-scale-in" />
+        <TextField label="Subnets, comma-separated" signal=i.subnets testid="provider-subnets" />
+        <TextField label="Security groups, comma-separated" signal=i.groups testid="provider-groups" />
+        <TextField label="Infrastructure role ARN" signal=i.role testid="provider-role" />
+        <TextField label="Instance profile ARN" signal=i.profile testid="provider-profile" />
         <label class="inline"><input type="checkbox" data-testid="provider-repair" prop:checked=move || i.repair.get() on:change=move |ev| i.repair.set(event_target_checked(&ev)) />" Auto repair (replace instances whose MPS daemon is impaired)"</label>
     }
 }
@@ -238,11 +212,11 @@ fn ManagedFields(inputs: Inputs) -> impl IntoView {
 fn GroupFields(inputs: Inputs) -> impl IntoView {
     let i = inputs;
     view! {
-        <Input label="Auto Scaling group ARN" signal=i.group_arn testid="provider-group-arn" />
-        <Input label="Target capacity, %" signal=i.target testid="provider-target" />
-        <Input label="Smallest step" signal=i.step_min testid="provider-step-min" />
-        <Input label="Largest step" signal=i.step_max testid="provider-step-max" />
-        <Input label="Warm-up, s" signal=i.warmup testid="provider-warmup" />
+        <TextField label="Auto Scaling group ARN" signal=i.group_arn testid="provider-group-arn" />
+        <TextField label="Target capacity, %" signal=i.target testid="provider-target" />
+        <TextField label="Smallest step" signal=i.step_min testid="provider-step-min" />
+        <TextField label="Largest step" signal=i.step_max testid="provider-step-max" />
+        <TextField label="Warm-up, s" signal=i.warmup testid="provider-warmup" />
     }
 }
 
@@ -287,9 +261,9 @@ pub(super) fn NewProviderForm(cluster: String) -> impl IntoView {
                 <label class="inline"><input type="radio" name=format!("kind-{cluster}") data-testid="provider-kind-group" on:change=move |_| i.managed_kind.set(false) />" Auto Scaling group"</label>
             </div>
             <div class="field-grid">
-                <Input label="Name" signal=i.name testid="provider-name" />
+                <TextField label="Name" signal=i.name testid="provider-name" />
                 {move || if i.managed_kind.get() { view! { <ManagedFields inputs=i /> }.into_any() } else { view! { <GroupFields inputs=i /> }.into_any() }}
-                <Input label="Why" signal=i.description testid="provider-description" />
+                <TextField label="Why" signal=i.description testid="provider-description" />
             </div>
             <label class="inline"><input type="checkbox" data-testid="provider-default" prop:checked=move || i.make_default.get() on:change=move |ev| i.make_default.set(event_target_checked(&ev)) />" Make it the cluster's default strategy (otherwise the default stays as it is)"</label>
             <div class="edit-actions">
@@ -331,21 +305,7 @@ fn ProviderCreated(create: ServerAction<CreateProvider>) -> impl IntoView {
 /// What a check found.
 #[component]
 fn ProviderChecked(found: ProviderCheck) -> impl IntoView {
-    let strategy = if found.default_after.is_empty() {
-        "none (unchanged)".to_string()
-    } else {
-        found
-            .default_after
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} (weight {}, base {})",
-                    s.capacity_provider, s.weight, s.base
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let strategy = strategy_text(&found.default_after, "none (unchanged)");
     view! {
         <div data-testid="provider-checked">
             <p class="banner info" role="status">{format!("{} takes {} instance type(s) that can share GPUs.", found.name, found.sharing.len())}</p>

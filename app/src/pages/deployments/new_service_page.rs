@@ -5,6 +5,7 @@
 //! followed live.
 
 use super::*;
+use crate::components::text_field::{number, text, TextField};
 use crate::model::{
     capacity::{ClusterCapacity, ProviderType, ProviderView},
     new_service::{NewServiceCheck, NewServiceForm, ServiceChoices, Template},
@@ -27,25 +28,6 @@ fn not_offered(provider: &ProviderView) -> Option<String> {
         return Some(format!("it is {}", provider.status));
     }
     None
-}
-
-/// A text input bound to `signal`, with its label and test id.
-#[component]
-fn Field(
-    label: &'static str,
-    signal: RwSignal<String>,
-    testid: &'static str,
-    #[prop(optional)] hint: &'static str,
-) -> impl IntoView {
-    view! {
-        <label class="field">
-            <span>{label}</span>
-            <input type="text" data-testid=testid value=signal.get_untracked()
-                prop:value=move || signal.get()
-                on:input=move |ev| signal.set(event_target_value(&ev)) />
-            {(!hint.is_empty()).then(|| view! { <small class="muted">{hint}</small> })}
-        </label>
-    }
 }
 
 /// The new-service page.
@@ -141,20 +123,6 @@ struct Inputs {
     description: RwSignal<String>,
     breaker: RwSignal<bool>,
     force: RwSignal<bool>,
-}
-
-/// A signal holding `text`.
-fn text(value: impl ToString) -> RwSignal<String> {
-    RwSignal::new(value.to_string())
-}
-
-/// A whole number from a field, or what is wrong with it.
-fn number(signal: RwSignal<String>, what: &str) -> Result<u32, String> {
-    signal.with(|t| {
-        t.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{what}: give a whole number"))
-    })
 }
 
 impl Inputs {
@@ -318,19 +286,19 @@ fn TaskFields(inputs: Inputs) -> impl IntoView {
             {move || if i.from_template.get() {
                 view! {
                     <div class="field-grid">
-                        <Field label="Image" signal=i.image testid="new-image" hint="e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/embed:1.4" />
-                        <Field label="Container port" signal=i.port testid="new-port" />
-                        <Field label="CPU units (task)" signal=i.cpu testid="new-cpu" />
-                        <Field label="Memory, MiB (task)" signal=i.memory testid="new-memory" />
-                        <Field label="GPU memory, MiB (MPS)" signal=i.gpu_memory testid="new-gpu-memory" />
-                        <Field label="Compute limit, % (empty: none)" signal=i.compute testid="new-compute" />
-                        <Field label="Health check path" signal=i.health testid="new-health" />
-                        <Field label="Log group (empty: none)" signal=i.log_group testid="new-log-group" />
-                        <Field label="Execution role ARN (for ECR and logs)" signal=i.role testid="new-role" />
+                        <TextField label="Image" signal=i.image testid="new-image" hint="e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/embed:1.4" />
+                        <TextField label="Container port" signal=i.port testid="new-port" />
+                        <TextField label="CPU units (task)" signal=i.cpu testid="new-cpu" />
+                        <TextField label="Memory, MiB (task)" signal=i.memory testid="new-memory" />
+                        <TextField label="GPU memory, MiB (MPS)" signal=i.gpu_memory testid="new-gpu-memory" />
+                        <TextField label="Compute limit, % (empty: none)" signal=i.compute testid="new-compute" />
+                        <TextField label="Health check path" signal=i.health testid="new-health" />
+                        <TextField label="Log group (empty: none)" signal=i.log_group testid="new-log-group" />
+                        <TextField label="Execution role ARN (for ECR and logs)" signal=i.role testid="new-role" />
                     </div>
                 }.into_any()
             } else {
-                view! { <Field label="Family or family:revision" signal=i.existing testid="new-existing" /> }.into_any()
+                view! { <TextField label="Family or family:revision" signal=i.existing testid="new-existing" /> }.into_any()
             }}
         </section>
     }
@@ -342,13 +310,13 @@ fn ServiceFields(inputs: Inputs) -> impl IntoView {
     let i = inputs;
     view! {
         <div class="field-grid">
-            <Field label="Name" signal=i.name testid="new-name" />
-            <Field label="Desired tasks" signal=i.desired testid="new-desired" />
-            <Field label="Team" signal=i.team testid="new-team" hint="empty: your team, when you are on one" />
-            <Field label="Subnets (awsvpc), comma-separated" signal=i.subnets testid="new-subnets" />
-            <Field label="Security groups, comma-separated" signal=i.groups testid="new-groups" />
-            <Field label="Target group ARN (optional)" signal=i.target_group testid="new-target-group" />
-            <Field label="Why" signal=i.description testid="new-description" />
+            <TextField label="Name" signal=i.name testid="new-name" />
+            <TextField label="Desired tasks" signal=i.desired testid="new-desired" />
+            <TextField label="Team" signal=i.team testid="new-team" hint="empty: your team, when you are on one" />
+            <TextField label="Subnets (awsvpc), comma-separated" signal=i.subnets testid="new-subnets" />
+            <TextField label="Security groups, comma-separated" signal=i.groups testid="new-groups" />
+            <TextField label="Target group ARN (optional)" signal=i.target_group testid="new-target-group" />
+            <TextField label="Why" signal=i.description testid="new-description" />
         </div>
         <label class="inline"><input type="checkbox" data-testid="new-breaker" prop:checked=move || i.breaker.get() on:change=move |ev| i.breaker.set(event_target_checked(&ev)) />" Deployment circuit breaker with rollback"</label>
     }
