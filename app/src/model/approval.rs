@@ -9,7 +9,28 @@ use crate::model::{
     budget::{BudgetUse, Delta},
     deployment::{DeployRequest, ScaleRequest},
     identity::Actor,
+    new_service::NewServiceForm,
 };
+
+/// A new service asked for past its team's budget: the requests as the requester sent them (kept
+/// to be checked and sent again once approved), and what the approvers see of it — the task
+/// definition, the count, the GPUs each task asks and the capacity provider — without the values
+/// of the requests, since approvers may be of any team.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreationAsked {
+    /// The requests; left out of what a page or the API shows.
+    #[serde(default)]
+    pub form: NewServiceForm,
+    /// `family:N`, or `family (a new revision)` from the template.
+    pub task_definition: String,
+    pub desired: u32,
+    /// Each container's GPU settings, in words.
+    #[serde(default)]
+    pub gpu: Vec<String>,
+    /// The capacity provider its tasks go to; `None` for the cluster's instances.
+    #[serde(default)]
+    pub provider: Option<String>,
+}
 
 /// What someone decides about a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -163,6 +184,9 @@ pub struct ApprovalRequest {
     /// The audit record of the change sent, which is also its rollout's watch id.
     #[serde(default)]
     pub audit_id: Option<String>,
+    /// For a new service instead of a change of one: what would be created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation: Option<CreationAsked>,
 }
 
 impl ApprovalRequest {
@@ -182,6 +206,14 @@ impl ApprovalRequest {
     /// What is asked, in words: "Deploy embed-api:3 to prod/embed-api", "Scale prod/embed-api
     /// from 8 to 12 tasks".
     pub fn title(&self) -> String {
+        if let Some(creation) = &self.creation {
+            return format!(
+                "Create {} ({} × {})",
+                self.resource(),
+                creation.task_definition,
+                creation.desired
+            );
+        }
         match (&self.scale, self.action) {
             (Some(scale), _) => format!(
                 "Scale {} from {} to {} tasks",
@@ -203,6 +235,9 @@ impl ApprovalRequest {
     /// ask for the same change, and only one of them waits. A deploy names both revisions with
     /// their family and whether it is forced; a scale names the revision it runs and both counts.
     pub fn change_key(&self) -> String {
+        if let Some(creation) = &self.creation {
+            return format!("create {} × {}", creation.task_definition, creation.desired);
+        }
         match &self.scale {
             Some(scale) => format!(
                 "scale {} {} -> {}",
@@ -216,6 +251,15 @@ impl ApprovalRequest {
                 if self.request.force { " forced" } else { "" }
             ),
         }
+    }
+
+    /// The request as a page or the API shows it: a new service's requests left out (what is
+    /// created is shown by its summary).
+    pub fn shown(mut self) -> ApprovalRequest {
+        if let Some(creation) = self.creation.as_mut() {
+            creation.form = NewServiceForm::default();
+        }
+        self
     }
 
     /// Who asked, in words.

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::model::{
     audit::{AuditAction, AuditRecord, Outcome},
     fleet::ServiceRef,
+    task_definition::DiffEntry,
 };
 
 /// How long after its intent was written a change may still reach ECS (the SDK's 25 s deadline
@@ -28,15 +29,18 @@ pub struct SentChange {
     pub task_definition: String,
     /// The desired count after it, for a change of the count.
     pub desired: Option<u32>,
+    /// For a new service: the team it was created for (from the record's diff).
+    pub created_for: Option<String>,
 }
 
 impl SentChange {
-    /// The change an audit record of `cluster` sent (or may have sent): a deploy, rollback or
-    /// scale whose outcome is not a refusal or a failure. `None` for anything else.
+    /// The change an audit record of `cluster` sent (or may have sent): a deploy, rollback,
+    /// scale or new service whose outcome is not a refusal or a failure. `None` for anything
+    /// else.
     pub fn of(record: &AuditRecord, cluster: &str) -> Option<SentChange> {
         if !matches!(
             record.action,
-            AuditAction::Deploy | AuditAction::Rollback | AuditAction::Scale
+            AuditAction::Deploy | AuditAction::Rollback | AuditAction::Scale | AuditAction::Create
         ) || matches!(record.outcome, Outcome::Refused | Outcome::Failed)
         {
             return None;
@@ -50,13 +54,54 @@ impl SentChange {
             Some((runs, count)) => (runs.to_string(), Some(count.parse().ok()?)),
             None => (to.to_string(), None),
         };
+        let created_for =
+            (record.action == AuditAction::Create).then(|| team_of_creation(&record.diff));
         Some(SentChange {
             service: service.to_string(),
             at,
             task_definition,
             desired,
+            created_for,
         })
     }
+}
+
+/// The path of the team in a new service's diff.
+pub const CREATED_TEAM_PATH: &str = "team";
+
+/// The team a new service's record names in its diff (an entry at [`CREATED_TEAM_PATH`]), or
+/// none.
+fn team_of_creation(diff: &str) -> String {
+    serde_json::from_str::<Vec<DiffEntry>>(diff)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .into_iter()
+                .find(|e| e.path == CREATED_TEAM_PATH)
+                .and_then(|e| e.after)
+        })
+        .and_then(|after| serde_json::from_str::<String>(&after).ok())
+        .unwrap_or_default()
+}
+
+/// The services of `team` the console created (or may have) that the snapshot does not show
+/// yet (`seen` says which it shows): each with its latest creation.
+pub fn created_unseen<'a>(
+    sent: &'a [SentChange],
+    team: &str,
+    seen: impl Fn(&str) -> bool,
+) -> Vec<&'a SentChange> {
+    let mut latest: std::collections::BTreeMap<&str, &SentChange> = Default::default();
+    for change in sent
+        .iter()
+        .filter(|c| c.created_for.as_deref() == Some(team) && !seen(&c.service))
+    {
+        let slot = latest.entry(change.service.as_str()).or_insert(change);
+        if change.at > slot.at {
+            *slot = change;
+        }
+    }
+    latest.into_values().collect()
 }
 
 /// What a service may hold: `(desired count, task definition)` as the snapshot read it, and, when
@@ -179,6 +224,7 @@ mod tests {
                 .with_timezone(&Utc),
             task_definition: to.into(),
             desired,
+            created_for: None,
         };
         let service = embed(2, "2026-12-03T10:00:00Z");
         assert_eq!(states(&service, &[]).len(), 1);
@@ -207,5 +253,56 @@ mod tests {
             ..change("2026-12-03T10:00:10Z", "rerank:1", Some(9))
         }];
         assert_eq!(states(&service, &other).len(), 1);
+    }
+
+    #[test]
+    fn a_new_service_counts_for_the_team_its_record_names_until_the_snapshot_shows_it() {
+        let diff = serde_json::to_string(&[DiffEntry {
+            path: CREATED_TEAM_PATH.into(),
+            change: crate::model::task_definition::DiffChange::Added,
+            before: None,
+            after: Some("\"search\"".into()),
+            gpu: false,
+        }])
+        .unwrap_or_default();
+        let created = |at: &str, to: &str| AuditRecord {
+            resource: "prod/embed-canary".into(),
+            diff: diff.clone(),
+            ..record(AuditAction::Create, Outcome::InProgress, at, to)
+        };
+        let first = SentChange::of(&created("2026-12-03T10:00:00Z", "embed:1 × 2"), "prod")
+            .expect("a creation counts");
+        assert_eq!(first.created_for.as_deref(), Some("search"));
+        assert_eq!(first.desired, Some(2));
+        let again = SentChange::of(&created("2026-12-03T10:00:09Z", "embed:1 × 4"), "prod")
+            .expect("a creation counts");
+        let refused = record(
+            AuditAction::Create,
+            Outcome::Refused,
+            "2026-12-03T10:00:01Z",
+            "embed:1 × 9",
+        );
+        assert_eq!(
+            SentChange::of(&refused, "prod"),
+            None,
+            "refused: nothing exists"
+        );
+        let sent = [first.clone(), again.clone()];
+        // The latest creation of each unseen service of the team.
+        assert_eq!(created_unseen(&sent, "search", |_| false), [&again]);
+        assert!(created_unseen(&sent, "vision", |_| false).is_empty());
+        assert!(
+            created_unseen(&sent, "search", |name| name == "embed-canary").is_empty(),
+            "once the snapshot shows it, the snapshot counts it"
+        );
+        // A record without the team counts for no team.
+        let anonymous = AuditRecord {
+            diff: "[]".into(),
+            ..created("2026-12-03T10:00:00Z", "embed:1 × 2")
+        };
+        assert_eq!(
+            SentChange::of(&anonymous, "prod").and_then(|c| c.created_for),
+            Some(String::new())
+        );
     }
 }

@@ -20,7 +20,7 @@ use crate::{
         audit,
         budget::{self, Approved},
         context::ServiceContext,
-        deployments, detached,
+        deployments, detached, new_service,
         ports::{ApprovalQuery, Decision},
     },
 };
@@ -168,7 +168,7 @@ async fn open(
 }
 
 /// A decision named by its word: `approve`, `reject` or `withdraw`; another word is refused
-/// with what the words are.
+/// with what the words are. The request as it stands after, as pages and the API show it.
 pub async fn decide(
     context: &ServiceContext,
     actor: &Actor,
@@ -176,14 +176,15 @@ pub async fn decide(
     decision: &str,
     note: &str,
 ) -> Result<ApprovalRequest, ServiceError> {
-    match decision
+    let decided = match decision
         .parse::<ApprovalDecision>()
         .map_err(ServiceError::invalid)?
     {
         ApprovalDecision::Approve => approve(context, actor, id, note).await,
         ApprovalDecision::Reject => reject(context, actor, id, note).await,
         ApprovalDecision::Withdraw => withdraw(context, actor, id, note).await,
-    }
+    };
+    decided.map(ApprovalRequest::shown)
 }
 
 /// Approves request `id`: the checks run again on the fleet as it is now (the revision the
@@ -340,6 +341,16 @@ async fn send_as(
     request: &ApprovalRequest,
     approved: Approved,
 ) -> Result<DeployAnswer, ServiceError> {
+    if let Some(creation) = &request.creation {
+        return new_service::create_approved(
+            context,
+            requester,
+            &request.cluster,
+            creation.form.clone(),
+            approved,
+        )
+        .await;
+    }
     match &request.scale {
         Some(scale) => {
             deployments::scale_approved(
@@ -417,7 +428,7 @@ fn item(context: &ServiceContext, actor: &Actor, request: ApprovalRequest) -> Ap
         may_decide: decision.is_ok(),
         why_not: decision.err(),
         may_withdraw: waiting && actor.subject == request.requester.subject,
-        request,
+        request: request.shown(),
     }
 }
 

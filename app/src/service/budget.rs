@@ -7,7 +7,9 @@
 //! anything is sent; see [`crate::model::sent`]). A change is judged and its audit intent written
 //! under one lock per team and cluster — in this process and, through the database, across
 //! replicas — so that two changes sent at once are judged one after the other, the second
-//! counting the first. A snapshot too old to judge by is said, and nothing is sent.
+//! counting the first. A new service counts from its `create` record (which names its team)
+//! until the snapshot shows it; its creation holds the team's budget until ECS answers. A
+//! snapshot too old to judge by is said, and nothing is sent.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -20,7 +22,7 @@ use crate::{
             TaskGpu,
         },
         identity::Actor,
-        sent::{states, SentChange, SENT_MARGIN_SECONDS},
+        sent::{created_unseen, states, SentChange, SENT_MARGIN_SECONDS},
         task_definition::gpu_settings,
         FleetSnapshot, ServiceError, ServiceRef,
     },
@@ -101,7 +103,9 @@ async fn sent_to(
             .map(|at| at.with_timezone(&chrono::Utc))
             .or(taken_at)
     };
-    let Some(oldest) = services.iter().filter_map(read).min() else {
+    // From the oldest read of the team's services, or of the snapshot, so that services created
+    // since the snapshot was taken are found too.
+    let Some(oldest) = services.iter().filter_map(read).chain(taken_at).min() else {
         return Ok(Vec::new());
     };
     let since = oldest - chrono::Duration::seconds(SENT_MARGIN_SECONDS);
@@ -196,6 +200,7 @@ async fn budget_use(
         usage.held_whole_gpus += holding.whole_gpus;
         usage.services.push(holding);
     }
+    add_created(context, snapshot, rule, &sent, &mut usage).await;
     add_pending(context, rule, except, &mut usage).await?;
     Ok((usage, recorded_most))
 }
@@ -237,6 +242,44 @@ fn largest_holding(service: &ServiceRef, sized: &[Option<(u32, TaskGpu, u64)>]) 
         memory_mib: memory,
         whole_gpus: per_task.map_or(0, |t| u64::from(desired) * u64::from(t.whole_gpus)),
         counts_sent: at > 0,
+    }
+}
+
+/// Adds the services the console created for the rule's team that the snapshot does not show
+/// yet: what their creation asked for.
+async fn add_created(
+    context: &ServiceContext,
+    snapshot: &FleetSnapshot,
+    rule: &BudgetRule,
+    sent: &[SentChange],
+    usage: &mut BudgetUse,
+) {
+    let shown: std::collections::HashSet<&str> = snapshot
+        .clusters
+        .iter()
+        .filter(|c| c.name == rule.cluster)
+        .flat_map(|c| c.service_list.iter().map(|s| s.name.as_str()))
+        .collect();
+    for created in created_unseen(sent, &rule.team, |name| shown.contains(name)) {
+        let desired = created.desired.unwrap_or(0);
+        let per_task = task_gpu(context, &created.task_definition).await;
+        if per_task.is_none() && desired > 0 {
+            usage.unknown.push(created.service.clone());
+        }
+        let memory = per_task.map_or(0, |t| {
+            u64::from(desired) * t.budget_mib(usage.whole_gpu_mib)
+        });
+        let whole = per_task.map_or(0, |t| u64::from(desired) * u64::from(t.whole_gpus));
+        usage.held_mib += memory;
+        usage.held_whole_gpus += whole;
+        usage.services.push(ServiceHolding {
+            service: created.service.clone(),
+            desired,
+            per_task,
+            memory_mib: memory,
+            whole_gpus: whole,
+            counts_sent: true,
+        });
     }
 }
 

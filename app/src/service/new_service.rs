@@ -14,14 +14,23 @@ use serde_json::{Map, Value};
 use self::{prepare::prepare, send::send_create};
 use crate::{
     model::{
+        approval::CreationAsked,
         audit::{AuditAction, AuditIntent, Lock},
-        deployment::DeployAnswer,
+        budget::{BudgetVerdict, Delta, TaskGpu},
+        deployment::{DeployAnswer, DeployRequest},
         identity::Actor,
         new_service::{refusal, NewServiceCheck, NewServiceForm},
         rollout::Verdict,
-        ServiceError,
+        sent::CREATED_TEAM_PATH,
+        task_definition::{DiffChange, DiffEntry},
+        ServiceError, ServiceRef,
     },
-    service::{context::ServiceContext, detached},
+    service::{
+        budget::{self, Approved},
+        context::ServiceContext,
+        deployments::verdict_words,
+        detached, lookup, requests,
+    },
 };
 
 /// A new service checked: what the page shows, and what is sent.
@@ -30,6 +39,8 @@ struct Prepared {
     create: Map<String, Value>,
     register: Option<Map<String, Value>>,
     desired: u32,
+    /// What one task asks of the GPUs, as the budget counts it.
+    per_task: TaskGpu,
 }
 
 /// The audit intent of creating `cluster/service`.
@@ -53,29 +64,85 @@ pub async fn check(
 /// Creates the service after the checks (again, on the fleet as it is now): the revision from the
 /// template registered first (its own audit record), then CreateService (a `create` record), and
 /// its first deployment watched. A pre-check that does not complete refuses unless forced; past
-/// the team's budget it is refused with the arithmetic.
+/// the team's budget it becomes a request for approval, as a deploy does.
 pub async fn create(
     context: &ServiceContext,
     actor: &Actor,
     cluster: &str,
     form: NewServiceForm,
 ) -> Result<DeployAnswer, ServiceError> {
+    create_as(context, actor, cluster, form, None).await
+}
+
+/// Creates the service of an approved request as its requester's (the checks run again; the
+/// team's use may not have grown past what the request showed).
+pub async fn create_approved(
+    context: &ServiceContext,
+    requester: &Actor,
+    cluster: &str,
+    form: NewServiceForm,
+    approved: Approved,
+) -> Result<DeployAnswer, ServiceError> {
+    create_as(context, requester, cluster, form, Some(approved)).await
+}
+
+async fn create_as(
+    context: &ServiceContext,
+    actor: &Actor,
+    cluster: &str,
+    form: NewServiceForm,
+    approved: Option<Approved>,
+) -> Result<DeployAnswer, ServiceError> {
     let prepared = prepare(context, actor, cluster, &form, true).await?;
     let name = prepared.check.service.clone();
-    if prepared.check.rollout.verdict != Verdict::Completes && !form.force {
-        return Err(ServiceError::PreCheck {
-            message: format!(
-                "the pre-check says the service's {} tasks would not all be placed; change it, or create it anyway (force)",
-                prepared.desired
-            ),
-            check: Box::new(prepared.check.rollout.clone()),
-        });
-    }
-    if let Some(verdict) = prepared.check.budget.as_ref().filter(|v| v.over) {
-        return Err(ServiceError::conflict(format!(
-            "{} Ask the team's approvers to raise the budget, or create it with fewer tasks.",
-            verdict.arithmetic
-        )));
+    let verdict = verdict_words(&prepared.check.rollout.verdict);
+    let pre_check = match prepared.check.rollout.verdict {
+        Verdict::Completes => verdict,
+        _ if form.force => format!("{verdict} (created anyway)"),
+        _ => {
+            return Err(ServiceError::PreCheck {
+                message: format!(
+                    "the pre-check says the service's {} tasks would not all be placed; change it, or create it anyway (force)",
+                    prepared.desired
+                ),
+                check: Box::new(prepared.check.rollout.clone()),
+            })
+        }
+    };
+    // The team's budget is judged again under its hold, so that changes and new services sent at
+    // once are counted one after the other.
+    let owner = ServiceRef {
+        name: name.clone(),
+        team: Some(prepared.check.team.clone()).filter(|t| !t.is_empty()),
+        ..ServiceRef::default()
+    };
+    let hold = budget::hold(context, cluster, &owner).await?;
+    let snapshot = lookup::snapshot(context)?;
+    let team = owner.team.as_deref().unwrap_or_default();
+    let judged = budget::judge_new(
+        context,
+        &snapshot,
+        cluster,
+        team,
+        prepared.desired,
+        prepared.per_task,
+        "this new service",
+    )
+    .await?;
+    match (&approved, judged) {
+        (None, Some((delta, verdict))) if verdict.over => {
+            let asked = asked(
+                cluster,
+                &owner,
+                &prepared,
+                form,
+                pre_check,
+                (delta, verdict),
+            );
+            return requests::ask(context, actor, asked).await;
+        }
+        (Some(approval), Some((_, verdict))) => budget::covers(approval, &verdict)?,
+        _ => {}
     }
     let lock = Lock::Service {
         cluster: cluster.to_string(),
@@ -83,6 +150,10 @@ pub async fn create(
     };
     let intent = AuditIntent {
         to_revision: None,
+        diff: creation_diff(&prepared),
+        pre_check: Some(pre_check),
+        approved_by: approved.as_ref().map(|a| a.by.subject.clone()),
+        approval_id: approved.as_ref().map(|a| a.id.clone()),
         ..intent(actor, cluster, &name, &form)
     };
     let id = context
@@ -98,12 +169,77 @@ pub async fn create(
     );
     detached::run_to_end(context, &id, async move {
         let answer = send_create(&owned, &actor, &cluster, prepared, &form, &record).await;
+        // The team's budget is held until the service exists (or is refused), so that the next
+        // judgment finds its record.
+        if let Some(hold) = hold {
+            hold.release().await;
+        }
         if !matches!(answer, Err(ServiceError::NoAnswer { .. })) {
             let _ = owned.audit.unlock(lock, record).await;
         }
         answer
     })
     .await
+}
+
+/// A new service as its record's diff: everything added — its name, task definition, count and
+/// team (which the budget reads until the snapshot shows the service).
+fn creation_diff(prepared: &Prepared) -> String {
+    let check = &prepared.check;
+    let added = |path: &str, value: Value| DiffEntry {
+        path: path.to_string(),
+        change: DiffChange::Added,
+        before: None,
+        after: Some(value.to_string()),
+        gpu: false,
+    };
+    let entries = [
+        added("serviceName", Value::String(check.service.clone())),
+        added(
+            "taskDefinition",
+            Value::String(check.task_definition.clone()),
+        ),
+        added("desiredCount", Value::from(prepared.desired)),
+        added(CREATED_TEAM_PATH, Value::String(check.team.clone())),
+    ];
+    serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into())
+}
+
+/// Past the budget: the request for approval of the new service, with what the approvers see of
+/// it and the requests to send once approved.
+fn asked<'a>(
+    cluster: &'a str,
+    owner: &'a ServiceRef,
+    prepared: &Prepared,
+    form: NewServiceForm,
+    pre_check: String,
+    (delta, verdict): (Delta, BudgetVerdict),
+) -> requests::Asked<'a> {
+    let check = &prepared.check;
+    requests::Asked {
+        cluster,
+        service: owner,
+        request: DeployRequest {
+            description: form.description.clone(),
+            force: form.force,
+            ..DeployRequest::default()
+        },
+        scale: None,
+        action: AuditAction::Create,
+        from: String::new(),
+        target: format!("{} × {}", check.task_definition, prepared.desired),
+        diff: "[]".into(),
+        pre_check,
+        delta,
+        verdict,
+        creation: Some(CreationAsked {
+            form,
+            task_definition: check.task_definition.clone(),
+            desired: prepared.desired,
+            gpu: check.gpu.clone(),
+            provider: check.provider.clone(),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use crate::{
     model::{
-        approval::{ApprovalRequest, ApprovalState},
+        approval::{ApprovalRequest, ApprovalState, CreationAsked},
         audit::{AuditAction, AuditIntent},
         budget::{BudgetVerdict, Delta},
         deployment::{DeployAnswer, DeployRequest, ScaleRequest},
@@ -32,6 +32,8 @@ pub struct Asked<'a> {
     pub pre_check: String,
     pub delta: Delta,
     pub verdict: BudgetVerdict,
+    /// A new service rather than a change of one.
+    pub creation: Option<CreationAsked>,
 }
 
 /// Keeps a change past its team's budget as a request waiting for approval, audited as the
@@ -130,6 +132,7 @@ fn request_of(actor: &Actor, asked: &Asked<'_>) -> ApprovalRequest {
         arithmetic: asked.verdict.arithmetic.clone(),
         delta: asked.delta,
         after_mib: asked.verdict.after_mib,
+        creation: asked.creation.clone(),
         ..ApprovalRequest::default()
     }
 }

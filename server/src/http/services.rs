@@ -223,9 +223,10 @@ pub async fn check_new(
 
 /// `POST /api/v1/clusters/{cluster}/services[?description=&force=true]`: creates a service from
 /// ECS's CreateService request after the checks (the team tag set to the caller's team), audited
-/// as `create`. 202 with the audit id whose first deployment `/rollouts/{id}` follows; 400 with
+/// as `create`. 202 with the audit id whose first deployment `/rollouts/{id}` follows (or with
+/// `approval` past the team's budget: nothing created until it is approved); 400 with
 /// each field that is wrong; 403 for a team that is not the caller's; 409 when the pre-check
-/// fails (`force` creates anyway) or the team's budget would be passed.
+/// fails (`force` creates anyway).
 pub async fn create(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,

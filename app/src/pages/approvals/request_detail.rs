@@ -48,7 +48,20 @@ pub(super) fn RequestDetail(
             <dl class="facts">
                 <dt>"Requested by"</dt><dd>{format!("{} ({}), {}", r.requester_words(), r.requester.role, when(&r.created_at))}</dd>
                 <dt>"Service"</dt><dd>{format!("{} of team {}", r.resource(), r.team)}</dd>
-                <dt>"Revision"</dt><dd class="mono">{format!("{} → {}", r.from, r.target)}</dd>
+                {match r.creation.clone() {
+                    Some(creation) => view! {
+                        <dt>"Creates"</dt>
+                        <dd data-testid="approval-creation">{format!(
+                            "a new service: {} task{} of {}{}",
+                            creation.desired,
+                            if creation.desired == 1 { "" } else { "s" },
+                            creation.task_definition,
+                            creation.provider.map(|p| format!(" on capacity provider {p}")).unwrap_or_default()
+                        )}</dd>
+                        <dt>"GPUs per task"</dt><dd>{if creation.gpu.is_empty() { "—".to_string() } else { creation.gpu.join("; ") }}</dd>
+                    }.into_any(),
+                    None => view! { <dt>"Revision"</dt><dd class="mono">{format!("{} → {}", r.from, r.target)}</dd> }.into_any(),
+                }}
                 <dt>"Budget"</dt><dd data-testid="approval-arithmetic">{r.arithmetic.clone()}</dd>
                 <dt>"Pre-check"</dt><dd>{r.pre_check.clone()}{r.request.force.then_some(" (the requester chose to deploy anyway)")}</dd>
                 <dt>"Note"</dt><dd data-testid="approval-note">{if r.note().is_empty() { "—".to_string() } else { r.note().to_string() }}</dd>
@@ -56,10 +69,12 @@ pub(super) fn RequestDetail(
             </dl>
         </section>
         <DecisionForms id=r.id.clone() item_may_decide=item.may_decide why_not=item.why_not.clone() may_withdraw=item.may_withdraw decide />
-        <section class="card">
-            <h2>"The change"</h2>
-            <DiffTable entries=diff />
-        </section>
+        {r.creation.is_none().then(|| view! {
+            <section class="card">
+                <h2>"The change"</h2>
+                <DiffTable entries=diff />
+            </section>
+        })}
     }
 }
 

@@ -386,8 +386,9 @@ fn Choices(capacity: ClusterCapacity) -> impl IntoView {
     }
 }
 
-/// Creating what was checked: forced past a pre-check that does not complete, refused past the
-/// team's budget; on success the page follows the first deployment.
+/// Creating what was checked: forced past a pre-check that does not complete; past the team's
+/// budget, a request for approval (the page opens it); on success the page follows the first
+/// deployment.
 #[component]
 fn CreateCard(
     cluster: String,
@@ -399,10 +400,11 @@ fn CreateCard(
     Effect::new(move |_| {
         if let Some(Ok(answer)) = create.value().get() {
             let navigate = leptos_router::hooks::use_navigate();
-            navigate(
-                &format!("/rollouts/{}", answer.audit_id),
-                Default::default(),
-            );
+            let to = match &answer.approval {
+                Some(request) => format!("/approvals/{request}"),
+                None => format!("/rollouts/{}", answer.audit_id),
+            };
+            navigate(&to, Default::default());
         }
     });
     let completes = move || matches!(check.value().get(), Some(Ok(ref c)) if c.rollout.verdict == Verdict::Completes);
@@ -420,9 +422,11 @@ fn CreateCard(
             {move || (!completes()).then(|| view! {
                 <label class="inline"><input type="checkbox" data-testid="new-force" prop:checked=move || force.get() on:change=move |ev| force.set(event_target_checked(&ev)) />" Create it anyway: not every task would be placed"</label>
             })}
-            {move || over_budget().then(|| view! { <p class="banner warn" role="note">"This would take the team past its budget: ask the team's approvers to raise it, or ask for fewer tasks."</p> })}
+            {move || over_budget().then(|| view! { <p class="banner warn" role="note">"This would take the team past its budget: the team's approvers are asked, and the service is created once one of them approves (the checks run again then)."</p> })}
             <button type="button" data-testid="new-send" on:click=run_create
-                disabled=move || create.pending().get() || over_budget() || (!completes() && !force.get())>"Create the service"</button>
+                disabled=move || create.pending().get() || (!completes() && !force.get())>
+                {move || if over_budget() { "Ask for approval to create the service" } else { "Create the service" }}
+            </button>
             {move || create.value().get().and_then(Result::err).map(|error| view! {
                 <p class="banner error" role="alert" data-testid="new-create-refused">{format!("Not created: {error}")}</p>
             })}

@@ -28,7 +28,7 @@ use crate::{
 };
 
 /// The pre-check's verdict in words.
-fn verdict_words(verdict: &Verdict) -> String {
+pub(crate) fn verdict_words(verdict: &Verdict) -> String {
     match verdict {
         Verdict::Completes => "completes".to_string(),
         Verdict::Stalls { step, reason } => format!("stalls at step {step}: {reason}"),
@@ -218,6 +218,7 @@ fn ask_for<'a>(
             pre_check,
             delta,
             verdict,
+            creation: None,
         }
     }
 }

@@ -10,8 +10,8 @@ mod scale;
 mod send;
 mod state;
 
-pub(crate) use deploy::lock_or_refuse;
 pub use deploy::{deploy, deploy_approved, restart, rollback};
+pub(crate) use deploy::{lock_or_refuse, verdict_words};
 pub use retire::{retire, retire_preview};
 pub use scale::{scale, scale_approved};
 pub use state::{deployment_state, reconcile, settle_all, unsettled, GRACE};

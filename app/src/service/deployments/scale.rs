@@ -164,6 +164,7 @@ fn ask_for<'a>(
             pre_check: "not simulated for a change of the desired count".into(),
             delta,
             verdict,
+            creation: None,
         }
     }
 }

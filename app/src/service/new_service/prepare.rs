@@ -96,6 +96,7 @@ pub(super) async fn prepare(
         create,
         register,
         desired,
+        per_task: TaskGpu::of(&gpu_settings(&task)),
     })
 }
 

@@ -32,6 +32,7 @@ pub(super) async fn send_create(
         register,
         desired,
         check,
+        ..
     } = prepared;
     let name = check.service.clone();
     let lock = Lock::Service {

@@ -139,3 +139,111 @@ async fn a_template_is_registered_first_and_the_service_runs_its_revision() {
         "{refused}"
     );
 }
+
+/// A fake where team `search` may hold `budget_mib` on `prod`, approved by `search-leads`
+/// (`embed` holds 2 GiB: one task of `embed:1`).
+fn fake_with_budget(budget_mib: u64) -> std::sync::Arc<Fake> {
+    let fake = Fake::new();
+    *fake.budgets.lock().unwrap() = vec![crate::model::budget::BudgetRule {
+        team: "search".into(),
+        cluster: "prod".into(),
+        gpu_memory_mib: budget_mib,
+        whole_gpus: None,
+        monthly_cost_cents: None,
+        approvers: vec!["search-leads".into()],
+    }];
+    fake
+}
+
+fn named(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "serviceName": name,
+        "taskDefinition": "embed:1",
+        "desiredCount": 1,
+        "launchType": "EC2",
+    })
+}
+
+#[tokio::test]
+async fn past_the_budget_a_new_service_waits_for_approval_and_is_created_once_approved() {
+    let fake = fake_with_budget(3 * 1024);
+    let context = fake.context();
+    let checked = check(&context, &Fake::deployer(), "prod", &form(canary()))
+        .await
+        .unwrap();
+    assert!(checked.budget.as_ref().unwrap().over, "the check shows it");
+    let answer = create(&context, &Fake::deployer(), "prod", form(canary()))
+        .await
+        .unwrap();
+    let id = answer.approval.clone().expect("a request for approval");
+    assert!(
+        fake.created.lock().unwrap().is_empty(),
+        "nothing is created before the approval"
+    );
+    let request = context.approvals.get(id.clone()).await.unwrap().unwrap();
+    assert_eq!(request.title(), "Create prod/embed-canary (embed:1 × 1)");
+    assert_eq!(
+        request.arithmetic,
+        "search holds 2 GiB of 3 GiB on prod; this new service adds 2 GiB, to 4 GiB: 1 GiB past the budget."
+    );
+    // Approvers may be of any team: what they are shown leaves the requests out.
+    let shown = crate::service::approvals::get(&context, &Fake::approver(), &id)
+        .await
+        .unwrap();
+    let creation = shown.request.creation.unwrap();
+    assert_eq!(creation.form, NewServiceForm::default());
+    assert_eq!(creation.task_definition, "embed:1");
+    // Asked again, it is the same request.
+    let again = create(&context, &Fake::deployer(), "prod", form(canary()))
+        .await
+        .unwrap();
+    assert_eq!(again.approval.as_deref(), Some(id.as_str()));
+    assert!(again.already_asked);
+
+    let done = crate::service::approvals::approve(&context, &Fake::approver(), &id, "ok")
+        .await
+        .unwrap();
+    assert_eq!(
+        done.state,
+        crate::model::approval::ApprovalState::Sent,
+        "{:?}",
+        done.detail
+    );
+    let sent = fake.created.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["serviceName"], "embed-canary");
+    let record = fake
+        .records()
+        .into_iter()
+        .find(|r| r.action == AuditAction::Create)
+        .unwrap();
+    assert_eq!(record.who.actor, "ana", "created as the requester's");
+    assert_eq!(record.approved_by.as_deref(), Some("cy"));
+    assert_eq!(record.approval_id.as_deref(), Some(id.as_str()));
+}
+
+#[tokio::test]
+async fn a_service_just_created_counts_against_the_budget_before_the_fleet_shows_it() {
+    // 5 GiB: embed holds 2, a first new service takes it to 4, a second would take it to 6.
+    let fake = fake_with_budget(5 * 1024);
+    let context = fake.context();
+    let first = create(&context, &Fake::deployer(), "prod", form(named("embed-a")))
+        .await
+        .unwrap();
+    assert!(first.approval.is_none(), "within the budget: created");
+    let second = create(&context, &Fake::deployer(), "prod", form(named("embed-b")))
+        .await
+        .unwrap();
+    let id = second
+        .approval
+        .expect("the first service counts although the snapshot does not show it");
+    let request = context.approvals.get(id).await.unwrap().unwrap();
+    assert!(
+        request
+            .arithmetic
+            .starts_with("search holds 4 GiB of 5 GiB"),
+        "{}",
+        request.arithmetic
+    );
+    assert_eq!(fake.created.lock().unwrap().len(), 1);
+}
