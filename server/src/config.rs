@@ -367,6 +367,12 @@ pub struct AccessArgs {
     #[arg(long, env = "GPUSHARE_POLICY", value_name = "FILE")]
     pub policy: Option<PathBuf>,
 
+    /// On the embedded emulator's `demo` scenario with no --policy and no sign-in: run with the
+    /// demo's policy (teams, budgets and approvers; the local user an admin) and start with a few
+    /// requests for approval from its teams (`on`), or with no policy at all (`off`).
+    #[arg(long, env = "GPUSHARE_DEMO_POLICY", default_value = "on", value_parser = ["on", "off"])]
+    pub demo_policy: String,
+
     /// The URL people open the console at (`https://gpushare.example.com`): changes must come
     /// from this origin, and only its host is answered.
     #[arg(long, env = "GPUSHARE_PUBLIC_URL", value_name = "URL", value_parser = parse_url)]
@@ -451,6 +457,8 @@ impl Default for AccessArgs {
             trusted_proxies: Vec::new(),
             trust_any_proxy: false,
             policy: None,
+            // A console built in a test has no policy unless it asks for one.
+            demo_policy: "off".into(),
             public_url: None,
             allowed_hosts: Vec::new(),
             alb_arn: None,

@@ -10,6 +10,7 @@ pub mod aws;
 pub mod bench;
 pub mod config;
 pub mod cost_history;
+pub mod demo;
 pub mod ecs;
 pub mod error;
 pub mod fleet;

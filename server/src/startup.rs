@@ -2,7 +2,7 @@
 //! server runs on is built here once — sign-in, the policy, the prices, the fleet reader and its
 //! snapshot, the cost history, spot prices, the use cases' context and the HTTP edge's state —
 //! and the background tasks are started: the fleet refresher (and ECS's event feed), the cost
-//! recorder and the spot price reader. Nothing below imports this module.
+//! recorder, the spot price reader and, on the demo, its first requests (`demo.rs`). Nothing below imports this module.
 
 use std::{sync::Arc, time::Duration};
 
@@ -50,6 +50,7 @@ pub fn start(
     let access = &args.access;
     let authenticator =
         auth::from_flags(access, args.listen, &audit).map_err(anyhow::Error::msg)?;
+    let demo = crate::demo::applies(args, &source);
     let settings = settings(args, source, &clients)?;
     let fleet = Arc::new(SnapshotStore::new(Duration::from_secs(
         args.fleet.refresh_interval,
@@ -76,6 +77,9 @@ pub fn start(
             spot,
         },
     );
+    if demo {
+        crate::demo::spawn(services.clone(), history.clone());
+    }
     Ok(AppState {
         leptos_options: site(args),
         authenticator: Arc::new(authenticator),
@@ -104,6 +108,9 @@ pub fn start(
 fn settings(args: &ServeArgs, source: FleetSource, clients: &Clients) -> anyhow::Result<Settings> {
     let policy = match &args.access.policy {
         Some(path) => auth::policy::load(path).map_err(anyhow::Error::msg)?,
+        None if crate::demo::applies(args, &source) => {
+            crate::demo::policy().map_err(anyhow::Error::msg)?
+        }
         None => Policy::default(),
     };
     let prices = crate::prices::book(&clients.region, args.prices.as_deref())

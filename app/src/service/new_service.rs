@@ -95,20 +95,7 @@ async fn create_as(
 ) -> Result<DeployAnswer, ServiceError> {
     let prepared = prepare(context, actor, cluster, &form, true).await?;
     let name = prepared.check.service.clone();
-    let verdict = verdict_words(&prepared.check.rollout.verdict);
-    let pre_check = match prepared.check.rollout.verdict {
-        Verdict::Completes => verdict,
-        _ if form.force => format!("{verdict} (created anyway)"),
-        _ => {
-            return Err(ServiceError::PreCheck {
-                message: format!(
-                    "the pre-check says the service's {} tasks would not all be placed; change it, or create it anyway (force)",
-                    prepared.desired
-                ),
-                check: Box::new(prepared.check.rollout.clone()),
-            })
-        }
-    };
+    let pre_check = placed_or_forced(&prepared, form.force)?;
     // The team's budget is judged again under its hold, so that changes and new services sent at
     // once are counted one after the other.
     let owner = ServiceRef {
@@ -117,19 +104,10 @@ async fn create_as(
         ..ServiceRef::default()
     };
     let hold = budget::hold(context, cluster, &owner).await?;
-    let snapshot = lookup::snapshot(context)?;
-    let team = owner.team.as_deref().unwrap_or_default();
-    let judged = budget::judge_new(
-        context,
-        &snapshot,
-        cluster,
-        team,
-        prepared.desired,
-        prepared.per_task,
-        "this new service",
-    )
-    .await?;
-    match (&approved, judged) {
+    match (
+        &approved,
+        judged(context, cluster, &owner, &prepared).await?,
+    ) {
         (None, Some((delta, verdict))) if verdict.over => {
             let asked = asked(
                 cluster,
@@ -179,6 +157,43 @@ async fn create_as(
         }
         answer
     })
+    .await
+}
+
+/// The pre-check's verdict in words when the tasks would all be placed, or when the requester
+/// chose to create the service anyway; otherwise the refusal.
+fn placed_or_forced(prepared: &Prepared, force: bool) -> Result<String, ServiceError> {
+    let verdict = verdict_words(&prepared.check.rollout.verdict);
+    match prepared.check.rollout.verdict {
+        Verdict::Completes => Ok(verdict),
+        _ if force => Ok(format!("{verdict} (created anyway)")),
+        _ => Err(ServiceError::PreCheck {
+            message: format!(
+                "the pre-check says the service's {} tasks would not all be placed; change it, or create it anyway (force)",
+                prepared.desired
+            ),
+            check: Box::new(prepared.check.rollout.clone()),
+        }),
+    }
+}
+
+/// The budget's verdict on the new service of `owner`'s team, on the fleet as it is now.
+async fn judged(
+    context: &ServiceContext,
+    cluster: &str,
+    owner: &ServiceRef,
+    prepared: &Prepared,
+) -> Result<Option<(Delta, BudgetVerdict)>, ServiceError> {
+    let snapshot = lookup::snapshot(context)?;
+    budget::judge_new(
+        context,
+        &snapshot,
+        cluster,
+        owner.team.as_deref().unwrap_or_default(),
+        prepared.desired,
+        prepared.per_task,
+        "this new service",
+    )
     .await
 }
 

@@ -38,6 +38,12 @@ fn the_emulator_is_the_default_and_aws_flags_switch_it_off() {
     let cli = Cli::try_parse_from(["gpushare"]).expect("parses");
     assert!(!cli.serve.fleet.uses_aws());
     assert_eq!(cli.serve.fleet.emulator.scenario, "demo");
+    assert_eq!(
+        cli.serve.access.demo_policy, "on",
+        "the demo runs with its policy unless told"
+    );
+    let error = Cli::try_parse_from(["gpushare", "--demo-policy", "no"]).expect_err("on or off");
+    assert!(error.to_string().contains("off"), "{error}");
     let cli = Cli::try_parse_from(["gpushare", "serve", "--region", "eu-west-1"]).expect("parses");
     let Some(Command::Serve(args)) = cli.command else {
         panic!("expected serve")

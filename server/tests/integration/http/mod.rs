@@ -6,6 +6,7 @@ mod alb;
 mod approvals;
 mod capacity;
 mod cost;
+mod demo;
 mod deployments;
 mod edge;
 mod fleet;
