@@ -16,7 +16,7 @@ use crate::{
         task_definition::{check_description, FieldError},
         ServiceError,
     },
-    service::{audit, context::ServiceContext, detached, lookup},
+    service::{audit, capacity::with_prices, context::ServiceContext, detached, lookup},
 };
 
 /// The audit intent of adding provider `name` to `cluster`.
@@ -169,6 +169,10 @@ pub async fn check(
     }
     kind_errors(&provider, &mut create, cluster, &mut errors);
     let (sharing, not_sharing, none_share) = types_of(&provider);
+    let (sharing, not_sharing) = (
+        with_prices(context, &provider.kind, sharing),
+        with_prices(context, &provider.kind, not_sharing),
+    );
     if errors.is_empty() {
         errors.extend(none_share);
     }
@@ -399,6 +403,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(created.sharing.len(), 1);
+        assert_eq!(
+            created.sharing[0].facts.usd_per_hour,
+            Some(10.493),
+            "priced from the console's price book"
+        );
         assert_eq!(created.providers_after, ["gpu-l40s"]);
         assert!(
             !created.associate,

@@ -220,7 +220,7 @@ fn managed(
 
 /// What ECS Managed Instances charges an hour for an instance of `instance_type`, when the
 /// price file says.
-fn managed_fee(context: &ServiceContext, instance_type: &str) -> Option<f64> {
+pub(crate) fn managed_fee(context: &ServiceContext, instance_type: &str) -> Option<f64> {
     context
         .prices
         .price(instance_type, Lifecycle::OnDemand)
@@ -244,7 +244,7 @@ fn observed(snapshot: &FleetSnapshot, facts: &TypeFacts) -> TypeFacts {
 }
 
 /// `facts` with its on-demand price from the console's price book.
-fn priced(context: &ServiceContext, facts: TypeFacts) -> TypeFacts {
+pub(crate) fn priced(context: &ServiceContext, facts: TypeFacts) -> TypeFacts {
     TypeFacts {
         usd_per_hour: context
             .prices

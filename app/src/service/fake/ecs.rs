@@ -155,7 +155,8 @@ impl EcsReads for Fake {
                         vcpus: 48,
                         memory_mib: 393_216,
                         task_enis: None,
-                        usd_per_hour: Some(10.49),
+                        // EC2 gives no price: the console's price book does.
+                        usd_per_hour: None,
                     },
                     not_matched: if allowed.is_empty() || allowed.iter().any(|a| a == t) {
                         why.map(str::to_string)
