@@ -2,8 +2,9 @@
 // policy: a deployer of search fills the MPS inference template on batch-sim's Auto Scaling
 // group provider (search has no budget there, so none of its other changes get in the way), sees the pre-check with the instances the provider will launch and the
 // requests as CLI input and CloudFormation, creates it and watches the emulator launch capacity
-// until the service is steady; the same deployer cannot create a service tagged for another
-// team; retiring it frees its GPUs.
+// until the service is steady (the emulator's record of writes holding exactly the requests the
+// page previewed); the same deployer cannot create a service tagged for another team; retiring
+// it frees its GPUs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -146,6 +147,24 @@ describe('a new GPU service', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not s
     assert.ok(record, JSON.stringify(audit));
     assert.equal(record.actor, 'ana');
     assert.match(record.to_revision, new RegExp(`^${name}:1 × 2$`));
+
+    // The emulator received exactly the requests the page previewed as CLI input: the service
+    // with the revision just registered, and the task definition with the console's audit tag.
+    const status = (await apiAs(PROXY_URL, '/api/console_status', ANA, { method: 'POST' })).body;
+    const writes = await (await fetch(`${status.fleet_source.endpoint}/_emulator/writes`)).json();
+    const created = writes.filter((w) => w.operation === 'CreateService' && w.request.serviceName === name);
+    assert.equal(created.length, 1, JSON.stringify(created));
+    assert.equal(created[0].error, null);
+    const revision = record.to_revision.split(' × ')[0];
+    assert.deepEqual(created[0].request, { ...createJson, taskDefinition: revision });
+    const registerJson = JSON.parse(cli.split("register-task-definition --cli-input-json '")[1].split("'\n")[0]);
+    const registered = writes.filter((w) => w.operation === 'RegisterTaskDefinition' && w.request.family === registerJson.family);
+    assert.equal(registered.length, 1, JSON.stringify(registered));
+    const { tags: sentTags, ...sent } = registered[0].request;
+    const { tags: shownTags, ...shown } = registerJson;
+    assert.deepEqual(sent, shown);
+    assert.deepEqual(sentTags.filter((t) => t.key !== 'gpushare:audit-id'), shownTags);
+    assert.ok(sentTags.some((t) => t.key === 'gpushare:audit-id'), JSON.stringify(sentTags));
 
     // Retired from its page: the blast radius first, the name typed, and its GPUs freed.
     // The snapshot catches up with ECS within a refresh or two.

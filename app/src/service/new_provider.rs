@@ -71,6 +71,7 @@ fn kind_errors(
             }
             // A Managed Instances provider belongs to the cluster it is made for.
             create.insert("cluster".into(), Value::String(cluster.to_string()));
+            errors.extend(launch_errors(create));
         }
         ProviderType::AutoScalingGroup => {
             if provider
@@ -89,6 +90,39 @@ fn kind_errors(
             "give a managedInstancesProvider or an autoScalingGroupProvider: Fargate capacity runs no GPU tasks",
         )),
     }
+}
+
+/// What ECS requires of a Managed Instances provider to launch anything: the infrastructure role
+/// it launches with, the instance profile its instances run as, and their network.
+fn launch_errors(create: &Map<String, Value>) -> Vec<FieldError> {
+    let settings = create.get("managedInstancesProvider");
+    let at = |path: &[&str]| {
+        path.iter()
+            .try_fold(settings?, |value, key| value.get(*key))
+            .filter(|v| !v.is_null() && v.as_str() != Some(""))
+    };
+    let mut errors = Vec::new();
+    let base = "managedInstancesProvider";
+    if at(&["infrastructureRoleArn"]).is_none() {
+        errors.push(field(
+            &format!("{base}.infrastructureRoleArn"),
+            "give the infrastructure role ECS launches and manages the instances with (arn:aws:iam::ACCOUNT:role/ecsInfrastructureRole; see ECS's Managed Instances infrastructure IAM role)",
+        ));
+    }
+    let template = format!("{base}.instanceLaunchTemplate");
+    if at(&["instanceLaunchTemplate", "ec2InstanceProfileArn"]).is_none() {
+        errors.push(field(
+            &format!("{template}.ec2InstanceProfileArn"),
+            "give the instance profile the instances run as (arn:aws:iam::ACCOUNT:instance-profile/ecsInstanceRole)",
+        ));
+    }
+    if at(&["instanceLaunchTemplate", "networkConfiguration"]).is_none() {
+        errors.push(field(
+            &format!("{template}.networkConfiguration"),
+            "give the subnets (and security groups) the instances are launched in",
+        ));
+    }
+    errors
 }
 
 /// The types the provider takes that can share GPUs, and those it takes (or would, but for a
@@ -416,6 +450,43 @@ mod tests {
         let record = fake.records().pop().unwrap();
         assert_eq!(record.outcome, Outcome::Succeeded);
         assert_eq!(record.resource, "prod/capacity-provider/gpu-l40s");
+    }
+
+    #[tokio::test]
+    async fn a_managed_instances_provider_without_its_role_profile_or_network_is_refused_before_anything_is_created(
+    ) {
+        let fake = Fake::new();
+        let context = fake.context();
+        let bare = crate::model::new_provider::ManagedTemplate {
+            name: "gpu-l40s".into(),
+            allowed: "g6e.12xlarge".into(),
+            ..crate::model::new_provider::ManagedTemplate::default()
+        };
+        let mut request = form("g6e.12xlarge");
+        request.create = Value::Object(bare.create_json("prod")).to_string();
+        let error = check(&context, &admin(), "prod", &request)
+            .await
+            .unwrap_err();
+        assert_eq!(error.status(), 400);
+        for named in [
+            "managedInstancesProvider.infrastructureRoleArn",
+            "managedInstancesProvider.instanceLaunchTemplate.ec2InstanceProfileArn",
+        ] {
+            assert!(error.message().contains(named), "{named}: {error}");
+        }
+        // Given as empty text, the same.
+        let mut empty: serde_json::Value =
+            serde_json::from_str(&form("g6e.12xlarge").create).unwrap();
+        empty["managedInstancesProvider"]["infrastructureRoleArn"] = "".into();
+        request.create = empty.to_string();
+        let error = check(&context, &admin(), "prod", &request)
+            .await
+            .unwrap_err();
+        assert!(error.message().contains("infrastructureRoleArn"), "{error}");
+        assert!(!fake
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("ecs.create_provider")));
     }
 
     #[tokio::test]
