@@ -113,15 +113,21 @@ done
 curl -fsS "http://127.0.0.1:$oidc_port/readyz" >/dev/null || { cat "$logs/oidc.log"; exit 1; }
 curl -fsS "http://127.0.0.1:$provider_port/.well-known/openid-configuration" >/dev/null \
   || { cat "$logs/provider.log"; exit 1; }
-# The fleet page needs the first snapshot.
+# The fleet page needs the first snapshot: without one in 20 s the end-to-end tests cannot run.
+snapshot=""
 for _ in $(seq 1 100); do
-  curl -fsS "http://127.0.0.1:$port/api/v1/fleet?mode=DEDICATED" >/dev/null 2>&1 && break
+  curl -fsS "http://127.0.0.1:$port/api/v1/fleet?mode=DEDICATED" >/dev/null 2>&1 && { snapshot=yes; break; }
   sleep 0.2
 done
+if [ -z "$snapshot" ]; then
+  tail -n 40 "$logs/server.log"
+  echo "the console had no fleet snapshot 20 s after it was ready (GET /api/v1/fleet)" >&2
+  exit 1
+fi
 (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
   GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
   GPUSHARE_OIDC_URL="http://127.0.0.1:$oidc_port" GPUSHARE_OIDC_PROVIDER_URL="http://127.0.0.1:$provider_port" \
-  GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 \
+  GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 --test-timeout=360000 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 
 # One closing line for both runners.

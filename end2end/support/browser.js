@@ -56,3 +56,23 @@ export async function apiAs(base, path, headers, init = {}) {
   const response = await fetch(base + path, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
   return { status: response.status, body: await response.json() };
 }
+
+// Polls `check` (an async function) every `every` ms until it returns something truthy, and
+// returns that; after `timeout` ms it fails, saying what it waited for and what it saw last.
+export async function waitUntil(what, check, { timeout = 30_000, every = 200 } = {}) {
+  const started = Date.now();
+  let last;
+  for (;;) {
+    try {
+      const found = await check();
+      if (found) return found;
+      last = found;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() - started >= timeout) {
+      throw new Error(`waited ${timeout / 1000} s for ${what}; the last check gave ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, every));
+  }
+}

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { apiAs, launch, openPageAs, waitForHydration } from '../support/browser.js';
+import { apiAs, launch, openPageAs, waitForHydration, waitUntil } from '../support/browser.js';
 
 const PROXY_URL = process.env.GPUSHARE_PROXY_URL;
 
@@ -25,11 +25,8 @@ const pageAs = (headers) => openPageAs(browser, headers, { consoleErrors: false 
 
 describe('access', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, () => {
   test('a deployer of another team sees why they cannot deploy; an admin can', async () => {
-    // Wait for the proxied console's first snapshot.
-    for (let i = 0; i < 100; i += 1) {
-      if ((await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    // The proxied console's first snapshot.
+    await waitUntil('the proxied console\'s first fleet snapshot', async () => (await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200);
     const anonymous = await fetch(PROXY_URL + '/api/v1/services');
     assert.equal(anonymous.status, 401, 'no sign-in, no answer');
 

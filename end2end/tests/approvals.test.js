@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { apiAs, launch, openPageAs, waitForHydration } from '../support/browser.js';
+import { apiAs, launch, openPageAs, waitForHydration, waitUntil } from '../support/browser.js';
 
 const PROXY_URL = process.env.GPUSHARE_PROXY_URL;
 
@@ -26,10 +26,8 @@ const pageAs = (headers) => openPageAs(browser, headers);
 
 describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, () => {
   test('a deploy past the budget waits for an approver, who sends it as the requester\'s', async () => {
-    for (let i = 0; i < 100; i += 1) {
-      if ((await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    // The proxied console's first snapshot.
+    await waitUntil('the proxied console\'s first fleet snapshot', async () => (await fetch(PROXY_URL + '/api/v1/fleet', { headers: ROOT })).status === 200);
     // The service as the console sees it, once it has caught up with any deploy an earlier test
     // sent (the snapshot refreshes every 15 s).
     const deployed = (await api('/api/v1/audit?action=deploy&resource=inference-prod/embed-api', ROOT)).body;

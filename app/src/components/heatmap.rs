@@ -136,7 +136,8 @@ mod client {
     };
 
     /// Fetches a new SVG when the view or the snapshot changes (not at hydration, when the
-    /// server's markup is current), and moves the selection mark.
+    /// server's markup is current), keeping only the answer to the latest request, and moves the
+    /// selection mark.
     pub fn follow(
         view: Memo<FleetQuery>,
         selected: Memo<Option<String>>,
@@ -145,6 +146,9 @@ mod client {
         host: NodeRef<leptos::html::Div>,
         cursor: RwSignal<Option<String>>,
     ) {
+        // Which request is the latest: an answer to an older one (a live update's, say, that
+        // lands after the answer to the zoom that followed it) is dropped, not shown.
+        let latest = StoredValue::new(0_u64);
         Effect::new(move |previous: Option<()>| {
             let query = view.get();
             live.track();
@@ -155,14 +159,18 @@ mod client {
                 return;
             }
             let selected = selected.get_untracked();
+            let asked = latest.get_value().wrapping_add(1);
+            latest.set_value(asked);
             spawn_local(async move {
-                if let Ok(markup) = fleet_heatmap(FleetQuery {
+                let answer = fleet_heatmap(FleetQuery {
                     gpu: selected,
                     ..query
                 })
-                .await
-                {
-                    svg.try_set(markup);
+                .await;
+                if let Ok(markup) = answer {
+                    if latest.try_get_value() == Some(asked) {
+                        svg.try_set(markup);
+                    }
                 }
             });
         });

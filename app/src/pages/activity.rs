@@ -89,13 +89,13 @@ pub fn ClusterEventsPage() -> impl IntoView {
                     </select>
                 </label>
                 <label><span>"Message contains"</span>
-                    <input type="search" name="q" maxlength="200" data-testid="events-q" prop:value=move || text("q").unwrap_or_default() />
+                    <input type="search" name="q" maxlength="200" data-testid="events-q" prop:value=move || text("q").unwrap_or_default() value=move || text("q").unwrap_or_default() />
                 </label>
                 <label><span>"Within"</span>
-                    <input type="text" name="since" size="5" placeholder="6h" data-testid="events-since" title="30m, 6h or 2d" prop:value=move || text("since").unwrap_or_default() />
+                    <input type="text" name="since" size="5" placeholder="6h" data-testid="events-since" title="30m, 6h or 2d" prop:value=move || text("since").unwrap_or_default() value=move || text("since").unwrap_or_default() />
                 </label>
                 <label><span>"Rows"</span>
-                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() value=move || text("limit").unwrap_or_default() />
                 </label>
                 <button type="submit" data-testid="events-apply">"Filter and refresh"</button>
             </form>

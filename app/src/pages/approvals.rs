@@ -60,10 +60,10 @@ pub fn ApprovalsPage() -> impl IntoView {
                 </select>
             </label>
             <label><span>"Team"</span>
-                <input type="text" name="team" prop:value=move || filter.get().team.unwrap_or_default() />
+                <input type="text" name="team" prop:value=move || filter.get().team.unwrap_or_default() value=move || filter.get().team.unwrap_or_default() />
             </label>
             <label><span>"Cluster"</span>
-                <input type="text" name="cluster" prop:value=move || filter.get().cluster.unwrap_or_default() />
+                <input type="text" name="cluster" prop:value=move || filter.get().cluster.unwrap_or_default() value=move || filter.get().cluster.unwrap_or_default() />
             </label>
             <button type="submit">"Filter"</button>
         </form>

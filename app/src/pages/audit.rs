@@ -59,7 +59,7 @@ pub fn AuditPage() -> impl IntoView {
                 </select>
             </label>
             <label><span>"Resource contains"</span>
-                <input type="text" name="resource" prop:value=move || filter.get().resource.unwrap_or_default() />
+                <input type="text" name="resource" prop:value=move || filter.get().resource.unwrap_or_default() value=move || filter.get().resource.unwrap_or_default() />
             </label>
             <label><span>"Outcome"</span>
                 <select name="outcome">

@@ -13,7 +13,7 @@ pub fn JsonEditor(text: RwSignal<String>, hidden: Signal<bool>) -> impl IntoView
                 <span>"The whole RegisterTaskDefinition request. Masked values ("{MASK}") keep the source revision's value."</span>
                 <textarea rows="24" spellcheck="false" data-testid="edit-json"
                     prop:value=move || text.get()
-                    on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+                    on:input=move |ev| text.set(event_target_value(&ev))>{text.get_untracked()}</textarea>
             </label>
         </div>
     }

@@ -105,6 +105,7 @@ pub fn GpuEditor(
                 <span>"Why (kept as the tag gpushare:change on the new revision)"</span>
                 <input type="text" maxlength="256" data-testid="edit-description"
                     prop:value=move || description.get()
+                    value=description.get_untracked()
                     on:input=move |ev| description.set(event_target_value(&ev)) />
             </label>
             <FitCluster cluster clusters />

@@ -113,6 +113,7 @@ pub fn SettingsForm(rows: Vec<(String, Row)>, errors: Memo<Vec<FieldError>>) -> 
                             <span>"GPUs"</span>
                             <input type="text" inputmode="numeric" size="4" data-testid=count_id.clone()
                                 prop:value=move || row.count.get()
+                                value=row.count.get_untracked()
                                 on:input=move |ev| row.count.set(event_target_value(&ev)) />
                         </label>
                     </Show>
@@ -122,6 +123,7 @@ pub fn SettingsForm(rows: Vec<(String, Row)>, errors: Memo<Vec<FieldError>>) -> 
                             <span>"GPU memory, MiB"</span>
                             <input type="text" inputmode="numeric" size="8" data-testid=memory_id.clone()
                                 prop:value=move || row.memory.get()
+                                value=row.memory.get_untracked()
                                 on:input=move |ev| row.memory.set(event_target_value(&ev)) />
                             <span class="muted">{move || gib_hint(&row.memory.get())}</span>
                         </label>
@@ -130,6 +132,7 @@ pub fn SettingsForm(rows: Vec<(String, Row)>, errors: Memo<Vec<FieldError>>) -> 
                             <input type="text" inputmode="numeric" size="4" data-testid=compute_id.clone()
                                 placeholder="none"
                                 prop:value=move || row.compute.get()
+                                value=row.compute.get_untracked()
                                 on:input=move |ev| row.compute.set(event_target_value(&ev)) />
                             <span class="muted">"a limit, not a reservation"</span>
                         </label>

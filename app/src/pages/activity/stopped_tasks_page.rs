@@ -43,10 +43,10 @@ pub fn StoppedTasksPage() -> impl IntoView {
                     </select>
                 </label>
                 <label><span>"Reason or task contains"</span>
-                    <input type="search" name="q" maxlength="200" data-testid="stopped-q" prop:value=move || text("q").unwrap_or_default() />
+                    <input type="search" name="q" maxlength="200" data-testid="stopped-q" prop:value=move || text("q").unwrap_or_default() value=move || text("q").unwrap_or_default() />
                 </label>
                 <label><span>"Rows"</span>
-                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() />
+                    <input type="text" name="limit" size="4" inputmode="numeric" placeholder="200" prop:value=move || text("limit").unwrap_or_default() value=move || text("limit").unwrap_or_default() />
                 </label>
                 <button type="submit" data-testid="stopped-apply">"Filter and refresh"</button>
             </form>

@@ -122,6 +122,7 @@ fn WhyAndForce(
             <span>"Why (kept in the audit log)"</span>
             <input type="text" maxlength="256" data-testid="deploy-description"
                 prop:value=move || description.get()
+                value=description.get_untracked()
                 on:input=move |ev| description.set(event_target_value(&ev)) />
         </label>
         {(!completes).then(|| view! {

@@ -141,12 +141,14 @@ fn RetireConfirm(found: RetirePreview) -> impl IntoView {
                         <span>{format!("Type {name} to confirm ")}</span>
                         <input type="text" autocomplete="off" data-testid="retire-confirm"
                             prop:value=move || typed.get()
+                            value=typed.get_untracked()
                             on:input=move |ev| typed.set(event_target_value(&ev)) />
                     </label>
                     <label class="inline">
                         <span>"Why "</span>
                         <input type="text" maxlength="256" data-testid="retire-description"
                             prop:value=move || description.get()
+                            value=description.get_untracked()
                             on:input=move |ev| description.set(event_target_value(&ev)) />
                     </label>
                     <button type="button" class="danger" data-testid="retire-send" on:click=send

@@ -53,12 +53,14 @@ pub(super) fn ScaleForm(
                     <span>{format!("Run (now {desired}) ")}</span>
                     <input type="number" min="0" max=crate::model::deployment::MAX_DESIRED.to_string() data-testid="scale-desired"
                         prop:value=move || wanted.get()
+                        value=wanted.get_untracked()
                         on:input=move |ev| wanted.set(event_target_value(&ev)) />
                 </label>
                 <label class="inline">
                     <span>"Why "</span>
                     <input type="text" maxlength="256" data-testid="scale-description"
                         prop:value=move || description.get()
+                        value=description.get_untracked()
                         on:input=move |ev| description.set(event_target_value(&ev)) />
                 </label>
                 <button type="button" data-testid="scale-send" on:click=send disabled=move || scale.pending().get() || invalid()>"Set the desired count"</button>

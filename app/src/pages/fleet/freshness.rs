@@ -32,7 +32,7 @@ pub(super) fn Freshness(overview: FleetOverview) -> impl IntoView {
     let usage_error = overview.usage_error.clone();
     let server_stale = overview.stale;
     view! {
-        <p class="freshness" data-testid="freshness">
+        <p class="freshness" data-testid="freshness" data-version=overview.version.to_string()>
             {move || match age() {
                 Some(age) => format!("Updated {} ago · refreshes every {interval} s", format_age(age)),
                 None => "Reading the fleet for the first time…".to_string(),

@@ -331,3 +331,60 @@ async fn while_ecs_throttles_a_page_shows_its_last_answer_and_says_how_old_it_is
     );
     assert!(!said.contains("ServiceError"), "no Debug dump: {said}");
 }
+
+/// The filter forms' inputs carry what the URL asked for in the page the server renders, so that
+/// someone without JavaScript sees (and submits again) what they typed, and a test does not race
+/// the page's hydration for it.
+#[tokio::test]
+async fn filter_forms_render_what_the_url_asked_for_on_the_server() {
+    let (app, _) = test_app(true).await;
+    for (path, name, value) in [
+        (
+            "/audit?resource=inference-prod%2Fembed-api",
+            "resource",
+            "inference-prod/embed-api",
+        ),
+        (
+            "/approvals?team=search&cluster=inference-prod",
+            "team",
+            "search",
+        ),
+        (
+            "/approvals?team=search&cluster=inference-prod",
+            "cluster",
+            "inference-prod",
+        ),
+        (
+            "/clusters/inference-prod/events?q=placement&since=2h",
+            "q",
+            "placement",
+        ),
+        (
+            "/clusters/inference-prod/events?q=placement&since=2h",
+            "since",
+            "2h",
+        ),
+        (
+            "/clusters/inference-prod/stopped-tasks?q=OutOfMemory&limit=50",
+            "q",
+            "OutOfMemory",
+        ),
+        (
+            "/clusters/inference-prod/stopped-tasks?q=OutOfMemory&limit=50",
+            "limit",
+            "50",
+        ),
+    ] {
+        let page = text(send(&app, get(path)).await).await;
+        let input = page
+            .split("<input")
+            .skip(1)
+            .map(|rest| rest.split('>').next().unwrap_or_default())
+            .find(|tag| tag.contains(&format!(r#"name="{name}""#)))
+            .unwrap_or_else(|| panic!("{path}: no input named {name}"));
+        assert!(
+            input.contains(&format!(r#"value="{value}""#)),
+            "{path}: the input {name} is <input{input}>, without the value {value:?}"
+        );
+    }
+}

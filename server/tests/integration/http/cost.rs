@@ -13,22 +13,22 @@ use super::support::{fleet_json, get, json, send, test_app_configured, text};
 /// The report at `path` once the spot prices are in: they are read once the fleet has been.
 #[allow(clippy::unwrap_used)]
 async fn report_with_spot_prices(app: &axum::Router, path: &str) -> serde_json::Value {
-    let mut report = serde_json::Value::Null;
     for _ in 0..100 {
         let response = send(app, get(path)).await;
         assert_eq!(response.status(), StatusCode::OK);
-        report = json(response).await;
+        let report = json(response).await;
         if report["prices"]
             .as_array()
             .unwrap()
             .iter()
             .any(|p| p["price"]["lifecycle"] == "spot")
         {
-            break;
+            return report;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    report
+    let last = json(send(app, get(path)).await).await;
+    panic!("no spot price in {path} within 10 s: {:#}", last["prices"]);
 }
 
 #[tokio::test]
@@ -249,18 +249,24 @@ async fn spot_instances_without_a_spot_price_are_listed_and_the_report_says_why(
         .count() as i64;
     assert!(spot > 0);
     let mut report = serde_json::Value::Null;
+    let mut noted = false;
     for _ in 0..200 {
         report = json(send(&app, get("/api/v1/cost?span=day")).await).await;
-        if report["notes"]
+        noted = report["notes"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|n| n.as_str().unwrap().starts_with("Spot prices unknown"))
-        {
+            .any(|n| n.as_str().unwrap().starts_with("Spot prices unknown"));
+        if noted {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    assert!(
+        noted,
+        "no note of unknown spot prices within 20 s: {:#}",
+        report["notes"]
+    );
     let notes: Vec<&str> = report["notes"]
         .as_array()
         .unwrap()
@@ -343,13 +349,20 @@ async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_i
     let (app, _) = test_app_configured(false, Vec::new(), None, |_| {}).await;
     let (_, fleet) = fleet_json(&app, "").await;
     // Spot instances are priced once the spot prices are read: wait, so that the plan holds still.
+    let mut unpriced = serde_json::Value::Null;
     for _ in 0..100 {
         let report = json(send(&app, get("/api/v1/cost?span=day")).await).await;
-        if report["unpriced"].as_array().unwrap().is_empty() {
+        unpriced = report["unpriced"].clone();
+        if unpriced.as_array().unwrap().is_empty() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    assert_eq!(
+        unpriced,
+        serde_json::json!([]),
+        "every instance priced within 10 s (spot prices read)"
+    );
     let response = send(&app, get("/api/v1/cost/plan?spare=10")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let plan = json(response).await;
