@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use self::bench::{
     BenchApprovalsArgs, BenchAuditArgs, BenchAuthArgs, BenchCommand, BenchCostArgs,
-    BenchEmulatorArgs, BenchFleetArgs, BenchReadinessArgs, BenchValidateArgs,
+    BenchEmulatorArgs, BenchFleetArgs, BenchFuzzArgs, BenchReadinessArgs, BenchValidateArgs,
 };
 
 /// gpushare: a web console for Amazon ECS GPU sharing with NVIDIA MPS.

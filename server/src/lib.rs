@@ -14,6 +14,7 @@ pub mod demo;
 pub mod ecs;
 pub mod error;
 pub mod fleet;
+pub mod fuzz;
 pub mod http;
 pub mod limits;
 pub mod outbound;

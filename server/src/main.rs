@@ -25,6 +25,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Bench(BenchCommand::Approvals(args))) => {
             gpushare::bench::approvals(args).await
         }
+        Some(Command::Bench(BenchCommand::Fuzz(args))) => gpushare::bench::fuzz(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }

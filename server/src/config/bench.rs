@@ -38,6 +38,21 @@ pub enum BenchCommand {
     /// What a flood of unauthenticated `/readyz` probes costs: the ECS and CloudWatch calls
     /// they become, and their latency.
     Readiness(BenchReadinessArgs),
+    /// Generated input for every parser of outside input (query parameters, JSON bodies, task
+    /// definitions, the policy and prices files, the emulator's wire protocols), for minutes:
+    /// panics, 500s, refusals without a message or slower than 100 ms.
+    Fuzz(BenchFuzzArgs),
+}
+
+/// Options of `gpushare bench fuzz`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchFuzzArgs {
+    /// Minutes in all, shared among the targets.
+    #[arg(long, default_value_t = 10.0)]
+    pub minutes: f64,
+    /// The generator's seed: the same seed generates the same inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 /// Options of `gpushare bench readiness`.

@@ -8,6 +8,7 @@ mod cost_history;
 mod deploy_reconcile;
 mod events_queue;
 mod fleet_snapshot;
+mod generated_input;
 mod house;
 mod http;
 mod incremental_property;
