@@ -218,6 +218,12 @@ pub trait TaskDefinitionSchema: Send + Sync {
         &self,
         text: String,
     ) -> BoxFuture<'_, Result<Map<String, Value>, Vec<FieldError>>>;
+    /// A RegisterTaskDefinition request, checked already, as it will go to ECS: with what the
+    /// SDK writes of its own (a container's `cpu` of 0 when none is given), so that what a page
+    /// previews is what is sent.
+    fn registration_as_sent(&self, task: Map<String, Value>) -> Map<String, Value> {
+        task
+    }
 }
 
 /// A RegisterTaskDefinition request that passed every check.

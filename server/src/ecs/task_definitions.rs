@@ -310,6 +310,14 @@ impl TaskDefinitionSchema for SdkSchema {
             crate::ecs::create_service::parse(&text).map(|(_, body)| body)
         })
     }
+
+    fn registration_as_sent(&self, task: Map<String, Value>) -> Map<String, Value> {
+        let text = Value::Object(task.clone()).to_string();
+        match json::parse_register(&text) {
+            Ok(input) => json::as_sent(&input),
+            Err(_) => task,
+        }
+    }
 }
 
 impl SdkSchema {

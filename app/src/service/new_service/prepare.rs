@@ -192,6 +192,7 @@ async fn task_of(
     let (task, register) = match &form.register {
         Some(text) => match context.schema.validate(text.clone()).await {
             Ok((task, _)) => {
+                let task = context.schema.registration_as_sent(task);
                 let family = task
                     .get("family")
                     .and_then(Value::as_str)

@@ -85,6 +85,16 @@ pub async fn register(
         .await
 }
 
+/// The body [`register`] sends for `input`: the SDK's JSON of it, tidied as ECS takes it.
+pub fn as_sent(input: &RegisterTaskDefinitionInput) -> Map<String, Value> {
+    let mut body = to_json(RegisterTaskDefinitionInput::SCHEMA, input);
+    tidy(&mut body);
+    match body {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
 /// A described revision as DescribeTaskDefinition's JSON names it.
 pub fn describe_json(task_definition: &TaskDefinition) -> Map<String, Value> {
     match to_json(TaskDefinition::SCHEMA, task_definition) {

@@ -161,3 +161,75 @@ async fn a_new_service_is_created_as_previewed_and_watched_to_steady_state() {
     let again = send(&app, post_json(CREATE, &request)).await;
     assert_eq!(again.status(), StatusCode::BAD_REQUEST);
 }
+
+/// From the template, the emulator receives exactly the RegisterTaskDefinition the check showed
+/// (with the console's audit tag, and what the SDK writes of its own), then the CreateService
+/// with the revision just registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_the_template_the_registration_sent_is_the_one_previewed() {
+    let site = std::env::temp_dir().join(format!("gpushare-template-{}", rand_suffix()));
+    std::fs::create_dir_all(site.join("pkg")).expect("a site root");
+    let args = gpushare::config::ServeArgs {
+        site_root: site.clone(),
+        ..gpushare::config::ServeArgs::default()
+    };
+    let (source, clients, emulator) = gpushare::connect_fleet_with_emulator(&args.fleet)
+        .await
+        .expect("the embedded emulator starts");
+    let emulator = emulator.expect("the embedded emulator");
+    let audit = gpushare::audit::SqlAuditLog::open(None, &site.join("data"))
+        .await
+        .expect("the audit log opens");
+    let state = gpushare::startup::start(&args, source, clients, std::sync::Arc::new(audit))
+        .expect("a console starts");
+    let context = state.services.clone();
+    fleet_json(&gpushare::router(state), "").await;
+    let template = app::model::new_service::Template {
+        family: "embed-canary".into(),
+        image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/embed:2.0".into(),
+        network_mode: "bridge".into(),
+        ..app::model::new_service::Template::default()
+    };
+    let form = app::model::new_service::NewServiceForm {
+        create: json!({
+            "serviceName": "embed-canary",
+            "desiredCount": 1,
+            "launchType": "EC2",
+            "tags": [{"key": "team", "value": "search"}],
+        })
+        .to_string(),
+        register: Some(Value::Object(template.register_json("team", "search")).to_string()),
+        description: "from the template".into(),
+        force: false,
+    };
+    let actor = app::model::identity::Actor::local();
+    let check = app::service::new_service::check(&context, &actor, "inference-prod", &form)
+        .await
+        .expect("the template checks");
+    app::service::new_service::create(&context, &actor, "inference-prod", form)
+        .await
+        .expect("created");
+    let writes = emulator.writes();
+    let registered: Vec<Value> = writes
+        .iter()
+        .filter(|w| w.operation == "RegisterTaskDefinition")
+        .map(|w| w.request.clone())
+        .collect();
+    assert_eq!(registered.len(), 1, "{registered:?}");
+    let mut sent = registered[0].clone();
+    let tags = sent["tags"].as_array_mut().expect("tags");
+    tags.retain(|t| t["key"] != "gpushare:audit-id");
+    assert_eq!(
+        Some(sent),
+        check.register,
+        "the registration sent is the one previewed"
+    );
+    let created: Vec<&Value> = writes
+        .iter()
+        .filter(|w| w.operation == "CreateService")
+        .map(|w| &w.request)
+        .collect();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0]["taskDefinition"], "embed-canary:1");
+    let _ = std::fs::remove_dir_all(&site);
+}
