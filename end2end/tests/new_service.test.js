@@ -4,7 +4,8 @@
 // requests as CLI input and CloudFormation, creates it and watches the emulator launch capacity
 // until the service is steady (the emulator's record of writes holding exactly the requests the
 // page previewed); the same deployer cannot create a service tagged for another team; retiring
-// it frees its GPUs.
+// it frees its GPUs. Past the team's budget a new service is a request for approval that shows
+// what it would create, and nothing is created while it waits.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -193,6 +194,32 @@ describe('a new GPU service', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not s
       held = await heldBy(name);
     }
     assert.equal(held, 0, 'its GPUs are free');
+    assert.deepEqual(problems, []);
+  });
+
+  test('past the team\'s budget a new service waits for approval, showing what it would create', async () => {
+    // 20 tasks of embed-api:1 (4 GiB each) take search far past its 96 GiB on inference-prod.
+    const name = `embed-wide-${Date.now() % 100000}`;
+    const asked = await apiAs(PROXY_URL, '/api/v1/clusters/inference-prod/services?force=true&description=a%20wide%20canary', { ...ANA, 'content-type': 'application/json' }, {
+      method: 'POST',
+      body: JSON.stringify({ serviceName: name, taskDefinition: 'embed-api:1', desiredCount: 20, launchType: 'EC2' }),
+    });
+    assert.equal(asked.status, 202, JSON.stringify(asked.body));
+    assert.ok(asked.body.approval, JSON.stringify(asked.body));
+    const status = (await apiAs(PROXY_URL, '/api/console_status', ANA, { method: 'POST' })).body;
+    const writes = await (await fetch(`${status.fleet_source.endpoint}/_emulator/writes`)).json();
+    assert.equal(writes.filter((w) => w.operation === 'CreateService' && w.request.serviceName === name).length, 0, 'nothing is created before an approval');
+
+    const { page, problems } = await openPageAs(browser, ANA);
+    await page.goto(`${PROXY_URL}/approvals/${asked.body.approval}`);
+    await waitForHydration(page);
+    assert.match(await page.locator('h1').textContent(), new RegExp(`^Create inference-prod/${name} \\(embed-api:1 × 20\\)$`));
+    assert.match(await page.getByTestId('approval-creation').textContent(), /a new service: 20 tasks of embed-api:1/);
+    assert.match(await page.getByTestId('approval-arithmetic').textContent(), /this new service adds 80 GiB/);
+    await page.locator('[data-testid="approval-state"][data-state="pending"]').waitFor();
+    // Its requester takes it back: nothing was, or will be, created.
+    await page.getByTestId('withdraw').click();
+    await page.locator('[data-testid="approval-state"][data-state="withdrawn"]').waitFor({ timeout: 15_000 });
     assert.deepEqual(problems, []);
   });
 });
