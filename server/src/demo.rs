@@ -53,8 +53,9 @@ fn member(policy: &Policy, name: &str, groups: &[&str]) -> Actor {
     }
 }
 
-/// How long the requests wait for the first snapshot after the demo's past.
-const WAIT: Duration = Duration::from_secs(600);
+/// How long the requests wait for the first snapshot after the demo's past (its replay takes
+/// minutes on a slow machine).
+const WAIT: Duration = Duration::from_secs(1800);
 
 /// Makes the demo's requests in the background once the fleet has been read after the demo's
 /// past was replayed; says in the log what was made, or why not.

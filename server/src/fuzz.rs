@@ -200,7 +200,7 @@ impl Fuzzer {
                 let text = toml_text(
                     &mut self.rng,
                     &[
-                        "prices",
+                        "price",
                         "instance_type",
                         "usd_per_hour",
                         "region",
