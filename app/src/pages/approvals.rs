@@ -49,7 +49,7 @@ pub fn ApprovalsPage() -> impl IntoView {
     view! {
         <Title text="Approvals" />
         <h1>"Approvals"</h1>
-        <p class="muted">"A deploy, rollback or change of the desired count that would take a team past its GPU budget is not sent: it waits here for an admin or the team's approvers. On approval the checks run again against the fleet as it is then, and the change is sent as the requester's, approved by the approver."</p>
+        <p class="muted">"A deploy, rollback, restart, change of the desired count or new service that would take a team past its GPU budget is not sent: it waits here for an admin or the team's approvers. On approval the checks run again against the fleet as it is then, and the change is sent as the requester's, approved by the approver."</p>
         <form class="compare-picker card" method="get" data-testid="approvals-filter">
             <label><span>"State"</span>
                 <select name="state">
