@@ -330,12 +330,7 @@ async fn judged(router: &Router, request: Request<Body>, emulator: bool) -> (Ans
         Ok(Ok(response)) => response,
     };
     let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let body = body_of(response).await;
     let answer = match status.as_u16() {
         500 => Answer::Failed(format!("500: {}", clip(&String::from_utf8_lossy(&body)))),
         400..=499 if says_why(&body, emulator) => Answer::Refused,
@@ -385,18 +380,19 @@ fn post(path: &str, body: String) -> Request<Body> {
         .unwrap_or_else(|_| Request::new(Body::empty()))
 }
 
+/// A response's whole body (empty when it cannot be read).
+async fn body_of(response: axum::response::Response) -> Bytes {
+    response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default()
+}
+
 async fn call(router: &Router, request: Request<Body>) -> (StatusCode, Bytes) {
     match router.clone().oneshot(request).await {
-        Ok(response) => {
-            let status = response.status();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            (status, body)
-        }
+        Ok(response) => (response.status(), body_of(response).await),
         Err(never) => match never {},
     }
 }

@@ -85,6 +85,22 @@ impl Fake {
         Arc::new(fake)
     }
 
+    /// A fake where team `search` may hold `budget_mib` of GPU memory on `prod`, approved by
+    /// group `search-leads` (`embed` holds 2 GiB: one task of `embed:1`).
+    pub fn with_budget(budget_mib: u64) -> Arc<Fake> {
+        let fake = Fake::new();
+        *fake.budgets.lock().unwrap_or_else(|p| p.into_inner()) =
+            vec![crate::model::budget::BudgetRule {
+                team: "search".into(),
+                cluster: "prod".into(),
+                gpu_memory_mib: budget_mib,
+                whole_gpus: None,
+                monthly_cost_cents: None,
+                approvers: vec!["search-leads".into()],
+            }];
+        fake
+    }
+
     /// The use cases' context over this fake.
     pub fn context(self: &Arc<Fake>) -> ServiceContext {
         ServiceContext {

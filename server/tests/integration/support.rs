@@ -22,6 +22,28 @@ pub async fn serve(emulator: &emulator::Emulator) -> gpushare::aws::Clients {
     clients
 }
 
+/// A console on its embedded demo emulator, as `gpushare serve` starts it with no flags, its site
+/// root and audit log in a fresh temporary directory: its state, the emulator, the directory.
+pub async fn console_with_emulator(
+    what: &str,
+) -> (gpushare::AppState, emulator::Emulator, PathBuf) {
+    let site = temp_dir(what);
+    std::fs::create_dir_all(site.join("pkg")).expect("a site root");
+    let args = gpushare::config::ServeArgs {
+        site_root: site.clone(),
+        ..gpushare::config::ServeArgs::default()
+    };
+    let (source, clients, emulator) = gpushare::connect_fleet_with_emulator(&args.fleet)
+        .await
+        .expect("the embedded emulator starts");
+    let audit = gpushare::audit::SqlAuditLog::open(None, &site.join("data"))
+        .await
+        .expect("the audit log opens");
+    let state = gpushare::startup::start(&args, source, clients, std::sync::Arc::new(audit))
+        .expect("a console starts");
+    (state, emulator.expect("the embedded emulator"), site)
+}
+
 /// Attempts of one ECS operation the clients made so far.
 pub fn ecs_calls(clients: &gpushare::aws::Clients, operation: &str) -> u64 {
     clients

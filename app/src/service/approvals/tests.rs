@@ -4,26 +4,9 @@ use std::sync::Arc;
 
 use super::*;
 use crate::{
-    model::{
-        arn::RevisionRef, audit::AuditRecord, budget::BudgetRule, deployment::DeployRequest,
-        identity::Role,
-    },
+    model::{arn::RevisionRef, audit::AuditRecord, deployment::DeployRequest, identity::Role},
     service::{budget::budgets, deployments::deploy, fake::Fake},
 };
-
-/// A fake where team `search` may hold `budget_mib` on `prod`, approved by `search-leads`.
-fn fake_with_budget(budget_mib: u64) -> Arc<Fake> {
-    let fake = Fake::new();
-    *fake.budgets.lock().unwrap() = vec![BudgetRule {
-        team: "search".into(),
-        cluster: "prod".into(),
-        gpu_memory_mib: budget_mib,
-        whole_gpus: None,
-        monthly_cost_cents: None,
-        approvers: vec!["search-leads".into()],
-    }];
-    fake
-}
 
 fn embed_2() -> DeployRequest {
     DeployRequest {
@@ -74,7 +57,7 @@ async fn ask_embed_2(fake: &Arc<Fake>) -> String {
 
 #[tokio::test]
 async fn a_deploy_past_the_budget_waits_and_its_approval_sends_it_as_the_requesters() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     assert_eq!(sent(&fake), 0, "nothing is sent before the approval");
     let request = fake
@@ -138,7 +121,7 @@ async fn a_deploy_past_the_budget_waits_and_its_approval_sends_it_as_the_request
 
 #[tokio::test]
 async fn within_the_budget_a_deploy_is_sent_at_once() {
-    let fake = fake_with_budget(8 * 1024);
+    let fake = Fake::with_budget(8 * 1024);
     let answer = deploy(
         &fake.context(),
         &Fake::deployer(),
@@ -155,7 +138,7 @@ async fn within_the_budget_a_deploy_is_sent_at_once() {
 
 #[tokio::test]
 async fn a_rejection_sends_nothing_and_is_audited_with_its_note() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     let rejected = reject(
         &fake.context(),
@@ -181,7 +164,7 @@ async fn a_rejection_sends_nothing_and_is_audited_with_its_note() {
 
 #[tokio::test]
 async fn only_an_approver_other_than_the_requester_decides() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     let own = approve(&fake.context(), &Fake::deployer(), &id, "")
         .await
@@ -219,7 +202,7 @@ async fn only_an_approver_other_than_the_requester_decides() {
 
 #[tokio::test]
 async fn the_requester_withdraws_and_nobody_else_does() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     assert_eq!(
         withdraw(&fake.context(), &Fake::approver(), &id, "")
@@ -241,7 +224,7 @@ async fn the_requester_withdraws_and_nobody_else_does() {
 
 #[tokio::test]
 async fn an_approval_after_the_service_changed_sends_nothing_and_says_why() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     // Someone else rolled the service forward meanwhile.
     *fake.running.lock().unwrap() = 2;
@@ -259,7 +242,7 @@ async fn an_approval_after_the_service_changed_sends_nothing_and_says_why() {
 
 #[tokio::test]
 async fn of_two_approvers_at_once_one_sends() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let id = ask_embed_2(&fake).await;
     let (context, approver, root) = (fake.context(), Fake::approver(), admin());
     let (a, b) = tokio::join!(
@@ -278,7 +261,7 @@ async fn of_two_approvers_at_once_one_sends() {
 
 #[tokio::test]
 async fn bad_input_is_refused_before_anything_is_read() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let context = fake.context();
     assert_eq!(
         approve(&context, &admin(), "../etc", "")
@@ -318,7 +301,7 @@ async fn bad_input_is_refused_before_anything_is_read() {
 
 #[tokio::test]
 async fn budgets_count_what_runs_and_what_waits() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let before = budgets(&fake.context()).await.unwrap();
     assert_eq!(before[0].held_mib, 2048);
     assert_eq!(before[0].pending_mib, 0);

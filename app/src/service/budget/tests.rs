@@ -1,26 +1,11 @@
 //! Unit tests of the budget gate: a snapshot too old to judge by, and changes sent before the
 //! snapshot shows them.
 
-use std::sync::Arc;
-
 use super::*;
 use crate::{
     model::deployment::ScaleRequest,
     service::{deployments::scale, fake::Fake},
 };
-
-fn with_budget(mib: u64) -> Arc<Fake> {
-    let fake = Fake::new();
-    *fake.budgets.lock().unwrap() = vec![BudgetRule {
-        team: "search".into(),
-        cluster: "prod".into(),
-        gpu_memory_mib: mib,
-        whole_gpus: None,
-        monthly_cost_cents: None,
-        approvers: vec!["search-leads".into()],
-    }];
-    fake
-}
 
 fn to(desired: u32, expected: u32) -> ScaleRequest {
     ScaleRequest {
@@ -39,7 +24,7 @@ fn scaled(fake: &Fake) -> Vec<String> {
 
 #[tokio::test]
 async fn a_snapshot_too_old_to_judge_by_sends_nothing_and_says_why() {
-    let fake = with_budget(64 * 1024);
+    let fake = Fake::with_budget(64 * 1024);
     *fake.snapshot_age.lock().unwrap() = 3600;
     let error = scale(
         &fake.context(),
@@ -74,7 +59,7 @@ async fn a_snapshot_too_old_to_judge_by_sends_nothing_and_says_why() {
 #[tokio::test]
 async fn scale_ups_sent_before_the_snapshot_shows_them_add_up() {
     // embed:1 asks 2 GiB a task; the snapshot says 1 task and never changes here.
-    let fake = with_budget(6 * 1024);
+    let fake = Fake::with_budget(6 * 1024);
     let context = fake.context();
     scale(&context, &Fake::deployer(), "prod", "embed", to(2, 1))
         .await

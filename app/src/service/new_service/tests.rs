@@ -140,21 +140,6 @@ async fn a_template_is_registered_first_and_the_service_runs_its_revision() {
     );
 }
 
-/// A fake where team `search` may hold `budget_mib` on `prod`, approved by `search-leads`
-/// (`embed` holds 2 GiB: one task of `embed:1`).
-fn fake_with_budget(budget_mib: u64) -> std::sync::Arc<Fake> {
-    let fake = Fake::new();
-    *fake.budgets.lock().unwrap() = vec![crate::model::budget::BudgetRule {
-        team: "search".into(),
-        cluster: "prod".into(),
-        gpu_memory_mib: budget_mib,
-        whole_gpus: None,
-        monthly_cost_cents: None,
-        approvers: vec!["search-leads".into()],
-    }];
-    fake
-}
-
 fn named(name: &str) -> serde_json::Value {
     serde_json::json!({
         "serviceName": name,
@@ -166,7 +151,7 @@ fn named(name: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn past_the_budget_a_new_service_waits_for_approval_and_is_created_once_approved() {
-    let fake = fake_with_budget(3 * 1024);
+    let fake = Fake::with_budget(3 * 1024);
     let context = fake.context();
     let checked = check(&context, &Fake::deployer(), "prod", &form(canary()))
         .await
@@ -225,7 +210,7 @@ async fn past_the_budget_a_new_service_waits_for_approval_and_is_created_once_ap
 #[tokio::test]
 async fn a_service_just_created_counts_against_the_budget_before_the_fleet_shows_it() {
     // 5 GiB: embed holds 2, a first new service takes it to 4, a second would take it to 6.
-    let fake = fake_with_budget(5 * 1024);
+    let fake = Fake::with_budget(5 * 1024);
     let context = fake.context();
     let first = create(&context, &Fake::deployer(), "prod", form(named("embed-a")))
         .await

@@ -167,21 +167,7 @@ async fn a_new_service_is_created_as_previewed_and_watched_to_steady_state() {
 /// with the revision just registered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_the_template_the_registration_sent_is_the_one_previewed() {
-    let site = std::env::temp_dir().join(format!("gpushare-template-{}", rand_suffix()));
-    std::fs::create_dir_all(site.join("pkg")).expect("a site root");
-    let args = gpushare::config::ServeArgs {
-        site_root: site.clone(),
-        ..gpushare::config::ServeArgs::default()
-    };
-    let (source, clients, emulator) = gpushare::connect_fleet_with_emulator(&args.fleet)
-        .await
-        .expect("the embedded emulator starts");
-    let emulator = emulator.expect("the embedded emulator");
-    let audit = gpushare::audit::SqlAuditLog::open(None, &site.join("data"))
-        .await
-        .expect("the audit log opens");
-    let state = gpushare::startup::start(&args, source, clients, std::sync::Arc::new(audit))
-        .expect("a console starts");
+    let (state, emulator, site) = crate::support::console_with_emulator("template").await;
     let context = state.services.clone();
     fleet_json(&gpushare::router(state), "").await;
     let template = app::model::new_service::Template {
