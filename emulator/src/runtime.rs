@@ -458,24 +458,29 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     };
     let write = (!ecs_api::reads_only(&operation)).then(|| (operation.clone(), input.clone()));
     let answer = answer_ecs(&emulator, operation, input).await;
+    let id = request_id(&emulator);
     if let Some((operation, request)) = write {
         emulator.record_write(WriteRecord {
+            seq: 0,
             operation,
             request,
             error: answer.as_ref().err().map(|e| e.type_name().to_string()),
+            request_id: Some(id.clone()),
+            answered: outcome != Outcome::LoseAnswer,
         });
     }
     if outcome == Outcome::LoseAnswer {
         return dropped();
     }
-    match answer {
-        Ok(output) => {
-            let mut response = (StatusCode::OK, output).into_response();
-            set_json_headers(&emulator, response.headers_mut());
-            response
-        }
+    let mut response = match answer {
+        Ok(output) => (StatusCode::OK, output).into_response(),
         Err(error) => ecs_error(&emulator, &error),
+    };
+    set_json_headers(&emulator, response.headers_mut());
+    if let Ok(id) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-amzn-requestid", id);
     }
+    response
 }
 
 /// A 400 in ECS's JSON error shape.

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod calls;
 pub mod errors;
+pub mod once;
 
 use std::sync::Arc;
 

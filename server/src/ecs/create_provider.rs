@@ -20,7 +20,7 @@ use app::model::{
 
 use super::shapes::{invalid, read_request, to_json};
 use super::{capacity::provider_view, Ecs};
-use crate::aws::errors;
+use crate::aws::{errors, once};
 
 /// The JSON `text` as a CreateCapacityProvider request: the request as the SDK reads it and as
 /// ECS's JSON, or each field that is wrong.
@@ -101,17 +101,22 @@ impl Ecs {
             tags,
             ..
         } = input;
-        let out = self
+        let call = self
             .client
             .create_capacity_provider()
             .set_name(name)
             .set_cluster(cluster)
             .set_auto_scaling_group_provider(auto_scaling_group_provider)
             .set_managed_instances_provider(managed_instances_provider)
-            .set_tags(tags)
-            .send()
-            .await
-            .map_err(|e| errors::ecs_write("CreateCapacityProvider", &e))?;
+            .set_tags(tags);
+        let out = once::send(|| {
+            call.clone()
+                .customize()
+                .config_override(once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| errors::ecs_write("CreateCapacityProvider", &e))?;
         Ok(out.request_id().map(str::to_string))
     }
 
@@ -133,14 +138,20 @@ impl Ecs {
                     .map_err(|e| ServiceError::invalid(format!("a strategy item: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.client
+        let call = self
+            .client
             .put_cluster_capacity_providers()
             .cluster(cluster)
             .set_capacity_providers(Some(providers.to_vec()))
-            .set_default_capacity_provider_strategy(Some(items))
-            .send()
-            .await
-            .map_err(|e| errors::ecs_write("PutClusterCapacityProviders", &e))?;
+            .set_default_capacity_provider_strategy(Some(items));
+        once::send(|| {
+            call.clone()
+                .customize()
+                .config_override(once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| errors::ecs_write("PutClusterCapacityProviders", &e))?;
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use app::{
 use aws_sdk_ecs::operation::RequestId;
 
 use super::Ecs;
-use crate::aws::{errors, rfc3339};
+use crate::aws::{errors, once, rfc3339};
 use app::model::words::{DeploymentStatus, RolloutState};
 use app::model::ServiceError;
 
@@ -75,16 +75,21 @@ impl Ecs {
         task_definition: &str,
         force_new: bool,
     ) -> Result<ServiceUpdated, app::model::ServiceError> {
-        let out = self
+        let call = self
             .client
             .update_service()
             .cluster(cluster)
             .service(service)
             .task_definition(task_definition)
-            .force_new_deployment(force_new)
-            .send()
-            .await
-            .map_err(|e| errors::ecs_write("UpdateService", &e))?;
+            .force_new_deployment(force_new);
+        let out = once::send(|| {
+            call.clone()
+                .customize()
+                .config_override(once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| errors::ecs_write("UpdateService", &e))?;
         Ok(updated(&out))
     }
 
@@ -96,15 +101,20 @@ impl Ecs {
         service: &str,
         desired: u32,
     ) -> Result<ServiceUpdated, app::model::ServiceError> {
-        let out = self
+        let call = self
             .client
             .update_service()
             .cluster(cluster)
             .service(service)
-            .desired_count(i32::try_from(desired).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(|e| errors::ecs_write("UpdateService", &e))?;
+            .desired_count(i32::try_from(desired).unwrap_or(i32::MAX));
+        let out = once::send(|| {
+            call.clone()
+                .customize()
+                .config_override(once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| errors::ecs_write("UpdateService", &e))?;
         Ok(updated(&out))
     }
 
@@ -114,15 +124,20 @@ impl Ecs {
         cluster: &str,
         service: &str,
     ) -> Result<app::service::ports::ServiceDeleted, app::model::ServiceError> {
-        let out = self
+        let call = self
             .client
             .delete_service()
             .cluster(cluster)
             .service(service)
-            .force(false)
-            .send()
-            .await
-            .map_err(|e| errors::ecs_write("DeleteService", &e))?;
+            .force(false);
+        let out = once::send(|| {
+            call.clone()
+                .customize()
+                .config_override(once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| errors::ecs_write("DeleteService", &e))?;
         Ok(app::service::ports::ServiceDeleted {
             status: out
                 .service()

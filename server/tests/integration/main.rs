@@ -16,3 +16,4 @@ mod precheck_elastic;
 mod precheck_property;
 mod support;
 mod task_definition_edit;
+mod writes_once;

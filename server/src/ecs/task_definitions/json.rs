@@ -71,18 +71,22 @@ pub async fn register(
     ecs: &aws_sdk_ecs::Client,
     input: RegisterTaskDefinitionInput,
 ) -> Result<RegisterTaskDefinitionOutput, SdkError<RegisterTaskDefinitionError>> {
-    register_call(ecs, input)
-        .customize()
-        .mutate_request(|request| {
-            if let Some(body) = request.body().bytes().and_then(as_ecs_takes_it) {
-                request
-                    .headers_mut()
-                    .insert("content-length", body.len().to_string());
-                *request.body_mut() = SdkBody::from(body);
-            }
-        })
-        .send()
-        .await
+    let call = register_call(ecs, input);
+    crate::aws::once::send(|| {
+        call.clone()
+            .customize()
+            .config_override(crate::aws::once::config())
+            .mutate_request(|request| {
+                if let Some(body) = request.body().bytes().and_then(as_ecs_takes_it) {
+                    request
+                        .headers_mut()
+                        .insert("content-length", body.len().to_string());
+                    *request.body_mut() = SdkBody::from(body);
+                }
+            })
+            .send()
+    })
+    .await
 }
 
 /// The body [`register`] sends for `input`: the SDK's JSON of it, tidied as ECS takes it.

@@ -1,0 +1,61 @@
+//! ECS calls that change something are sent at most once per answer that proves ECS did not run
+//! them. The SDK's standard retries also retry a call whose connection dropped after it was
+//! sent, or that ECS answered with a server error — a call that may well have taken effect — so
+//! a registration could make two revisions and a restart two deployments. Writes therefore go
+//! out with the SDK's retries off, and only a throttling answer (ECS refused the call before
+//! running it) is tried again here, a few times with growing pauses. Anything else that is not
+//! an answer is left to the caller, which records it `unknown` and has it settled by asking ECS.
+
+use std::{future::Future, time::Duration};
+
+use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_types::retry::RetryConfig;
+
+/// Throttling answers a write is tried again after, at most.
+pub const THROTTLED_RETRIES: u32 = 4;
+
+/// The first pause after a throttling answer; each next one is twice as long, with up to as much
+/// again at random.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+
+/// The error codes with which AWS refuses a call before running it, for its rate.
+const THROTTLING: &[&str] = &[
+    "ThrottlingException",
+    "Throttling",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+];
+
+/// The configuration a write is sent with: the client's, without the SDK's retries.
+pub fn config() -> aws_sdk_ecs::config::Builder {
+    aws_sdk_ecs::config::Builder::new().retry_config(RetryConfig::disabled())
+}
+
+/// Whether `error` proves the call was not run: AWS throttled it.
+pub fn not_run<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
+    matches!(error, SdkError::ServiceError(_))
+        && error.code().is_some_and(|c| THROTTLING.contains(&c))
+}
+
+/// Sends a write with `send` (which must build the call with [`config`]), again after a
+/// throttling answer, at most [`THROTTLED_RETRIES`] more times.
+pub async fn send<T, E, R, F, Fut>(mut send: F) -> Result<T, SdkError<E, R>>
+where
+    E: ProvideErrorMetadata,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, SdkError<E, R>>>,
+{
+    let mut pause = FIRST_PAUSE;
+    let mut retries = 0;
+    loop {
+        match send().await {
+            Err(error) if retries < THROTTLED_RETRIES && not_run(&error) => {
+                retries += 1;
+                let jitter = rand::random_range(0..=pause.as_millis() as u64);
+                tokio::time::sleep(pause + Duration::from_millis(jitter)).await;
+                pause *= 2;
+            }
+            answer => return answer,
+        }
+    }
+}
