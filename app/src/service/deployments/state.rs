@@ -7,7 +7,7 @@ use crate::model::words::DeploymentStatus;
 use crate::{
     model::{
         arn::TaskDefinitionId,
-        audit::{AuditAction, AuditOutcome, AuditRecord, Lock, Outcome},
+        audit::{AuditAction, AuditFilter, AuditOutcome, AuditRecord, Lock, Outcome},
         deployment::{RolloutResult, WatchState},
         ServiceError,
     },
@@ -195,6 +195,27 @@ fn made_after(d: &crate::model::deployment::LiveDeployment, at: &str) -> bool {
     }
 }
 
+/// Whether another audit record of `record`'s service names deployment `id` as its own.
+async fn owned_by_another(
+    context: &ServiceContext,
+    record: &AuditRecord,
+    id: &str,
+) -> Result<bool, ServiceError> {
+    let records = context
+        .audit
+        .list(AuditFilter {
+            resource: Some(record.resource.clone()),
+            limit: Some(10_000),
+            ..AuditFilter::default()
+        })
+        .await?;
+    Ok(records.iter().any(|other| {
+        other.id != record.id
+            && other.resource == record.resource
+            && other.deployment_id.as_deref() == Some(id)
+    }))
+}
+
 /// A scale's or a deploy's record settled by what ECS has now: the desired count it asked for,
 /// or its revision as the primary deployment (in progress, then watched); or not, and the
 /// UpdateService did not take effect (or was never sent). Its lock is given back.
@@ -245,6 +266,13 @@ async fn settle_update(
             })
             // A restart keeps the revision: only a deployment ECS made after the intent is it.
             .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at));
+        // A deployment another record already owns is not this one's: the circuit breaker
+        // rolling back to an earlier deployment of the same revision makes that one PRIMARY
+        // again, and newer than the intent.
+        let primary = match primary {
+            Some(d) if owned_by_another(context, &record, &d.id).await? => None,
+            other => other,
+        };
         (
             primary.map(|d| AuditOutcome {
                 outcome: Outcome::InProgress,

@@ -3,6 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::*;
+use crate::model::audit::AuditRecord;
 use crate::service::fake::Fake;
 
 fn request(revision: u32, expected: u32) -> DeployRequest {
@@ -283,4 +284,46 @@ async fn a_deploy_cannot_smuggle_a_restart_nor_deploy_the_running_revision() {
         .calls()
         .iter()
         .any(|c| c.starts_with("ecs.update_service")));
+}
+
+/// A deploy's record, as the log keeps it.
+fn deploy_record(id: &str, outcome: Outcome, deployment: Option<&str>) -> AuditRecord {
+    AuditRecord {
+        id: id.into(),
+        at: "2026-12-04T10:00:00.000Z".into(),
+        updated_at: "2026-12-04T10:00:00.000Z".into(),
+        action: AuditAction::Deploy,
+        resource: "prod/embed".into(),
+        from_revision: Some("embed:2".into()),
+        to_revision: Some("embed:1".into()),
+        outcome,
+        deployment_id: deployment.map(str::to_string),
+        ..AuditRecord::default()
+    }
+}
+
+#[tokio::test]
+async fn a_reconcile_does_not_take_a_deployment_another_record_owns_for_an_unanswered_ones() {
+    // ECS's PRIMARY deployment runs embed:1 and is ecs-svc/1: record `a`'s, which the
+    // circuit breaker may have made PRIMARY again. `b` got no answer: it did not make it.
+    let fake = Fake::new();
+    *fake.records.lock().unwrap() = vec![
+        deploy_record("a", Outcome::Succeeded, Some("ecs-svc/1")),
+        deploy_record("b", Outcome::Unknown, None),
+    ];
+    crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let b = fake.records().into_iter().find(|r| r.id == "b").unwrap();
+    assert_eq!(b.outcome, Outcome::Failed, "{b:?}");
+    assert_eq!(b.deployment_id, None);
+
+    // With no other owner, the same deployment is the unanswered record's.
+    let fake = Fake::new();
+    *fake.records.lock().unwrap() = vec![deploy_record("b", Outcome::Unknown, None)];
+    crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let b = fake.records().into_iter().find(|r| r.id == "b").unwrap();
+    assert_eq!(b.deployment_id.as_deref(), Some("ecs-svc/1"), "{b:?}");
 }
