@@ -26,6 +26,7 @@ async fn main() -> anyhow::Result<()> {
             gpushare::bench::approvals(args).await
         }
         Some(Command::Bench(BenchCommand::Fuzz(args))) => gpushare::bench::fuzz(args).await,
+        Some(Command::Bench(BenchCommand::Soak(args))) => gpushare::bench::soak(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }

@@ -12,6 +12,7 @@ mod fuzz;
 mod precheck;
 mod readiness;
 mod refresh;
+mod soak;
 mod validate;
 
 pub use approvals::approvals;
@@ -24,6 +25,7 @@ pub use fleet::fleet;
 pub use fuzz::fuzz;
 pub use precheck::precheck;
 pub use readiness::readiness;
+pub use soak::soak;
 pub use validate::validate;
 
 use anyhow::Context;

@@ -42,6 +42,46 @@ pub enum BenchCommand {
     /// definitions, the policy and prices files, the emulator's wire protocols), for minutes:
     /// panics, 500s, refusals without a message or slower than 100 ms.
     Fuzz(BenchFuzzArgs),
+    /// The console under faults on every AWS call, live-update streams, a steady rate of reads
+    /// and writers of several teams at once, killed (SIGKILL) once mid-write and started again;
+    /// then its audit log held against the emulator's record of the writes it received: lost,
+    /// sent twice, missing or mislabelled records, panics, latency and memory.
+    Soak(BenchSoakArgs),
+}
+
+/// Options of `gpushare bench soak`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchSoakArgs {
+    /// Minutes of load (the settling and the comparison come after).
+    #[arg(long, default_value_t = 30.0, value_parser = soak_minutes)]
+    pub minutes: f64,
+    /// The emulated fleet.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large"])]
+    pub scenario: String,
+    /// Live-update streams held open, each by another person.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=900))]
+    pub streams: u32,
+    /// Reads a second (pages and the JSON API).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rate: u32,
+    /// Kill the console halfway, mid-write, and start it again (`--kill false`: not).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub kill: bool,
+    /// Seed of the scenario and of the readers' and writers' choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the run's logs and data in the temporary directory even when it passes.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+fn soak_minutes(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(m) if m > 0.0 && m <= 24.0 * 60.0 => Ok(m),
+        _ => Err(format!(
+            "{value:?} is not a length; give minutes above 0 and at most 1440, e.g. 30 or 0.5"
+        )),
+    }
 }
 
 /// Options of `gpushare bench fuzz`.

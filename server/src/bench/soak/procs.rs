@@ -1,0 +1,257 @@
+//! The soak's two processes: `gpushare emulate` (which outlives the console) and `gpushare
+//! serve` against it, killed and started again on the same data directory.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+
+use super::http::{Http, Person};
+
+/// A free loopback port.
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// A log file for a child's output (its standard output and error both).
+fn log_file(path: &Path) -> anyhow::Result<(std::process::Stdio, std::process::Stdio)> {
+    let file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((file.try_clone()?.into(), file.into()))
+}
+
+/// Waits until `ready` says so, or fails after `limit` saying what it waited for.
+async fn wait_for<F, Fut>(what: &str, limit: Duration, mut ready: F) -> anyhow::Result<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !ready().await {
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "{what} was not ready after {} s",
+            limit.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(started.elapsed())
+}
+
+/// `gpushare emulate` on a free port.
+pub struct Emulator {
+    _child: Option<tokio::process::Child>,
+    pub base: String,
+}
+
+impl Emulator {
+    pub async fn start(http: &Http, scenario: &str, seed: u64, dir: &Path) -> anyhow::Result<Self> {
+        let address = format!("127.0.0.1:{}", free_port()?);
+        let log = log_file(&dir.join("emulator.log"))?;
+        let child = tokio::process::Command::new(std::env::current_exe()?)
+            .args(["emulate", "--listen", &address, "--scenario", scenario])
+            // ECS's clock and the console's agree, as on AWS: a reconcile tells a restart's
+            // deployment from an earlier one by the time ECS made it.
+            .args(["--seed", &seed.to_string(), "--clock-speed", "1"])
+            .env("GPUSHARE_LOG", "warn")
+            .stdout(log.0)
+            .stderr(log.1)
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start gpushare emulate")?;
+        let base = format!("http://{address}");
+        let status = format!("{base}/_emulator/status");
+        wait_for("the emulator", Duration::from_secs(300), || async {
+            http.get(&status, None).await.is_ok_and(|a| a.status == 200)
+        })
+        .await?;
+        Ok(Emulator {
+            _child: Some(child),
+            base,
+        })
+    }
+
+    /// The emulator at `base`, to read from (another owns its process).
+    pub fn reading(base: String) -> Emulator {
+        Emulator { _child: None, base }
+    }
+
+    /// Sets the faults every AWS call meets.
+    pub async fn set_faults(&self, http: &Http, faults: &emulator::Faults) -> anyhow::Result<()> {
+        let answer = http
+            .send(
+                http::Method::PUT,
+                &format!("{}/_emulator/faults", self.base),
+                None,
+                Some(&serde_json::to_value(faults)?),
+            )
+            .await?;
+        anyhow::ensure!(
+            answer.status == 200,
+            "the emulator refused the faults: {}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        Ok(())
+    }
+
+    /// The writes received after the one numbered `since`.
+    pub async fn writes_since(
+        &self,
+        http: &Http,
+        since: u64,
+    ) -> anyhow::Result<Vec<emulator::WriteRecord>> {
+        let answer = http
+            .get(
+                &format!("{}/_emulator/writes?since={since}", self.base),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(
+            answer.status == 200,
+            "/_emulator/writes answered {}",
+            answer.status
+        );
+        Ok(serde_json::from_slice(&answer.body)?)
+    }
+}
+
+/// `gpushare serve` against the emulator, behind a (pretended) sign-in proxy.
+pub struct Console {
+    child: tokio::process::Child,
+    pub pid: u32,
+    pub base: String,
+    args: Vec<String>,
+    dir: PathBuf,
+    /// How many times it was started.
+    pub lives: u32,
+}
+
+impl Console {
+    pub async fn start(
+        http: &Http,
+        endpoint: &str,
+        dir: &Path,
+    ) -> anyhow::Result<(Self, Duration)> {
+        let address = format!("127.0.0.1:{}", free_port()?);
+        let path = |p: &str| dir.join(p).display().to_string();
+        let args: Vec<String> = [
+            "serve",
+            "--endpoint-url",
+            endpoint,
+            "--listen",
+            &address,
+            "--data-dir",
+            &path("data"),
+            "--auth",
+            "proxy",
+            "--trusted-proxy",
+            "127.0.0.1",
+            "--policy",
+            &path("policy.toml"),
+            "--reconcile-interval",
+            "5",
+            "--max-streams",
+            "1000",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        let mut console = Console {
+            child: Self::spawn(&args, dir, 1)?,
+            pid: 0,
+            base: format!("http://{address}"),
+            args,
+            dir: dir.to_path_buf(),
+            lives: 1,
+        };
+        console.pid = console.child.id().context("the console exited at once")?;
+        let took = console.ready(http).await?;
+        Ok((console, took))
+    }
+
+    fn spawn(args: &[String], dir: &Path, life: u32) -> anyhow::Result<tokio::process::Child> {
+        let log = log_file(&dir.join(format!("console-{life}.log")))?;
+        tokio::process::Command::new(std::env::current_exe()?)
+            .args(args)
+            .env("AWS_ACCESS_KEY_ID", "emulator")
+            .env("AWS_SECRET_ACCESS_KEY", "emulator")
+            .env("AWS_REGION", "us-east-1")
+            .env("GPUSHARE_LOG", "warn")
+            .stdout(log.0)
+            .stderr(log.1)
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start gpushare serve")
+    }
+
+    /// Waits for the first fleet snapshot (a cluster that does not exist is then a 404).
+    async fn ready(&self, http: &Http) -> anyhow::Result<Duration> {
+        let url = format!("{}/api/v1/fleet?cluster=nothing-here", self.base);
+        let viewer = Person::new("soak-probe", "soak-viewers");
+        wait_for(
+            "the console's first fleet snapshot",
+            Duration::from_secs(300),
+            || async {
+                http.get(&url, Some(&viewer))
+                    .await
+                    .is_ok_and(|a| a.status == 404)
+            },
+        )
+        .await
+    }
+
+    /// SIGKILL, as the kernel's OOM killer or a lost host would.
+    pub async fn kill(&mut self) -> anyhow::Result<()> {
+        self.child.start_kill()?;
+        self.child.wait().await?;
+        Ok(())
+    }
+
+    /// Starts it again on the same data directory: the time until its first snapshot.
+    pub async fn restart(&mut self, http: &Http) -> anyhow::Result<Duration> {
+        self.lives += 1;
+        self.child = Self::spawn(&self.args, &self.dir, self.lives)?;
+        self.pid = self.child.id().context("the console exited at once")?;
+        self.ready(http).await
+    }
+
+    /// Whether it is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The lines of its logs that tell of a panic.
+    pub fn panics(&self) -> Vec<String> {
+        (1..=self.lives)
+            .filter_map(|life| {
+                std::fs::read_to_string(self.dir.join(format!("console-{life}.log"))).ok()
+            })
+            .flat_map(|log| {
+                log.lines()
+                    .filter(|l| l.contains("panicked"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+/// Resident memory of process `pid`, in bytes.
+pub fn resident(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
