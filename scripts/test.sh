@@ -130,9 +130,17 @@ fi
   GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 --test-timeout=360000 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 
+gpushare_step "the soak, one minute: faults on every AWS call, load, writers, a kill mid-write"
+# `gpushare emulate` and `gpushare serve` as processes of their own, the console killed
+# (SIGKILL) halfway and started again; fails on any write lost, sent twice or audited wrongly,
+# on any panic or 500, and on the console exiting.
+GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
+  "$CARGO_TARGET_DIR/release/gpushare" bench soak --minutes 1 --scenario demo --streams 200 --rate 100 \
+  2>&1 | tee "$logs/soak.log"
+
 # One closing line for both runners.
 rust_passed="$(grep -oE '[0-9]+ tests? run: [0-9]+ passed' "$logs/nextest.log" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)"
 e2e_passed="$(grep -oE '^. pass [0-9]+' "$logs/e2e.log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
 e2e_failed="$(grep -oE '^. fail [0-9]+' "$logs/e2e.log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
 echo
-echo "tests: $((rust_passed + e2e_passed)) passed, ${e2e_failed} failed"
+echo "tests: $((rust_passed + e2e_passed)) passed, ${e2e_failed} failed; the one-minute soak passed"

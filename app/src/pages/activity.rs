@@ -102,7 +102,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
         }
     };
     view! {
-        <Title text=move || format!("Events · {}", cluster.get()) />
+        <Title text={ let cluster = crate::pages::title_part(cluster); move || format!("Events · {}", cluster()) } />
         <ClusterTabs cluster current="events" />
         <p class="muted">"Every service's events in this cluster, newest first. ECS keeps the latest 100 events of each service."</p>
         <Suspense fallback=|| view! { <p class="muted">"Reading the services' events…"</p> }>

@@ -71,6 +71,8 @@ pub struct Fake {
     pub approvals: Mutex<Vec<crate::model::approval::ApprovalRequest>>,
     /// How old the fleet snapshot is, in seconds (0 by default).
     pub snapshot_age: Mutex<i64>,
+    /// The service's events, as DescribeServices gives them.
+    pub events: Mutex<Vec<crate::model::deployment::LiveEvent>>,
     /// People as their latest sign-in named them, by subject.
     pub people: Mutex<std::collections::HashMap<String, crate::service::ports::SeenPerson>>,
 }

@@ -84,7 +84,7 @@ where
 }
 
 /// Codes with which ECS says it failed on its side: the call may or may not have taken effect.
-const SERVER_SIDE: [&str; 4] = [
+pub(crate) const SERVER_SIDE: [&str; 4] = [
     "ServerException",
     "InternalFailure",
     "ServiceUnavailable",

@@ -1,6 +1,7 @@
 //! AWS access: the ECS, CloudWatch and EC2 SDK clients, pointed at the embedded emulator, an
 //! endpoint given on the command line, or AWS itself through the default credential chain.
 
+pub mod again;
 pub mod budget;
 pub mod calls;
 pub mod errors;

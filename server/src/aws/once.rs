@@ -18,14 +18,6 @@ pub const THROTTLED_RETRIES: u32 = 4;
 /// again at random.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 
-/// The error codes with which AWS refuses a call before running it, for its rate.
-const THROTTLING: &[&str] = &[
-    "ThrottlingException",
-    "Throttling",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-];
-
 /// The configuration a write is sent with: the client's, without the SDK's retries.
 pub fn config() -> aws_sdk_ecs::config::Builder {
     aws_sdk_ecs::config::Builder::new().retry_config(RetryConfig::disabled())
@@ -33,8 +25,7 @@ pub fn config() -> aws_sdk_ecs::config::Builder {
 
 /// Whether `error` proves the call was not run: AWS throttled it.
 pub fn not_run<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
-    matches!(error, SdkError::ServiceError(_))
-        && error.code().is_some_and(|c| THROTTLING.contains(&c))
+    matches!(error, SdkError::ServiceError(_)) && super::errors::is_throttling(error)
 }
 
 /// Sends a write with `send` (which must build the call with [`config`]), again after a

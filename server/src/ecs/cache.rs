@@ -14,6 +14,7 @@ use std::{
 };
 
 use app::model::ServiceError;
+use futures::{future::BoxFuture, FutureExt as _};
 
 /// How long a page waits for ECS when it has an older answer to show instead.
 pub const STALE_WAIT: Duration = Duration::from_millis(900);
@@ -41,6 +42,10 @@ struct Entry {
 #[derive(Default)]
 pub struct ReadCache {
     entries: Mutex<HashMap<String, Entry>>,
+    /// Reads of keys never read, in flight: whoever asks for the same key meanwhile waits for
+    /// that read's answer instead of sending another (after a start every key is cold, and a
+    /// busy page would otherwise send ECS the same call once per request).
+    first_reads: Mutex<HashMap<String, Box<dyn Any + Send + Sync>>>,
     /// Keys being read again in the background.
     reading: Mutex<std::collections::HashSet<String>>,
     stale: Mutex<Option<StaleServed>>,
@@ -152,10 +157,7 @@ impl ReadCache {
             }
         }
         let Some((stale, age)) = cached else {
-            let value = fetch.await?;
-            self.put(&key, value.clone());
-            self.answered();
-            return Ok(value);
+            return self.first_read(key, fetch).await;
         };
         // One background read per key at a time; others answer from the cache meanwhile.
         if !self
@@ -208,10 +210,94 @@ impl ReadCache {
     }
 }
 
+/// The answer to a key's first read, shared by everyone who waits for it.
+type FirstRead<T> = futures::future::Shared<BoxFuture<'static, Result<T, ServiceError>>>;
+
+impl ReadCache {
+    /// A key never read: one read of it at a time, its answer kept and given to every caller
+    /// that asked meanwhile.
+    async fn first_read<T, F>(self: &Arc<Self>, key: String, fetch: F) -> Result<T, ServiceError>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: Future<Output = Result<T, ServiceError>> + Send + 'static,
+    {
+        let read = {
+            let mut first_reads = self.first_reads.lock().unwrap_or_else(|p| p.into_inner());
+            match first_reads
+                .get(&key)
+                .and_then(|r| r.downcast_ref::<FirstRead<T>>())
+            {
+                Some(read) => read.clone(),
+                None => {
+                    let (cache, task_key) = (self.clone(), key.clone());
+                    // On a task of its own: it finishes, and is kept, even when the caller
+                    // that started it stops waiting.
+                    let running = tokio::spawn(fetch);
+                    let read: FirstRead<T> = async move {
+                        let result = running.await.unwrap_or_else(|_| {
+                            Err(ServiceError::unavailable(
+                                "the read of ECS stopped before it answered; try again".to_string(),
+                            ))
+                        });
+                        if let Ok(value) = &result {
+                            cache.put(&task_key, value.clone());
+                            cache.answered();
+                        }
+                        cache
+                            .first_reads
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&task_key);
+                        result
+                    }
+                    .boxed()
+                    .shared();
+                    first_reads.insert(key, Box::new(read.clone()));
+                    read
+                }
+            }
+        };
+        read.await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn a_key_never_read_is_read_once_however_many_ask_for_it_at_once() {
+        let cache = Arc::new(ReadCache::default());
+        let calls = Arc::new(AtomicU32::new(0));
+        let asks = (0..20).map(|_| {
+            let (cache, calls) = (cache.clone(), calls.clone());
+            tokio::spawn(async move {
+                cache
+                    .read("cold".into(), None, async move {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok::<u32, ServiceError>(7)
+                    })
+                    .await
+            })
+        });
+        for answer in futures::future::join_all(asks).await {
+            assert_eq!(answer.expect("joined"), Ok(7));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "one read for twenty asks");
+        // A failed first read is not kept: the next ask reads again.
+        let failed = cache
+            .read("bad".into(), None, async {
+                Err::<u32, _>(ServiceError::unavailable("throttled".to_string()))
+            })
+            .await;
+        assert!(failed.is_err());
+        let again = cache
+            .read("bad".into(), None, async { Ok::<u32, ServiceError>(3) })
+            .await;
+        assert_eq!(again, Ok(3));
+    }
 
     #[tokio::test]
     async fn a_fresh_answer_costs_nothing_and_a_slow_or_failed_read_shows_the_last_good_one() {

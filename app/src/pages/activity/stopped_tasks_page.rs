@@ -53,7 +53,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
         }
     };
     view! {
-        <Title text=move || format!("Stopped tasks · {}", cluster.get()) />
+        <Title text={ let cluster = crate::pages::title_part(cluster); move || format!("Stopped tasks · {}", cluster()) } />
         <ClusterTabs cluster current="stopped" />
         <p class="muted">"Tasks that stopped recently, most recent first, with ECS's stop code and reason, each container's exit code and reason, and the GPUs the task held. ECS keeps stopped tasks for about an hour."</p>
         <Suspense fallback=|| view! { <p class="muted">"Reading the stopped tasks…"</p> }>

@@ -32,7 +32,7 @@ pub fn ServicePage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("{} · Deployments", service.get()) />
+        <Title text={ let service = crate::pages::title_part(service); move || format!("{} · Deployments", service()) } />
         <p><a href="/deployments">"← Deployments"</a></p>
         <h1>{move || format!("{} / {}", cluster.get(), service.get())}</h1>
         <Suspense fallback=|| view! { <p class="muted">"Checking the rollout…"</p> }>

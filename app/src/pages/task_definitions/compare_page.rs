@@ -30,7 +30,7 @@ pub fn TaskDefinitionComparePage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("Compare {} · Task definitions", family.get()) />
+        <Title text={ let family = crate::pages::title_part(family); move || format!("Compare {} · Task definitions", family()) } />
         <p><a href=move || format!("/task-definitions/{}", family.get())>{move || format!("← {}", family.get())}</a></p>
         <h1>{move || match pair.get() {
             Ok((from, to)) => format!("{}: revision {from} → {to}", family.get()),

@@ -19,7 +19,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
         data.refetch();
     });
     view! {
-        <Title text=move || format!("{} · Task definitions", family.get()) />
+        <Title text={ let family = crate::pages::title_part(family); move || format!("{} · Task definitions", family()) } />
         <p><a href="/task-definitions">"← Task definitions"</a></p>
         <h1>{move || family.get()}</h1>
         {move || last_registered.get().map(|new| view! {

@@ -21,7 +21,7 @@ pub fn TaskDefinitionRevisionPage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("{}:{} · Task definitions", family.get(), number.get()) />
+        <Title text={ let family = crate::pages::title_part(family); let number = crate::pages::title_part(number); move || format!("{}:{} · Task definitions", family(), number()) } />
         <p><a href=move || format!("/task-definitions/{}", family.get())>{move || format!("← {}", family.get())}</a></p>
         <h1>{move || format!("{}:{}", family.get(), number.get())}</h1>
         <Suspense fallback=|| view! { <p class="muted">"Reading the revision…"</p> }>

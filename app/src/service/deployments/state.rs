@@ -195,6 +195,19 @@ fn made_after(d: &crate::model::deployment::LiveDeployment, at: &str) -> bool {
     }
 }
 
+/// Whether the service's events name deployment `id` before `at` (RFC 3339), or as the one
+/// the circuit breaker rolled back to.
+fn known_before(events: &[crate::model::deployment::LiveEvent], id: &str, at: &str) -> bool {
+    let read = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
+    let named = format!("(deployment {id})");
+    let rolled_back_to = format!("rolling back to deployment {id}");
+    events.iter().any(|e| {
+        e.message.contains(&rolled_back_to)
+            || (e.message.contains(&named)
+                && matches!((read(&e.at), read(at)), (Some(when), Some(at)) if when < at))
+    })
+}
+
 /// Whether another audit record of `record`'s service names deployment `id` as its own.
 async fn owned_by_another(
     context: &ServiceContext,
@@ -265,7 +278,10 @@ async fn settle_update(
                     == Some(target.clone())
             })
             // A restart keeps the revision: only a deployment ECS made after the intent is it.
-            .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at));
+            .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at))
+            // Nor one ECS spoke of before the intent, or rolled back to: the circuit breaker
+            // makes the last completed deployment PRIMARY again, under its own ID.
+            .filter(|d| !known_before(&live.events, &d.id, &record.at));
         // A deployment another record already owns is not this one's: the circuit breaker
         // rolling back to an earlier deployment of the same revision makes that one PRIMARY
         // again, and newer than the intent.

@@ -103,7 +103,11 @@ impl EcsReads for Fake {
                     rollout_state: Some(RolloutState::Completed),
                     ..LiveDeployment::default()
                 }],
-                events: Vec::new(),
+                events: self
+                    .events
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
             })
         })
     }

@@ -24,13 +24,13 @@ impl FleetReader {
                 calls.fetch_add(1, Ordering::Relaxed);
                 let (items, token) = match &listing {
                     Listing::Instances => {
-                        let out = self
+                        let call = self
                             .ecs
                             .list_container_instances()
                             .cluster(cluster)
                             .max_results(100)
-                            .set_next_token(token)
-                            .send()
+                            .set_next_token(token);
+                        let out = crate::aws::again::read(|| call.clone().send())
                             .await
                             .map_err(failed("ListContainerInstances"))?;
                         (
@@ -39,14 +39,14 @@ impl FleetReader {
                         )
                     }
                     Listing::Tasks(instance) => {
-                        let out = self
+                        let call = self
                             .ecs
                             .list_tasks()
                             .cluster(cluster)
                             .set_container_instance(instance.clone())
                             .max_results(100)
-                            .set_next_token(token)
-                            .send()
+                            .set_next_token(token);
+                        let out = crate::aws::again::read(|| call.clone().send())
                             .await
                             .map_err(failed("ListTasks"))?;
                         (
@@ -55,13 +55,13 @@ impl FleetReader {
                         )
                     }
                     Listing::Services => {
-                        let out = self
+                        let call = self
                             .ecs
                             .list_services()
                             .cluster(cluster)
                             .max_results(100)
-                            .set_next_token(token)
-                            .send()
+                            .set_next_token(token);
+                        let out = crate::aws::again::read(|| call.clone().send())
                             .await
                             .map_err(failed("ListServices"))?;
                         (
@@ -157,13 +157,13 @@ impl FleetReader {
                 if let Some(budget) = &budget {
                     budget.take("DescribeContainerInstances", lane).await;
                 }
-                let out = ecs
+                let call = ecs
                     .describe_container_instances()
                     .cluster(cluster)
                     .set_container_instances(Some(batch))
                     // Without it ECS leaves out healthStatus, and an impaired MPS daemon.
-                    .include(aws_sdk_ecs::types::ContainerInstanceField::ContainerInstanceHealth)
-                    .send()
+                    .include(aws_sdk_ecs::types::ContainerInstanceField::ContainerInstanceHealth);
+                let out = crate::aws::again::read(|| call.clone().send())
                     .await
                     .map_err(failed("DescribeContainerInstances"))?;
                 Ok(out
@@ -200,11 +200,8 @@ impl FleetReader {
                 if let Some(budget) = &budget {
                     budget.take("DescribeTasks", lane).await;
                 }
-                let out = ecs
-                    .describe_tasks()
-                    .cluster(cluster)
-                    .set_tasks(Some(batch))
-                    .send()
+                let call = ecs.describe_tasks().cluster(cluster).set_tasks(Some(batch));
+                let out = crate::aws::again::read(|| call.clone().send())
                     .await
                     .map_err(failed("DescribeTasks"))?;
                 if let Some(definitions) = definitions {
@@ -252,12 +249,12 @@ impl FleetReader {
                 if let Some(budget) = &budget {
                     budget.take("DescribeServices", lane).await;
                 }
-                let out = ecs
+                let call = ecs
                     .describe_services()
                     .cluster(cluster)
                     .set_services(Some(batch))
-                    .include(aws_sdk_ecs::types::ServiceField::Tags)
-                    .send()
+                    .include(aws_sdk_ecs::types::ServiceField::Tags);
+                let out = crate::aws::again::read(|| call.clone().send())
                     .await
                     .map_err(failed("DescribeServices"))?;
                 Ok(out
@@ -291,11 +288,8 @@ impl FleetReader {
         loop {
             self.pace("ListClusters", lane).await;
             calls.fetch_add(1, Ordering::Relaxed);
-            let page = self
-                .ecs
-                .list_clusters()
-                .set_next_token(token)
-                .send()
+            let call = self.ecs.list_clusters().set_next_token(token);
+            let page = crate::aws::again::read(|| call.clone().send())
                 .await
                 .map_err(failed("ListClusters"))?;
             arns.extend(page.cluster_arns().iter().cloned());
@@ -317,11 +311,11 @@ impl FleetReader {
         for chunk in arns.chunks(100) {
             self.pace("DescribeClusters", lane).await;
             calls.fetch_add(1, Ordering::Relaxed);
-            let out = self
+            let call = self
                 .ecs
                 .describe_clusters()
-                .set_clusters(Some(chunk.to_vec()))
-                .send()
+                .set_clusters(Some(chunk.to_vec()));
+            let out = crate::aws::again::read(|| call.clone().send())
                 .await
                 .map_err(failed("DescribeClusters"))?;
             for cluster in out.clusters() {
@@ -380,12 +374,12 @@ impl FleetReader {
             .map(|arn| async move {
                 self.pace("DescribeTaskDefinition", lane).await;
                 calls.fetch_add(1, Ordering::Relaxed);
-                let out = self
+                let call = self
                     .ecs
                     .describe_task_definition()
                     .task_definition(&arn)
-                    .include(TaskDefinitionField::Tags)
-                    .send()
+                    .include(TaskDefinitionField::Tags);
+                let out = crate::aws::again::read(|| call.clone().send())
                     .await
                     .map_err(failed("DescribeTaskDefinition"))?;
                 let (cpu, memory_mib) = out.task_definition().map(host_needs).unwrap_or_default();

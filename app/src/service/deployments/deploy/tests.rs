@@ -307,23 +307,61 @@ async fn a_reconcile_does_not_take_a_deployment_another_record_owns_for_an_unans
     // ECS's PRIMARY deployment runs embed:1 and is ecs-svc/1: record `a`'s, which the
     // circuit breaker may have made PRIMARY again. `b` got no answer: it did not make it.
     let fake = Fake::new();
-    *fake.records.lock().unwrap() = vec![
+    *fake.records.lock().expect("the records") = vec![
         deploy_record("a", Outcome::Succeeded, Some("ecs-svc/1")),
         deploy_record("b", Outcome::Unknown, None),
     ];
     crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
         .await
-        .unwrap();
-    let b = fake.records().into_iter().find(|r| r.id == "b").unwrap();
+        .expect("reconciled");
+    let b = fake
+        .records()
+        .into_iter()
+        .find(|r| r.id == "b")
+        .expect("record b");
     assert_eq!(b.outcome, Outcome::Failed, "{b:?}");
     assert_eq!(b.deployment_id, None);
 
     // With no other owner, the same deployment is the unanswered record's.
     let fake = Fake::new();
-    *fake.records.lock().unwrap() = vec![deploy_record("b", Outcome::Unknown, None)];
+    *fake.records.lock().expect("the records") = vec![deploy_record("b", Outcome::Unknown, None)];
     crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
         .await
-        .unwrap();
-    let b = fake.records().into_iter().find(|r| r.id == "b").unwrap();
+        .expect("reconciled");
+    let b = fake
+        .records()
+        .into_iter()
+        .find(|r| r.id == "b")
+        .expect("record b");
     assert_eq!(b.deployment_id.as_deref(), Some("ecs-svc/1"), "{b:?}");
+
+    // One ECS spoke of before the intent, or rolled back to, is not the unanswered one's.
+    for (at, message) in [
+        (
+            "2026-12-04T09:59:00.000Z",
+            "(service embed) (deployment ecs-svc/1) deployment completed.",
+        ),
+        (
+            "2026-12-04T10:00:05.000Z",
+            "(service embed) (deployment ecs-svc/2) rolling back to deployment ecs-svc/1.",
+        ),
+    ] {
+        let fake = Fake::new();
+        *fake.records.lock().expect("the records") =
+            vec![deploy_record("b", Outcome::Unknown, None)];
+        *fake.events.lock().expect("the events") = vec![crate::model::deployment::LiveEvent {
+            id: "e".into(),
+            at: at.into(),
+            message: message.into(),
+        }];
+        crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
+            .await
+            .expect("reconciled");
+        let b = fake
+            .records()
+            .into_iter()
+            .find(|r| r.id == "b")
+            .expect("record b");
+        assert_eq!(b.outcome, Outcome::Failed, "{message}: {b:?}");
+    }
 }
