@@ -33,18 +33,33 @@ pub fn transient<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
 
 /// Sends a read with `send`, again after a transient failure, at most [`READ_RETRIES`] more
 /// times.
-pub async fn read<T, E, R, F, Fut>(mut send: F) -> Result<T, SdkError<E, R>>
+pub async fn read<T, E, R, F, Fut>(send: F) -> Result<T, SdkError<E, R>>
 where
     E: ProvideErrorMetadata,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, SdkError<E, R>>>,
 {
-    let mut pause = FIRST_PAUSE;
-    let mut retries = 0;
+    retrying(send, READ_RETRIES, FIRST_PAUSE, transient).await
+}
+
+/// Sends a call with `send`, again when `again` says of its error, at most `retries` more times;
+/// the pauses start at `first` and double, each with up to as much again at random.
+pub async fn retrying<T, E, R, F, Fut>(
+    mut send: F,
+    retries: u32,
+    first: Duration,
+    again: fn(&SdkError<E, R>) -> bool,
+) -> Result<T, SdkError<E, R>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, SdkError<E, R>>>,
+{
+    let mut pause = first;
+    let mut tried = 0;
     loop {
         match send().await {
-            Err(error) if retries < READ_RETRIES && transient(&error) => {
-                retries += 1;
+            Err(error) if tried < retries && again(&error) => {
+                tried += 1;
                 let jitter = rand::random_range(0..=pause.as_millis() as u64);
                 tokio::time::sleep(pause + Duration::from_millis(jitter)).await;
                 pause *= 2;

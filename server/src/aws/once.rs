@@ -30,23 +30,11 @@ pub fn not_run<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
 
 /// Sends a write with `send` (which must build the call with [`config`]), again after a
 /// throttling answer, at most [`THROTTLED_RETRIES`] more times.
-pub async fn send<T, E, R, F, Fut>(mut send: F) -> Result<T, SdkError<E, R>>
+pub async fn send<T, E, R, F, Fut>(send: F) -> Result<T, SdkError<E, R>>
 where
     E: ProvideErrorMetadata,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, SdkError<E, R>>>,
 {
-    let mut pause = FIRST_PAUSE;
-    let mut retries = 0;
-    loop {
-        match send().await {
-            Err(error) if retries < THROTTLED_RETRIES && not_run(&error) => {
-                retries += 1;
-                let jitter = rand::random_range(0..=pause.as_millis() as u64);
-                tokio::time::sleep(pause + Duration::from_millis(jitter)).await;
-                pause *= 2;
-            }
-            answer => return answer,
-        }
-    }
+    super::again::retrying(send, THROTTLED_RETRIES, FIRST_PAUSE, not_run).await
 }

@@ -15,6 +15,7 @@ mod http;
 mod ledger;
 mod load;
 mod procs;
+mod report;
 mod writers;
 
 use std::{
@@ -28,7 +29,6 @@ use std::{
 use anyhow::Context as _;
 use app::model::audit::AuditRecord;
 
-use super::{mib, print_table, Row};
 use crate::config::BenchSoakArgs;
 use http::{Http, Person};
 use load::Shared;
@@ -82,24 +82,6 @@ pub fn faults() -> emulator::Faults {
         },
         ..emulator::Faults::default()
     }
-}
-
-/// The `p`th percentile of sorted `times`.
-fn percentile(times: &[f64], p: f64) -> f64 {
-    if times.is_empty() {
-        return 0.0;
-    }
-    times[((times.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn p50_p99(times: &mut [f64]) -> String {
-    times.sort_by(f64::total_cmp);
-    format!(
-        "{:.1} ms / {:.1} ms ({} answers)",
-        percentile(times, 0.5),
-        percentile(times, 0.99),
-        times.len()
-    )
 }
 
 /// Every ECS write the emulator received after `since`, appended to `into`; fails when the
@@ -205,6 +187,127 @@ pub async fn soak(args: BenchSoakArgs) -> anyhow::Result<()> {
     result
 }
 
+/// What `tally` holds, taken out of it.
+fn taken<T: Default>(tally: &Mutex<T>) -> T {
+    std::mem::take(&mut *tally.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// What the run's parts count, shared with them.
+struct Tallies {
+    reads: Arc<Mutex<load::Reads>>,
+    streams: Arc<load::Streams>,
+    writes: Arc<Mutex<writers::Writes>>,
+    /// The console's resident memory: (seconds into the run, its life, bytes).
+    samples: Arc<Mutex<Vec<(f64, u32, u64)>>>,
+    /// The console's life (1, then 2 after the restart).
+    lives: Arc<AtomicU32>,
+    /// Writes in flight now, for the kill to land mid-write.
+    in_flight: Arc<AtomicUsize>,
+    /// The emulator's record of the ECS writes, read as the run goes.
+    received: Arc<Mutex<Vec<emulator::WriteRecord>>>,
+}
+
+impl Tallies {
+    fn new() -> Tallies {
+        Tallies {
+            reads: Arc::default(),
+            streams: Arc::default(),
+            writes: Arc::default(),
+            samples: Arc::default(),
+            lives: Arc::new(AtomicU32::new(1)),
+            in_flight: Arc::default(),
+            received: Arc::default(),
+        }
+    }
+}
+
+/// The readers, the streams, the memory sampler and the writers, until the run stops.
+fn spawn_load(
+    shared: &Arc<Shared>,
+    args: &BenchSoakArgs,
+    tallies: &Tallies,
+) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(load::readers(
+        shared.clone(),
+        args.rate,
+        args.seed,
+        tallies.reads.clone(),
+    ));
+    for n in 0..args.streams {
+        tasks.spawn(load::stream(shared.clone(), n, tallies.streams.clone()));
+    }
+    tasks.spawn(load::memory(
+        shared.clone(),
+        tallies.lives.clone(),
+        tallies.samples.clone(),
+    ));
+    for (t, team) in TEAMS.iter().enumerate() {
+        let writer = || writers::Writer {
+            shared: shared.clone(),
+            writes: tallies.writes.clone(),
+            in_flight: tallies.in_flight.clone(),
+        };
+        tasks.spawn(writer().deployer(team.to_string(), args.seed + t as u64 * 2 + 1));
+        tasks.spawn(writer().lead(team.to_string(), args.seed + t as u64 * 2 + 2));
+    }
+    tasks
+}
+
+/// Reads the emulator's record of writes every two seconds until the run stops (it keeps only
+/// the latest few thousand); fails when some were dropped before they were read.
+fn poll_writes(
+    base: String,
+    http: Http,
+    tallies: &Tallies,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    let received = tallies.received.clone();
+    tokio::spawn(async move {
+        let emulator = Emulator::reading(base);
+        loop {
+            if let Err(error) = collect_writes(&emulator, &http, &received).await {
+                if error.to_string().contains("too few") {
+                    return Err(error);
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                _ = stopped.changed() => return Ok(()),
+            }
+        }
+    })
+}
+
+/// Kills the console (SIGKILL) while a write is in flight (waiting up to 30 s for one) and
+/// starts it again: when, how long until it served again, and whether a write was in flight.
+async fn kill_mid_write(
+    console: &mut Console,
+    shared: &Shared,
+    tallies: &Tallies,
+    http: &Http,
+) -> anyhow::Result<report::Restart> {
+    let waiting = Instant::now();
+    while tallies.in_flight.load(Ordering::SeqCst) == 0
+        && waiting.elapsed() < Duration::from_secs(30)
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let mid_write = tallies.in_flight.load(Ordering::SeqCst) > 0;
+    shared.down.store(true, Ordering::SeqCst);
+    let at = shared.started.elapsed().as_secs_f64();
+    console.kill().await?;
+    let took = console.restart(http).await?;
+    shared.pid.store(console.pid, Ordering::SeqCst);
+    tallies.lives.store(console.lives, Ordering::SeqCst);
+    shared.down.store(false, Ordering::SeqCst);
+    Ok(report::Restart {
+        at,
+        took,
+        mid_write,
+    })
+}
+
 async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> {
     let length = Duration::from_secs_f64(args.minutes * 60.0);
     let http = Http::new();
@@ -223,76 +326,22 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
         services,
         started: Instant::now(),
     });
-    let reads = Arc::new(Mutex::new(load::Reads::default()));
-    let streams = Arc::new(load::Streams::default());
-    let writes = Arc::new(Mutex::new(writers::Writes::default()));
-    let samples = Arc::new(Mutex::new(Vec::new()));
-    let lives = Arc::new(AtomicU32::new(1));
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let received = Arc::new(Mutex::new(Vec::new()));
-
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(load::readers(
-        shared.clone(),
-        args.rate,
-        args.seed,
-        reads.clone(),
-    ));
-    for n in 0..args.streams {
-        tasks.spawn(load::stream(shared.clone(), n, streams.clone()));
-    }
-    tasks.spawn(load::memory(shared.clone(), lives.clone(), samples.clone()));
-    for (t, team) in TEAMS.iter().enumerate() {
-        let writer = || writers::Writer {
-            shared: shared.clone(),
-            writes: writes.clone(),
-            in_flight: in_flight.clone(),
-        };
-        tasks.spawn(writer().deployer(team.to_string(), args.seed + t as u64 * 2 + 1));
-        tasks.spawn(writer().lead(team.to_string(), args.seed + t as u64 * 2 + 2));
-    }
-    // The emulator's record of writes, read as it goes (it keeps the latest few thousand).
-    let polling = {
-        let (http, received, mut stopped) = (http.clone(), received.clone(), shared.stop.clone());
-        let base = emulator.base.clone();
-        tokio::spawn(async move {
-            let emulator = Emulator::reading(base);
-            loop {
-                if let Err(error) = collect_writes(&emulator, &http, &received).await {
-                    if error.to_string().contains("too few") {
-                        return Err(error);
-                    }
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                    _ = stopped.changed() => return Ok(()),
-                }
-            }
-        })
-    };
-
-    // Halfway: killed while a write is in flight, and started again.
-    let started = shared.started;
+    let tallies = Tallies::new();
+    let mut tasks = spawn_load(&shared, args, &tallies);
+    let polling = poll_writes(
+        emulator.base.clone(),
+        http.clone(),
+        &tallies,
+        shared.stop.clone(),
+    );
     tokio::time::sleep(length / 2).await;
-    let mut restart = None;
-    if args.kill {
-        let waiting = Instant::now();
-        while in_flight.load(Ordering::SeqCst) == 0 && waiting.elapsed() < Duration::from_secs(30) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let mid_write = in_flight.load(Ordering::SeqCst) > 0;
-        shared.down.store(true, Ordering::SeqCst);
-        console.kill().await?;
-        let took = console.restart(&http).await?;
-        shared.pid.store(console.pid, Ordering::SeqCst);
-        lives.store(console.lives, Ordering::SeqCst);
-        shared.down.store(false, Ordering::SeqCst);
-        restart = Some((started.elapsed().as_secs_f64(), took, mid_write));
-    }
-    let rest = length.saturating_sub(started.elapsed());
-    tokio::time::sleep(rest).await;
+    let restart = match args.kill {
+        true => Some(kill_mid_write(&mut console, &shared, &tallies, &http).await?),
+        false => None,
+    };
+    tokio::time::sleep(length.saturating_sub(shared.started.elapsed())).await;
     let _ = stop.send(true);
-    let ran_for = started.elapsed();
+    let ran_for = shared.started.elapsed();
     // Reads still in flight are left to finish on their own; the tasks end at once.
     while tokio::time::timeout(Duration::from_secs(60), tasks.join_next())
         .await
@@ -307,188 +356,24 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
         .set_faults(&http, &emulator::Faults::default())
         .await?;
     let (records, settling) = settled_log(&http, &console.base).await?;
-    collect_writes(&emulator, &http, &received).await?;
-    let received = std::mem::take(&mut *received.lock().unwrap_or_else(|p| p.into_inner()));
-    let ledger = compare(&records, &received);
-    let alive = console.running();
-    let panics = console.panics();
-
-    let mut reads = std::mem::take(&mut *reads.lock().unwrap_or_else(|p| p.into_inner()));
-    let writes = std::mem::take(&mut *writes.lock().unwrap_or_else(|p| p.into_inner()));
-    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|p| p.into_inner()));
-    let server_errors: u64 = reads.statuses.range(500..).map(|(_, n)| n).sum();
-    let answered: u64 = reads.statuses.values().sum();
-    let secs = ran_for.as_secs_f64();
-    let memory = |life: u32| {
-        let of: Vec<u64> = samples
-            .iter()
-            .filter(|s| s.1 == life)
-            .map(|s| s.2)
-            .collect();
-        match (of.first(), of.iter().max(), of.last()) {
-            (Some(a), Some(b), Some(c)) => format!("{} / {} / {}", mib(*a), mib(*b), mib(*c)),
-            _ => "not sampled".into(),
-        }
+    collect_writes(&emulator, &http, &tallies.received).await?;
+    let received: Vec<emulator::WriteRecord> = taken(&*tallies.received);
+    let mut found = report::Found {
+        scenario: args.scenario.clone(),
+        streams_asked: args.streams,
+        rate: args.rate,
+        ran_for,
+        first_snapshot,
+        restart,
+        ledger: compare(&records, &received),
+        settling,
+        alive: console.running(),
+        panics: console.panics(),
+        reads: taken(&*tallies.reads),
+        streams: tallies.streams,
+        writes: taken(&*tallies.writes),
+        samples: taken(&*tallies.samples),
     };
-    let mut rows = vec![
-        Row {
-            what: "run".into(),
-            value: format!(
-                "{:.1} min on `{}`, {} live-update streams, {} reads/s asked, 6 teams (a deployer and a lead each)",
-                secs / 60.0,
-                args.scenario,
-                args.streams,
-                args.rate
-            ),
-        },
-        Row {
-            what: "faults on every AWS call".into(),
-            value: "20 % throttled, 5 % server errors, 0.5 % dropped before and 0.5 % after the call ran, +20–60 ms".into(),
-        },
-        Row {
-            what: "console's first snapshot".into(),
-            value: format!("{:.1} s", first_snapshot.as_secs_f64()),
-        },
-        Row {
-            what: "reads answered (rate achieved)".into(),
-            value: format!(
-                "{answered} ({:.0}/s); {} shed as the console fell behind, {} during the restart",
-                answered as f64 / secs,
-                reads.shed,
-                reads.during_restart
-            ),
-        },
-        Row {
-            what: "reads by status".into(),
-            value: format!("{:?}", reads.statuses),
-        },
-        Row {
-            what: "reads with no answer; 5xx (console up); of them 500 or without a reason".into(),
-            value: format!("{}; {server_errors}; {}", reads.failed, reads.internal),
-        },
-        Row {
-            what: "pages p50 / p99 under faults".into(),
-            value: p50_p99(&mut reads.pages),
-        },
-        Row {
-            what: "JSON API p50 / p99 under faults".into(),
-            value: p50_p99(&mut reads.api),
-        },
-        Row {
-            what: "live-update streams: opened, events, dropped (by the restart)".into(),
-            value: format!(
-                "{}, {}, {} ({}); open at the end {}; refused {:?}",
-                streams.opened.load(Ordering::Relaxed),
-                streams.events.load(Ordering::Relaxed),
-                streams.dropped.load(Ordering::Relaxed),
-                streams.dropped_by_restart.load(Ordering::Relaxed),
-                streams.open_at_end.load(Ordering::Relaxed),
-                streams.refused.lock().unwrap_or_else(|p| p.into_inner())
-            ),
-        },
-        Row {
-            what: "writes asked (hung up on purpose, no answer)".into(),
-            value: format!("{} ({}, {})", writes.total(), writes.hung_up, writes.no_answer),
-        },
-        Row {
-            what: "writes by action and status".into(),
-            value: format!("{:?}", writes.answers),
-        },
-        Row {
-            what: "killed (SIGKILL) at, mid-write, back after".into(),
-            value: match restart {
-                Some((at, took, mid)) => format!(
-                    "{:.0} s, {}, {:.1} s",
-                    at,
-                    if mid { "yes" } else { "no write was in flight" },
-                    took.as_secs_f64()
-                ),
-                None => "not killed (--kill off)".into(),
-            },
-        },
-        Row {
-            what: "ECS writes received: ran, refused by ECS, answer lost".into(),
-            value: format!(
-                "{}, {}, {}",
-                ledger.writes_run, ledger.writes_refused, ledger.answers_lost
-            ),
-        },
-        Row {
-            what: "audit records that send to ECS; settled after".into(),
-            value: format!("{}; {:.1} s", ledger.records, settling.as_secs_f64()),
-        },
-        Row {
-            what: "lost / sent twice / records missing / wrong outcome / unsettled".into(),
-            value: format!(
-                "{} / {} / {} / {} / {}",
-                ledger.lost,
-                ledger.sent_twice,
-                ledger.missing_records,
-                ledger.wrong_outcome,
-                ledger.unsettled
-            ),
-        },
-        Row {
-            what: "panics".into(),
-            value: panics.len().to_string(),
-        },
-        Row {
-            what: "console memory, first life: start / peak / end".into(),
-            value: memory(1),
-        },
-        Row {
-            what: "console memory, after the restart: start / peak / end".into(),
-            value: memory(2),
-        },
-    ];
-    if !alive {
-        rows.push(Row {
-            what: "the console".into(),
-            value: "EXITED before the end".into(),
-        });
-    }
-    print_table(
-        "gpushare bench soak — faults, load, writers and a kill",
-        &rows,
-    );
-    let mut kinds: Vec<Row> = reads
-        .times
-        .iter_mut()
-        .map(|(kind, times)| Row {
-            what: (*kind).to_string(),
-            value: p50_p99(times),
-        })
-        .collect();
-    kinds.sort_by(|a, b| a.what.cmp(&b.what));
-    print_table("reads by kind: p50 / p99", &kinds);
-    for line in ledger
-        .examples
-        .iter()
-        .chain(&panics)
-        .chain(&reads.errors)
-        .chain(&writes.errors)
-    {
-        println!("  - {line}");
-    }
-    anyhow::ensure!(
-        ledger.clean(),
-        "the audit log and ECS's record disagree: {} lost, {} sent twice, {} records missing, {} with the wrong outcome, {} unsettled",
-        ledger.lost,
-        ledger.sent_twice,
-        ledger.missing_records,
-        ledger.wrong_outcome,
-        ledger.unsettled
-    );
-    anyhow::ensure!(
-        panics.is_empty(),
-        "the console panicked {} times",
-        panics.len()
-    );
-    anyhow::ensure!(alive, "the console exited before the end of the run");
-    anyhow::ensure!(
-        reads.internal == 0,
-        "{} reads were answered 500, or 5xx without saying why, while the console was up",
-        reads.internal
-    );
-    Ok(())
+    report::print(&mut found);
+    report::verdict(&found)
 }

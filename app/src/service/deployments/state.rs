@@ -229,6 +229,34 @@ async fn owned_by_another(
     }))
 }
 
+/// The PRIMARY deployment of `live` that a deploy's, rollback's or restart's record made,
+/// running `target`; `None` when ECS runs no deployment the record can have made.
+async fn its_deployment<'a>(
+    context: &ServiceContext,
+    record: &AuditRecord,
+    live: &'a crate::model::deployment::LiveService,
+    target: &str,
+) -> Result<Option<&'a crate::model::deployment::LiveDeployment>, ServiceError> {
+    let primary = live
+        .deployments
+        .iter()
+        .find(|d| d.status == DeploymentStatus::Primary)
+        .filter(|d| {
+            TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string())
+                == Some(target.to_string())
+        })
+        // A restart keeps the revision: only a deployment ECS made after the intent is it.
+        .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at))
+        // Nor one ECS spoke of before the intent, or rolled back to: the circuit breaker
+        // makes the last completed deployment PRIMARY again, under its own ID.
+        .filter(|d| !known_before(&live.events, &d.id, &record.at));
+    // Nor one another record already owns (made PRIMARY again by a rollback).
+    Ok(match primary {
+        Some(d) if owned_by_another(context, record, &d.id).await? => None,
+        other => other,
+    })
+}
+
 /// A scale's or a deploy's record settled by what ECS has now: the desired count it asked for,
 /// or its revision as the primary deployment (in progress, then watched); or not, and the
 /// UpdateService did not take effect (or was never sent). Its lock is given back.
@@ -269,26 +297,7 @@ async fn settle_update(
         )
     } else {
         let target = record.to_revision.clone().unwrap_or_default();
-        let primary = live
-            .deployments
-            .iter()
-            .find(|d| d.status == DeploymentStatus::Primary)
-            .filter(|d| {
-                TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string())
-                    == Some(target.clone())
-            })
-            // A restart keeps the revision: only a deployment ECS made after the intent is it.
-            .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at))
-            // Nor one ECS spoke of before the intent, or rolled back to: the circuit breaker
-            // makes the last completed deployment PRIMARY again, under its own ID.
-            .filter(|d| !known_before(&live.events, &d.id, &record.at));
-        // A deployment another record already owns is not this one's: the circuit breaker
-        // rolling back to an earlier deployment of the same revision makes that one PRIMARY
-        // again, and newer than the intent.
-        let primary = match primary {
-            Some(d) if owned_by_another(context, &record, &d.id).await? => None,
-            other => other,
-        };
+        let primary = its_deployment(context, &record, &live, &target).await?;
         (
             primary.map(|d| AuditOutcome {
                 outcome: Outcome::InProgress,

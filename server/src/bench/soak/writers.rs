@@ -146,30 +146,8 @@ impl Writer {
                 self.post("scale", &person, &format!("{path}/scale"), &body, &mut rng)
                     .await;
             } else if roll < 75 {
-                let Some(edit) = self.edit(&person, family).await else {
-                    continue;
-                };
-                let registered = self
-                    .post(
-                        "register",
-                        &person,
-                        &format!("/api/v1/task-definitions/{family}/{revision}/register"),
-                        &edit,
-                        &mut rng,
-                    )
-                    .await
-                    .and_then(|a| a.get("registered").and_then(Value::as_u64));
-                if let Some(new) = registered {
-                    let body = json!({"revision": new, "expected_revision": revision, "force": rng.random_bool(0.5), "description": "soak: deploy"});
-                    self.post(
-                        "deploy",
-                        &person,
-                        &format!("{path}/deploy"),
-                        &body,
-                        &mut rng,
-                    )
+                self.register_and_deploy(&person, family, &path, revision, &mut rng)
                     .await;
-                }
             } else if roll < 87 && revision > 1 {
                 let body = json!({"revision": revision - 1, "expected_revision": revision, "force": true, "description": "soak: roll back"});
                 self.post(
@@ -191,6 +169,35 @@ impl Writer {
                 )
                 .await;
             }
+        }
+    }
+
+    /// A new revision of `family` registered, then deployed to the service at `path`.
+    async fn register_and_deploy(
+        &self,
+        person: &Person,
+        family: &str,
+        path: &str,
+        revision: u64,
+        rng: &mut rand::rngs::StdRng,
+    ) {
+        let Some(edit) = self.edit(person, family).await else {
+            return;
+        };
+        let registered = self
+            .post(
+                "register",
+                person,
+                &format!("/api/v1/task-definitions/{family}/{revision}/register"),
+                &edit,
+                rng,
+            )
+            .await
+            .and_then(|a| a.get("registered").and_then(Value::as_u64));
+        if let Some(new) = registered {
+            let body = json!({"revision": new, "expected_revision": revision, "force": rng.random_bool(0.5), "description": "soak: deploy"});
+            self.post("deploy", person, &format!("{path}/deploy"), &body, rng)
+                .await;
         }
     }
 

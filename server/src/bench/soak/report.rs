@@ -1,0 +1,221 @@
+//! The soak's figures as tables, and whether it passed.
+
+use std::{sync::atomic::Ordering, sync::Arc, time::Duration};
+
+use super::{ledger::Ledger, load, writers};
+use crate::bench::{mib, print_table, Row};
+
+/// The console's kill and restart.
+pub struct Restart {
+    /// Seconds into the run.
+    pub at: f64,
+    /// Until it served again (its first snapshot).
+    pub took: Duration,
+    /// Whether a write was in flight.
+    pub mid_write: bool,
+}
+
+/// What the run found.
+pub struct Found {
+    pub scenario: String,
+    pub streams_asked: u32,
+    pub rate: u32,
+    pub ran_for: Duration,
+    pub first_snapshot: Duration,
+    pub restart: Option<Restart>,
+    pub ledger: Ledger,
+    pub settling: Duration,
+    pub alive: bool,
+    pub panics: Vec<String>,
+    pub reads: load::Reads,
+    pub streams: Arc<load::Streams>,
+    pub writes: writers::Writes,
+    /// (seconds into the run, the console's life, bytes).
+    pub samples: Vec<(f64, u32, u64)>,
+}
+
+/// The `p`th percentile of sorted `times`.
+fn percentile(times: &[f64], p: f64) -> f64 {
+    if times.is_empty() {
+        return 0.0;
+    }
+    times[((times.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn p50_p99(times: &mut [f64]) -> String {
+    times.sort_by(f64::total_cmp);
+    format!(
+        "{:.1} ms / {:.1} ms ({} answers)",
+        percentile(times, 0.5),
+        percentile(times, 0.99),
+        times.len()
+    )
+}
+
+fn row(what: &str, value: String) -> Row {
+    Row {
+        what: what.to_string(),
+        value,
+    }
+}
+
+/// Reads, streams and writes.
+fn traffic(found: &mut Found) -> Vec<Row> {
+    let secs = found.ran_for.as_secs_f64();
+    let reads = &mut found.reads;
+    let answered: u64 = reads.statuses.values().sum();
+    let server_errors: u64 = reads.statuses.range(500..).map(|(_, n)| n).sum();
+    let streams = &found.streams;
+    let count = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
+    vec![
+        row("run", format!(
+            "{:.1} min on `{}`, {} live-update streams, {} reads/s asked, 6 teams (a deployer and a lead each)",
+            secs / 60.0, found.scenario, found.streams_asked, found.rate
+        )),
+        row("faults on every AWS call", "20 % throttled, 5 % server errors, 0.5 % dropped before and 0.5 % after the call ran, +20–60 ms".into()),
+        row("console's first snapshot", format!("{:.1} s", found.first_snapshot.as_secs_f64())),
+        row("reads answered (rate achieved)", format!(
+            "{answered} ({:.0}/s); {} shed as the console fell behind, {} during the restart",
+            answered as f64 / secs, reads.shed, reads.during_restart
+        )),
+        row("reads by status", format!("{:?}", reads.statuses)),
+        row(
+            "reads with no answer; 5xx (console up); of them 500 or without a reason",
+            format!("{}; {server_errors}; {}", reads.failed, reads.internal),
+        ),
+        row("pages p50 / p99 under faults", p50_p99(&mut reads.pages)),
+        row("JSON API p50 / p99 under faults", p50_p99(&mut reads.api)),
+        row("live-update streams: opened, events, dropped (by the restart)", format!(
+            "{}, {}, {} ({}); open at the end {}; refused {:?}",
+            count(&streams.opened), count(&streams.events), count(&streams.dropped),
+            count(&streams.dropped_by_restart), count(&streams.open_at_end),
+            streams.refused.lock().unwrap_or_else(|p| p.into_inner())
+        )),
+        row("writes asked (hung up on purpose, no answer)", format!(
+            "{} ({}, {})", found.writes.total(), found.writes.hung_up, found.writes.no_answer
+        )),
+        row("writes by action and status", format!("{:?}", found.writes.answers)),
+    ]
+}
+
+/// The kill, the ledger, panics and memory.
+fn outcome(found: &Found) -> Vec<Row> {
+    let ledger = &found.ledger;
+    let memory = |life: u32| {
+        let of: Vec<u64> = found
+            .samples
+            .iter()
+            .filter(|s| s.1 == life)
+            .map(|s| s.2)
+            .collect();
+        match (of.first(), of.iter().max(), of.last()) {
+            (Some(a), Some(b), Some(c)) => format!("{} / {} / {}", mib(*a), mib(*b), mib(*c)),
+            _ => "not sampled".into(),
+        }
+    };
+    let mut rows = vec![
+        row(
+            "killed (SIGKILL) at, mid-write, back after",
+            match &found.restart {
+                Some(r) => format!(
+                    "{:.0} s, {}, {:.1} s",
+                    r.at,
+                    if r.mid_write {
+                        "yes"
+                    } else {
+                        "no write was in flight"
+                    },
+                    r.took.as_secs_f64()
+                ),
+                None => "not killed (--kill false)".into(),
+            },
+        ),
+        row(
+            "ECS writes received: ran, refused by ECS, answer lost",
+            format!(
+                "{}, {}, {}",
+                ledger.writes_run, ledger.writes_refused, ledger.answers_lost
+            ),
+        ),
+        row(
+            "audit records that send to ECS; settled after",
+            format!("{}; {:.1} s", ledger.records, found.settling.as_secs_f64()),
+        ),
+        row(
+            "lost / sent twice / records missing / wrong outcome / unsettled",
+            format!(
+                "{} / {} / {} / {} / {}",
+                ledger.lost,
+                ledger.sent_twice,
+                ledger.missing_records,
+                ledger.wrong_outcome,
+                ledger.unsettled
+            ),
+        ),
+        row("panics", found.panics.len().to_string()),
+        row("console memory, first life: start / peak / end", memory(1)),
+        row(
+            "console memory, after the restart: start / peak / end",
+            memory(2),
+        ),
+    ];
+    if !found.alive {
+        rows.push(row("the console", "EXITED before the end".into()));
+    }
+    rows
+}
+
+/// Prints the tables, then what went wrong, with examples.
+pub fn print(found: &mut Found) {
+    let mut rows = traffic(found);
+    rows.extend(outcome(found));
+    print_table(
+        "gpushare bench soak — faults, load, writers and a kill",
+        &rows,
+    );
+    let mut kinds: Vec<Row> = found
+        .reads
+        .times
+        .iter_mut()
+        .map(|(kind, times)| row(kind, p50_p99(times)))
+        .collect();
+    kinds.sort_by(|a, b| a.what.cmp(&b.what));
+    print_table("reads by kind: p50 / p99", &kinds);
+    for line in found
+        .ledger
+        .examples
+        .iter()
+        .chain(&found.panics)
+        .chain(&found.reads.errors)
+        .chain(&found.writes.errors)
+    {
+        println!("  - {line}");
+    }
+}
+
+/// Fails on any write lost, sent twice or audited wrongly, any panic or 500, and the console
+/// exiting.
+pub fn verdict(found: &Found) -> anyhow::Result<()> {
+    let ledger = &found.ledger;
+    anyhow::ensure!(
+        ledger.clean(),
+        "the audit log and ECS's record disagree: {} lost, {} sent twice, {} records missing, {} with the wrong outcome, {} unsettled",
+        ledger.lost,
+        ledger.sent_twice,
+        ledger.missing_records,
+        ledger.wrong_outcome,
+        ledger.unsettled
+    );
+    anyhow::ensure!(
+        found.panics.is_empty(),
+        "the console panicked {} times",
+        found.panics.len()
+    );
+    anyhow::ensure!(found.alive, "the console exited before the end of the run");
+    anyhow::ensure!(
+        found.reads.internal == 0,
+        "{} reads were answered 500, or 5xx without saying why, while the console was up",
+        found.reads.internal
+    );
+    Ok(())
+}
