@@ -68,7 +68,8 @@ pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) ->
     } = stores;
     let ecs = Arc::new(
         Ecs::new(clients.ecs.clone(), &settings.team_tag, fleet.clone())
-            .with_capacity_sources(clients.ec2.clone(), clients.autoscaling.clone()),
+            .with_capacity_sources(clients.ec2.clone(), clients.autoscaling.clone())
+            .with_budget(clients.budget.clone()),
     );
     ServiceContext {
         version: env!("CARGO_PKG_VERSION"),

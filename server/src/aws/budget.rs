@@ -1,17 +1,20 @@
 //! The console's share of ECS's request budget. ECS throttles each account and region with one
 //! token bucket per group of actions, shared by every caller (deploy pipelines, autoscaling, the
 //! AWS console, this one). The fleet refresher paces its own calls to a share of each group's
-//! sustained rate (and the same share of its burst), slows down when ECS throttles it anyway
-//! (halving that group's pace, then recovering over about ten seconds), and lets background
+//! sustained rate (and the same share of its burst), slows down when ECS throttles many of its
+//! calls anyway (halving that group's pace, then recovering over about ten seconds), and lets background
 //! work (the periodic full read that checks the incremental state) use only what the
-//! foreground refresh leaves.
+//! foreground refresh leaves. The pages' own reads of ECS (task definitions, a service now, a
+//! cluster's events) come out of the same share: they use what the refresher leaves, wait a few
+//! seconds at most, and until the first snapshot has landed take only what the refresher leaves
+//! untouched.
 //!
 //! The share is per console process: two replicas use twice the share.
 
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Mutex,
     },
     time::{Duration, Instant},
@@ -27,14 +30,67 @@ pub enum Lane {
     /// Checks that can wait: they take a token only while half the bucket is left for the
     /// foreground.
     Background,
+    /// A page's own read of ECS: it takes a token only while a quarter of the bucket is left for
+    /// the refresher; until the refresher's first snapshot has landed, only from a bucket the
+    /// refresher has left full (after a start every page read is cold, and they would otherwise
+    /// use up the rate the first read needs; a refresher that cannot read at all still leaves
+    /// the pages their reads).
+    OnDemand,
 }
 
 #[derive(Debug)]
 struct Pace {
     tokens: f64,
     at: Instant,
-    /// 1 normally; halved by each throttled call (down to 1/16), recovering by 0.1 a second.
+    /// 1 normally; halved when ECS throttles many of the group's calls (down to 1/16),
+    /// recovering by 0.1 a second.
     slow: f64,
+    /// The calls paced and the throttling answers seen in the current window.
+    window: Window,
+}
+
+/// How ECS answered a group's calls lately: a throttling answer now and then (a fault, a
+/// moment's contention) is tried again; many of them mean the bucket is empty, and the pace
+/// halves, at most once a window.
+#[derive(Debug)]
+struct Window {
+    started: Instant,
+    calls: u32,
+    throttled: u32,
+    /// Whether the pace was halved in this window already.
+    cut: bool,
+}
+
+/// The span over which throttling answers are counted.
+const WINDOW: Duration = Duration::from_secs(2);
+
+impl Window {
+    fn new(now: Instant) -> Window {
+        Window {
+            started: now,
+            calls: 0,
+            throttled: 0,
+            cut: false,
+        }
+    }
+
+    /// Starts a new window when this one is over.
+    fn roll(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.started) >= WINDOW {
+            *self = Window::new(now);
+        }
+    }
+
+    /// Notes a throttling answer; whether the pace should halve now: more than a third of the
+    /// window's calls (and at least two) were throttled, and it has not halved in this window.
+    fn throttled(&mut self, now: Instant) -> bool {
+        self.roll(now);
+        self.throttled += 1;
+        let many = self.throttled >= 2 && self.throttled * 3 > self.calls;
+        let cut = many && !self.cut;
+        self.cut |= cut;
+        cut
+    }
 }
 
 /// The pacing of every ECS group, at `share` of ECS's documented rates.
@@ -44,6 +100,10 @@ pub struct Budget {
     paces: Mutex<HashMap<&'static str, Pace>>,
     waited_ms: AtomicU64,
     throttled: AtomicU64,
+    /// Whether the refresher's first snapshot has landed.
+    snapshot_taken: AtomicBool,
+    /// Page reads that gave up waiting for the budget.
+    turned_away: AtomicU64,
 }
 
 impl Budget {
@@ -54,6 +114,8 @@ impl Budget {
             paces: Mutex::new(HashMap::new()),
             waited_ms: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
+            snapshot_taken: AtomicBool::new(false),
+            turned_away: AtomicU64::new(0),
         }
     }
 
@@ -79,6 +141,7 @@ impl Budget {
             tokens: (f64::from(group.burst) * self.share).max(1.0),
             at: now,
             slow: 1.0,
+            window: Window::new(now),
         });
         let elapsed = now.saturating_duration_since(pace.at).as_secs_f64();
         pace.slow = (pace.slow + elapsed * 0.1).min(1.0);
@@ -88,9 +151,14 @@ impl Budget {
         let needed = match lane {
             Lane::Foreground => 1.0,
             Lane::Background => 1.0 + (burst / 2.0).floor(),
+            // Before the first snapshot, only a bucket the refresher has left full.
+            Lane::OnDemand if !self.snapshot_taken.load(Ordering::Relaxed) => burst,
+            Lane::OnDemand => 1.0 + (burst / 4.0).floor(),
         };
         if pace.tokens >= needed {
             pace.tokens -= 1.0;
+            pace.window.roll(now);
+            pace.window.calls += 1;
             Duration::ZERO
         } else {
             Duration::from_secs_f64(((needed - pace.tokens) / rate).min(60.0))
@@ -100,35 +168,71 @@ impl Budget {
 
     /// Waits until `action` may be sent within the budget, then takes its token.
     pub async fn take(&self, action: &str, lane: Lane) {
+        self.take_within(action, lane, Duration::MAX).await;
+    }
+
+    /// Waits at most `limit` for `action`'s token; whether it was taken (a page that cannot
+    /// wait longer says so instead of waiting out the refresher).
+    pub async fn take_within(&self, action: &str, lane: Lane, limit: Duration) -> bool {
         let started = Instant::now();
         loop {
             let wait = self.try_take(action, lane, Instant::now());
             if wait.is_zero() {
                 break;
             }
-            tokio::time::sleep(wait).await;
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                self.turned_away.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            tokio::time::sleep(wait.min(left)).await;
         }
         let waited = started.elapsed().as_millis() as u64;
-        if waited > 0 {
+        if waited > 0 && lane != Lane::OnDemand {
             self.waited_ms.fetch_add(waited, Ordering::Relaxed);
         }
+        true
     }
 
-    /// ECS throttled a call of `action` anyway (other callers used the bucket): this group's
-    /// pace halves, down to a sixteenth, and recovers over about ten seconds.
+    /// The refresher's first snapshot has landed: pages may read ECS within their lane.
+    pub fn snapshot_taken(&self) {
+        self.snapshot_taken.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the refresher's first snapshot has landed.
+    pub fn has_snapshot(&self) -> bool {
+        self.snapshot_taken.load(Ordering::Relaxed)
+    }
+
+    /// Page reads that gave up waiting for the budget so far.
+    pub fn turned_away(&self) -> u64 {
+        self.turned_away.load(Ordering::Relaxed)
+    }
+
+    /// ECS throttled a call of `action` anyway. When it throttles many of the group's calls
+    /// (other callers use the bucket), the group's pace halves, at most once every two seconds
+    /// and down to a sixteenth, and recovers over about ten seconds; a throttling answer now and
+    /// then is only tried again (halving for each would starve the refresher: under a fault rate
+    /// of one call in five, reads crept at a sixteenth of their pace).
     pub fn throttled(&self, action: &str) {
+        self.throttled_at(action, Instant::now());
+    }
+
+    fn throttled_at(&self, action: &str, now: Instant) {
         self.throttled.fetch_add(1, Ordering::Relaxed);
         let Some(group) = group_of(action) else {
             return;
         };
         let mut paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pace) = paces.get_mut(group.name) {
-            pace.slow = (pace.slow / 2.0).max(1.0 / 16.0);
-            pace.tokens = pace.tokens.min(0.0);
+            if pace.window.throttled(now) {
+                pace.slow = (pace.slow / 2.0).max(1.0 / 16.0);
+                pace.tokens = pace.tokens.min(0.0);
+            }
         }
     }
 
-    /// Milliseconds spent waiting for the budget so far.
+    /// Milliseconds the refresher's calls spent waiting for the budget so far.
     pub fn waited_ms(&self) -> u64 {
         self.waited_ms.load(Ordering::Relaxed)
     }
@@ -181,32 +285,98 @@ mod tests {
     }
 
     #[test]
-    fn throttling_halves_the_pace_and_it_recovers() {
+    fn pages_take_only_a_full_bucket_before_the_first_snapshot_then_leave_a_quarter() {
         let budget = Budget::new(100);
         let start = Instant::now();
+        // Task definition reads: 50 burst, 20 a second. The bucket is full: one page read.
         assert_eq!(
-            taken(&budget, "DescribeServices", Lane::Foreground, start, 200),
-            100
+            taken(&budget, "DescribeTaskDefinition", Lane::OnDemand, start, 10),
+            1
         );
-        budget.throttled("DescribeServices");
-        budget.throttled("ListServices");
-        assert_eq!(budget.throttled_calls(), 2);
-        // A quarter of 20 a second: 5 in the next second, not 20.
-        let second = start + Duration::from_secs(1);
-        let after = taken(&budget, "DescribeServices", Lane::Foreground, second, 50);
-        assert!((5..=8).contains(&after), "{after}");
-        // Recovered after some seconds of no throttling.
-        let much_later = start + Duration::from_secs(60);
+        // The refresher uses it; pages get nothing while it is not full again.
         assert_eq!(
             taken(
                 &budget,
-                "DescribeServices",
+                "DescribeTaskDefinition",
                 Lane::Foreground,
-                much_later,
-                200
+                start,
+                10
             ),
-            100
+            10
         );
+        let soon = start + Duration::from_millis(500);
+        assert_eq!(
+            taken(&budget, "DescribeTaskDefinition", Lane::OnDemand, soon, 10),
+            0
+        );
+        assert!(!budget.has_snapshot());
+        budget.snapshot_taken();
+        // 49 - 10 + 10 refilled = 49: pages take while 13 are left (1 + a quarter of 50), and
+        // the last 12 are the refresher's.
+        assert_eq!(
+            taken(&budget, "DescribeTaskDefinition", Lane::OnDemand, soon, 100),
+            37
+        );
+        assert_eq!(
+            taken(
+                &budget,
+                "DescribeTaskDefinition",
+                Lane::Foreground,
+                soon,
+                100
+            ),
+            12
+        );
+    }
+
+    #[tokio::test]
+    async fn a_page_read_gives_up_after_its_wait_and_is_counted() {
+        let budget = Budget::new(100);
+        budget.snapshot_taken();
+        let now = Instant::now();
+        taken(&budget, "DescribeServices", Lane::Foreground, now, 100);
+        let started = Instant::now();
+        let took = budget
+            .take_within(
+                "DescribeServices",
+                Lane::OnDemand,
+                Duration::from_millis(50),
+            )
+            .await;
+        assert!(!took);
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(budget.turned_away(), 1);
+        // The refresher's own wait has no limit.
+        budget.take("DescribeServices", Lane::Foreground).await;
+        assert_eq!(budget.turned_away(), 1);
+    }
+
+    #[test]
+    fn many_throttled_calls_halve_the_pace_once_a_window_and_it_recovers() {
+        let budget = Budget::new(100);
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let take = |now, n| taken(&budget, "DescribeServices", Lane::Foreground, now, n);
+        assert_eq!(take(start, 200), 100);
+        // Two throttled calls out of a hundred: tried again, the pace stays (20 a second).
+        budget.throttled_at("DescribeServices", start);
+        budget.throttled_at("ListServices", start);
+        assert_eq!(budget.throttled_calls(), 2);
+        assert_eq!(take(at(1_000), 50), 20);
+        // A new window: 40 calls, 20 of them throttled — the bucket is empty. Half the pace, once.
+        assert_eq!(take(at(3_000), 50), 40);
+        for _ in 0..20 {
+            budget.throttled_at("DescribeServices", at(3_000));
+        }
+        // A second later: 0.5 + 0.1 recovered of 20 a second.
+        assert_eq!(take(at(4_000), 50), 12);
+        // More throttling in the same window does not halve it again.
+        for _ in 0..20 {
+            budget.throttled_at("DescribeServices", at(4_000));
+        }
+        assert_eq!(take(at(4_500), 50), 6);
+        // Recovered after some seconds of no throttling.
+        assert_eq!(take(at(60_000), 200), 100);
     }
 
     #[test]

@@ -38,3 +38,20 @@ where
 {
     super::again::retrying(send, THROTTLED_RETRIES, FIRST_PAUSE, not_run).await
 }
+
+/// Sends the ECS fluent builder `call` as a write named `action` (see [`send`]): built afresh
+/// for each try with [`config`], its failure said as [`super::errors::ecs_write`] says it.
+macro_rules! write_once {
+    ($call:expr, $action:literal) => {
+        $crate::aws::once::send(|| {
+            $call
+                .clone()
+                .customize()
+                .config_override($crate::aws::once::config())
+                .send()
+        })
+        .await
+        .map_err(|e| $crate::aws::errors::ecs_write($action, &e))
+    };
+}
+pub(crate) use write_once;

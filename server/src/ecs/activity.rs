@@ -111,7 +111,7 @@ impl Ecs {
         query: &TaskQuery,
     ) -> Result<Vec<TaskInfo>, ServiceError> {
         let places = Places::of(self.fleet.as_ref(), cluster);
-        let arns: Vec<String> = self
+        let mut pages = self
             .client
             .list_tasks()
             .cluster(cluster)
@@ -122,15 +122,23 @@ impl Ecs {
             })
             .set_service_name(query.service.clone())
             .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| errors::ecs_read("ListTasks", &e))?;
+            .send();
+        let mut arns = Vec::new();
+        let mut more = true;
+        while more {
+            self.paced("ListTasks").await?;
+            let Some(page) = pages.next().await else {
+                break;
+            };
+            let page = page.map_err(|e| errors::ecs_read("ListTasks", &e))?;
+            more = page.next_token().is_some();
+            arns.extend(page.task_arns().iter().cloned());
+        }
         let (client, places) = (&self.client, &places);
         let described: Vec<Vec<TaskInfo>> =
             stream::iter(arns.chunks(TASKS_PER_CALL).map(<[_]>::to_vec))
                 .map(|chunk| async move {
+                    self.paced("DescribeTasks").await?;
                     let out = client
                         .describe_tasks()
                         .cluster(cluster)
@@ -158,6 +166,7 @@ impl Ecs {
         let pages: Vec<Vec<ClusterEvent>> =
             stream::iter(services.chunks(SERVICES_PER_CALL).map(<[_]>::to_vec))
                 .map(|chunk| async move {
+                    self.paced("DescribeServices").await?;
                     let out = client
                         .describe_services()
                         .cluster(cluster)

@@ -26,6 +26,7 @@ impl Ecs {
     ) -> Result<Vec<ClusterCapacity>, ServiceError> {
         let mut read = Vec::new();
         for chunk in clusters.chunks(PER_CALL) {
+            self.paced("DescribeClusters").await?;
             let out = self
                 .client
                 .describe_clusters()
@@ -53,6 +54,7 @@ impl Ecs {
         let names: Vec<String> = names.into_iter().collect();
         let mut providers = Vec::new();
         for chunk in names.chunks(PER_CALL) {
+            self.paced("DescribeCapacityProviders").await?;
             let out = self
                 .client
                 .describe_capacity_providers()

@@ -20,7 +20,7 @@ use app::model::{
 
 use super::shapes::{invalid, read_request, to_json};
 use super::{capacity::provider_view, Ecs};
-use crate::aws::{errors, once};
+use crate::aws::once;
 
 /// The JSON `text` as a CreateCapacityProvider request: the request as the SDK reads it and as
 /// ECS's JSON, or each field that is wrong.
@@ -109,14 +109,7 @@ impl Ecs {
             .set_auto_scaling_group_provider(auto_scaling_group_provider)
             .set_managed_instances_provider(managed_instances_provider)
             .set_tags(tags);
-        let out = once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("CreateCapacityProvider", &e))?;
+        let out = once::write_once!(call, "CreateCapacityProvider")?;
         Ok(out.request_id().map(str::to_string))
     }
 
@@ -144,14 +137,7 @@ impl Ecs {
             .cluster(cluster)
             .set_capacity_providers(Some(providers.to_vec()))
             .set_default_capacity_provider_strategy(Some(items));
-        once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("PutClusterCapacityProviders", &e))?;
+        once::write_once!(call, "PutClusterCapacityProviders")?;
         Ok(())
     }
 }

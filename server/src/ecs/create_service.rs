@@ -10,7 +10,7 @@ use app::service::ports::ServiceCreated;
 
 use super::shapes::{invalid, read_request, to_json};
 use super::Ecs;
-use crate::aws::{errors, once};
+use crate::aws::once;
 
 /// The JSON `text` as a CreateService request: the request as the SDK reads it, written back as
 /// ECS's JSON, or each field that is wrong.
@@ -34,14 +34,7 @@ impl Ecs {
         let text = Value::Object(body.clone()).to_string();
         let (input, _) = parse(&text).map_err(|errors| invalid(&errors))?;
         let call = call(&self.client, input);
-        let out = once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("CreateService", &e))?;
+        let out = once::write_once!(call, "CreateService")?;
         let service = out.service();
         Ok(ServiceCreated {
             arn: service

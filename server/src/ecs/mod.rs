@@ -16,6 +16,8 @@ use std::{sync::Arc, time::Duration};
 
 use cache::ReadCache;
 
+use crate::aws::budget::{Budget, Lane};
+
 use app::{
     model::{
         activity::{ClusterEvent, TaskInfo},
@@ -37,6 +39,9 @@ const DEFINITIONS_TTL: Duration = Duration::from_secs(30);
 const SERVICE_TTL: Duration = Duration::ZERO;
 const EVENTS_TTL: Duration = Duration::from_secs(5);
 const TASKS_TTL: Duration = Duration::ZERO;
+/// How long a page's read waits for the console's share of ECS's request rate before it says
+/// the share is in use.
+const ON_DEMAND_WAIT: Duration = Duration::from_secs(5);
 /// How long a family's newest active revision is kept (the console's own registrations forget
 /// it at once).
 const LATEST_ACTIVE_TTL: Duration = Duration::from_secs(5);
@@ -58,6 +63,9 @@ pub struct Ecs {
     cache: Arc<ReadCache>,
     /// EC2 and EC2 Auto Scaling, for what capacity providers may launch; `None` reads ECS only.
     capacity_sources: Option<Arc<capacity_sources::CapacitySources>>,
+    /// The console's share of ECS's request rate, which the fleet refresher uses too; `None`
+    /// reads unpaced.
+    budget: Option<Arc<Budget>>,
 }
 
 impl Ecs {
@@ -68,7 +76,40 @@ impl Ecs {
             fleet,
             cache: Arc::default(),
             capacity_sources: None,
+            budget: None,
         }
+    }
+
+    /// Paces the pages' reads within `budget`, beside the fleet refresher's.
+    pub fn with_budget(mut self, budget: Arc<Budget>) -> Ecs {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Waits for a token of `action` in the pages' lane of the budget, or says why there is
+    /// none: the refresher's first read has not finished, or the share is in use.
+    pub(crate) async fn paced(&self, action: &'static str) -> Result<(), ServiceError> {
+        let Some(budget) = &self.budget else {
+            return Ok(());
+        };
+        if budget
+            .take_within(action, Lane::OnDemand, ON_DEMAND_WAIT)
+            .await
+        {
+            return Ok(());
+        }
+        Err(ServiceError::unavailable(if budget.has_snapshot() {
+            format!(
+                "the console's share of ECS's request rate for {action} is in use by the fleet \
+                 refresh and other pages; try again in a few seconds"
+            )
+        } else {
+            format!(
+                "the console is still reading the fleet for the first time since it started, and \
+                 keeps ECS's request rate for that read; {action} waits until it is done, so try \
+                 again in a minute"
+            )
+        }))
     }
 
     /// Reads what capacity providers may launch through `ec2` and `autoscaling` too.

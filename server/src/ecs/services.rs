@@ -19,6 +19,7 @@ fn count(n: i32) -> u32 {
 impl Ecs {
     /// The service now, from DescribeServices.
     pub async fn live(&self, cluster: &str, service: &str) -> Result<LiveService, ServiceError> {
+        self.paced("DescribeServices").await?;
         let out = self
             .client
             .describe_services()
@@ -82,14 +83,7 @@ impl Ecs {
             .service(service)
             .task_definition(task_definition)
             .force_new_deployment(force_new);
-        let out = once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("UpdateService", &e))?;
+        let out = once::write_once!(call, "UpdateService")?;
         Ok(updated(&out))
     }
 
@@ -107,14 +101,7 @@ impl Ecs {
             .cluster(cluster)
             .service(service)
             .desired_count(i32::try_from(desired).unwrap_or(i32::MAX));
-        let out = once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("UpdateService", &e))?;
+        let out = once::write_once!(call, "UpdateService")?;
         Ok(updated(&out))
     }
 
@@ -130,14 +117,7 @@ impl Ecs {
             .cluster(cluster)
             .service(service)
             .force(false);
-        let out = once::send(|| {
-            call.clone()
-                .customize()
-                .config_override(once::config())
-                .send()
-        })
-        .await
-        .map_err(|e| errors::ecs_write("DeleteService", &e))?;
+        let out = once::write_once!(call, "DeleteService")?;
         Ok(app::service::ports::ServiceDeleted {
             status: out
                 .service()

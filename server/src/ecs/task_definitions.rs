@@ -59,6 +59,7 @@ pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
 impl Ecs {
     /// One revision with its RegisterTaskDefinition JSON; `None` when ECS has no such revision.
     pub async fn describe(&self, reference: &str) -> Result<Option<SourceRevision>, ServiceError> {
+        self.paced("DescribeTaskDefinition").await?;
         let out = match self
             .client
             .describe_task_definition()
@@ -144,16 +145,23 @@ impl Ecs {
 
     /// The latest revision of every active family.
     pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, ServiceError> {
-        let families: Vec<String> = self
+        let mut pages = self
             .client
             .list_task_definition_families()
             .status(TaskDefinitionFamilyStatus::Active)
             .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| errors::ecs_read("ListTaskDefinitionFamilies", &e))?;
+            .send();
+        let mut families = Vec::new();
+        let mut more = true;
+        while more {
+            self.paced("ListTaskDefinitionFamilies").await?;
+            let Some(page) = pages.next().await else {
+                break;
+            };
+            let page = page.map_err(|e| errors::ecs_read("ListTaskDefinitionFamilies", &e))?;
+            more = page.next_token().is_some();
+            families.extend(page.families().iter().cloned());
+        }
         self.details(families).await
     }
 
@@ -173,8 +181,14 @@ impl Ecs {
             .into_paginator()
             .send();
         let mut arns = Vec::new();
-        while let Some(page) = pages.next().await {
+        let mut more = true;
+        while more {
+            self.paced("ListTaskDefinitions").await?;
+            let Some(page) = pages.next().await else {
+                break;
+            };
             let page = page.map_err(|e| errors::ecs_read("ListTaskDefinitions", &e))?;
+            more = page.next_token().is_some();
             arns.extend(
                 page.task_definition_arns()
                     .iter()

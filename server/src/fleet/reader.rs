@@ -160,6 +160,14 @@ impl FleetReader {
         }
     }
 
+    /// A snapshot from this reader has landed: the pages' reads may now use the budget's share
+    /// the refresher leaves.
+    pub fn snapshot_taken(&self) {
+        if let Some(budget) = &self.budget {
+            budget.snapshot_taken();
+        }
+    }
+
     /// Checks the incremental state with a full read this often.
     pub fn with_full_read_every(self, every: Duration) -> FleetReader {
         FleetReader {

@@ -180,6 +180,9 @@ pub fn spawn_refresher(store: &Arc<SnapshotStore>, reader: Arc<FleetReader>) {
             let Some(strong) = store.upgrade() else { break };
             let started = tokio::time::Instant::now();
             let result = strong.refresh(&reader).await;
+            if result.is_ok() {
+                reader.snapshot_taken();
+            }
             let stats = strong.stats();
             throttled_in_a_row = match &result {
                 Err(error) if error.throttled => throttled_in_a_row + 1,

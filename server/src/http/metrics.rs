@@ -235,7 +235,7 @@ fn write_refresher_gauges(out: &mut String, costs: &Costs) -> std::fmt::Result {
     let age = state
         .taken_at
         .map(|at| (chrono::Utc::now() - at).num_milliseconds().max(0) as f64 / 1000.0);
-    let gauges: [(&str, &str, &str, Option<f64>); 7] = [
+    let gauges: [(&str, &str, &str, Option<f64>); 8] = [
         (
             "gpushare_fleet_snapshot_age_seconds",
             "gauge",
@@ -275,8 +275,14 @@ fn write_refresher_gauges(out: &mut String, costs: &Costs) -> std::fmt::Result {
         (
             "gpushare_ecs_budget_wait_seconds_total",
             "counter",
-            "Time ECS calls have waited for the budget, in all.",
+            "Time the fleet refresher's ECS calls have waited for the budget, in all.",
             Some(costs.budget.waited_ms() as f64 / 1000.0),
+        ),
+        (
+            "gpushare_ecs_page_reads_turned_away_total",
+            "counter",
+            "Pages' ECS reads that found the console's share of the rate in use and said so.",
+            Some(costs.budget.turned_away() as f64),
         ),
     ];
     for (name, kind, help, value) in gauges {

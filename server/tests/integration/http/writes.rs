@@ -82,12 +82,13 @@ async fn a_deploy_runs_to_its_end_when_the_client_goes_away_after_its_intent() {
 
 #[tokio::test]
 async fn a_deploy_runs_to_its_end_when_the_request_times_out() {
-    // The request may take 1 s; UpdateService takes 1.5 s.
+    // The request may take 2 s (its reads before the intent are paced within the console's
+    // share of ECS's rate, beside the refresher's); UpdateService takes 4 s.
     let (app, _) = test_app_configured(
         false,
-        vec!["UpdateService:latency=1500".into()],
+        vec!["UpdateService:latency=4000".into()],
         None,
-        |args| args.request_timeout = 1,
+        |args| args.request_timeout = 2,
     )
     .await;
     register_revision_2(&app).await;
