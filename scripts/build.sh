@@ -1,20 +1,55 @@
 #!/usr/bin/env bash
 # Builds the console: the WebAssembly half, the stylesheet and assets into target/site, and the
 # server binary. `--release` for an optimised build (what `run.sh` and the tests use).
+#
+# This is what `cargo leptos build` does, with plain cargo, wasm-bindgen and wasm-opt, so that a
+# new machine need not build cargo-leptos first. The environment below is the one cargo-leptos
+# gives its builds (the workspace's [[workspace.metadata.leptos]]), so that `cargo leptos watch`
+# and this script reuse each other's builds.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
 
-profile_args=()
-if [ "${1:-}" = "--release" ]; then profile_args=(--release); fi
+release=0
+if [ "${1:-}" = "--release" ]; then release=1; fi
 
-gpushare_step "building the browser half (${profile_args[*]:-debug})"
-if [ "$GPUSHARE_TOOLCHAIN" = debian ]; then
-  # Only this build needs unstable cargo flags, to build std for wasm32.
-  RUSTC_BOOTSTRAP=1 cargo leptos build "${profile_args[@]}" --frontend-only "${GPUSHARE_WASM_ARGS[@]}"
+site="$GPUSHARE_ROOT/target/site"
+pkg="$site/pkg"
+export LEPTOS_OUTPUT_NAME=gpushare LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_DIR=pkg \
+  LEPTOS_SITE_ADDR=127.0.0.1:3000 LEPTOS_RELOAD_PORT=3001 LEPTOS_LIB_DIR=app \
+  LEPTOS_BIN_DIR=server LEPTOS_HASH_FILES=false
+if [ "$release" = 1 ]; then
+  export LEPTOS_JS_MINIFY=true
+  wasm_profile=wasm-release server_profile=(--release) server_dir=release
 else
-  cargo leptos build "${profile_args[@]}" --frontend-only
+  export LEPTOS_JS_MINIFY=false
+  wasm_profile=dev server_profile=() server_dir=debug
 fi
 
-gpushare_step "building the server (${profile_args[*]:-debug})"
-cargo leptos build "${profile_args[@]}" --server-only
+gpushare_step "building the browser half ($wasm_profile)"
+front="$CARGO_TARGET_DIR/front"
+wasm_build=(cargo build --package=app --lib --target-dir="$front" --target=wasm32-unknown-unknown
+  --no-default-features --features=hydrate --profile="$wasm_profile")
+if [ "$GPUSHARE_TOOLCHAIN" = debian ]; then
+  # Only this build needs unstable cargo flags, to build std for wasm32.
+  RUSTC_BOOTSTRAP=1 "${wasm_build[@]}" -Zbuild-std=std,panic_abort
+else
+  "${wasm_build[@]}"
+fi
+mkdir -p "$pkg"
+wasm-bindgen --target=web --out-name=gpushare --out-dir="$pkg" \
+  "$front/wasm32-unknown-unknown/$([ "$wasm_profile" = dev ] && echo debug || echo "$wasm_profile")/app.wasm"
+# The name the server's hydration script asks for (as cargo-leptos names it).
+mv -f "$pkg/gpushare_bg.wasm" "$pkg/gpushare.wasm"
+if [ "$release" = 1 ]; then
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    "$pkg/gpushare.wasm" -o "$pkg/gpushare.wasm"
+fi
+
+gpushare_step "copying the stylesheet and assets"
+cp style/main.css "$pkg/gpushare.css"
+cp -R public/. "$site/"
+
+gpushare_step "building the server (${server_profile[*]:-debug})"
+cargo build --package=gpushare --bin=gpushare --no-default-features "${server_profile[@]}"
+echo "built $CARGO_TARGET_DIR/$server_dir/gpushare and the site in $site"

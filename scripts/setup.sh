@@ -39,13 +39,6 @@ apt_install wrk
 apt_install postgresql
 command -v node >/dev/null 2>&1 || apt_install nodejs npm
 
-# cargo-leptos builds the site.
-leptos_version=0.3.11
-if ! cargo leptos --version 2>/dev/null | grep -q "$leptos_version"; then
-  gpushare_step "installing cargo-leptos $leptos_version (a one-time build of about 20 minutes)"
-  cargo install cargo-leptos --version "$leptos_version" --locked
-fi
-
 # wasm-bindgen's CLI must be exactly the version of the wasm-bindgen crate in Cargo.lock.
 # Without --locked: its lock file pins a crate version the registry no longer serves.
 bindgen_version="$(gpushare_wasm_bindgen_version)"
