@@ -37,13 +37,20 @@ else
   "${wasm_build[@]}"
 fi
 mkdir -p "$pkg"
-wasm-bindgen --target=web --out-name=gpushare --out-dir="$pkg" \
-  "$front/wasm32-unknown-unknown/$([ "$wasm_profile" = dev ] && echo debug || echo "$wasm_profile")/app.wasm"
-# The name the server's hydration script asks for (as cargo-leptos names it).
-mv -f "$pkg/gpushare_bg.wasm" "$pkg/gpushare.wasm"
-if [ "$release" = 1 ]; then
-  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-    "$pkg/gpushare.wasm" -o "$pkg/gpushare.wasm"
+input="$front/wasm32-unknown-unknown/$([ "$wasm_profile" = dev ] && echo debug || echo "$wasm_profile")/app.wasm"
+# Binding and optimising take minutes: skipped when the site already holds this very build.
+stamp="$wasm_profile $(stat -c %Y "$input") $(wasm-bindgen --version)"
+if [ "$(cat "$GPUSHARE_ROOT/target/.site-built-from" 2>/dev/null)" = "$stamp" ] && [ -f "$pkg/gpushare.wasm" ]; then
+  echo "the site's WebAssembly is this build's already"
+else
+  wasm-bindgen --target=web --out-name=gpushare --out-dir="$pkg" "$input"
+  # The name the server's hydration script asks for (as cargo-leptos names it).
+  mv -f "$pkg/gpushare_bg.wasm" "$pkg/gpushare.wasm"
+  if [ "$release" = 1 ]; then
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      "$pkg/gpushare.wasm" -o "$pkg/gpushare.wasm"
+  fi
+  echo "$stamp" > "$GPUSHARE_ROOT/target/.site-built-from"
 fi
 
 gpushare_step "copying the stylesheet and assets"
