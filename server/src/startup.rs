@@ -100,7 +100,6 @@ pub fn start(
         history,
         body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
         request_timeout: Duration::from_secs(args.request_timeout),
-        renders: crate::http::renders::RenderLimit::for_this_machine(),
     })
 }
 

@@ -13,7 +13,6 @@ pub mod metrics;
 pub mod origin;
 pub mod panics;
 pub mod plan;
-pub mod renders;
 pub mod security;
 pub mod serve;
 pub mod services;
@@ -39,15 +38,10 @@ use state::AppState;
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
 /// bottom-up: metrics, tracing, security headers, the catching of panics, clear errors for
 /// oversized and slow requests, the refusal of requests from elsewhere (host, origin, content
-/// type), sign-in, compression, the timeout, a page's wait for a render permit, and the body
-/// limit.
+/// type), sign-in, compression, the timeout, and the body limit.
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
     router
         .layer(RequestBodyLimitLayer::new(state.body_limit))
-        .layer(middleware::from_fn_with_state(
-            state.renders.clone(),
-            renders::limit,
-        ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.request_timeout,

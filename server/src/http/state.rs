@@ -48,8 +48,6 @@ pub struct AppState {
     pub costs: Arc<Costs>,
     /// The allocation history the cost review reads and the recorder writes.
     pub history: Arc<crate::cost_history::SqlCostHistory>,
-    /// The pages rendered at once, at most.
-    pub renders: super::renders::RenderLimit,
 }
 
 impl AppState {
