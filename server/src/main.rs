@@ -4,6 +4,12 @@ use clap::Parser;
 
 use gpushare::config::{BenchCommand, Cli, Command};
 
+/// The allocator: mimalloc gives freed memory back to the system. With glibc's, memory freed
+/// after a burst of page renders stayed with the process — on `large` under load the console's
+/// resident memory reached 950 MiB while its heap never held more than about 100 MiB.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

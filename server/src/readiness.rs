@@ -96,7 +96,7 @@ impl ReadinessCheck for SiteAssets {
                 Ok(())
             } else {
                 Err(format!(
-                    "missing {}; build the site with `cargo leptos build --release` or point \
+                    "missing {}; build the site with `./scripts/build.sh --release` or point \
                      --site-root at a built site",
                     missing.join(", ")
                 ))
