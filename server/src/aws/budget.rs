@@ -204,6 +204,15 @@ impl Budget {
         self.snapshot_taken.load(Ordering::Relaxed)
     }
 
+    /// Whether `action`'s group is paced slower because ECS throttled many of its calls lately.
+    pub fn slowed(&self, action: &str) -> bool {
+        let Some(group) = group_of(action) else {
+            return false;
+        };
+        let paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
+        paces.get(group.name).is_some_and(|pace| pace.slow < 1.0)
+    }
+
     /// Page reads that gave up waiting for the budget so far.
     pub fn turned_away(&self) -> u64 {
         self.turned_away.load(Ordering::Relaxed)
@@ -370,6 +379,7 @@ mod tests {
         }
         // A second later: 0.5 + 0.1 recovered of 20 a second.
         assert_eq!(take(at(4_000), 50), 12);
+        assert!(budget.slowed("DescribeServices"));
         // More throttling in the same window does not halve it again.
         for _ in 0..20 {
             budget.throttled_at("DescribeServices", at(4_000));

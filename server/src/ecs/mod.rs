@@ -42,6 +42,8 @@ const TASKS_TTL: Duration = Duration::ZERO;
 /// How long a page's read waits for the console's share of ECS's request rate before it says
 /// the share is in use.
 const ON_DEMAND_WAIT: Duration = Duration::from_secs(5);
+/// How long it waits while ECS throttles that kind of call.
+const SLOWED_WAIT: Duration = Duration::from_millis(500);
 /// How long a family's newest active revision is kept (the console's own registrations forget
 /// it at once).
 const LATEST_ACTIVE_TTL: Duration = Duration::from_secs(5);
@@ -92,13 +94,23 @@ impl Ecs {
         let Some(budget) = &self.budget else {
             return Ok(());
         };
-        if budget
-            .take_within(action, Lane::OnDemand, ON_DEMAND_WAIT)
-            .await
-        {
+        // While ECS throttles this kind of call, a page does not wait long for a token: its
+        // cache shows the last answer, and says why, sooner.
+        let limit = if budget.slowed(action) {
+            SLOWED_WAIT
+        } else {
+            ON_DEMAND_WAIT
+        };
+        if budget.take_within(action, Lane::OnDemand, limit).await {
             return Ok(());
         }
-        Err(ServiceError::unavailable(if budget.has_snapshot() {
+        Err(ServiceError::unavailable(if budget.slowed(action) {
+            format!(
+                "ECS is throttling requests ({action}: Rate exceeded on many calls lately), so \
+                 the console has slowed its reads of this kind and keeps what is left for the \
+                 fleet refresh; try again in a few seconds"
+            )
+        } else if budget.has_snapshot() {
             format!(
                 "the console's share of ECS's request rate for {action} is in use by the fleet \
                  refresh and other pages; try again in a few seconds"

@@ -64,6 +64,8 @@ pub fn temp_dir(what: &str) -> PathBuf {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
+    // An earlier run whose process had the same id may have left this very directory behind.
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
