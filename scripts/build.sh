@@ -26,6 +26,26 @@ else
   wasm_profile=dev server_profile=() server_dir=debug
 fi
 
+# The server's build runs beside the browser half's steps, most of which keep one core busy
+# (installing wasm-bindgen's CLI, the single-unit WebAssembly link, wasm-opt). Its output is kept
+# in a log and shown once the browser half is done. GPUSHARE_BUILD_TIMINGS=1 has cargo write a
+# report of where the server's build spent its time (target/cargo-timings/).
+server_log="$(mktemp)"
+server_build=(cargo build --package=gpushare --bin=gpushare --no-default-features "${server_profile[@]}")
+if [ "${GPUSHARE_BUILD_TIMINGS:-0}" = 1 ]; then server_build+=(--timings); fi
+gpushare_step "building the server (${server_profile[*]:-debug}) in the background"
+"${server_build[@]}" >"$server_log" 2>&1 &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true; rm -f "$server_log"' EXIT
+
+# wasm-bindgen's CLI must be exactly the version of the wasm-bindgen crate in Cargo.lock.
+# Without --locked: its lock file pins a crate version the registry no longer serves.
+bindgen_version="$(gpushare_wasm_bindgen_version)"
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen_version\$"; then
+  gpushare_step "installing wasm-bindgen-cli $bindgen_version"
+  cargo install wasm-bindgen-cli --version "$bindgen_version" --force
+fi
+
 gpushare_step "building the browser half ($wasm_profile)"
 front="$CARGO_TARGET_DIR/front"
 wasm_build=(cargo build --package=app --lib --target-dir="$front" --target=wasm32-unknown-unknown
@@ -57,6 +77,11 @@ gpushare_step "copying the stylesheet and assets"
 cp style/main.css "$pkg/gpushare.css"
 cp -R public/. "$site/"
 
-gpushare_step "building the server (${server_profile[*]:-debug})"
-cargo build --package=gpushare --bin=gpushare --no-default-features "${server_profile[@]}"
+gpushare_step "the server's build (${server_profile[*]:-debug}), which ran beside the browser half"
+# Its output so far, then the rest as it comes.
+tail -n +1 -f --pid="$server_pid" "$server_log"
+if ! wait "$server_pid"; then
+  echo "the server's build failed (its output is above)" >&2
+  exit 1
+fi
 echo "built $CARGO_TARGET_DIR/$server_dir/gpushare and the site in $site"

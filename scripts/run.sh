@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
 
-"$GPUSHARE_ROOT/scripts/setup.sh"
+"$GPUSHARE_ROOT/scripts/setup.sh" --build
 "$GPUSHARE_ROOT/scripts/build.sh" --release
 
 gpushare_step "starting gpushare"

@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # Installs everything gpushare needs to build and test, skipping what is already there.
 # Safe to run again: a second run takes seconds. Downloads only from the package registries.
+#
+#   setup.sh           everything: building, and running the tests (what test.sh calls)
+#   setup.sh --build   only what building and serving need (what run.sh calls): no browser,
+#                      no PostgreSQL, no benchmark tools
+#
+# wasm-bindgen's CLI is installed by build.sh, while the server compiles beside it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+build_only=0
+case "${1:-}" in
+  --build) build_only=1 ;;
+  "") ;;
+  *) echo "setup.sh: unknown option '$1' (use --build, or nothing)" >&2; exit 2 ;;
+esac
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -30,22 +43,7 @@ else
   rustup component add clippy rustfmt >/dev/null
 fi
 
-# The browser for the end-to-end tests, Node.js for their runner, and pkg-config/OpenSSL-free
-# builds need nothing else.
-apt_install chromium
-# wrk measures the JSON API's throughput in `gpushare bench fleet`.
-apt_install wrk
-# PostgreSQL: the audit log's tests start a real server from its binaries.
-apt_install postgresql
 command -v node >/dev/null 2>&1 || apt_install nodejs npm
-
-# wasm-bindgen's CLI must be exactly the version of the wasm-bindgen crate in Cargo.lock.
-# Without --locked: its lock file pins a crate version the registry no longer serves.
-bindgen_version="$(gpushare_wasm_bindgen_version)"
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen_version\$"; then
-  gpushare_step "installing wasm-bindgen-cli $bindgen_version"
-  cargo install wasm-bindgen-cli --version "$bindgen_version" --force
-fi
 
 # npm packages: the browser driver for the end-to-end tests and wasm-opt for release builds.
 if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \
@@ -55,20 +53,26 @@ if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \
   (cd "$GPUSHARE_ROOT/end2end" && npm ci --no-audit --no-fund)
 fi
 
-# boto3 from PyPI, in its own virtual environment: `gpushare bench fleet` times the fleet walk
-# as a plain sequential boto3 script would do it.
-boto3_version=1.43.11
-if ! "$GPUSHARE_PYTHON" -c "import boto3, sys; sys.exit(boto3.__version__ != '$boto3_version')" 2>/dev/null; then
-  gpushare_step "installing boto3 $boto3_version in $(dirname "$(dirname "$GPUSHARE_PYTHON")")"
-  python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
-  python3 -m venv "$(dirname "$(dirname "$GPUSHARE_PYTHON")")"
-  "$GPUSHARE_PYTHON" -m pip install --quiet --disable-pip-version-check "boto3==$boto3_version"
-fi
+if [ "$build_only" = 0 ]; then
+  # The browser for the end-to-end tests; wrk, which measures the JSON API's throughput in
+  # `gpushare bench fleet`; PostgreSQL, whose binaries the audit log's tests start a server from.
+  apt_install chromium wrk postgresql
 
-# cargo-nextest runs the Rust tests; the machine image usually has it.
-if ! cargo nextest --version >/dev/null 2>&1; then
-  gpushare_step "installing cargo-nextest"
-  cargo install cargo-nextest --locked
+  # boto3 from PyPI, in its own virtual environment: `gpushare bench fleet` times the fleet walk
+  # as a plain sequential boto3 script would do it.
+  boto3_version=1.43.11
+  if ! "$GPUSHARE_PYTHON" -c "import boto3, sys; sys.exit(boto3.__version__ != '$boto3_version')" 2>/dev/null; then
+    gpushare_step "installing boto3 $boto3_version in $(dirname "$(dirname "$GPUSHARE_PYTHON")")"
+    python3 -c 'import venv' 2>/dev/null || apt_install python3-venv
+    python3 -m venv "$(dirname "$(dirname "$GPUSHARE_PYTHON")")"
+    "$GPUSHARE_PYTHON" -m pip install --quiet --disable-pip-version-check "boto3==$boto3_version"
+  fi
+
+  # cargo-nextest runs the Rust tests; the machine image usually has it.
+  if ! cargo nextest --version >/dev/null 2>&1; then
+    gpushare_step "installing cargo-nextest"
+    cargo install cargo-nextest --locked
+  fi
 fi
 
 gpushare_step "set-up complete (toolchain: $GPUSHARE_TOOLCHAIN, $(cargo --version))"
