@@ -43,7 +43,9 @@ trap 'kill "$server_pid" 2>/dev/null || true; rm -f "$server_log"' EXIT
 bindgen_version="$(gpushare_wasm_bindgen_version)"
 if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen_version\$"; then
   gpushare_step "installing wasm-bindgen-cli $bindgen_version"
-  cargo install wasm-bindgen-cli --version "$bindgen_version" --force
+  # In a target directory of its own: the shared one's lock would have it wait for the server.
+  CARGO_TARGET_DIR="$CARGO_TARGET_DIR/tools" \
+    cargo install wasm-bindgen-cli --version "$bindgen_version" --force
 fi
 
 gpushare_step "building the browser half ($wasm_profile)"
