@@ -48,6 +48,22 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $bindgen_version\$"; then
     cargo install wasm-bindgen-cli --version "$bindgen_version" --force
 fi
 
+# Copies compressed at the best quality, once per build, which the server sends in place of
+# compressing each file on every request (server/src/http/site.rs). Written after their file, so
+# never older than it; a debug build only removes them.
+precompress() {
+  for file in "$@"; do
+    rm -f "$file.br" "$file.gz"
+    if [ "$release" = 1 ]; then
+      brotli --best --force --output="$file.br" "$file"
+      gzip --best --force --keep "$file"
+      # Both tools give a copy its file's time (brotli to the second): the server takes a copy
+      # older than its file for a stale one.
+      touch "$file.br" "$file.gz"
+    fi
+  done
+}
+
 gpushare_step "building the browser half ($wasm_profile)"
 front="$CARGO_TARGET_DIR/front"
 wasm_build=(cargo build --package=app --lib --target-dir="$front" --target=wasm32-unknown-unknown
@@ -72,12 +88,14 @@ else
     wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
       "$pkg/gpushare.wasm" -o "$pkg/gpushare.wasm"
   fi
+  precompress "$pkg/gpushare.wasm" "$pkg/gpushare.js"
   echo "$stamp" > "$GPUSHARE_ROOT/target/.site-built-from"
 fi
 
 gpushare_step "copying the stylesheet and assets"
 cp style/main.css "$pkg/gpushare.css"
 cp -R public/. "$site/"
+precompress "$pkg/gpushare.css"
 
 gpushare_step "the server's build (${server_profile[*]:-debug}), which ran beside the browser half"
 # Its output so far, then the rest as it comes.

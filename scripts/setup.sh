@@ -44,6 +44,8 @@ else
 fi
 
 command -v node >/dev/null 2>&1 || apt_install nodejs npm
+# brotli compresses the site's files once per release build.
+apt_install brotli
 
 # npm packages: the browser driver for the end-to-end tests and wasm-opt for release builds.
 if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \

@@ -2,6 +2,9 @@
 // pages read with JavaScript off.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import zlib from 'node:zlib';
 
 import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
 
@@ -115,5 +118,51 @@ describe('without JavaScript', () => {
     assert.equal(response.status(), 404);
     assert.equal(await page.locator('h1').textContent(), 'Page not found');
     await context.close();
+  });
+});
+
+describe("the site's files", () => {
+  const pkg = new URL('../../target/site/pkg/', import.meta.url);
+  // The bytes as sent, not decoded: node's fetch would decode them.
+  const raw = (path, encoding) =>
+    new Promise((resolve, reject) => {
+      const headers = encoding ? { 'accept-encoding': encoding } : {};
+      http
+        .get(BASE_URL + path, { headers }, (response) => {
+          const chunks = [];
+          response.on('data', (chunk) => chunks.push(chunk));
+          response.on('end', () => resolve({ response, body: Buffer.concat(chunks) }));
+        })
+        .on('error', reject);
+    });
+
+  test('the WebAssembly is sent as the copy compressed at build time, as each client accepts', async () => {
+    const wasm = readFileSync(new URL('gpushare.wasm', pkg));
+    const brotli = await raw('/pkg/gpushare.wasm', 'br, gzip');
+    assert.equal(brotli.response.statusCode, 200);
+    assert.equal(brotli.response.headers['content-encoding'], 'br');
+    assert.equal(brotli.response.headers['content-type'], 'application/wasm');
+    assert.ok(
+      brotli.body.equals(readFileSync(new URL('gpushare.wasm.br', pkg))),
+      'the bytes of gpushare.wasm.br, not a compression made for this request',
+    );
+    assert.ok(zlib.brotliDecompressSync(brotli.body).equals(wasm), 'which decode to the WebAssembly');
+    assert.ok(brotli.body.length < wasm.length / 3, `${brotli.body.length} of ${wasm.length} bytes`);
+
+    const gzip = await raw('/pkg/gpushare.wasm', 'gzip');
+    assert.equal(gzip.response.headers['content-encoding'], 'gzip');
+    assert.ok(zlib.gunzipSync(gzip.body).equals(wasm));
+
+    const plain = await raw('/pkg/gpushare.wasm');
+    assert.equal(plain.response.headers['content-encoding'], undefined);
+    assert.ok(plain.body.equals(wasm));
+  });
+
+  test('the stylesheet and the script are sent compressed too', async () => {
+    for (const file of ['gpushare.css', 'gpushare.js']) {
+      const { response, body } = await raw('/pkg/' + file, 'br');
+      assert.equal(response.headers['content-encoding'], 'br', file);
+      assert.ok(zlib.brotliDecompressSync(body).equals(readFileSync(new URL(file, pkg))), file);
+    }
   });
 });

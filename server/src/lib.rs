@@ -230,8 +230,8 @@ pub fn router(state: AppState) -> Router {
         )
         .nest_service(
             "/pkg",
-            tower_http::services::ServeDir::new(
-                std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"),
+            http::site::pkg_files(
+                &std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"),
             )
             .not_found_service(axum::routing::any(http::api::bare_not_found).with_state(())),
         )

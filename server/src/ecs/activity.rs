@@ -111,7 +111,7 @@ impl Ecs {
         query: &TaskQuery,
     ) -> Result<Vec<TaskInfo>, ServiceError> {
         let places = Places::of(self.fleet.as_ref(), cluster);
-        let mut pages = self
+        let pages = self
             .client
             .list_tasks()
             .cluster(cluster)
@@ -124,16 +124,11 @@ impl Ecs {
             .into_paginator()
             .send();
         let mut arns = Vec::new();
-        let mut more = true;
-        while more {
-            self.paced("ListTasks").await?;
-            let Some(page) = pages.next().await else {
-                break;
-            };
-            let page = page.map_err(|e| errors::ecs_read("ListTasks", &e))?;
-            more = page.next_token().is_some();
+        self.paced_pages("ListTasks", pages, |page| {
             arns.extend(page.task_arns().iter().cloned());
-        }
+            page.next_token().is_some()
+        })
+        .await?;
         let (client, places) = (&self.client, &places);
         let described: Vec<Vec<TaskInfo>> =
             stream::iter(arns.chunks(TASKS_PER_CALL).map(<[_]>::to_vec))

@@ -14,9 +14,13 @@ pub mod task_definitions;
 
 use std::{sync::Arc, time::Duration};
 
+use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_async::future::pagination_stream::PaginationStream;
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 use cache::ReadCache;
 
 use crate::aws::budget::{Budget, Lane};
+use crate::aws::errors;
 
 use app::{
     model::{
@@ -122,6 +126,28 @@ impl Ecs {
                  again in a minute"
             )
         }))
+    }
+
+    /// Reads `pages` of `action` one at a time, each after a token of the pages' lane, and hands
+    /// each page to `take`, until `take` answers that nothing more is wanted or the pages end.
+    pub(crate) async fn paced_pages<T, E>(
+        &self,
+        action: &'static str,
+        mut pages: PaginationStream<Result<T, SdkError<E, HttpResponse>>>,
+        mut take: impl FnMut(T) -> bool,
+    ) -> Result<(), ServiceError>
+    where
+        E: std::error::Error + ProvideErrorMetadata + 'static,
+    {
+        loop {
+            self.paced(action).await?;
+            let Some(page) = pages.next().await else {
+                return Ok(());
+            };
+            if !take(page.map_err(|e| errors::ecs_read(action, &e))?) {
+                return Ok(());
+            }
+        }
     }
 
     /// Reads what capacity providers may launch through `ec2` and `autoscaling` too.

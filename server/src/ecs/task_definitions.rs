@@ -145,23 +145,18 @@ impl Ecs {
 
     /// The latest revision of every active family.
     pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, ServiceError> {
-        let mut pages = self
+        let pages = self
             .client
             .list_task_definition_families()
             .status(TaskDefinitionFamilyStatus::Active)
             .into_paginator()
             .send();
         let mut families = Vec::new();
-        let mut more = true;
-        while more {
-            self.paced("ListTaskDefinitionFamilies").await?;
-            let Some(page) = pages.next().await else {
-                break;
-            };
-            let page = page.map_err(|e| errors::ecs_read("ListTaskDefinitionFamilies", &e))?;
-            more = page.next_token().is_some();
+        self.paced_pages("ListTaskDefinitionFamilies", pages, |page| {
             families.extend(page.families().iter().cloned());
-        }
+            page.next_token().is_some()
+        })
+        .await?;
         self.details(families).await
     }
 
@@ -172,7 +167,7 @@ impl Ecs {
         family: &str,
         status: TaskDefinitionStatus,
     ) -> Result<Vec<String>, ServiceError> {
-        let mut pages = self
+        let pages = self
             .client
             .list_task_definitions()
             .family_prefix(family)
@@ -181,24 +176,16 @@ impl Ecs {
             .into_paginator()
             .send();
         let mut arns = Vec::new();
-        let mut more = true;
-        while more {
-            self.paced("ListTaskDefinitions").await?;
-            let Some(page) = pages.next().await else {
-                break;
-            };
-            let page = page.map_err(|e| errors::ecs_read("ListTaskDefinitions", &e))?;
-            more = page.next_token().is_some();
+        self.paced_pages("ListTaskDefinitions", pages, |page| {
             arns.extend(
                 page.task_definition_arns()
                     .iter()
                     .filter(|arn| family_of(arn) == family)
                     .cloned(),
             );
-            if arns.len() >= REVISIONS_SHOWN {
-                break;
-            }
-        }
+            page.next_token().is_some() && arns.len() < REVISIONS_SHOWN
+        })
+        .await?;
         Ok(arns)
     }
 

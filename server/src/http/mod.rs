@@ -16,6 +16,7 @@ pub mod plan;
 pub mod security;
 pub mod serve;
 pub mod services;
+pub mod site;
 pub mod state;
 pub mod streams;
 pub mod task_definitions;
@@ -28,7 +29,9 @@ use axum::{
 };
 use http::StatusCode;
 use tower_http::{
-    compression::CompressionLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer,
+    compression::{CompressionLayer, CompressionLevel},
+    limit::RequestBodyLimitLayer,
+    timeout::TimeoutLayer,
     trace::TraceLayer,
 };
 
@@ -46,7 +49,15 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
             StatusCode::REQUEST_TIMEOUT,
             state.request_timeout,
         ))
-        .layer(CompressionLayer::new().gzip(true).br(true))
+        // Brotli at quality 4 and gzip at 4: answers are compressed as they are sent, and brotli's
+        // default (11) takes seconds of a core for a large page. The site's own files are sent
+        // from copies compressed at the best quality when it was built (`site.rs`).
+        .layer(
+            CompressionLayer::new()
+                .gzip(true)
+                .br(true)
+                .quality(CompressionLevel::Precise(4)),
+        )
         .layer(middleware::from_fn_with_state(
             state.clone(),
             crate::auth::identify,
