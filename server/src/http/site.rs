@@ -52,14 +52,13 @@ mod tests {
     use super::*;
 
     fn touch(path: &Path, seconds_ago: u64) {
-        std::fs::write(path, b"x").unwrap();
+        std::fs::write(path, b"x").expect("a file in the test's directory");
         let when = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
         std::fs::File::options()
             .write(true)
             .open(path)
-            .unwrap()
-            .set_modified(when)
-            .unwrap();
+            .and_then(|file| file.set_modified(when))
+            .expect("the file's time set");
     }
 
     #[test]
@@ -87,7 +86,7 @@ mod tests {
     fn tempfile_dir(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("gpushare-site-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("the test's directory");
         dir
     }
 }
