@@ -2,9 +2,10 @@
 //!
 //! `scripts/build.sh` writes a brotli (quality 11) and a gzip copy beside each of them, once per
 //! build: compressing the 4 MB WebAssembly at brotli's best on every page load took seconds of a
-//! core each time, and a lower quality sends a third more. The copies are served only while each
-//! is at least as new as its file; a site written by another tool (`cargo leptos watch`) leaves
-//! them older, and its files are then compressed as they are sent, as every other answer is.
+//! core each time, and a lower quality sends a third more. The copies are served only if, when the
+//! server starts, each is at least as new as its file; a site written since by another tool
+//! (`cargo leptos watch`) leaves them older, and its files are then compressed as they are sent,
+//! as every other answer is.
 
 use std::path::Path;
 
