@@ -50,12 +50,17 @@ struct Pace {
 }
 
 /// How ECS answered a group's calls lately: a throttling answer now and then (a fault, a
-/// moment's contention) is tried again; many of them mean the bucket is empty, and the pace
-/// halves, at most once a window.
+/// moment's contention) is tried again; most of a window's attempts throttled mean the bucket is
+/// empty, and the pace halves, at most once a window.
+///
+/// Every attempt counts, the SDK's and the console's retries too (they are throttled as often as
+/// first tries), and only a window with a few of them is judged: one in five calls throttled at
+/// random met the old test (more than a third of the paced calls, retries not counted) in most
+/// windows of a few calls, and the pages' reads gave up after half a second.
 #[derive(Debug)]
 struct Window {
     started: Instant,
-    calls: u32,
+    attempts: u32,
     throttled: u32,
     /// Whether the pace was halved in this window already.
     cut: bool,
@@ -64,11 +69,14 @@ struct Window {
 /// The span over which throttling answers are counted.
 const WINDOW: Duration = Duration::from_secs(2);
 
+/// The attempts a window needs before its throttling answers can halve the pace.
+const JUDGED_AFTER: u32 = 6;
+
 impl Window {
     fn new(now: Instant) -> Window {
         Window {
             started: now,
-            calls: 0,
+            attempts: 0,
             throttled: 0,
             cut: false,
         }
@@ -81,12 +89,13 @@ impl Window {
         }
     }
 
-    /// Notes a throttling answer; whether the pace should halve now: more than a third of the
-    /// window's calls (and at least two) were throttled, and it has not halved in this window.
-    fn throttled(&mut self, now: Instant) -> bool {
+    /// Notes an attempt's answer; whether the pace should halve now: the window has had at least
+    /// [`JUDGED_AFTER`] attempts, more than half of them throttled, and it has not halved yet.
+    fn answered(&mut self, throttled: bool, now: Instant) -> bool {
         self.roll(now);
-        self.throttled += 1;
-        let many = self.throttled >= 2 && self.throttled * 3 > self.calls;
+        self.attempts += 1;
+        self.throttled += u32::from(throttled);
+        let many = self.attempts >= JUDGED_AFTER && self.throttled * 2 > self.attempts;
         let cut = many && !self.cut;
         self.cut |= cut;
         cut
@@ -157,8 +166,6 @@ impl Budget {
         };
         if pace.tokens >= needed {
             pace.tokens -= 1.0;
-            pace.window.roll(now);
-            pace.window.calls += 1;
             Duration::ZERO
         } else {
             Duration::from_secs_f64(((needed - pace.tokens) / rate).min(60.0))
@@ -218,23 +225,26 @@ impl Budget {
         self.turned_away.load(Ordering::Relaxed)
     }
 
-    /// ECS throttled a call of `action` anyway. When it throttles many of the group's calls
-    /// (other callers use the bucket), the group's pace halves, at most once every two seconds
-    /// and down to a sixteenth, and recovers over about ten seconds; a throttling answer now and
-    /// then is only tried again (halving for each would starve the refresher: under a fault rate
-    /// of one call in five, reads crept at a sixteenth of their pace).
-    pub fn throttled(&self, action: &str) {
-        self.throttled_at(action, Instant::now());
+    /// ECS answered an attempt of `action`, throttling it or not. When it throttles most of the
+    /// group's attempts (other callers use the bucket), the group's pace halves, at most once
+    /// every two seconds and down to a sixteenth, and recovers over about ten seconds; a
+    /// throttling answer now and then is only tried again (halving for each would starve the
+    /// refresher: under a fault rate of one call in five, reads crept at a sixteenth of their
+    /// pace).
+    pub fn answered(&self, action: &str, throttled: bool) {
+        self.answered_at(action, throttled, Instant::now());
     }
 
-    fn throttled_at(&self, action: &str, now: Instant) {
-        self.throttled.fetch_add(1, Ordering::Relaxed);
+    fn answered_at(&self, action: &str, throttled: bool, now: Instant) {
+        if throttled {
+            self.throttled.fetch_add(1, Ordering::Relaxed);
+        }
         let Some(group) = group_of(action) else {
             return;
         };
         let mut paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pace) = paces.get_mut(group.name) {
-            if pace.window.throttled(now) {
+            if pace.window.answered(throttled, now) {
                 pace.slow = (pace.slow / 2.0).max(1.0 / 16.0);
                 pace.tokens = pace.tokens.min(0.0);
             }
@@ -361,32 +371,71 @@ mod tests {
     }
 
     #[test]
-    fn many_throttled_calls_halve_the_pace_once_a_window_and_it_recovers() {
+    fn most_attempts_throttled_halve_the_pace_once_a_window_and_it_recovers() {
         let budget = Budget::new(100);
         let start = Instant::now();
         let at = |ms: u64| start + Duration::from_millis(ms);
         let take = |now, n| taken(&budget, "DescribeServices", Lane::Foreground, now, n);
+        let answers = |now, ok: usize, throttled: usize| {
+            for _ in 0..ok {
+                budget.answered_at("DescribeServices", false, now);
+            }
+            for _ in 0..throttled {
+                budget.answered_at("ListServices", true, now);
+            }
+        };
         assert_eq!(take(start, 200), 100);
-        // Two throttled calls out of a hundred: tried again, the pace stays (20 a second).
-        budget.throttled_at("DescribeServices", start);
-        budget.throttled_at("ListServices", start);
+        // Two throttled attempts out of a hundred: tried again, the pace stays (20 a second).
+        answers(start, 98, 2);
         assert_eq!(budget.throttled_calls(), 2);
         assert_eq!(take(at(1_000), 50), 20);
-        // A new window: 40 calls, 20 of them throttled — the bucket is empty. Half the pace, once.
+        assert!(!budget.slowed("DescribeServices"));
+        // A new window: 40 attempts, 30 of them throttled — the bucket is empty. Half the pace,
+        // once.
         assert_eq!(take(at(3_000), 50), 40);
-        for _ in 0..20 {
-            budget.throttled_at("DescribeServices", at(3_000));
-        }
+        answers(at(3_000), 10, 30);
         // A second later: 0.5 + 0.1 recovered of 20 a second.
         assert_eq!(take(at(4_000), 50), 12);
         assert!(budget.slowed("DescribeServices"));
         // More throttling in the same window does not halve it again.
-        for _ in 0..20 {
-            budget.throttled_at("DescribeServices", at(4_000));
-        }
+        answers(at(4_000), 0, 20);
         assert_eq!(take(at(4_500), 50), 6);
         // Recovered after some seconds of no throttling.
         assert_eq!(take(at(60_000), 200), 100);
+        assert!(!budget.slowed("DescribeServices"));
+    }
+
+    #[test]
+    fn a_few_throttled_attempts_in_a_quiet_window_do_not_halve_the_pace() {
+        let budget = Budget::new(100);
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        assert_eq!(
+            taken(
+                &budget,
+                "DescribeTaskDefinition",
+                Lane::Foreground,
+                start,
+                1
+            ),
+            1
+        );
+        // One call in five throttled at random, on a group the refresher hardly uses: windows of
+        // three to five attempts with two or three throttled (the old test halved the pace for
+        // each, and the pages' reads gave up after half a second).
+        for (window, (ok, throttled)) in [(1, 2), (2, 2), (2, 3), (3, 2)].into_iter().enumerate() {
+            let now = at(2 * window as u64 + 2);
+            for n in 0..ok + throttled {
+                budget.answered_at("DescribeTaskDefinition", n < throttled, now);
+            }
+        }
+        assert!(!budget.slowed("DescribeTaskDefinition"));
+        // Six attempts, four throttled: judged, and most were throttled.
+        let now = at(20);
+        for n in 0..6 {
+            budget.answered_at("DescribeTaskDefinition", n < 4, now);
+        }
+        assert!(budget.slowed("DescribeTaskDefinition"));
     }
 
     #[test]

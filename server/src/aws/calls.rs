@@ -172,10 +172,8 @@ impl Intercept for CountCalls {
         );
         self.counts
             .attempt(self.service, &operation, outcome, attempt > 1);
-        if outcome == Outcome::Throttled {
-            if let Some(budget) = &self.budget {
-                budget.throttled(&operation);
-            }
+        if let Some(budget) = &self.budget {
+            budget.answered(&operation, outcome == Outcome::Throttled);
         }
         Ok(())
     }

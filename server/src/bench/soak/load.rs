@@ -177,6 +177,34 @@ pub struct Reads {
     pub internal: u64,
     /// Examples of 5xx answers while the console was up.
     pub errors: Vec<String>,
+    /// 5xx answers while the console was up, by the reason they give.
+    pub reasons: BTreeMap<String, u64>,
+}
+
+/// The reason a 5xx answer gives, short enough to count like answers together: a JSON error's
+/// message, or the first of the console's refusals a page shows, up to its first `;`.
+pub fn reason(body: &str) -> String {
+    let message = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|j| j["error"]["message"].as_str().map(str::to_string));
+    let text = match message {
+        Some(message) => message,
+        None => {
+            const REFUSALS: [&str; 4] = [
+                "ECS is throttling",
+                "the console's share",
+                "the console is still reading",
+                "ECS answered",
+            ];
+            let at = REFUSALS.iter().filter_map(|r| body.find(r)).min();
+            match at {
+                Some(at) => body[at..].to_string(),
+                None => return "a page without a known reason".into(),
+            }
+        }
+    };
+    let end = text.find([';', '<']).unwrap_or(text.len());
+    text[..end].chars().take(120).collect()
 }
 
 /// Reads in flight at most; more are counted as shed.
@@ -234,6 +262,10 @@ pub async fn readers(shared: Arc<Shared>, rate: u32, seed: u64, reads: Arc<Mutex
                     }) || String::from_utf8_lossy(&answer.body).contains("<main");
                     let internal = answer.status == 500 || (answer.status > 500 && !says_why);
                     reads.internal += u64::from(internal);
+                    if answer.status > 500 {
+                        let why = reason(&String::from_utf8_lossy(&answer.body));
+                        *reads.reasons.entry(why).or_default() += 1;
+                    }
                     // Every kind of 5xx is worth an example; the console's own faults first.
                     if (internal && reads.errors.len() < 20)
                         || (answer.status > 500 && reads.errors.len() < 5)
@@ -338,5 +370,27 @@ pub async fn memory(
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason;
+
+    #[test]
+    fn a_refusal_is_counted_by_its_reason_up_to_the_first_semicolon() {
+        let json = r#"{"error":{"code":"unavailable","message":"ECS is throttling requests (ListTasks: Rate exceeded); try again"}}"#;
+        assert_eq!(
+            reason(json),
+            "ECS is throttling requests (ListTasks: Rate exceeded)"
+        );
+        let page =
+            "<html><main><p class=\"banner error\">the console's share of ECS's request rate for \
+                    DescribeServices is in use; try again</p></main></html>";
+        assert_eq!(
+            reason(page),
+            "the console's share of ECS's request rate for DescribeServices is in use"
+        );
+        assert_eq!(reason("<html>oops</html>"), "a page without a known reason");
     }
 }

@@ -181,6 +181,15 @@ pub fn print(found: &mut Found) {
         .collect();
     kinds.sort_by(|a, b| a.what.cmp(&b.what));
     print_table("reads by kind: p50 / p99", &kinds);
+    let mut reasons: Vec<(&String, &u64)> = found.reads.reasons.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let reasons: Vec<Row> = reasons
+        .into_iter()
+        .map(|(why, n)| row(why, n.to_string()))
+        .collect();
+    if !reasons.is_empty() {
+        print_table("reads answered 5xx, by the reason given", &reasons);
+    }
     for line in found
         .ledger
         .examples
