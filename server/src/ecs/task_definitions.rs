@@ -39,6 +39,13 @@ use crate::aws::errors;
 /// DescribeTaskDefinition calls in flight at once for one page.
 const CONCURRENCY: usize = 16;
 
+/// How long a revision described by its ARN is kept for a family's list: its definition never
+/// changes, only its tags may (TagResource, for example a family handed to another team), so it
+/// is described again after a while rather than each time the list is read (a family of ten
+/// revisions cost ten DescribeTaskDefinition calls every 30 s, more than the console's share of
+/// ECS's rate feeds for a few families).
+const DESCRIBED_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The container's GPU setting, as its resource requirements say: the fleet reader's parsing,
 /// so that `ALL` and a sharing strategy beside an empty `value` read the same everywhere.
 pub fn gpu_setting(container: &ContainerDefinition) -> GpuSetting {
@@ -199,7 +206,8 @@ impl Ecs {
             self.revision_arns(&family, TaskDefinitionStatus::Inactive),
         )?;
         let mut arns: Vec<(u32, String)> = active
-            .into_iter()
+            .iter()
+            .cloned()
             .chain(inactive)
             .map(|arn| {
                 let revision = TaskDefinitionId::parse(&arn).map_or(0, |id| id.revision);
@@ -208,8 +216,35 @@ impl Ecs {
             .collect();
         arns.sort_by_key(|(revision, _)| std::cmp::Reverse(*revision));
         arns.truncate(REVISIONS_SHOWN);
-        self.details(arns.into_iter().map(|(_, arn)| arn).collect())
+        self.details_by_arn(arns.into_iter().map(|(_, arn)| arn).collect(), &active)
             .await
+    }
+
+    /// Each revision of `arns` described, in order, through the cache (see [`DESCRIBED_TTL`]);
+    /// whether it is active comes from ECS's lists just read (`active` holds the active ones),
+    /// not from the description kept.
+    async fn details_by_arn(
+        &self,
+        arns: Vec<String>,
+        active: &[String],
+    ) -> Result<Vec<RevisionDetail>, ServiceError> {
+        futures::stream::iter(arns.into_iter().map(|arn| async move {
+            let me = self.clone();
+            let is_active = active.contains(&arn);
+            let mut detail = self
+                .cache
+                .read(
+                    format!("described/{arn}"),
+                    Some(DESCRIBED_TTL),
+                    async move { me.detail(&arn).await },
+                )
+                .await?;
+            detail.active = is_active;
+            Ok::<_, ServiceError>(detail)
+        }))
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await
     }
 
     /// Registers the RegisterTaskDefinition request `task`, after every check: the new

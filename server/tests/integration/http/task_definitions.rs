@@ -562,3 +562,56 @@ async fn an_ecs_error_on_register_comes_back_with_its_code() {
     );
     assert!(answer["registered"].is_null());
 }
+
+#[tokio::test]
+async fn a_familys_list_describes_only_the_revisions_it_has_not_described() {
+    let (app, _) = test_app(false).await;
+    fleet_json(&app, "").await;
+    let status = || {
+        Request::post("/api/console_status")
+            .body(Body::empty())
+            .expect("request")
+    };
+    let register = |from: u32, memory: u32| {
+        let edit = format!(
+            r#"{{"edits": [{{"container": "embed-api", "gpu": {{"kind": "mps", "memory_mib": {memory}}}}}],
+                "description": "memory {memory}", "cluster": "inference-prod"}}"#
+        );
+        post_json(
+            &format!("/api/v1/task-definitions/embed-api/{from}/register"),
+            &edit,
+        )
+    };
+    for (from, memory) in [(1, 6144), (2, 7168), (3, 8192)] {
+        let response = send(&app, register(from, memory)).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "from {from}");
+    }
+    let revisions = |family: &serde_json::Value| -> Vec<u64> {
+        family["revisions"]
+            .as_array()
+            .expect("revisions")
+            .iter()
+            .map(|r| r["revision"].as_u64().unwrap_or(0))
+            .collect()
+    };
+    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
+    assert_eq!(revisions(&family), [4, 3, 2, 1], "{family}");
+
+    // A fifth revision: the registration forgets the family's list, and reading it again
+    // describes the new revision alone.
+    let response = send(&app, register(4, 9216)).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let before = emulator_received(&app, status()).await;
+    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
+    assert_eq!(revisions(&family), [5, 4, 3, 2, 1], "{family}");
+    assert_eq!(
+        family["revisions"][0]["containers"][0]["gpu"]["memory_mib"], 9216,
+        "{family}"
+    );
+    let after = emulator_received(&app, status()).await;
+    let delta = |operation: &str| {
+        after.get(operation).copied().unwrap_or(0) - before.get(operation).copied().unwrap_or(0)
+    };
+    assert_eq!(delta("ecs:DescribeTaskDefinition"), 1, "{after:?}");
+    assert_eq!(delta("ecs:ListTaskDefinitions"), 2, "{after:?}");
+}
