@@ -130,6 +130,33 @@ impl ReadCache {
         self.get::<()>(key).is_some_and(|((), age)| age < ttl)
     }
 
+    /// Changes the answer kept for `key` with `change`, keeping its age, so that it is read
+    /// again from ECS when it would have been; whether one was kept. After a write whose answer
+    /// says what changed, pages show it at once and nobody waits for ECS meanwhile (forgetting
+    /// the entry made every page that needed it wait for a read of its own).
+    pub fn amend<T: Clone + Send + Sync + 'static>(
+        &self,
+        key: &str,
+        change: impl FnOnce(&mut T),
+    ) -> bool {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = entries.get_mut(key) else {
+            return false;
+        };
+        let Some(value) = entry.value.downcast_ref::<T>() else {
+            return false;
+        };
+        let mut value = value.clone();
+        change(&mut value);
+        entry.value = Arc::new(value);
+        true
+    }
+
+    /// Puts `value` as the answer for `key`, read now.
+    pub fn insert<T: Send + Sync + 'static>(&self, key: &str, value: T) {
+        self.put(key, value);
+    }
+
     /// Forgets every entry whose key starts with `prefix` (after a write that changes it).
     pub fn forget(&self, prefix: &str) {
         self.entries

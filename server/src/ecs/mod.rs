@@ -326,6 +326,33 @@ impl EcsReads for Ecs {
     }
 }
 
+impl Ecs {
+    /// Takes the revision ECS just registered into the lists kept: the family's newest in the
+    /// list of families' latest, the first of its own list, and described by its ARN.
+    fn registered(&self, family: &str, revision: &RevisionDetail) {
+        self.cache
+            .insert(&format!("described/{}", revision.arn), revision.clone());
+        self.cache
+            .amend("latest/", |latest: &mut Vec<RevisionDetail>| {
+                match latest.iter_mut().find(|r| r.family == family) {
+                    Some(kept) => *kept = revision.clone(),
+                    None => {
+                        latest.push(revision.clone());
+                        latest.sort_by(|a, b| a.family.cmp(&b.family));
+                    }
+                }
+            });
+        self.cache.amend(
+            &format!("revisions/{family}/"),
+            |revisions: &mut Vec<RevisionDetail>| {
+                revisions.retain(|r| r.arn != revision.arn);
+                revisions.insert(0, revision.clone());
+                revisions.truncate(app::service::task_definitions::REVISIONS_SHOWN);
+            },
+        );
+    }
+}
+
 impl EcsWrites for Ecs {
     fn register(
         &self,
@@ -338,11 +365,17 @@ impl EcsWrites for Ecs {
             .to_string();
         Box::pin(async move {
             let registered = self.register_task(task).await;
-            // Whatever the answer (it may have been made), the lists are read again.
-            self.cache.forget("latest/");
-            self.cache.forget(&format!("revisions/{family}/"));
             self.cache.forget(&format!("missing/{family}:"));
             self.cache.forget(&format!("latest-active/{family}/"));
+            match &registered {
+                // ECS's answer describes the new revision: the lists kept take it in.
+                Ok(registered) => self.registered(&family, &registered.revision),
+                // Without an answer it may have been made: the lists are read again.
+                Err(_) => {
+                    self.cache.forget("latest/");
+                    self.cache.forget(&format!("revisions/{family}/"));
+                }
+            }
             registered
         })
     }

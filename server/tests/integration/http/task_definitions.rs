@@ -564,7 +564,7 @@ async fn an_ecs_error_on_register_comes_back_with_its_code() {
 }
 
 #[tokio::test]
-async fn a_familys_list_describes_only_the_revisions_it_has_not_described() {
+async fn a_registration_shows_at_once_and_a_familys_list_describes_only_new_revisions() {
     let (app, _) = test_app(false).await;
     fleet_json(&app, "").await;
     let status = || {
@@ -582,10 +582,6 @@ async fn a_familys_list_describes_only_the_revisions_it_has_not_described() {
             &edit,
         )
     };
-    for (from, memory) in [(1, 6144), (2, 7168), (3, 8192)] {
-        let response = send(&app, register(from, memory)).await;
-        assert_eq!(response.status(), StatusCode::CREATED, "from {from}");
-    }
     let revisions = |family: &serde_json::Value| -> Vec<u64> {
         family["revisions"]
             .as_array()
@@ -594,24 +590,75 @@ async fn a_familys_list_describes_only_the_revisions_it_has_not_described() {
             .map(|r| r["revision"].as_u64().unwrap_or(0))
             .collect()
     };
+    let latest_of = |families: &serde_json::Value| -> u64 {
+        families
+            .as_array()
+            .expect("families")
+            .iter()
+            .find(|f| f["family"] == "embed-api")
+            .map_or(0, |f| f["latest_revision"].as_u64().unwrap_or(0))
+    };
+    for (from, memory) in [(1, 6144), (2, 7168), (3, 8192)] {
+        let response = send(&app, register(from, memory)).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "from {from}");
+    }
     let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
     assert_eq!(revisions(&family), [4, 3, 2, 1], "{family}");
+    let families = json(send(&app, get("/api/v1/task-definitions")).await).await;
+    assert_eq!(latest_of(&families), 4, "{families}");
+    let received = || emulator_received(&app, status());
+    let delta = |before: &std::collections::BTreeMap<String, u64>,
+                 after: &std::collections::BTreeMap<String, u64>,
+                 operation: &str| {
+        after.get(operation).copied().unwrap_or(0) - before.get(operation).copied().unwrap_or(0)
+    };
 
-    // A fifth revision: the registration forgets the family's list, and reading it again
-    // describes the new revision alone.
+    // A fifth revision, answered by ECS: both lists show it at once, without reading ECS again.
     let response = send(&app, register(4, 9216)).await;
     assert_eq!(response.status(), StatusCode::CREATED);
-    let before = emulator_received(&app, status()).await;
+    let before = received().await;
     let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
     assert_eq!(revisions(&family), [5, 4, 3, 2, 1], "{family}");
     assert_eq!(
         family["revisions"][0]["containers"][0]["gpu"]["memory_mib"], 9216,
         "{family}"
     );
-    let after = emulator_received(&app, status()).await;
-    let delta = |operation: &str| {
-        after.get(operation).copied().unwrap_or(0) - before.get(operation).copied().unwrap_or(0)
-    };
-    assert_eq!(delta("ecs:DescribeTaskDefinition"), 1, "{after:?}");
-    assert_eq!(delta("ecs:ListTaskDefinitions"), 2, "{after:?}");
+    let families = json(send(&app, get("/api/v1/task-definitions")).await).await;
+    assert_eq!(latest_of(&families), 5, "{families}");
+    let after = received().await;
+    assert_eq!(
+        delta(&before, &after, "ecs:DescribeTaskDefinition"),
+        0,
+        "{after:?}"
+    );
+    assert_eq!(
+        delta(&before, &after, "ecs:ListTaskDefinitions"),
+        0,
+        "{after:?}"
+    );
+
+    // A sixth, whose answer is lost: the console cannot know, so it reads the family again, and
+    // describes the one revision it has not described.
+    set_emulator_faults(
+        &app,
+        r#"{"default": {}, "operations": {"RegisterTaskDefinition": {"lost_answer_rate": 1.0}}}"#,
+    )
+    .await;
+    let response = send(&app, register(5, 10240)).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    set_emulator_faults(&app, r#"{"default": {}, "operations": {}}"#).await;
+    let before = received().await;
+    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
+    assert_eq!(revisions(&family), [6, 5, 4, 3, 2, 1], "{family}");
+    let after = received().await;
+    assert_eq!(
+        delta(&before, &after, "ecs:DescribeTaskDefinition"),
+        1,
+        "{after:?}"
+    );
+    assert_eq!(
+        delta(&before, &after, "ecs:ListTaskDefinitions"),
+        2,
+        "{after:?}"
+    );
 }
