@@ -35,6 +35,19 @@ pub enum Outcome {
     LoseAnswer,
 }
 
+impl Outcome {
+    /// How the emulator's status names the fault, `None` for an answer.
+    pub fn fault_name(self) -> Option<&'static str> {
+        match self {
+            Outcome::Answer => None,
+            Outcome::Throttle => Some("throttled"),
+            Outcome::ServerError => Some("server error"),
+            Outcome::Drop => Some("dropped before running"),
+            Outcome::LoseAnswer => Some("ran, answer lost"),
+        }
+    }
+}
+
 impl Fault {
     /// Checks rates and sizes, with a message that says what is wrong.
     pub fn validate(&self) -> Result<(), String> {

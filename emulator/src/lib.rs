@@ -27,5 +27,5 @@ pub mod task_definitions;
 pub mod throttle;
 
 pub use faults::{Fault, Faults};
-pub use runtime::{Emulator, WriteRecord};
+pub use runtime::{Emulator, Status, WriteRecord};
 pub use scenario::Scenario;

@@ -62,6 +62,8 @@ struct Inner {
     /// `cloudwatch:GetMetricData`, …), whatever became of it: the emulator's own record of what
     /// a client asked, against which a client's own counts can be held.
     received: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Faults injected so far, by kind, and calls refused by ECS's rate limits.
+    injected: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
     /// ECS's request throttling, and the calls per group of actions.
     buckets: Buckets,
     /// The SQS queue ECS's events go to, when an EventBridge rule routes them there.
@@ -92,6 +94,10 @@ pub struct Status {
     /// Every call received, by `service:Operation`, whatever became of it.
     #[serde(default)]
     pub received: std::collections::BTreeMap<String, u64>,
+    /// Faults injected so far, by kind (`throttled`, `server error`, `dropped before running`,
+    /// `ran, answer lost`), and `rate limited`: calls ECS's request throttling refused.
+    #[serde(default)]
+    pub injected: std::collections::BTreeMap<String, u64>,
     /// Whether ECS's request throttling is enforced.
     pub rate_limits: bool,
     /// ECS calls per group of actions (the groups ECS throttles by).
@@ -115,6 +121,7 @@ impl Emulator {
                 scenario: scenario.to_string(),
                 requests: AtomicU64::new(0),
                 received: std::sync::Mutex::default(),
+                injected: std::sync::Mutex::default(),
                 writes: std::sync::Mutex::default(),
                 buckets: Buckets::default(),
                 events: RwLock::new(None),
@@ -270,6 +277,14 @@ impl Emulator {
             tasks,
             requests: self.inner.requests.load(Ordering::Relaxed),
             received: self.received(),
+            injected: self
+                .inner
+                .injected
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .map(|(kind, n)| (kind.to_string(), *n))
+                .collect(),
             rate_limits: self.rate_limits(),
             api_groups: self
                 .inner
@@ -286,6 +301,19 @@ impl Emulator {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Counts a fault of `kind` injected, instead of the one `instead_of` counted before.
+    fn count_injected(&self, kind: &'static str, instead_of: Option<&'static str>) {
+        let mut injected = self
+            .inner
+            .injected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *injected.entry(kind).or_default() += 1;
+        if let Some(n) = instead_of.and_then(|before| injected.get_mut(before)) {
+            *n = n.saturating_sub(1);
+        }
     }
 
     /// Counts a call of `service`'s `operation`.
@@ -369,7 +397,11 @@ async fn injected(emulator: &Emulator, operation: &str) -> Outcome {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
-    fault.draw()
+    let outcome = fault.draw();
+    if let Some(kind) = outcome.fault_name() {
+        emulator.count_injected(kind, None);
+    }
+    outcome
 }
 
 /// Runs `f` on a blocking thread, so that building a large answer (a DescribeTasks of 100
@@ -506,6 +538,8 @@ fn throttled_or_faulted(
         .buckets
         .take(operation, enforce, std::time::Instant::now())
     {
+        // What the call drew does not happen: ECS refused it first.
+        emulator.count_injected("rate limited", outcome.fault_name());
         return Some(ecs_error(emulator, &EcsError::Throttling));
     }
     match outcome {

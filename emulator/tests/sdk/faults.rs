@@ -87,6 +87,23 @@ async fn faults_throttle_fail_drop_and_delay() {
         .await
         .expect_err("throttled");
     assert_eq!(error.code(), Some("Throttling"), "{error:?}");
+    // Each attempt that met a fault is counted by its kind, as the calls were received.
+    let status = h.emulator.status();
+    let received = |call: &str| status.received.get(call).copied().unwrap_or(0);
+    let injected = |kind: &str| status.injected.get(kind).copied().unwrap_or(0);
+    assert!(received("ecs:ListClusters") >= 1, "{:?}", status.received);
+    assert_eq!(
+        injected("throttled"),
+        received("ecs:ListClusters") + received("cloudwatch:ListMetrics"),
+        "{:?}",
+        status.injected
+    );
+    assert_eq!(injected("server error"), received("ecs:DescribeClusters"));
+    assert_eq!(
+        injected("dropped before running"),
+        received("ecs:ListServices")
+    );
+    assert_eq!(injected("rate limited"), 0);
 }
 
 #[tokio::test]
@@ -187,6 +204,10 @@ async fn ecs_throttles_by_group_of_actions_as_documented_when_the_limits_are_on(
     assert_eq!((reads.burst, reads.sustained), (50, 20));
     assert_eq!(reads.calls, answered);
     assert_eq!(reads.throttled as usize, throttled.len());
+    assert_eq!(
+        status.injected.get("rate limited").copied().unwrap_or(0) as usize,
+        throttled.len()
+    );
     // The same over HTTP, as `GET /_emulator/status` shows it.
     let body: serde_json::Value = reqwest_get(&format!("http://{}/_emulator/status", h.addr)).await;
     assert_eq!(body["rate_limits"], true);

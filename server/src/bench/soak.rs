@@ -315,6 +315,7 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
     let (mut console, first_snapshot) = Console::start(&http, &emulator.base, dir).await?;
     let services = services(&http, &console.base).await?;
     emulator.set_faults(&http, &faults()).await?;
+    let at_start = emulator.status(&http).await?;
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let shared = Arc::new(Shared {
@@ -351,6 +352,7 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
     {}
     polling.await??;
 
+    let at_end = emulator.status(&http).await?;
     // The faults stop; the audit log settles by asking ECS.
     emulator
         .set_faults(&http, &emulator::Faults::default())
@@ -373,6 +375,7 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
         streams: tallies.streams,
         writes: taken(&*tallies.writes),
         samples: taken(&*tallies.samples),
+        aws: report::AwsCalls::between(&at_start, &at_end),
     };
     report::print(&mut found);
     report::verdict(&found)

@@ -101,6 +101,19 @@ impl Emulator {
         Ok(())
     }
 
+    /// The emulator's own status: what it received and what faults it injected.
+    pub async fn status(&self, http: &Http) -> anyhow::Result<emulator::Status> {
+        let answer = http
+            .get(&format!("{}/_emulator/status", self.base), None)
+            .await?;
+        anyhow::ensure!(
+            answer.status == 200,
+            "/_emulator/status answered {}",
+            answer.status
+        );
+        Ok(serde_json::from_slice(&answer.body)?)
+    }
+
     /// The writes received after the one numbered `since`.
     pub async fn writes_since(
         &self,

@@ -32,6 +32,43 @@ pub struct Found {
     pub writes: writers::Writes,
     /// (seconds into the run, the console's life, bytes).
     pub samples: Vec<(f64, u32, u64)>,
+    pub aws: AwsCalls,
+}
+
+/// The AWS calls the emulator received while the faults were on, and the faults it injected.
+#[derive(Default)]
+pub struct AwsCalls {
+    /// `service:Operation` → attempts.
+    pub received: std::collections::BTreeMap<String, u64>,
+    /// Fault kind → attempts that met it.
+    pub injected: std::collections::BTreeMap<String, u64>,
+}
+
+impl AwsCalls {
+    /// What changed from `start` to `end`.
+    pub fn between(start: &emulator::Status, end: &emulator::Status) -> AwsCalls {
+        let delta = |a: &std::collections::BTreeMap<String, u64>,
+                     b: &std::collections::BTreeMap<String, u64>| {
+            b.iter()
+                .map(|(k, n)| (k.clone(), n - a.get(k).copied().unwrap_or(0).min(*n)))
+                .filter(|(_, n)| *n > 0)
+                .collect()
+        };
+        AwsCalls {
+            received: delta(&start.received, &end.received),
+            injected: delta(&start.injected, &end.injected),
+        }
+    }
+
+    /// The table of calls by operation, the most first.
+    fn rows(&self) -> Vec<Row> {
+        let mut calls: Vec<(&String, &u64)> = self.received.iter().collect();
+        calls.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        calls
+            .into_iter()
+            .map(|(call, n)| row(call, n.to_string()))
+            .collect()
+    }
 }
 
 /// The `p`th percentile of sorted `times`.
@@ -73,6 +110,11 @@ fn traffic(found: &mut Found) -> Vec<Row> {
             secs / 60.0, found.scenario, found.streams_asked, found.rate
         )),
         row("faults on every AWS call", "20 % throttled, 5 % server errors, 0.5 % dropped before and 0.5 % after the call ran, +20–60 ms".into()),
+        row("AWS calls received while the faults were on; faults injected", format!(
+            "{}; {}",
+            found.aws.received.values().sum::<u64>(),
+            found.aws.injected.iter().map(|(kind, n)| format!("{kind} {n}")).collect::<Vec<_>>().join(", ")
+        )),
         row("console's first snapshot", format!("{:.1} s", found.first_snapshot.as_secs_f64())),
         row("reads answered (rate achieved)", format!(
             "{answered} ({:.0}/s); {} shed as the console fell behind, {} during the restart",
@@ -181,6 +223,10 @@ pub fn print(found: &mut Found) {
         .collect();
     kinds.sort_by(|a, b| a.what.cmp(&b.what));
     print_table("reads by kind: p50 / p99", &kinds);
+    print_table(
+        "AWS calls the emulator received while the faults were on, by operation",
+        &found.aws.rows(),
+    );
     let mut reasons: Vec<(&String, &u64)> = found.reads.reasons.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let reasons: Vec<Row> = reasons
