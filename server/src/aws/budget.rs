@@ -70,7 +70,7 @@ struct Window {
 const WINDOW: Duration = Duration::from_secs(2);
 
 /// The attempts a window needs before its throttling answers can halve the pace.
-const JUDGED_AFTER: u32 = 6;
+const JUDGED_AFTER: u32 = 8;
 
 impl Window {
     fn new(now: Instant) -> Window {
@@ -90,12 +90,14 @@ impl Window {
     }
 
     /// Notes an attempt's answer; whether the pace should halve now: the window has had at least
-    /// [`JUDGED_AFTER`] attempts, more than half of them throttled, and it has not halved yet.
+    /// [`JUDGED_AFTER`] attempts, more than two thirds of them throttled, and it has not halved
+    /// yet. (With one attempt in five throttled at random, a window of eight meets that about
+    /// once in a thousand; an empty bucket throttles nearly all.)
     fn answered(&mut self, throttled: bool, now: Instant) -> bool {
         self.roll(now);
         self.attempts += 1;
         self.throttled += u32::from(throttled);
-        let many = self.attempts >= JUDGED_AFTER && self.throttled * 2 > self.attempts;
+        let many = self.attempts >= JUDGED_AFTER && self.throttled * 3 > self.attempts * 2;
         let cut = many && !self.cut;
         self.cut |= cut;
         cut
@@ -430,11 +432,14 @@ mod tests {
             }
         }
         assert!(!budget.slowed("DescribeTaskDefinition"));
-        // Six attempts, four throttled: judged, and most were throttled.
+        // Six of seven throttled: not judged yet. Eight attempts, six throttled: judged, and
+        // more than two thirds were throttled.
         let now = at(20);
-        for n in 0..6 {
-            budget.answered_at("DescribeTaskDefinition", n < 4, now);
+        for n in 0..7 {
+            budget.answered_at("DescribeTaskDefinition", n < 6, now);
         }
+        assert!(!budget.slowed("DescribeTaskDefinition"));
+        budget.answered_at("DescribeTaskDefinition", false, now);
         assert!(budget.slowed("DescribeTaskDefinition"));
     }
 

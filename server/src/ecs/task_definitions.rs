@@ -22,12 +22,9 @@ use app::{
 use aws_sdk_ecs::{
     error::ProvideErrorMetadata,
     operation::RequestId,
-    types::{
-        ContainerDefinition, SortOrder, Tag, TaskDefinition, TaskDefinitionFamilyStatus,
-        TaskDefinitionStatus,
-    },
+    types::{ContainerDefinition, SortOrder, Tag, TaskDefinition, TaskDefinitionStatus},
 };
-use std::sync::Arc;
+use std::{collections::HashSet, sync::Arc};
 
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value};
@@ -138,33 +135,31 @@ impl Ecs {
             })
     }
 
-    /// Each of `references` described, in order.
-    async fn details(&self, references: Vec<String>) -> Result<Vec<RevisionDetail>, ServiceError> {
-        futures::stream::iter(
-            references
-                .into_iter()
-                .map(|reference| async move { self.detail(&reference).await }),
-        )
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await
-    }
-
-    /// The latest revision of every active family.
+    /// The latest active revision of every active family: the first of each family in ECS's
+    /// list of active revisions, newest first (a page of 100 names about as many families as
+    /// describing each family by name did, one call each), described through the cache.
     pub async fn read_latest_revisions(&self) -> Result<Vec<RevisionDetail>, ServiceError> {
         let pages = self
             .client
-            .list_task_definition_families()
-            .status(TaskDefinitionFamilyStatus::Active)
+            .list_task_definitions()
+            .status(TaskDefinitionStatus::Active)
+            .sort(SortOrder::Desc)
             .into_paginator()
             .send();
-        let mut families = Vec::new();
-        self.paced_pages("ListTaskDefinitionFamilies", pages, |page| {
-            families.extend(page.families().iter().cloned());
+        let mut seen = HashSet::new();
+        let mut newest = Vec::new();
+        self.paced_pages("ListTaskDefinitions", pages, |page| {
+            for arn in page.task_definition_arns() {
+                if seen.insert(family_of(arn).to_string()) {
+                    newest.push(arn.clone());
+                }
+            }
             page.next_token().is_some()
         })
         .await?;
-        self.details(families).await
+        newest.sort_by(|a, b| family_of(a).cmp(family_of(b)));
+        let active: HashSet<String> = newest.iter().cloned().collect();
+        self.details_by_arn(newest, &active).await
     }
 
     /// The ARNs of `family`'s revisions with `status`, newest first, at most
@@ -216,6 +211,7 @@ impl Ecs {
             .collect();
         arns.sort_by_key(|(revision, _)| std::cmp::Reverse(*revision));
         arns.truncate(REVISIONS_SHOWN);
+        let active: HashSet<String> = active.into_iter().collect();
         self.details_by_arn(arns.into_iter().map(|(_, arn)| arn).collect(), &active)
             .await
     }
@@ -226,7 +222,7 @@ impl Ecs {
     async fn details_by_arn(
         &self,
         arns: Vec<String>,
-        active: &[String],
+        active: &HashSet<String>,
     ) -> Result<Vec<RevisionDetail>, ServiceError> {
         futures::stream::iter(arns.into_iter().map(|arn| async move {
             let me = self.clone();

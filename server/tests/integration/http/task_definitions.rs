@@ -602,16 +602,29 @@ async fn a_registration_shows_at_once_and_a_familys_list_describes_only_new_revi
         let response = send(&app, register(from, memory)).await;
         assert_eq!(response.status(), StatusCode::CREATED, "from {from}");
     }
-    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
-    assert_eq!(revisions(&family), [4, 3, 2, 1], "{family}");
-    let families = json(send(&app, get("/api/v1/task-definitions")).await).await;
-    assert_eq!(latest_of(&families), 4, "{families}");
     let received = || emulator_received(&app, status());
     let delta = |before: &std::collections::BTreeMap<String, u64>,
                  after: &std::collections::BTreeMap<String, u64>,
                  operation: &str| {
         after.get(operation).copied().unwrap_or(0) - before.get(operation).copied().unwrap_or(0)
     };
+    let family = json(send(&app, get("/api/v1/task-definitions/embed-api")).await).await;
+    assert_eq!(revisions(&family), [4, 3, 2, 1], "{family}");
+    // The families' latest: one page of ECS's active revisions, newest first, and each family's
+    // newest described, but embed-api's, described just now.
+    let before = received().await;
+    let families = json(send(&app, get("/api/v1/task-definitions")).await).await;
+    assert_eq!(latest_of(&families), 4, "{families}");
+    let after = received().await;
+    let count = families.as_array().map_or(0, Vec::len) as u64;
+    assert!(count > 5, "{families}");
+    assert_eq!(delta(&before, &after, "ecs:ListTaskDefinitions"), 1, "{after:?}");
+    assert_eq!(delta(&before, &after, "ecs:ListTaskDefinitionFamilies"), 0);
+    assert_eq!(
+        delta(&before, &after, "ecs:DescribeTaskDefinition"),
+        count - 1,
+        "{after:?}"
+    );
 
     // A fifth revision, answered by ECS: both lists show it at once, without reading ECS again.
     let response = send(&app, register(4, 9216)).await;
