@@ -2,13 +2,15 @@
 //! an answer (no panic, no 500), every refusal says what was wrong (a 4xx with a message), and no
 //! refusal takes longer than [`REFUSAL_LIMIT`]. The targets: the JSON API's and the pages' query
 //! parameters, the JSON bodies of every write, task definitions (a real one, mutated) for the
-//! check and the validation, the policy file, the prices file, and the emulator's three wire
+//! check and the validation, the policy file, the prices file, load balancer sign-in tokens and
+//! the login cookie of an OIDC callback, and the emulator's three wire
 //! protocols (ECS's JSON, CloudWatch's CBOR, EC2's and Auto Scaling's query). The test command
 //! runs a bounded number of cases of each; `gpushare bench fuzz` runs them for minutes.
 
 mod emulator;
 pub mod generate;
 mod routes;
+mod sign_in;
 
 use std::time::{Duration, Instant};
 
@@ -36,19 +38,23 @@ pub enum Target {
     TaskDefinitions,
     PolicyFiles,
     PriceFiles,
+    AlbTokens,
+    OidcCallbacks,
     EmulatorJson,
     EmulatorCbor,
     EmulatorQuery,
 }
 
 impl Target {
-    pub const ALL: [Target; 9] = [
+    pub const ALL: [Target; 11] = [
         Target::ApiQueries,
         Target::PageQueries,
         Target::JsonBodies,
         Target::TaskDefinitions,
         Target::PolicyFiles,
         Target::PriceFiles,
+        Target::AlbTokens,
+        Target::OidcCallbacks,
         Target::EmulatorJson,
         Target::EmulatorCbor,
         Target::EmulatorQuery,
@@ -63,6 +69,8 @@ impl Target {
             Target::TaskDefinitions => "task definitions (check, validate, fit)",
             Target::PolicyFiles => "policy files",
             Target::PriceFiles => "prices files",
+            Target::AlbTokens => "load balancer sign-in tokens (x-amzn-oidc-data)",
+            Target::OidcCallbacks => "OIDC callbacks: the login cookie",
             Target::EmulatorJson => "emulator: ECS JSON (awsJson1.1)",
             Target::EmulatorCbor => "emulator: CloudWatch CBOR (rpc-v2-cbor)",
             Target::EmulatorQuery => "emulator: EC2 and Auto Scaling query",
@@ -97,6 +105,8 @@ pub struct Fuzzer {
     emulator: Router,
     rng: StdRng,
     task_definition: Value,
+    /// Made at the first sign-in case.
+    sign_in: Option<sign_in::SignIn>,
 }
 
 impl Fuzzer {
@@ -118,6 +128,7 @@ impl Fuzzer {
             emulator,
             rng: StdRng::seed_from_u64(seed),
             task_definition,
+            sign_in: None,
         }
     }
 
@@ -197,22 +208,11 @@ impl Fuzzer {
                 (text, answer, took)
             }
             Target::PriceFiles => {
-                let text = toml_text(
-                    &mut self.rng,
-                    &[
-                        "price",
-                        "instance_type",
-                        "usd_per_hour",
-                        "region",
-                        "lifecycle",
-                        "managed_instances_usd_per_hour",
-                        "source",
-                        "effective",
-                    ],
-                );
+                let text = price_text(&mut self.rng);
                 let (answer, took) = parsed(|| crate::prices::parse("fuzz.toml", &text));
                 (text, answer, took)
             }
+            Target::AlbTokens | Target::OidcCallbacks => self.sign_in_case(target).await,
             Target::EmulatorJson | Target::EmulatorCbor | Target::EmulatorQuery => {
                 let request = emulator::request(&mut self.rng, target);
                 let input = format!("{} {}", request.method(), request.uri());
@@ -224,6 +224,38 @@ impl Fuzzer {
                 let (answer, took) = judged(&self.console, request, false).await;
                 (input, answer, took)
             }
+        }
+    }
+
+    /// A load balancer token or an OIDC login cookie, judged by the verifier (made at the first).
+    async fn sign_in_case(&mut self, target: Target) -> (String, Answer, Duration) {
+        if self.sign_in.is_none() {
+            match sign_in::SignIn::new().await {
+                Ok(made) => self.sign_in = Some(made),
+                Err(why) => {
+                    return (
+                        "setting up".into(),
+                        Answer::Failed(format!("cannot set up: {why}")),
+                        Duration::ZERO,
+                    )
+                }
+            }
+        }
+        let Some(sign_in) = &self.sign_in else {
+            return (
+                "setting up".into(),
+                Answer::Failed("no verifier".into()),
+                Duration::ZERO,
+            );
+        };
+        if target == Target::AlbTokens {
+            let token = sign_in.alb_token(&mut self.rng);
+            let (answer, took) = sign_in.judge_alb(&token).await;
+            (token, answer, took)
+        } else {
+            let cookie = sign_in.login_cookie(&mut self.rng);
+            let (answer, took) = sign_in.judge_cookie(&cookie);
+            (cookie, answer, took)
         }
     }
 
@@ -274,6 +306,56 @@ impl Fuzzer {
                 (format!("POST {path} {body}"), post(&path, body))
             }
         }
+    }
+}
+
+/// A prices file: half the time valid entries with one to four fields generated, else
+/// TOML-ish text.
+fn price_text(rng: &mut StdRng) -> String {
+    const FIELDS: [&str; 8] = [
+        "price",
+        "instance_type",
+        "usd_per_hour",
+        "region",
+        "lifecycle",
+        "managed_instances_usd_per_hour",
+        "source",
+        "effective",
+    ];
+    if rng.random_bool(0.5) {
+        let mut file = json!({"price": [
+            {"instance_type": "g6e.12xlarge", "usd_per_hour": 10.49, "region": "us-east-1",
+             "source": "negotiated 2026"},
+            {"instance_type": "p5.48xlarge", "usd_per_hour": 55.04, "lifecycle": "spot"},
+            {"instance_type": "g5.xlarge", "usd_per_hour": 1.006,
+             "managed_instances_usd_per_hour": 0.12},
+        ]});
+        generate::mutate(rng, &mut file, &FIELDS);
+        // TOML has no null: a generated null leaves the field out, as a person would.
+        if let Ok(text) = toml::to_string(&without_nulls(file)) {
+            return text;
+        }
+    }
+    toml_text(rng, &FIELDS)
+}
+
+/// `value` without its null fields and items.
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .filter(|v| !v.is_null())
+                .map(without_nulls)
+                .collect(),
+        ),
+        other => other,
     }
 }
 

@@ -618,7 +618,11 @@ async fn a_registration_shows_at_once_and_a_familys_list_describes_only_new_revi
     let after = received().await;
     let count = families.as_array().map_or(0, Vec::len) as u64;
     assert!(count > 5, "{families}");
-    assert_eq!(delta(&before, &after, "ecs:ListTaskDefinitions"), 1, "{after:?}");
+    assert_eq!(
+        delta(&before, &after, "ecs:ListTaskDefinitions"),
+        1,
+        "{after:?}"
+    );
     assert_eq!(delta(&before, &after, "ecs:ListTaskDefinitionFamilies"), 0);
     assert_eq!(
         delta(&before, &after, "ecs:DescribeTaskDefinition"),
