@@ -39,7 +39,8 @@ pub enum BenchCommand {
     /// they become, and their latency.
     Readiness(BenchReadinessArgs),
     /// Generated input for every parser of outside input (query parameters, JSON bodies, task
-    /// definitions, the policy and prices files, the emulator's wire protocols), for minutes:
+    /// definitions, the policy and prices files, load balancer tokens, the OIDC login cookie,
+    /// the emulator's wire protocols), for minutes:
     /// panics, 500s, refusals without a message or slower than 100 ms.
     Fuzz(BenchFuzzArgs),
     /// The console under faults on every AWS call, live-update streams, a steady rate of reads
