@@ -39,14 +39,16 @@ impl TokenSigner {
     }
 
     /// A token as the load balancer makes it: padded base64url, signed over the padded text.
-    /// The claims get a filler, if need be, so that the signed text itself has padding.
+    /// The claims get a filler, if need be, so that the signed text itself has padding (when
+    /// they are an object).
     pub fn token(&self, header: &serde_json::Value, claims: &serde_json::Value) -> String {
         let encode = |value: &serde_json::Value| {
             base64::engine::general_purpose::URL_SAFE.encode(value.to_string())
         };
         let mut claims = claims.clone();
         let mut filler = String::new();
-        while !encode(&claims).ends_with('=') {
+        // Claims that are not an object (generated input) are signed as they are.
+        while claims.is_object() && !encode(&claims).ends_with('=') {
             filler.push('x');
             claims["filler"] = filler.clone().into();
         }
@@ -83,4 +85,30 @@ pub async fn key_server(signer: &TokenSigner, kid: &str) -> std::io::Result<Stri
         let _ = axum::serve(listener, keys).await;
     });
     Ok(format!("http://{address}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_that_are_not_an_object_are_signed_as_they_are() {
+        let signer = TokenSigner::new().expect("a key");
+        let header = serde_json::json!({"alg": "ES256"});
+        for claims in [
+            serde_json::json!("a string"),
+            serde_json::json!([1, 2]),
+            serde_json::Value::Null,
+        ] {
+            let token = signer.token(&header, &claims);
+            let parts: Vec<&str> = token.split('.').collect();
+            assert_eq!(parts.len(), 3, "{token}");
+            let decoded = base64::engine::general_purpose::URL_SAFE
+                .decode(parts[1])
+                .expect("base64url");
+            assert_eq!(decoded, claims.to_string().as_bytes());
+        }
+        let padded = signer.token(&header, &serde_json::json!({"sub": "a"}));
+        assert!(padded.split('.').nth(1).is_some_and(|c| c.ends_with('=')));
+    }
 }
