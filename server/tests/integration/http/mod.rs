@@ -15,6 +15,7 @@ mod new_provider;
 mod new_service;
 mod oidc;
 mod support;
+mod task_definition_lists;
 mod task_definitions;
 mod team_rules;
 mod writes;
