@@ -7,6 +7,8 @@ use gpushare::config::{BenchCommand, Cli, Command};
 /// The allocator: mimalloc gives freed memory back to the system. With glibc's, memory freed
 /// after a burst of page renders stayed with the process — on `large` under load the console's
 /// resident memory reached 950 MiB while its heap never held more than about 100 MiB.
+/// `--features system-allocator` leaves the system's, for a heap profiler that intercepts malloc.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
