@@ -2,7 +2,10 @@
 //! `gpuIds`, task definitions with each container's GPU ask, services with their team — into
 //! one view per GPU. Plain data in, plain data out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    borrow::Borrow,
+    collections::{BTreeMap, HashMap},
+};
 
 use app::model::{words::TaskStatus, GpuContainer, GpuView, HostReserved, SharingMode};
 
@@ -85,14 +88,14 @@ pub struct Joined {
 /// team (as [`join`] names them), in service order. A stopped task holds nothing; a task whose
 /// definition was not read counts nothing.
 pub fn host_reserved(
-    tasks: &[RawTask],
+    tasks: &[impl Borrow<RawTask>],
     definitions: &HashMap<String, DefinitionGpu>,
     service_teams: &HashMap<String, String>,
 ) -> HashMap<String, Vec<HostReserved>> {
     // Per instance, per (service, team): CPU units and memory.
     type Sums = BTreeMap<(Option<String>, Option<String>), (u32, u32)>;
     let mut sums: HashMap<&str, Sums> = HashMap::new();
-    for task in tasks {
+    for task in tasks.iter().map(Borrow::borrow) {
         if task.last_status == Some(TaskStatus::Stopped) {
             continue;
         }
@@ -185,25 +188,30 @@ fn share_of(ask: GpuAsk) -> (Option<u32>, u32, bool) {
     }
 }
 
-/// Joins instances' GPUs to the containers on them.
+/// Joins instances' GPUs to the containers on them. Both are borrowed: the reader's state is
+/// joined as it is kept, not copied.
 pub fn join(
-    instances: &[Vec<RawGpu>],
-    tasks: &[RawTask],
+    instances: &[impl AsRef<[RawGpu]>],
+    tasks: &[impl Borrow<RawTask>],
     definitions: &HashMap<String, DefinitionGpu>,
     service_teams: &HashMap<String, String>,
 ) -> Joined {
-    let mut views: Vec<Vec<GpuView>> = instances.iter().map(|gpus| empty_views(gpus)).collect();
+    let mut views: Vec<Vec<GpuView>> = instances
+        .iter()
+        .map(|gpus| empty_views(gpus.as_ref()))
+        .collect();
     let position: HashMap<&str, (usize, usize)> = instances
         .iter()
         .enumerate()
         .flat_map(|(i, gpus)| {
-            gpus.iter()
+            gpus.as_ref()
+                .iter()
                 .enumerate()
                 .map(move |(g, gpu)| (gpu.uuid.as_str(), (i, g)))
         })
         .collect();
     let mut unknown_gpus = Vec::new();
-    for task in tasks {
+    for task in tasks.iter().map(Borrow::borrow) {
         let service = service_of(task);
         let definition = definitions.get(&task.task_definition_arn);
         let team = team_of(service.as_ref(), definition, service_teams);
@@ -499,7 +507,12 @@ mod tests {
             remaining_memory_mib: 150,
             container_count: None,
         }]];
-        let joined = join(&instances, &[], &HashMap::new(), &HashMap::new());
+        let joined = join(
+            &instances,
+            &[] as &[RawTask],
+            &HashMap::new(),
+            &HashMap::new(),
+        );
         assert_eq!(joined.instances[0][0].allocated_memory_mib(), 0);
         assert_eq!(joined.instances[0][0].remaining_memory_mib, 100);
     }

@@ -23,7 +23,7 @@ mod refresh;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::AtomicU32;
+use std::sync::{atomic::AtomicU32, Arc};
 use std::time::Instant;
 
 use futures::TryStreamExt;
@@ -111,7 +111,7 @@ impl KnownInstance {
 }
 
 /// The tasks of `tasks` by the container instance they are on.
-fn tasks_by_instance(tasks: &HashMap<String, RawTask>) -> HashMap<&str, Vec<&RawTask>> {
+fn tasks_by_instance(tasks: &Tasks) -> HashMap<&str, Vec<&RawTask>> {
     let mut by_instance: HashMap<&str, Vec<&RawTask>> = HashMap::new();
     for task in tasks.values() {
         if let Some(arn) = &task.container_instance_arn {
@@ -213,6 +213,17 @@ impl KnownService {
     }
 }
 
+/// The tasks known of a cluster, by ARN. Shared, not owned: a refresh keeps the state it
+/// started from (to give it back if a read fails), and a copy of this map copies pointers, not
+/// the tasks — on `large` a copy of the tasks themselves was most of the console's memory in
+/// the moment of a refresh.
+pub type Tasks = HashMap<Arc<str>, Arc<RawTask>>;
+
+/// `task` as `Tasks` keeps it.
+pub fn task_entry(task: RawTask) -> (Arc<str>, Arc<RawTask>) {
+    (Arc::from(task.arn.as_str()), Arc::new(task))
+}
+
 /// What the reader knows of one cluster.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterState {
@@ -220,7 +231,7 @@ pub struct ClusterState {
     pub counts: Option<ClusterCounts>,
     /// Container instances in the order ECS lists them.
     pub instances: Vec<KnownInstance>,
-    pub tasks: HashMap<String, RawTask>,
+    pub tasks: Tasks,
     /// By ARN.
     pub services: BTreeMap<String, KnownService>,
 }
@@ -238,7 +249,7 @@ impl ClusterState {
             arn: arn.to_string(),
             counts,
             instances: instances.into_iter().filter_map(Result::ok).collect(),
-            tasks: tasks.into_iter().map(|t| (t.arn.clone(), t)).collect(),
+            tasks: tasks.into_iter().map(task_entry).collect(),
             services: services
                 .into_iter()
                 .filter_map(Result::ok)
@@ -316,7 +327,7 @@ pub fn assemble(
     let mut unknown = 0;
     let mut clusters = Vec::with_capacity(states.len());
     for state in states {
-        let mut tasks: Vec<RawTask> = state.tasks.values().cloned().collect();
+        let mut tasks: Vec<&RawTask> = state.tasks.values().map(Arc::as_ref).collect();
         tasks.sort_by(|a, b| a.arn.cmp(&b.arn));
         let mut services: Vec<ServiceRef> =
             state.services.values().map(|s| s.service.clone()).collect();
@@ -325,7 +336,7 @@ pub fn assemble(
             .iter()
             .filter_map(|s| Some((s.name.clone(), s.team.clone()?)))
             .collect();
-        let gpus: Vec<Vec<RawGpu>> = state.instances.iter().map(|i| i.gpus.clone()).collect();
+        let gpus: Vec<&[RawGpu]> = state.instances.iter().map(|i| i.gpus.as_slice()).collect();
         let joined = join(&gpus, &tasks, definitions, &teams);
         let mut reserved = host_reserved(&tasks, definitions, &teams);
         unknown += joined.unknown_gpus.len() as u32;

@@ -101,17 +101,15 @@ impl FleetReader {
             match result {
                 Ok(task) if task.desired_status != Some(TaskStatus::Stopped) => kept.push(task),
                 Ok(task) => {
-                    state.tasks.remove(&task.arn);
+                    state.tasks.remove(task.arn.as_str());
                 }
                 Err(arn) => {
-                    state.tasks.remove(&arn);
+                    state.tasks.remove(arn.as_str());
                 }
             }
         }
         self.cache_definitions(&kept, calls, lane).await?;
-        state
-            .tasks
-            .extend(kept.into_iter().map(|t| (t.arn.clone(), t)));
+        state.tasks.extend(kept.into_iter().map(task_entry));
         Ok(())
     }
 
@@ -317,7 +315,7 @@ impl FleetReader {
         let mut unexplained = changed.clone();
         for (arn, hint) in &hints.tasks {
             if hint.stopping {
-                state.tasks.remove(arn);
+                state.tasks.remove(arn.as_str());
             }
         }
         // Also the tasks known on a changed instance that were not yet RUNNING: a lost
@@ -404,7 +402,7 @@ impl FleetReader {
         };
         let listed_any = listed.is_some();
         if let Some((arns, scope)) = listed {
-            let listed: HashSet<&String> = arns.iter().collect();
+            let listed: HashSet<&str> = arns.iter().map(String::as_str).collect();
             state.tasks.retain(|arn, task| {
                 let in_scope = match &scope {
                     None => true,
@@ -413,14 +411,14 @@ impl FleetReader {
                         .as_ref()
                         .is_some_and(|i| instances.contains(i)),
                 };
-                !in_scope || listed.contains(arn)
+                !in_scope || listed.contains(arn.as_ref())
             });
             let describe: Vec<String> = arns
                 .iter()
                 .filter(|arn| {
                     state
                         .tasks
-                        .get(*arn)
+                        .get(arn.as_str())
                         .is_none_or(|t| t.last_status != Some(TaskStatus::Running))
                 })
                 .cloned()
