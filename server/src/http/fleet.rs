@@ -3,7 +3,7 @@
 use axum::{
     body::{Body, Bytes},
     extract::{rejection::QueryRejection, Extension, Query, State},
-    http::header,
+    http::{header, HeaderMap, HeaderValue},
     response::{
         sse::{Event, KeepAlive, Sse},
         IntoResponse, Response,
@@ -35,6 +35,7 @@ struct FleetHead {
 /// `GET /api/v1/fleet`.
 pub async fn get_fleet(
     State(state): State<AppState>,
+    headers: HeaderMap,
     query: Result<Query<FleetFilter>, QueryRejection>,
 ) -> Result<Response, AppError> {
     let Query(filter) = query.map_err(|rejection| {
@@ -44,10 +45,9 @@ pub async fn get_fleet(
         ))
     })?;
     let (fleet, snapshot) = latest(&state.services)?;
-    let body = state.fleet_json.get_or_make(fleet.version, &filter, || {
+    let view = state.fleet_json.get_or_make(fleet.version, &filter, || {
         let filtered = narrow(&snapshot, &filter)?;
         serde_json::to_vec(&filtered)
-            .map(Bytes::from)
             .map_err(|e| AppError::Internal(anyhow::anyhow!("the snapshot did not serialize: {e}")))
     })?;
     let mut head = serde_json::to_vec(&FleetHead {
@@ -59,19 +59,51 @@ pub async fn get_fleet(
         last_error: fleet.last_error,
     })
     .map_err(|e| AppError::Internal(anyhow::anyhow!("the answer did not serialize: {e}")))?;
-    // `{"taken_at":…,"last_error":null` + `,"snapshot":` + the cached snapshot + `}`.
+    // `{"taken_at":…,"last_error":null` + `,"snapshot":` + the kept view + `}`.
     head.pop();
     head.extend_from_slice(br#","snapshot":"#);
-    let parts: [Result<Bytes, std::convert::Infallible>; 3] = [
-        Ok(Bytes::from(head)),
-        Ok(body),
-        Ok(Bytes::from_static(b"}")),
-    ];
-    Ok((
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(futures::stream::iter(parts)),
-    )
-        .into_response())
+    let (parts, encoding) = if accepts_gzip(&headers) {
+        (view.gzip(&head, b"}")?, Some("gzip"))
+    } else {
+        let json = view.inflate()?;
+        (
+            vec![Bytes::from(head), json, Bytes::from_static(b"}")],
+            None,
+        )
+    };
+    let mut response = Body::from_stream(futures::stream::iter(
+        parts.into_iter().map(Ok::<Bytes, std::convert::Infallible>),
+    ))
+    .into_response();
+    let response_headers = response.headers_mut();
+    response_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response_headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if let Some(encoding) = encoding {
+        response_headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
+    Ok(response)
+}
+
+/// Whether the request's `Accept-Encoding` takes gzip: named (or `*`) without `q=0`.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
 }
 
 /// What `GET /api/v1/fleet/events` sends: the snapshot's number and whether it is stale.

@@ -68,6 +68,48 @@ async fn the_fleet_api_serves_the_snapshot_with_filters() {
         .any(|c| c["team"] == "research")));
 }
 
+/// The fleet's answer is kept compressed: a client that takes gzip gets it framed as gzip, one
+/// that does not gets the same JSON, and the snapshot is the same either way.
+#[tokio::test]
+async fn the_fleet_api_answers_gzip_and_plain_alike() {
+    use std::io::Read;
+    let (app, _) = test_app(false).await;
+    let (_, plain) = fleet_json(&app, "?cluster=ml-dev").await;
+    let ask = |accept: &'static str| {
+        Request::get("/api/v1/fleet?cluster=ml-dev")
+            .header(header::ACCEPT_ENCODING, accept)
+            .body(Body::empty())
+            .expect("request")
+    };
+    for accept in ["gzip", "br;q=1.0, gzip;q=0.8", "*"] {
+        let response = send(&app, ask(accept)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_ENCODING],
+            "gzip",
+            "{accept}"
+        );
+        assert_eq!(response.headers()[header::VARY], "accept-encoding");
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .expect("one gzip stream whose CRC and length hold");
+        let zipped: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(zipped["snapshot"], plain["snapshot"], "{accept}");
+        assert_eq!(zipped["stale"], plain["stale"]);
+    }
+    // Refused gzip: the plain JSON (the compression layer may pick another coding).
+    let response = send(&app, ask("gzip;q=0, identity")).await;
+    assert!(response.headers().get(header::CONTENT_ENCODING).is_none());
+    assert_eq!(json(response).await["snapshot"], plain["snapshot"]);
+}
+
 #[tokio::test]
 async fn the_fleet_api_refuses_bad_filters_clearly() {
     let (app, _) = test_app(false).await;
