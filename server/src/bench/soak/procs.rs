@@ -196,6 +196,7 @@ impl Console {
             .env("AWS_SECRET_ACCESS_KEY", "emulator")
             .env("AWS_REGION", "us-east-1")
             .env("GPUSHARE_LOG", "warn")
+            .env(PURGE_DELAY, purge_delay())
             .stdout(log.0)
             .stderr(log.1)
             .kill_on_drop(true)
@@ -267,4 +268,13 @@ pub fn resident(pid: u32) -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// The allocator's setting that `scripts/run.sh` makes: freed memory goes back to the system at
+/// once rather than after 10 ms of the freeing thread's next allocations (see the README).
+const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
+
+/// The console's purge delay: the soak's own environment's, else as `scripts/run.sh` sets it.
+fn purge_delay() -> String {
+    std::env::var(PURGE_DELAY).unwrap_or_else(|_| "0".to_string())
 }
