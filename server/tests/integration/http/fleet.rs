@@ -90,12 +90,7 @@ async fn the_fleet_api_answers_gzip_and_plain_alike() {
             "{accept}"
         );
         assert_eq!(response.headers()[header::VARY], "accept-encoding");
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+        let bytes = bytes(response).await;
         let mut text = String::new();
         flate2::read::GzDecoder::new(&bytes[..])
             .read_to_string(&mut text)

@@ -203,14 +203,17 @@ pub fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).expect("request")
 }
 
-pub async fn text(response: Response) -> String {
-    let bytes = response
+pub async fn bytes(response: Response) -> axum::body::Bytes {
+    response
         .into_body()
         .collect()
         .await
         .expect("body")
-        .to_bytes();
-    String::from_utf8(bytes.to_vec()).expect("utf-8")
+        .to_bytes()
+}
+
+pub async fn text(response: Response) -> String {
+    String::from_utf8(bytes(response).await.to_vec()).expect("utf-8")
 }
 
 pub async fn json(response: Response) -> serde_json::Value {
