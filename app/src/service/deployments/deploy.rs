@@ -139,19 +139,6 @@ async fn deploy_as(
     sender
         .may_change(context, &found, &resource, refused)
         .await?;
-    let check = pre_check(
-        context,
-        sender.actor,
-        cluster,
-        service,
-        Some(RevisionRef::number(revision)),
-    )
-    .await?;
-    // What runs now, from ECS itself rather than the snapshot.
-    let before = context
-        .ecs
-        .service(cluster.to_string(), service.to_string())
-        .await?;
     let sending = Sending {
         cluster: cluster.to_string(),
         service: service.to_string(),
@@ -160,7 +147,17 @@ async fn deploy_as(
         from: TaskDefinitionId::new(runs.family, expected),
         action,
     };
-    still_as_seen(&sending, &before, check.target.active)?;
+    // A change made since the person looked is refused before the pre-check's reads.
+    let before = running_now(context, &sending).await?;
+    let check = pre_check(
+        context,
+        sender.actor,
+        cluster,
+        service,
+        Some(RevisionRef::number(revision)),
+    )
+    .await?;
+    still_active(&sending.target, check.target.active)?;
     let pre_check_words = pre_check_passed(check.rollout, request.force)?;
     let diff = masked_diff(context, &sending).await?;
     let intent = AuditIntent {
@@ -235,13 +232,23 @@ fn revisions_asked(request: &DeployRequest, family: &str) -> Result<(u32, u32), 
     Ok((revision, expected))
 }
 
-/// Refuses a deploy when ECS says the service no longer runs what the user saw, already runs
-/// the target, or the target is deregistered (`active` false).
-fn still_as_seen(
+/// What the service runs now, from ECS itself rather than the snapshot, refused unless it is
+/// what the person saw ([`still_as_seen`]).
+async fn running_now(
+    context: &ServiceContext,
     sending: &Sending,
-    before: &LiveService,
-    active: bool,
-) -> Result<(), ServiceError> {
+) -> Result<LiveService, ServiceError> {
+    let before = context
+        .ecs
+        .service(sending.cluster.clone(), sending.service.clone())
+        .await?;
+    still_as_seen(sending, &before)?;
+    Ok(before)
+}
+
+/// Refuses a deploy when ECS says the service no longer runs what the user saw, or already runs
+/// the target (and it is not a restart).
+fn still_as_seen(sending: &Sending, before: &LiveService) -> Result<(), ServiceError> {
     let Sending {
         resource,
         target,
@@ -260,6 +267,11 @@ fn still_as_seen(
             "{resource} already runs {family}:{now_running}; choose another revision, or restart it (POST …/restart) for new tasks of the same one"
         )));
     }
+    Ok(())
+}
+
+/// Refuses a revision ECS has deregistered: it does not roll an inactive revision out.
+fn still_active(target: &TaskDefinitionId, active: bool) -> Result<(), ServiceError> {
     if !active {
         return Err(ServiceError::conflict(format!(
             "{target} is INACTIVE (deregistered), and ECS does not roll an inactive revision out; register it again as a new revision, or choose another"
