@@ -312,6 +312,23 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_MAX_STREAMS", default_value_t = crate::limits::STREAMS_TOTAL, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_streams: usize,
 
+    /// Pages and JSON API reads answered from the console's own state (the fleet, cost, audit,
+    /// approvals) at once; more wait their turn (see --max-reads-waiting). Each read in flight
+    /// holds its memory until it is sent. Default: 4 a core.
+    #[arg(long, env = "GPUSHARE_MAX_READS_IN_FLIGHT", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000), value_name = "N")]
+    pub max_reads_in_flight: Option<usize>,
+
+    /// Pages and JSON API reads that may ask ECS first (task definitions, services, deployments,
+    /// a cluster's events) answered at once; they mostly wait for ECS and hold little meanwhile.
+    /// Default: 64 a core.
+    #[arg(long, env = "GPUSHARE_MAX_AWS_READS_IN_FLIGHT", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000), value_name = "N")]
+    pub max_aws_reads_in_flight: Option<usize>,
+
+    /// Reads of each kind that may wait for their turn (at most 5 s each); more are answered 503
+    /// with Retry-After at once, before any work is done. Writes are never refused for load.
+    #[arg(long, env = "GPUSHARE_MAX_READS_WAITING", default_value_t = crate::limits::READS_WAITING, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1_000_000), value_name = "N")]
+    pub max_reads_waiting: usize,
+
     /// Seconds between reconciles of the audit log with ECS: records left `pending` or
     /// `unknown` (a crash, a lost answer, a stopped replica) are settled by asking ECS.
     #[arg(long, env = "GPUSHARE_RECONCILE_INTERVAL", default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=86_400))]
@@ -514,6 +531,9 @@ impl Default for ServeArgs {
             body_limit: 1024 * 1024,
             max_streams_per_client: crate::limits::STREAMS_PER_CLIENT,
             max_streams: crate::limits::STREAMS_TOTAL,
+            max_reads_in_flight: None,
+            max_aws_reads_in_flight: None,
+            max_reads_waiting: crate::limits::READS_WAITING,
             reconcile_interval: 60,
             data_dir: PathBuf::from("data"),
             database_url: None,

@@ -24,6 +24,7 @@ use crate::{
         usage::{UsageReader, CONCURRENCY as USAGE_CONCURRENCY},
     },
     http::{
+        admission::{self, Admission},
         metrics::{Costs, HttpMetrics},
         origin::OriginGuard,
         state::AppState,
@@ -91,6 +92,13 @@ pub fn start(
         streams: Arc::new(StreamLimits::new(
             args.max_streams_per_client,
             args.max_streams,
+        )),
+        admission: Arc::new(Admission::new(
+            args.max_reads_in_flight
+                .unwrap_or(admission::cores() * admission::IN_FLIGHT_PER_CORE),
+            args.max_aws_reads_in_flight
+                .unwrap_or(admission::cores() * admission::AWS_IN_FLIGHT_PER_CORE),
+            args.max_reads_waiting,
         )),
         readiness: readiness(args, &clients, &history),
         services,

@@ -173,6 +173,7 @@ pub struct Costs {
 pub struct MetricsPage {
     pub metrics: Arc<HttpMetrics>,
     pub costs: Arc<Costs>,
+    pub admission: Arc<super::admission::Admission>,
     pub version: &'static str,
     pub started: Instant,
 }
@@ -379,6 +380,27 @@ fn write_events(out: &mut String, feed: &crate::fleet::events::EventFeed) -> std
     Ok(())
 }
 
+/// The reads in flight, waiting and refused for load, by lane: `own` (answered from the
+/// console's state) and `aws` (may ask ECS first).
+fn write_admission(out: &mut String, admission: &super::admission::Admission) -> std::fmt::Result {
+    let lanes = [("own", admission.own.load()), ("aws", admission.aws.load())];
+    type Figure = fn(&super::admission::Load) -> u64;
+    let families: [(&str, &str, &str, Figure); 5] = [
+        ("gpushare_reads_in_flight", "gauge", "Pages and API reads being answered, by lane.", |l| l.in_flight as u64),
+        ("gpushare_reads_in_flight_limit", "gauge", "Reads answered at once at most, by lane (--max-reads-in-flight, --max-aws-reads-in-flight).", |l| l.in_flight_limit as u64),
+        ("gpushare_reads_waiting", "gauge", "Reads waiting for their turn, by lane.", |l| l.waiting as u64),
+        ("gpushare_reads_waiting_limit", "gauge", "Reads that may wait at most, by lane (--max-reads-waiting).", |l| l.waiting_limit as u64),
+        ("gpushare_reads_refused_total", "counter", "Reads answered 503 because the console was busy, by lane.", |l| l.refused),
+    ];
+    for (name, kind, help, figure) in families {
+        family(out, name, kind, help)?;
+        for (lane, load) in &lanes {
+            writeln!(out, "{name}{{lane=\"{lane}\"}} {}", figure(load))?;
+        }
+    }
+    Ok(())
+}
+
 /// The `# HELP` and `# TYPE` lines of a metric family.
 fn family(out: &mut String, name: &str, kind: &str, help: &str) -> std::fmt::Result {
     writeln!(out, "# HELP {name} {help}")?;
@@ -446,6 +468,7 @@ pub async fn render(State(page): State<MetricsPage>) -> impl IntoResponse {
         .metrics
         .render(page.version, page.started.elapsed().as_secs());
     let _ = write_costs(&mut body, &page.costs);
+    let _ = write_admission(&mut body, &page.admission);
     (
         [(
             header::CONTENT_TYPE,

@@ -1,6 +1,7 @@
 //! The HTTP edge: middleware layers and the handlers that are not pages.
 
 pub mod activity;
+pub mod admission;
 pub mod api;
 pub mod approvals;
 pub mod audit;
@@ -39,7 +40,8 @@ use crate::error::AppError;
 use state::AppState;
 
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
-/// bottom-up: metrics, tracing, security headers, the catching of panics, clear errors for
+/// bottom-up: metrics, tracing, the admission of reads (a bounded number at a time), security
+/// headers, the catching of panics, clear errors for
 /// oversized and slow requests, the refusal of requests from elsewhere (host, origin, content
 /// type), sign-in, compression, the timeout, and the body limit.
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
@@ -69,6 +71,10 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
         ))
         .layer(middleware::from_fn(panics::catch))
         .layer(middleware::from_fn(security::headers))
+        .layer(middleware::from_fn_with_state(
+            state.admission.clone(),
+            admission::admit,
+        ))
         .layer(
             TraceLayer::new_for_http().make_span_with(|request: &Request| {
                 let route = request

@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use app::service::ServiceContext;
 
 use super::{
+    admission::Admission,
     fleet_cache::FleetJsonCache,
     metrics::{Costs, HttpMetrics, MetricsPage},
     origin::OriginGuard,
@@ -43,6 +44,8 @@ pub struct AppState {
     pub origin: Arc<OriginGuard>,
     /// The live-update streams open, by client.
     pub streams: Arc<StreamLimits>,
+    /// The reads in flight and waiting, and their bounds.
+    pub admission: Arc<Admission>,
     /// What reading the fleet costs, for `/metrics`: the AWS calls, the budget, the refresher
     /// and the full reads' checks.
     pub costs: Arc<Costs>,
@@ -79,6 +82,12 @@ impl FromRef<AppState> for Arc<OriginGuard> {
     }
 }
 
+impl FromRef<AppState> for Arc<Admission> {
+    fn from_ref(state: &AppState) -> Self {
+        state.admission.clone()
+    }
+}
+
 impl FromRef<AppState> for Arc<HttpMetrics> {
     fn from_ref(state: &AppState) -> Self {
         state.metrics.clone()
@@ -90,6 +99,7 @@ impl FromRef<AppState> for MetricsPage {
         MetricsPage {
             metrics: state.metrics.clone(),
             costs: state.costs.clone(),
+            admission: state.admission.clone(),
             version: state.services.version,
             started: state.services.started,
         }

@@ -170,6 +170,9 @@ pub struct Reads {
     pub during_restart: u64,
     /// Reads not sent because too many were in flight (the console could not keep up).
     pub shed: u64,
+    /// Reads the console refused at once as busy (`503` with `Retry-After`): more were asked
+    /// than it answers at a time and lets wait. Their times are not in the percentiles.
+    pub busy: u64,
     pub sent: u64,
     /// 500s (a fault of the console's own), and 5xx answers that do not say why, while the
     /// console was up. A 502, 503 or 504 that says what AWS did is the console's answer to a
@@ -181,6 +184,42 @@ pub struct Reads {
     pub reasons: BTreeMap<String, u64>,
 }
 
+impl Reads {
+    /// Counts one answered read of kind `k`: its status, whether it says why, its reason, and
+    /// its time (a refusal as busy is counted apart, without its time).
+    fn tally(&mut self, url: &str, k: usize, answer: &super::http::Answer) {
+        *self.statuses.entry(answer.status).or_default() += 1;
+        let says_why = answer.json().is_some_and(|j| {
+            j["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        }) || String::from_utf8_lossy(&answer.body).contains("<main");
+        let internal = answer.status == 500 || (answer.status > 500 && !says_why);
+        self.internal += u64::from(internal);
+        if answer.status > 500 {
+            let why = reason(&String::from_utf8_lossy(&answer.body));
+            *self.reasons.entry(why).or_default() += 1;
+        }
+        // Every kind of 5xx is worth an example; the console's own faults first.
+        if (internal && self.errors.len() < 20) || (answer.status > 500 && self.errors.len() < 5) {
+            let text = String::from_utf8_lossy(&answer.body);
+            let text: String = text.chars().take(200).collect();
+            self.errors.push(format!("{url}: {} {text}", answer.status));
+        }
+        if is_busy(answer) {
+            self.busy += 1;
+            return;
+        }
+        let ms = answer.took.as_secs_f64() * 1000.0;
+        self.times.entry(KINDS[k].name).or_default().push(ms);
+        if KINDS[k].page {
+            self.pages.push(ms);
+        } else {
+            self.api.push(ms);
+        }
+    }
+}
+
 /// The reason a 5xx answer gives, short enough to count like answers together: a JSON error's
 /// message, or the first of the console's refusals a page shows, up to its first `;`.
 pub fn reason(body: &str) -> String {
@@ -190,7 +229,8 @@ pub fn reason(body: &str) -> String {
     let text = match message {
         Some(message) => message,
         None => {
-            const REFUSALS: [&str; 4] = [
+            const REFUSALS: [&str; 5] = [
+                "The console is busy",
                 "ECS is throttling",
                 "the console's share",
                 "the console is still reading",
@@ -205,6 +245,13 @@ pub fn reason(body: &str) -> String {
     };
     let end = text.find([';', '<']).unwrap_or(text.len());
     text[..end].chars().take(120).collect()
+}
+
+/// Whether an answer is the console's refusal of a read as busy.
+fn is_busy(answer: &super::http::Answer) -> bool {
+    answer.status == 503
+        && (answer.json().is_some_and(|j| j["error"]["code"] == "busy")
+            || String::from_utf8_lossy(&answer.body).contains("The console is busy"))
 }
 
 /// Reads in flight at most; more are counted as shed.
@@ -253,37 +300,7 @@ pub async fn readers(shared: Arc<Shared>, rate: u32, seed: u64, reads: Arc<Mutex
                 return;
             }
             match answer {
-                Ok(answer) => {
-                    *reads.statuses.entry(answer.status).or_default() += 1;
-                    let says_why = answer.json().is_some_and(|j| {
-                        j["error"]["message"]
-                            .as_str()
-                            .is_some_and(|m| !m.is_empty())
-                    }) || String::from_utf8_lossy(&answer.body).contains("<main");
-                    let internal = answer.status == 500 || (answer.status > 500 && !says_why);
-                    reads.internal += u64::from(internal);
-                    if answer.status > 500 {
-                        let why = reason(&String::from_utf8_lossy(&answer.body));
-                        *reads.reasons.entry(why).or_default() += 1;
-                    }
-                    // Every kind of 5xx is worth an example; the console's own faults first.
-                    if (internal && reads.errors.len() < 20)
-                        || (answer.status > 500 && reads.errors.len() < 5)
-                    {
-                        let text = String::from_utf8_lossy(&answer.body);
-                        let text: String = text.chars().take(200).collect();
-                        reads
-                            .errors
-                            .push(format!("{url}: {} {text}", answer.status));
-                    }
-                    let ms = answer.took.as_secs_f64() * 1000.0;
-                    reads.times.entry(KINDS[k].name).or_default().push(ms);
-                    if KINDS[k].page {
-                        reads.pages.push(ms);
-                    } else {
-                        reads.api.push(ms);
-                    }
-                }
+                Ok(answer) => reads.tally(&url, k, &answer),
                 Err(_) => reads.failed += 1,
             }
         });

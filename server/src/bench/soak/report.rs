@@ -120,6 +120,10 @@ fn traffic(found: &mut Found) -> Vec<Row> {
             "{answered} ({:.0}/s); {} shed as the console fell behind, {} during the restart",
             answered as f64 / secs, reads.shed, reads.during_restart
         )),
+        row("of them refused at once as busy (503, Retry-After)", format!(
+            "{} ({:.0}/s); answered in full {:.0}/s",
+            reads.busy, reads.busy as f64 / secs, (answered - reads.busy.min(answered)) as f64 / secs
+        )),
         row("reads by status", format!("{:?}", reads.statuses)),
         row(
             "reads with no answer; 5xx (console up); of them 500 or without a reason",

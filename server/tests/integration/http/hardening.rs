@@ -1,7 +1,7 @@
 //! What an anonymous neighbour can make the console do, and what it must not cost: readiness
 //! probes that would become AWS calls, revisions that do not exist asked for again and again,
 //! unknown open paths that would show the app's shell, connections that never send their
-//! headers, and a panic that would drop the connection.
+//! headers, a panic that would drop the connection, and more reads than the console can answer.
 
 use std::time::Duration;
 
@@ -206,4 +206,68 @@ async fn a_panic_while_answering_is_a_500_with_an_incident_and_the_server_keeps_
     )
     .await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn reads_past_the_bound_are_refused_with_retry_after_and_writes_health_and_metrics_are_not() {
+    let (app, _) = test_app_configured(false, Vec::new(), None, |args| {
+        args.max_reads_in_flight = Some(1);
+        args.max_aws_reads_in_flight = Some(1);
+        args.max_reads_waiting = 0;
+    })
+    .await;
+    // Answers their clients have not read yet hold the one turn of each lane: the reads
+    // answered from the console's state, and those that may ask ECS first.
+    let held = send(&app, get("/api/v1/budgets")).await;
+    assert_eq!(held.status(), StatusCode::OK);
+    let held_aws = send(&app, get("/api/v1/task-definitions")).await;
+    assert_eq!(held_aws.status(), StatusCode::OK);
+
+    let refused = send(&app, get("/api/v1/cost")).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+    let body = json(refused).await;
+    assert_eq!(body["error"]["code"], "busy", "{body}");
+    let page = send(
+        &app,
+        Request::get("/task-definitions")
+            .header(header::ACCEPT, "text/html")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(text(page).await.contains("The console is busy"));
+
+    // A check (a POST) and health are answered while reads are refused.
+    let check = send(
+        &app,
+        post_json("/api/v1/task-definitions/validate", "{\"family\": 1}"),
+    )
+    .await;
+    assert_eq!(check.status(), StatusCode::OK, "the check's own answer");
+    let check = json(check).await;
+    assert!(check.get("error").is_none(), "{check}");
+    assert_eq!(send(&app, get("/healthz")).await.status(), StatusCode::OK);
+    let metrics = text(send(&app, get("/metrics")).await).await;
+    for line in [
+        "gpushare_reads_in_flight{lane=\"own\"} 1",
+        "gpushare_reads_in_flight{lane=\"aws\"} 1",
+        "gpushare_reads_in_flight_limit{lane=\"own\"} 1",
+        "gpushare_reads_in_flight_limit{lane=\"aws\"} 1",
+        "gpushare_reads_waiting_limit{lane=\"own\"} 0",
+        "gpushare_reads_refused_total{lane=\"own\"} 1",
+        "gpushare_reads_refused_total{lane=\"aws\"} 1",
+        "gpushare_http_requests_total{method=\"GET\",route=\"/api/v1/cost\",status=\"503\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} not in:\n{metrics}");
+    }
+
+    // Once the held answer is read, reads are answered again.
+    drop(bytes(held).await);
+    drop(bytes(held_aws).await);
+    assert_eq!(
+        send(&app, get("/api/v1/cost")).await.status(),
+        StatusCode::OK
+    );
 }
