@@ -236,8 +236,19 @@ async fn a_restart_replaces_the_tasks_with_new_ones_of_the_same_revision() {
     let response = send(&app, post_json(restart, r#"{"revision": 1}"#)).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(text(response).await.contains("expected_revision"));
+    // ECS is asked what runs before anything else is read: the service does not run revision 7
+    // (there is none), and the answer says what it runs.
     let response = send(&app, post_json(restart, r#"{"expected_revision": 7}"#)).await;
-    assert_eq!(response.status(), StatusCode::NOT_FOUND, "no revision 7");
+    assert_eq!(
+        response.status(),
+        StatusCode::CONFLICT,
+        "no revision 7 runs"
+    );
+    let message = json(response).await["error"]["message"].to_string();
+    assert!(
+        message.contains("now runs embed-api:") && message.contains("not embed-api:7"),
+        "{message}"
+    );
     let response = send(
         &app,
         post_json(
