@@ -58,6 +58,17 @@ impl From<ServiceError> for AppError {
     }
 }
 
+/// Whether a request is a browser's for a page rather than the API's: a refusal or an error is
+/// then answered as a short page, otherwise as JSON.
+pub fn wants_html<B>(request: &axum::http::Request<B>) -> bool {
+    !request.uri().path().starts_with("/api/")
+        && request
+            .headers()
+            .get(axum::http::header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"))
+}
+
 /// The JSON body of every error response.
 #[derive(Debug, Serialize)]
 pub struct ErrorBody {

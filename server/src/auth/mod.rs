@@ -29,7 +29,7 @@ use axum::{
     response::{Html, IntoResponse, Response},
 };
 
-use crate::error::AppError;
+use crate::error::{wants_html, AppError};
 use network::Network;
 
 /// How this server learns who is asking.
@@ -179,16 +179,6 @@ pub async fn identify(State(state): State<SignIn>, request: Request, next: Next)
             refusal(&request, status, message)
         }
     }
-}
-
-/// Whether the request is a browser's for a page rather than the API's.
-fn wants_html(request: &Request) -> bool {
-    !request.uri().path().starts_with("/api/")
-        && request
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"))
 }
 
 /// A refusal as JSON for the API and server functions, as a short page for a browser.

@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 
 use axum::{
     extract::Request,
-    http::{header, StatusCode},
+    http::StatusCode,
     middleware::Next,
     response::{Html, IntoResponse, Response},
     Json,
@@ -34,12 +34,7 @@ fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 pub async fn catch(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let wants_json = path.starts_with("/api/")
-        || !request
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"));
+    let wants_json = !crate::error::wants_html(&request);
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(payload) => {
