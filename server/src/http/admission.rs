@@ -59,6 +59,9 @@ const ASKS_AWS: [&str; 9] = [
 /// The longest a read waits for its turn before it is refused.
 pub const LONGEST_WAIT: Duration = Duration::from_secs(5);
 
+/// Refusals are logged at most once this often.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
 /// Seconds a refused client is told to wait before it asks again.
 const RETRY_AFTER_SECONDS: u64 = 1;
 
@@ -75,8 +78,8 @@ impl Admission {
     /// The two lanes' bounds: `own` and `aws` reads in flight, and `waiting` more in each.
     pub fn new(own: usize, aws: usize, waiting: usize) -> Self {
         Admission {
-            own: Lane::new(own, waiting, LONGEST_WAIT),
-            aws: Lane::new(aws, waiting, LONGEST_WAIT),
+            own: Lane::new("own", own, waiting, LONGEST_WAIT),
+            aws: Lane::new("aws", aws, waiting, LONGEST_WAIT),
         }
     }
 
@@ -109,6 +112,10 @@ pub struct Lane {
     longest_wait: Duration,
     waiting: AtomicUsize,
     refused: AtomicU64,
+    /// When the last line about refusals was logged, and the refusals counted then.
+    logged: std::sync::Mutex<(Option<std::time::Instant>, u64)>,
+    /// The lane's name in the log and the metrics.
+    name: &'static str,
 }
 
 /// How many reads are in flight and waiting now, and how many were refused since the start.
@@ -154,7 +161,12 @@ impl Refusal {
 impl Lane {
     /// At most `in_flight` reads answered at once and `waiting` more waiting, each at most
     /// `longest_wait`.
-    pub fn new(in_flight: usize, waiting: usize, longest_wait: Duration) -> Self {
+    pub fn new(
+        name: &'static str,
+        in_flight: usize,
+        waiting: usize,
+        longest_wait: Duration,
+    ) -> Self {
         let in_flight = in_flight.max(1);
         Lane {
             turns: Arc::new(Semaphore::new(in_flight)),
@@ -163,6 +175,8 @@ impl Lane {
             longest_wait,
             waiting: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
+            logged: std::sync::Mutex::new((None, 0)),
+            name,
         }
     }
 
@@ -189,9 +203,34 @@ impl Lane {
         }
     }
 
+    /// Counts a refusal, and logs the refusals since the last line at most once per
+    /// [`LOG_EVERY`]: a line per refusal would flood the log just when the console is busiest.
     fn refuse(&self, refusal: Refusal) -> Refusal {
-        self.refused.fetch_add(1, Ordering::Relaxed);
+        let total = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(since) = self.due_for_log(total) {
+            tracing::warn!(
+                lane = self.name,
+                refused = since,
+                in_flight_limit = self.in_flight_limit,
+                waiting_limit = self.waiting_limit,
+                "the console is busy: reads were refused with 503 since the last such line; if \
+                 it keeps happening, give the console more CPU or replicas, or raise \
+                 --max-reads-in-flight (own) or --max-aws-reads-in-flight (aws)"
+            );
+        }
         refusal
+    }
+
+    /// The refusals to log now, `total` counted so far: none while the last line is younger
+    /// than [`LOG_EVERY`].
+    fn due_for_log(&self, total: u64) -> Option<u64> {
+        let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+        if logged.0.is_some_and(|at| at.elapsed() < LOG_EVERY) {
+            return None;
+        }
+        let since = total.saturating_sub(logged.1);
+        *logged = (Some(std::time::Instant::now()), total);
+        Some(since)
     }
 
     /// The reads in flight and waiting now.
@@ -262,18 +301,8 @@ pub async fn admit(
             });
             Response::from_parts(parts, Body::new(body))
         }
-        Err(refusal) => refuse(&refusal, wants_page(&request)),
+        Err(refusal) => refuse(&refusal, crate::error::wants_html(&request)),
     }
-}
-
-/// Whether the client asked for a page (a browser's navigation) rather than JSON.
-fn wants_page(request: &Request) -> bool {
-    !request.uri().path().starts_with("/api/")
-        && request
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"))
 }
 
 /// The `503` a refused read gets: JSON for the API, for a browser a page that asks again by

@@ -40,8 +40,8 @@ use crate::error::AppError;
 use state::AppState;
 
 /// Wraps every route in the middleware. Listed innermost first, so a request passes them
-/// bottom-up: metrics, tracing, the admission of reads (a bounded number at a time), security
-/// headers, the catching of panics, clear errors for
+/// bottom-up: metrics, security headers, the admission of reads (a bounded number at a time),
+/// tracing, the catching of panics, clear errors for
 /// oversized and slow requests, the refusal of requests from elsewhere (host, origin, content
 /// type), sign-in, compression, the timeout, and the body limit.
 pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
@@ -70,11 +70,6 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
             explain_edge_errors,
         ))
         .layer(middleware::from_fn(panics::catch))
-        .layer(middleware::from_fn(security::headers))
-        .layer(middleware::from_fn_with_state(
-            state.admission.clone(),
-            admission::admit,
-        ))
         .layer(
             TraceLayer::new_for_http().make_span_with(|request: &Request| {
                 let route = request
@@ -89,6 +84,13 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
                 )
             }),
         )
+        // Outside the tracing: a read refused as busy is counted and logged by the admission,
+        // a line a while, not one per refusal.
+        .layer(middleware::from_fn_with_state(
+            state.admission.clone(),
+            admission::admit,
+        ))
+        .layer(middleware::from_fn(security::headers))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::record,

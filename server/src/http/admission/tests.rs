@@ -6,7 +6,7 @@ const LONG: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn reads_past_the_bound_wait_and_past_the_queue_are_refused() {
-    let admission = Arc::new(Lane::new(2, 1, LONG));
+    let admission = Arc::new(Lane::new("own", 2, 1, LONG));
     let first = admission.enter().await.expect("a free turn");
     let _second = admission.enter().await.expect("a free turn");
 
@@ -42,7 +42,7 @@ async fn reads_past_the_bound_wait_and_past_the_queue_are_refused() {
 
 #[tokio::test]
 async fn a_read_that_waits_too_long_is_refused_and_leaves_the_queue() {
-    let admission = Lane::new(1, 8, Duration::from_millis(50));
+    let admission = Lane::new("own", 1, 8, Duration::from_millis(50));
     let _turn = admission.enter().await.expect("a free turn");
     let refused = admission.enter().await.expect_err("no turn came");
     assert_eq!(
@@ -61,7 +61,7 @@ async fn a_read_that_waits_too_long_is_refused_and_leaves_the_queue() {
 
 #[tokio::test]
 async fn a_client_that_hangs_up_while_waiting_leaves_the_queue() {
-    let admission = Lane::new(1, 1, LONG);
+    let admission = Lane::new("own", 1, 1, LONG);
     let _turn = admission.enter().await.expect("a free turn");
     let gone = tokio::time::timeout(Duration::from_millis(20), admission.enter()).await;
     assert!(gone.is_err(), "the read got in with no turn free");
@@ -256,4 +256,21 @@ fn reads_that_may_ask_ecs_go_in_their_own_lane() {
     ] {
         assert!(!lane(path), "{path} is answered from the console's state");
     }
+}
+
+#[test]
+fn refusals_are_logged_a_line_a_while_with_their_count() {
+    let lane = Lane::new("own", 1, 0, LONG);
+    assert_eq!(lane.due_for_log(1), Some(1), "the first refusal is logged");
+    assert_eq!(lane.due_for_log(2), None);
+    assert_eq!(lane.due_for_log(3), None);
+    // As if the last line were older than the interval.
+    lane.logged.lock().expect("not poisoned").0 =
+        std::time::Instant::now().checked_sub(LOG_EVERY + Duration::from_secs(1));
+    assert_eq!(
+        lane.due_for_log(7),
+        Some(6),
+        "the refusals since the last line"
+    );
+    assert_eq!(lane.due_for_log(8), None);
 }
