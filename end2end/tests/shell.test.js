@@ -102,7 +102,30 @@ describe('without JavaScript', () => {
     const clusters = await page.getByTestId('cluster-table').locator('tbody th').allTextContents();
     assert.deepEqual(clusters, ['batch-sim', 'inference-prod', 'ml-dev']);
     assert.match(await page.getByTestId('status-version').textContent(), /^\d+\.\d+\.\d+/);
-    assert.equal(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').count(), 7);
+    // Every section is a plain link to a page the server renders, the one it names.
+    const sections = await page
+      .getByRole('navigation', { name: 'Sections' })
+      .getByRole('link')
+      .evaluateAll((links) => links.map((a) => [a.textContent.trim(), a.getAttribute('href')]));
+    const expected = [
+      ['Fleet', '/'],
+      ['Capacity', '/capacity'],
+      ['Task definitions', '/task-definitions'],
+      ['Deployments', '/deployments'],
+      ['Audit log', '/audit'],
+      ['Cost', '/cost'],
+      ['Approvals', '/approvals'],
+    ];
+    assert.deepEqual(sections.map(([, href]) => href), expected.map(([, href]) => href));
+    for (const [i, [name, href]] of sections.entries()) {
+      // The approvals link may carry how many requests wait.
+      assert.ok(name.startsWith(expected[i][0]), `${name} is not ${expected[i][0]}`);
+      const answer = await fetch(BASE_URL + href, { headers: { accept: 'text/html' } });
+      assert.equal(answer.status, 200, `${name}: ${href}`);
+      const html = await answer.text();
+      assert.match(html, /<h1[\s>]/, `${name}: ${href} has a heading`);
+      assert.doesNotMatch(html, /Page not found/, `${name}: ${href}`);
+    }
     assert.equal(await page.locator('body[data-hydrated]').count(), 0, 'nothing ran in the browser');
     await context.close();
   });
