@@ -147,6 +147,24 @@ fn get_request(path: &str, accept: &str) -> Request {
         .expect("a request")
 }
 
+/// The router's answer to a `GET` of `path` accepting `accept`.
+async fn ask(app: &Router, path: &str, accept: &str) -> Response {
+    app.clone()
+        .oneshot(get_request(path, accept))
+        .await
+        .expect("an answer")
+}
+
+/// A whole answer's body: reading it sends the answer, which frees its turn.
+async fn body(response: Response) -> axum::body::Bytes {
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes()
+}
+
 #[tokio::test]
 async fn the_turn_is_held_until_the_answer_is_sent_and_a_refusal_says_why() {
     let admission = Arc::new(Admission::new(1, 1, 0));
@@ -154,40 +172,23 @@ async fn the_turn_is_held_until_the_answer_is_sent_and_a_refusal_says_why() {
     let admission = &admission.own;
 
     // An answer not yet read by its client still holds its turn.
-    let unsent = app
-        .clone()
-        .oneshot(get_request("/page", "text/html"))
-        .await
-        .expect("an answer");
+    let unsent = ask(&app, "/page", "text/html").await;
     assert_eq!(unsent.status(), StatusCode::OK);
     assert_eq!(admission.load().in_flight, 1);
 
-    let refused = app
-        .clone()
-        .oneshot(get_request("/api/v1/cost", "*/*"))
-        .await
-        .expect("an answer");
+    let refused = ask(&app, "/api/v1/cost", "*/*").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
-    let bytes = refused
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
+    let bytes = body(refused).await;
     let json: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
     assert_eq!(json["error"]["code"], "busy");
     assert!(json["error"]["message"]
         .as_str()
         .is_some_and(|m| m.contains("the console is busy") && m.contains("Nothing was changed")));
 
-    let page = app
-        .clone()
-        .oneshot(get_request("/page", "text/html,application/xhtml+xml"))
-        .await
-        .expect("an answer");
+    let page = ask(&app, "/page", "text/html,application/xhtml+xml").await;
     assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let bytes = page.into_body().collect().await.expect("a body").to_bytes();
+    let bytes = body(page).await;
     let text = String::from_utf8_lossy(&bytes);
     assert!(
         text.contains("<main") && text.contains("http-equiv=\"refresh\""),
@@ -195,34 +196,18 @@ async fn the_turn_is_held_until_the_answer_is_sent_and_a_refusal_says_why() {
     );
 
     // A read that may ask ECS has a lane of its own: a full first lane does not hold it back.
-    let aws = app
-        .clone()
-        .oneshot(get_request("/api/v1/task-definitions", "*/*"))
-        .await
-        .expect("an answer");
+    let aws = ask(&app, "/api/v1/task-definitions", "*/*").await;
     assert_eq!(aws.status(), StatusCode::OK);
 
     // Health is never refused for load.
-    let health = app
-        .clone()
-        .oneshot(get_request("/healthz", "*/*"))
-        .await
-        .expect("an answer");
+    let health = ask(&app, "/healthz", "*/*").await;
     assert_eq!(health.status(), StatusCode::OK);
 
     // Once the first answer is sent, its turn is free.
-    let sent = unsent
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
+    let sent = body(unsent).await;
     assert_eq!(&sent[..], b"<main>the page</main>");
     assert_eq!(admission.load().in_flight, 0);
-    let next = app
-        .oneshot(get_request("/api/v1/cost", "*/*"))
-        .await
-        .expect("an answer");
+    let next = ask(&app, "/api/v1/cost", "*/*").await;
     assert_eq!(next.status(), StatusCode::OK);
 }
 
