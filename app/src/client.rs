@@ -25,7 +25,8 @@ pub fn listen_json<T: DeserializeOwned + 'static>(
             let Some(data) = event.data().as_string() else {
                 return;
             };
-            let Ok(message) = leptos::serde_json::from_str::<T>(&data) else {
+            // Read as bytes, as the page's data is (`crate::resource`): one JSON reader.
+            let Ok(message) = leptos::serde_json::from_slice::<T>(data.as_bytes()) else {
                 return;
             };
             if on_message(message) == Next::Stop {

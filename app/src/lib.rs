@@ -10,6 +10,7 @@ pub mod client;
 pub mod components;
 pub mod model;
 pub mod pages;
+pub mod resource;
 pub mod server_fns;
 pub mod shell;
 

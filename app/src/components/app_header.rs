@@ -2,6 +2,7 @@
 
 mod theme_toggle;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_router::{components::A, hooks::use_location};
 
@@ -64,7 +65,7 @@ pub fn AppHeader() -> impl IntoView {
 #[component]
 fn WaitingCount() -> impl IntoView {
     let location = use_location();
-    let waiting = Resource::new(move || location.pathname.get(), |_| approvals_waiting());
+    let waiting = fetched(move || location.pathname.get(), |_| approvals_waiting());
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -1,6 +1,7 @@
 //! Every team's GPU budget per cluster as a bar: held, waiting for approval, free — with the
 //! numbers in words beside it. Nothing when the policy sets no budget.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::{
@@ -11,7 +12,7 @@ use crate::{
 /// The budgets of the policy (of `cluster` only, when given), read from the server.
 #[component]
 pub fn BudgetBars(cluster: Option<String>) -> impl IntoView {
-    let budgets = Resource::new(|| (), |_| team_budgets());
+    let budgets = fetched(|| (), |_| team_budgets());
     view! {
         <Suspense fallback=|| ()>
             {move || {

@@ -1,5 +1,6 @@
 //! The fleet's clusters with their counts.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::model::ClusterSummary;
@@ -8,7 +9,7 @@ use crate::server_fns::clusters::list_clusters;
 /// A table of every cluster: instances, services, running and pending tasks.
 #[component]
 pub fn ClusterTable() -> impl IntoView {
-    let clusters = Resource::new(|| (), |_| list_clusters());
+    let clusters = fetched(|| (), |_| list_clusters());
     view! {
         <section class="card" aria-labelledby="clusters-heading">
             <h2 id="clusters-heading">"Clusters"</h2>

@@ -1,5 +1,6 @@
 //! A card with the server's status, refreshed on request.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::model::ConsoleStatus;
@@ -9,7 +10,7 @@ use crate::server_fns::console::console_status;
 #[component]
 pub fn ConsoleStatusCard() -> impl IntoView {
     let checks = RwSignal::new(0_u32);
-    let status = Resource::new(move || checks.get(), |_| console_status());
+    let status = fetched(move || checks.get(), |_| console_status());
 
     view! {
         <section class="card status-card" aria-labelledby="status-heading">

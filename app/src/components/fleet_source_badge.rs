@@ -1,6 +1,7 @@
 //! A badge in the header that says where the fleet comes from, so a simulated fleet is never
 //! mistaken for a real one.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::server_fns::console::console_status;
@@ -8,7 +9,7 @@ use crate::server_fns::console::console_status;
 /// "Simulated fleet (demo)" or "AWS eu-west-1".
 #[component]
 pub fn FleetSourceBadge() -> impl IntoView {
-    let status = Resource::new(|| (), |_| console_status());
+    let status = fetched(|| (), |_| console_status());
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

@@ -1,6 +1,7 @@
 //! Who the console thinks you are, in the header: your name, role and teams, or that the console
 //! runs without sign-in — in red when that is on a network address.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::server_fns::console::console_status;
@@ -8,7 +9,7 @@ use crate::server_fns::console::console_status;
 /// "ana@example.com (deployer: search)" or "no sign-in (local)".
 #[component]
 pub fn IdentityBadge() -> impl IntoView {
-    let status = Resource::new(|| (), |_| console_status());
+    let status = fetched(|| (), |_| console_status());
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

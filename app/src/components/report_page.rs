@@ -2,6 +2,7 @@
 //! (a bad value is said in a banner and the default view shown instead), the report fetched
 //! for it, a line while it is worked out and an error banner when it cannot be.
 
+use crate::resource::fetched;
 use std::future::Future;
 
 use leptos::prelude::*;
@@ -65,7 +66,7 @@ where
     V: IntoView + 'static,
 {
     let (parsed, query) = url_query::<Q>();
-    let report = Resource::new(move || query.get(), fetch);
+    let report = fetched(move || query.get(), fetch);
     let ReportPageText {
         loading,
         failed,

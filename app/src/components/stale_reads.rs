@@ -1,6 +1,7 @@
 //! A banner that says when a page shows kept ECS answers because ECS did not answer in time
 //! (throttled, slow or failing), and how old they are.
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 
 use crate::server_fns::console::console_status;
@@ -10,7 +11,7 @@ use crate::server_fns::console::console_status;
 /// arrived, so that it speaks of that read.
 #[component]
 pub fn StaleReadsBanner() -> impl IntoView {
-    let status = Resource::new(|| (), |_| console_status());
+    let status = fetched(|| (), |_| console_status());
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

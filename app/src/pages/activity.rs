@@ -9,6 +9,7 @@ mod service_select;
 mod stopped_tasks_page;
 mod task_table;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -63,7 +64,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
             limit,
         })
     });
-    let feed = Resource::new(
+    let feed = fetched(
         move || (cluster.get(), filter.get()),
         |(cluster, filter)| async move {
             match filter {

@@ -8,6 +8,7 @@ mod page_links;
 mod request_detail;
 mod request_table;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -45,7 +46,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             page: q.get("page").filter(|v| !v.is_empty()),
         })
     });
-    let view_data = Resource::new(move || filter.get(), list_approvals);
+    let view_data = fetched(move || filter.get(), list_approvals);
     view! {
         <Title text="Approvals" />
         <h1>"Approvals"</h1>

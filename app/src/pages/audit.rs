@@ -3,6 +3,7 @@
 
 mod audit_table;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -30,7 +31,7 @@ pub fn AuditPage() -> impl IntoView {
             limit: None,
         })
     });
-    let records = Resource::new(move || filter.get(), list_audit);
+    let records = fetched(move || filter.get(), list_audit);
     let csv = move || {
         let f = filter.get();
         let mut parts = vec!["format=csv".to_string()];

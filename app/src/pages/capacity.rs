@@ -5,6 +5,7 @@
 mod new_provider_form;
 mod provider_card;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -22,7 +23,7 @@ use self::{new_provider_form::NewProviderForm, provider_card::ProviderCard};
 pub fn CapacityPage() -> impl IntoView {
     let query = use_query_map();
     let cluster = Memo::new(move |_| query.with(|q| q.get("cluster").filter(|c| !c.is_empty())));
-    let read = Resource::new(move || cluster.get(), list_capacity);
+    let read = fetched(move || cluster.get(), list_capacity);
     view! {
         <Title text="Capacity providers" />
         <h1>"Capacity providers"</h1>

@@ -16,6 +16,7 @@ mod service_table;
 mod watch;
 mod watch_page;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -64,7 +65,7 @@ use self::{
 pub fn DeploymentsPage() -> impl IntoView {
     let query = use_query_map();
     let cluster = Memo::new(move |_| query.with(|q| q.get("cluster").filter(|c| !c.is_empty())));
-    let rows = Resource::new(move || cluster.get(), list_services);
+    let rows = fetched(move || cluster.get(), list_services);
     view! {
         <Title text="Deployments" />
         <h1>"Deployments"</h1>

@@ -10,6 +10,7 @@ mod overview;
 mod summary;
 mod zoom_trail;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{
@@ -49,7 +50,7 @@ pub fn FleetPage() -> impl IntoView {
         ..query.get()
     });
     let (live, set_live) = signal(0_u64);
-    let overview = Resource::new(move || (view.get(), live.get()), |(q, _)| fleet_overview(q));
+    let overview = fetched(move || (view.get(), live.get()), |(q, _)| fleet_overview(q));
     let detail = detail_of(selected, live);
     let select_to = query_navigator(true);
     let on_select = Callback::new(move |key: String| {
@@ -118,8 +119,11 @@ pub fn FleetPage() -> impl IntoView {
 fn detail_of(
     selected: Memo<Option<String>>,
     live: ReadSignal<u64>,
-) -> Resource<Result<Option<crate::model::fleet_view::GpuDetail>, crate::model::ServiceError>> {
-    Resource::new(
+) -> Resource<
+    Result<Option<crate::model::fleet_view::GpuDetail>, crate::model::ServiceError>,
+    crate::resource::JsonCodec,
+> {
+    fetched(
         move || (selected.get(), live.get()),
         |(key, _)| async move {
             match key {
@@ -208,7 +212,10 @@ struct FleetNews {
 /// its refresh state changed); ticks the age shown.
 #[cfg(feature = "hydrate")]
 fn live_updates(
-    overview: Resource<Result<FleetOverview, crate::model::ServiceError>>,
+    overview: Resource<
+        Result<FleetOverview, crate::model::ServiceError>,
+        crate::resource::JsonCodec,
+    >,
     set_live: WriteSignal<u64>,
 ) {
     use crate::client::{listen_json, Next};

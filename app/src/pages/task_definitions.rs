@@ -13,6 +13,7 @@ mod revision_facts;
 mod revision_json;
 mod revision_page;
 
+use crate::resource::fetched;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -49,7 +50,7 @@ use self::{
 /// The list of families.
 #[component]
 pub fn TaskDefinitionsPage() -> impl IntoView {
-    let families = Resource::new(|| (), |_| task_definition_families());
+    let families = fetched(|| (), |_| task_definition_families());
     view! {
         <Title text="Task definitions" />
         <h1>"Task definitions"</h1>

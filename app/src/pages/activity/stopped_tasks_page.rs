@@ -1,6 +1,7 @@
 //! The recently stopped tasks of one cluster.
 
 use super::*;
+use crate::resource::fetched;
 
 /// The recently stopped tasks of one cluster.
 #[component]
@@ -14,7 +15,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
             limit,
         })
     });
-    let stopped = Resource::new(
+    let stopped = fetched(
         move || (cluster.get(), filter.get()),
         |(cluster, filter)| async move {
             match filter {

@@ -1,6 +1,7 @@
 //! One request, live until it is decided and sent.
 
 use super::*;
+use crate::resource::fetched;
 
 /// One request, live until it is decided and sent.
 #[component]
@@ -10,7 +11,7 @@ pub fn ApprovalPage() -> impl IntoView {
     let decide = ServerAction::<DecideApproval>::new();
     // Reads again after each decision, and every few seconds in the browser while it waits.
     let polls = RwSignal::new(0_u32);
-    let item = Resource::new(
+    let item = fetched(
         move || (id.get(), decide.version().get(), polls.get()),
         |(id, _, _)| approval(id),
     );

@@ -10,6 +10,7 @@ use crate::model::{
     capacity::{ClusterCapacity, ProviderType, ProviderView},
     new_service::{NewServiceCheck, NewServiceForm, ServiceChoices, Template},
 };
+use crate::resource::fetched;
 
 /// Why a provider is not offered for a GPU-sharing service; `None` when it is.
 fn not_offered(provider: &ProviderView) -> Option<String> {
@@ -34,7 +35,7 @@ fn not_offered(provider: &ProviderView) -> Option<String> {
 #[component]
 pub fn NewServicePage() -> impl IntoView {
     let query = use_query_map();
-    let clusters = Resource::new(|| (), |_| crate::server_fns::clusters::list_clusters());
+    let clusters = fetched(|| (), |_| crate::server_fns::clusters::list_clusters());
     let cluster = RwSignal::new(query.with_untracked(|q| q.get("cluster").unwrap_or_default()));
     view! {
         <Title text="New service · Deployments" />
@@ -76,7 +77,7 @@ pub fn NewServicePage() -> impl IntoView {
 fn NewServiceForm(cluster: String) -> impl IntoView {
     let read = {
         let cluster = cluster.clone();
-        Resource::new(
+        fetched(
             move || cluster.clone(),
             |c| crate::server_fns::capacity::list_capacity(Some(c)),
         )

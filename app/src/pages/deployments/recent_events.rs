@@ -1,6 +1,7 @@
 //! The service's latest events, with links to the cluster's feed and stopped tasks.
 
 use super::*;
+use crate::resource::fetched;
 
 /// The service's latest events, with links to the cluster's feed and stopped tasks.
 #[component]
@@ -10,7 +11,7 @@ pub(super) fn RecentEvents(cluster: String, service: String) -> impl IntoView {
         limit: Some(10),
         ..EventFilter::default()
     };
-    let events = Resource::new(move || (), {
+    let events = fetched(move || (), {
         let cluster = cluster.clone();
         move |_| cluster_events(cluster.clone(), filter.clone())
     });

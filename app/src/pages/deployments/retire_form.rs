@@ -2,6 +2,7 @@
 //! the cost, requests that wait for it), then the service's name typed to confirm.
 
 use super::*;
+use crate::resource::fetched;
 
 /// Retiring the service: scale to 0, then delete, after its blast radius and a typed
 /// confirmation.
@@ -10,7 +11,7 @@ pub(super) fn RetireForm(cluster: String, service: String) -> impl IntoView {
     let shown = RwSignal::new(false);
     let preview = {
         let (cluster, service) = (cluster.clone(), service.clone());
-        Resource::new(
+        fetched(
             move || shown.get(),
             move |shown| {
                 let (cluster, service) = (cluster.clone(), service.clone());

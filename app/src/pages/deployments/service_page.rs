@@ -1,6 +1,7 @@
 //! One service: a revision of its family and the pre-check of rolling it out.
 
 use super::*;
+use crate::resource::fetched;
 
 /// One service: a revision of its family and the pre-check of rolling it out.
 #[component]
@@ -22,7 +23,7 @@ pub fn ServicePage() -> impl IntoView {
                 }),
         })
     });
-    let check = Resource::new(
+    let check = fetched(
         move || (cluster.get(), service.get(), revision.get()),
         |(cluster, service, revision)| async move {
             match revision {

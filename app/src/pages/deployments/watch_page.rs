@@ -1,13 +1,14 @@
 //! `/rollouts/:id`: one rollout, live.
 
 use super::*;
+use crate::resource::fetched;
 
 /// `/rollouts/:id`: one rollout, live.
 #[component]
 pub fn DeploymentWatchPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
-    let initial = Resource::new(move || id.get(), deployment_state);
+    let initial = fetched(move || id.get(), deployment_state);
     view! {
         <Title text="Deployment" />
         <p><a href="/deployments">"← Deployments"</a>" · "<a href="/audit">"Audit log"</a></p>

@@ -1,6 +1,7 @@
 //! Two revisions of a family compared.
 
 use super::*;
+use crate::resource::fetched;
 
 /// Two revisions of a family compared.
 #[component]
@@ -20,7 +21,7 @@ pub fn TaskDefinitionComparePage() -> impl IntoView {
         })
     });
     let reveal = reveal_param();
-    let comparison = Resource::new(
+    let comparison = fetched(
         move || (family.get(), pair.get(), reveal.get()),
         |(family, pair, reveal)| async move {
             match pair {

@@ -1,6 +1,7 @@
 //! One family's revisions.
 
 use super::*;
+use crate::resource::fetched;
 
 /// One family's revisions.
 #[component]
@@ -8,7 +9,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
     let params = use_params_map();
     let family = Memo::new(move |_| params.with(|p| p.get("family").unwrap_or_default()));
     let reveal = reveal_param();
-    let data = Resource::new(
+    let data = fetched(
         move || (family.get(), reveal.get()),
         |(family, reveal)| family_data(family, reveal),
     );

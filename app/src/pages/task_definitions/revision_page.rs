@@ -1,6 +1,7 @@
 //! One revision: its facts, its JSON (masked unless revealed) and its exports.
 
 use super::*;
+use crate::resource::fetched;
 
 /// One revision: its facts, its JSON (masked unless revealed) and its exports.
 #[component]
@@ -9,7 +10,7 @@ pub fn TaskDefinitionRevisionPage() -> impl IntoView {
     let family = Memo::new(move |_| params.with(|p| p.get("family").unwrap_or_default()));
     let number = Memo::new(move |_| params.with(|p| p.get("revision").unwrap_or_default()));
     let reveal = reveal_param();
-    let view_data = Resource::new(
+    let view_data = fetched(
         move || (family.get(), number.get(), reveal.get()),
         |(family, number, reveal)| async move {
             match revision_number(&number) {
