@@ -47,6 +47,7 @@ gpushare_wasm_bindgen_version() {
     "$GPUSHARE_ROOT/Cargo.lock"
 }
 
+# A step's name with the time it starts (UTC), so that a log says where its time went.
 gpushare_step() {
-  printf '\n==> %s\n' "$*"
+  printf '\n==> %s  [%s]\n' "$*" "$(date -u +%H:%M:%S)"
 }

@@ -1,7 +1,8 @@
 // Team budgets with approval, in a console behind a sign-in proxy (policy.example.toml gives
 // search 96 GiB on inference-prod, approved by search-leads). A deployer of search asks for a
 // deploy past the budget; an approver opens the request from the header's count and approves
-// it with a note; the requester's page follows the request live until it is sent.
+// it with a note, which keeps what was typed while the page reads the request again; the
+// requester's page follows the request live until it is sent.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -88,7 +89,18 @@ describe('approvals', { skip: !PROXY_URL && 'GPUSHARE_PROXY_URL is not set' }, (
     await cy.page.getByTestId('approval-arithmetic').waitFor();
     assert.match(await cy.page.getByTestId('approval-arithmetic').textContent(), /search holds .* this deploy adds 48 GiB/);
     assert.match(await cy.page.getByTestId('approval-note').textContent(), /longer context/);
-    await cy.page.getByTestId('decision-note').fill('ok for the launch week');
+    // The page reads the request again every 3 s while it waits. One such read lands between
+    // two halves of the note, typed as keys into whatever has the focus: the note keeps both
+    // halves and the focus.
+    const note = cy.page.getByTestId('decision-note');
+    const readAt = cy.page.getByTestId('approval-read-at');
+    const firstRead = await readAt.getAttribute('data-read-at');
+    await note.click();
+    await cy.page.keyboard.type('ok for the ');
+    await waitUntil('the request page to read the request again', async () => (await readAt.getAttribute('data-read-at')) !== firstRead, { timeout: 15_000 });
+    assert.match(await readAt.textContent(), /^As of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.$/);
+    await cy.page.keyboard.type('launch week');
+    assert.equal(await note.inputValue(), 'ok for the launch week');
     await cy.page.getByTestId('approve').click();
     await cy.page.getByTestId('decision-result').waitFor({ timeout: 30_000 });
     assert.match(await cy.page.getByTestId('decision-result').textContent(), /approved and sent/);

@@ -350,6 +350,10 @@ pub struct ApprovalItem {
     pub why_not: Option<String>,
     /// Whether they may withdraw it (their own, still waiting).
     pub may_withdraw: bool,
+    /// When the console read it (RFC 3339, UTC): a page that follows a waiting request says how
+    /// fresh it is.
+    #[serde(default)]
+    pub read_at: String,
 }
 
 /// A note's longest length.

@@ -429,6 +429,7 @@ fn item(context: &ServiceContext, actor: &Actor, request: ApprovalRequest) -> Ap
         why_not: decision.err(),
         may_withdraw: waiting && actor.subject == request.requester.subject,
         request: request.shown(),
+        read_at: super::clock::now(),
     }
 }
 

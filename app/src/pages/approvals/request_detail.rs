@@ -8,8 +8,10 @@ pub(super) fn RequestDetail(
     item: ApprovalItem,
     decide: ServerAction<DecideApproval>,
 ) -> impl IntoView {
+    let read_at = item.read_at.clone();
     let r: ApprovalRequest = item.request;
-    let diff: Vec<DiffEntry> = serde_json::from_str(&r.diff).unwrap_or_default();
+    // Read as bytes, as the page's data is (`crate::resource`): one JSON reader in the browser.
+    let diff: Vec<DiffEntry> = serde_json::from_slice(r.diff.as_bytes()).unwrap_or_default();
     let state_class = if matches!(
         r.state,
         ApprovalState::Refused | ApprovalState::Rejected | ApprovalState::Withdrawn
@@ -42,6 +44,9 @@ pub(super) fn RequestDetail(
             {format!("{}.", capitalised(r.state.words()))}
             {r.detail.clone().map(|d| format!(" {d}"))}
         </p>
+        {(r.state == ApprovalState::Pending && !read_at.is_empty()).then(|| view! {
+            <p class="muted" data-testid="approval-read-at" data-read-at=read_at.clone()>{format!("As of {}.", when(&read_at))}</p>
+        })}
         {watch}
         <section class="card" data-testid="approval-summary">
             <h2>"What is asked"</h2>

@@ -186,6 +186,13 @@ async fn only_an_approver_other_than_the_requester_decides() {
     assert!(item.may_decide && !item.may_withdraw);
     let own = get(&fake.context(), &Fake::deployer(), &id).await.unwrap();
     assert!(!own.may_decide && own.may_withdraw);
+    // Each read says when it was made, later reads later.
+    assert!(
+        item.read_at.ends_with('Z') && own.read_at >= item.read_at,
+        "{} {}",
+        item.read_at,
+        own.read_at
+    );
     assert_eq!(
         waiting_on(&fake.context(), &Fake::approver())
             .await
