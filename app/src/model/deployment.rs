@@ -23,8 +23,12 @@ pub struct ServiceRow {
     /// The family and revision it runs.
     pub family: String,
     pub revision: u32,
-    /// The GPU settings of that revision's GPU containers, in words; empty without GPUs.
+    /// The GPU settings of that revision's GPU containers, in words; empty without GPUs, or when
+    /// the revision could not be read (then `gpu_unread` says why).
     pub gpu: Vec<String>,
+    /// Why the revision's GPU settings are not known: ECS did not describe it in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_unread: Option<String>,
 }
 
 /// The pre-check of rolling a revision out to a service.

@@ -55,6 +55,8 @@ pub struct Fake {
     /// The locks held, by resource.
     pub locks: Mutex<std::collections::HashSet<String>>,
     pub refuse_writes: AtomicBool,
+    /// DescribeTaskDefinition of one revision is throttled.
+    pub throttle_revision_reads: AtomicBool,
     /// DeleteService is refused (UpdateService is not).
     pub refuse_delete: AtomicBool,
     /// Whether DeleteService deleted the service.

@@ -53,7 +53,7 @@ pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
                             </th>
                             <td>{s.team.clone().unwrap_or_else(|| "—".into())}</td>
                             <td><a class="mono" href=format!("/task-definitions/{}/{}", row.family, row.revision)>{format!("{}:{}", row.family, row.revision)}</a></td>
-                            <td>{if row.gpu.is_empty() { "no GPU".to_string() } else { row.gpu.join("; ") }}</td>
+                            <td>{gpu_cell(&row)}</td>
                             <td class="num" data-testid="service-counts">{format!("{} / {} / {}", s.desired, s.running, s.pending)}</td>
                             <td data-testid="service-rollout" class=format!("rollout-{}", s.rollout_state.as_ref().map(|r| r.as_str().to_lowercase()).unwrap_or_default())>{rollout}</td>
                             <td class="muted">{config}</td>
@@ -62,5 +62,18 @@ pub(super) fn ServiceTable(rows: Vec<ServiceRow>) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+    }
+}
+
+/// The GPU settings of the revision a row runs, or why they are not known: a revision ECS did not
+/// describe in time is not shown as one without GPUs.
+fn gpu_cell(row: &ServiceRow) -> impl IntoView {
+    match (&row.gpu_unread, row.gpu.is_empty()) {
+        (Some(why), _) => view! {
+            <span class="muted" data-testid="gpu-unread">{format!("not read ({why}); reload to try again")}</span>
+        }
+        .into_any(),
+        (None, true) => "no GPU".into_any(),
+        (None, false) => row.gpu.join("; ").into_any(),
     }
 }

@@ -46,11 +46,15 @@ fn gpu_words_of(task: &Map<String, Value>) -> Vec<String> {
         .collect()
 }
 
-/// The GPU settings of `revision`'s GPU containers, in words; none when it cannot be read.
-async fn gpu_words(context: &ServiceContext, revision: &TaskDefinitionId) -> Vec<String> {
+/// The GPU settings of `revision`'s GPU containers, in words, or why they could not be read.
+async fn gpu_words(
+    context: &ServiceContext,
+    revision: &TaskDefinitionId,
+) -> Result<Vec<String>, String> {
     match find_revision(context, &revision.family, revision.revision).await {
-        Ok(Some(source)) => gpu_words_of(&source.task),
-        _ => Vec::new(),
+        Ok(Some(source)) => Ok(gpu_words_of(&source.task)),
+        Ok(None) => Err(format!("ECS has no revision {revision}")),
+        Err(error) => Err(error.message().to_string()),
     }
 }
 
@@ -81,18 +85,21 @@ pub async fn services(
         gpu_words(context, &runs).await
     }))
     .await;
-    let words: HashMap<String, Vec<String>> = arns.into_iter().zip(found).collect();
+    let words: HashMap<String, Result<Vec<String>, String>> = arns.into_iter().zip(found).collect();
     let mut rows = Vec::new();
     for view in shown() {
         for service in &view.service_list {
             let runs = TaskDefinitionId::parse(&service.task_definition_arn)
                 .unwrap_or_else(|| TaskDefinitionId::new("", 0));
+            let (gpu, gpu_unread) = match words.get(&service.task_definition_arn) {
+                Some(Ok(gpu)) => (gpu.clone(), None),
+                Some(Err(why)) => (Vec::new(), Some(why.clone())),
+                None => (Vec::new(), Some("it was not asked for".to_string())),
+            };
             rows.push(ServiceRow {
                 cluster: view.name.clone(),
-                gpu: words
-                    .get(&service.task_definition_arn)
-                    .cloned()
-                    .unwrap_or_default(),
+                gpu,
+                gpu_unread,
                 service: service.clone(),
                 family: runs.family,
                 revision: runs.revision,
@@ -217,6 +224,7 @@ pub async fn pre_check(
             family,
             revision: runs.revision,
             gpu: gpu_words_of(&old.task),
+            gpu_unread: None,
         },
         target: target.detail,
         revisions: numbers,
@@ -287,4 +295,35 @@ fn rollout_plan(
         placement_strategy: found.placement_strategy.clone(),
         growth: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::fake::Fake;
+    use std::sync::atomic::Ordering;
+
+    #[tokio::test]
+    async fn a_revision_ecs_did_not_describe_is_not_listed_as_one_without_gpus() {
+        let fake = Fake::new();
+        let rows = services(&fake.context(), None).await.expect("listed");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].gpu_unread, None);
+        assert!(rows[0].gpu[0].contains("MPS 2048 MiB"), "{:?}", rows[0].gpu);
+
+        fake.throttle_revision_reads.store(true, Ordering::SeqCst);
+        let rows = services(&fake.context(), None).await.expect("listed");
+        assert!(rows[0].gpu.is_empty(), "{:?}", rows[0].gpu);
+        let why = rows[0].gpu_unread.as_deref().unwrap_or_default();
+        assert!(why.contains("ECS is throttling"), "{why}");
+
+        // A running revision ECS no longer has is said so, not shown as one without GPUs.
+        fake.throttle_revision_reads.store(false, Ordering::SeqCst);
+        *fake.registered.lock().unwrap_or_else(|p| p.into_inner()) = 0;
+        let rows = services(&fake.context(), None).await.expect("listed");
+        assert_eq!(
+            rows[0].gpu_unread.as_deref(),
+            Some("ECS has no revision embed:1")
+        );
+    }
 }

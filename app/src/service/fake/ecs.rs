@@ -63,6 +63,11 @@ impl EcsReads for Fake {
         number: u32,
     ) -> BoxFuture<'_, Result<Option<SourceRevision>, ServiceError>> {
         Box::pin(async move {
+            if self.throttle_revision_reads.load(Ordering::SeqCst) {
+                return Err(ServiceError::unavailable(
+                    "ECS is throttling requests (DescribeTaskDefinition: ThrottlingException: Rate exceeded)",
+                ));
+            }
             let newest = *self.registered.lock().unwrap_or_else(|p| p.into_inner());
             Ok((family == "embed" && (1..=newest).contains(&number)).then(|| revision(number)))
         })
