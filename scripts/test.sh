@@ -10,6 +10,7 @@ cd "$GPUSHARE_ROOT"
 
 logs="$(mktemp -d)"
 server_pid=""
+release_pid=""
 proxied_pid=""
 provider_pid=""
 oidc_pid=""
@@ -24,6 +25,7 @@ cleanup() {
       tail -n 40 "$log"
     done
   fi
+  if [ -n "$release_pid" ]; then kill "$release_pid" 2>/dev/null || true; fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
   if [ -n "$proxied_pid" ]; then kill "$proxied_pid" 2>/dev/null || true; fi
   if [ -n "$provider_pid" ]; then kill "$provider_pid" 2>/dev/null || true; fi
@@ -44,10 +46,27 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 gpushare_step "cargo clippy (browser side: hydrate)"
 cargo clippy -p app --all-targets --features hydrate --locked -- -D warnings
 
+# The release build (the site and the server) runs beside the build of the unit and integration
+# tests: each leaves a core idle for much of its time (a crate's front end and its final link
+# are one thread each). The tests run once both builds are done, with the machine to themselves:
+# some hold a refusal to a time limit.
+gpushare_step "building the tests, with the release build beside them"
+"$GPUSHARE_ROOT/scripts/build.sh" --release >"$logs/release-build.log" 2>&1 &
+release_pid=$!
+cargo nextest run --workspace --locked --no-run
+gpushare_step "the release build, which ran beside the tests' build"
+if ! wait "$release_pid"; then
+  release_pid=""
+  cat "$logs/release-build.log"
+  echo "the release build failed (its output is above)" >&2
+  exit 1
+fi
+release_pid=""
+# What it said, without the compiler's progress lines.
+grep -v '^\s*\(Compiling\|Blocking\)' "$logs/release-build.log" || true
+
 gpushare_step "unit and integration tests"
 cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.log"
-
-"$GPUSHARE_ROOT/scripts/build.sh" --release
 
 gpushare_step "end-to-end tests in headless Chromium"
 free_port() {
