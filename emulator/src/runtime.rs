@@ -85,7 +85,25 @@ impl Emulator {
     /// An emulator over `fleet`, whose clock starts at the fleet's time and runs `clock_speed`
     /// times faster than real time.
     pub fn new(fleet: Fleet, scenario: &str, clock_speed: f64, faults: Faults) -> Emulator {
-        let clock = SimClock::new(fleet.now, clock_speed);
+        Emulator::since(
+            fleet,
+            scenario,
+            clock_speed,
+            faults,
+            std::time::Instant::now(),
+        )
+    }
+
+    /// [`Emulator::new`] over a fleet built for the time it was at `built_from`: the clock
+    /// counts from that instant, not from when the (slow) build ended.
+    pub fn since(
+        fleet: Fleet,
+        scenario: &str,
+        clock_speed: f64,
+        faults: Faults,
+        built_from: std::time::Instant,
+    ) -> Emulator {
+        let clock = SimClock::since(fleet.now, built_from, clock_speed);
         Emulator {
             inner: Arc::new(Inner {
                 fleet: RwLock::new(fleet),

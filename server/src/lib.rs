@@ -256,12 +256,16 @@ pub async fn build_emulator(
     let scenario = emulator::Scenario::parse(&args.scenario)
         .with_context(|| format!("unknown scenario {:?}", args.scenario))?;
     let seed = args.seed;
+    // The clock counts from when the fleet's time was read, so that it does not lag the wall
+    // clock by the build (seconds on `large`): a reconcile compares ECS's times with its own.
+    let started = std::time::Instant::now();
     let fleet = tokio::task::spawn_blocking(move || {
         scenario.build_with_past(seed, chrono::Utc::now(), past_days)
     })
     .await
     .context("building the scenario failed")?;
-    let emulator = emulator::Emulator::new(fleet, scenario.name(), args.clock_speed, faults);
+    let emulator =
+        emulator::Emulator::since(fleet, scenario.name(), args.clock_speed, faults, started);
     if args.emulator_events == "on" {
         emulator.enable_events_queue();
     }
