@@ -45,7 +45,7 @@ pub const HEARTBEAT_SECONDS: u64 = 20;
 /// A deploy lock older than this whose replica is gone is taken over.
 const LOCK_SECONDS: i64 = 300;
 
-const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source, approved_by, approval_id";
+const COLUMNS: &str = "id, at, updated_at, actor, action, resource, from_revision, to_revision, diff, pre_check, description, outcome, request_id, deployment_id, detail, actor_email, actor_role, auth_mode, source, approved_by, approval_id, prior_deployments";
 
 /// The audit log in SQLite or PostgreSQL.
 #[derive(Clone)]
@@ -145,7 +145,7 @@ impl SqlAuditLog {
         let id = new_id();
         let now = now();
         sqlx::query(&format!(
-            "INSERT INTO audit_log ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+            "INSERT INTO audit_log ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
         ))
         .bind(&id)
         .bind(&now)
@@ -168,6 +168,7 @@ impl SqlAuditLog {
         .bind(intent.who.source.clone())
         .bind(intent.approved_by.clone())
         .bind(intent.approval_id.clone())
+        .bind(None::<String>)
         .bind(&self.replica)
         .execute(&self.pool)
         .await?;
@@ -181,8 +182,9 @@ impl SqlAuditLog {
                 request_id = COALESCE($3, request_id),
                 deployment_id = COALESCE($4, deployment_id),
                 detail = COALESCE($5, detail),
-                to_revision = COALESCE($6, to_revision)
-             WHERE id = $7",
+                to_revision = COALESCE($6, to_revision),
+                prior_deployments = COALESCE($7, prior_deployments)
+             WHERE id = $8",
         )
         .bind(outcome.outcome.as_str())
         .bind(now())
@@ -190,6 +192,7 @@ impl SqlAuditLog {
         .bind(outcome.deployment_id.clone())
         .bind(outcome.detail.clone())
         .bind(outcome.to_revision.clone())
+        .bind(outcome.prior_deployments.as_ref().map(|ids| ids.join(" ")))
         .bind(id)
         .execute(&self.pool)
         .await?;
@@ -377,6 +380,9 @@ fn record(row: &AnyRow) -> Result<AuditRecord, sqlx::Error> {
         detail: optional(row, "detail")?,
         approved_by: optional(row, "approved_by")?,
         approval_id: optional(row, "approval_id")?,
+        // Deployment IDs (`ecs-svc/…`) hold no spaces.
+        prior_deployments: optional(row, "prior_deployments")?
+            .map(|ids| ids.split_whitespace().map(str::to_string).collect()),
     })
 }
 

@@ -273,6 +273,8 @@ pub struct AuditOutcome {
     pub detail: Option<String>,
     /// The revision registered, when the AWS call made one.
     pub to_revision: Option<String>,
+    /// The deployments ECS had (listed or named in its events) just before UpdateService.
+    pub prior_deployments: Option<Vec<String>>,
 }
 
 /// One record of the log.
@@ -303,6 +305,11 @@ pub struct AuditRecord {
     /// The approval request the record belongs to.
     #[serde(default)]
     pub approval_id: Option<String>,
+    /// For a deploy, rollback or restart: the deployments ECS had (listed, or named in its
+    /// events) just before UpdateService was sent. A reconcile tells the deployment the call
+    /// made by its not being among them, without comparing the console's clock with ECS's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_deployments: Option<Vec<String>>,
 }
 
 /// A filter of the log; every part optional.
@@ -408,6 +415,7 @@ mod tests {
             detail: Some("=HYPERLINK(\"x\")".into()),
             approved_by: Some("cy".into()),
             approval_id: None,
+            prior_deployments: None,
         };
         let csv = to_csv(&[record]);
         let line = csv.lines().nth(1).expect("a row");

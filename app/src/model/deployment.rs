@@ -179,6 +179,45 @@ pub struct LiveService {
     pub events: Vec<LiveEvent>,
 }
 
+impl LiveService {
+    /// Every deployment ECS lists for the service or names in its events (`(deployment ID)`,
+    /// `rolling back to deployment ID`): what a deploy's audit record keeps just before
+    /// UpdateService, so that a reconcile tells the deployment the call made without
+    /// comparing clocks.
+    pub fn known_deployments(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.deployments.iter().map(|d| d.id.clone()).collect();
+        for id in self.named_deployments(&["(deployment ", "rolling back to deployment "]) {
+            if !ids.iter().any(|known| known == id) {
+                ids.push(id.to_string());
+            }
+        }
+        ids
+    }
+
+    /// The deployment IDs the events name after one of `markers`, oldest event first, each
+    /// once.
+    pub fn named_deployments(&self, markers: &[&str]) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        for event in self.events.iter().rev() {
+            for marker in markers {
+                let mut rest = event.message.as_str();
+                while let Some(at) = rest.find(marker) {
+                    rest = &rest[at + marker.len()..];
+                    let end = rest
+                        .find(|c: char| c == ')' || c.is_whitespace())
+                        .unwrap_or(rest.len());
+                    let id = rest[..end].trim_end_matches('.');
+                    // "(deployment ecs-svc)" in a scaling reason names no deployment.
+                    if id.contains('/') && !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        ids
+    }
+}
+
 /// A rollout being watched: what was sent, the service now, and the result once it is known.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WatchState {
@@ -406,174 +445,4 @@ pub fn stop_reasons(tasks: &[TaskInfo]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::activity::{StopCode, TaskContainer};
-
-    fn task(code: StopCode, reason: &str, exit: Option<i32>) -> TaskInfo {
-        TaskInfo {
-            stop_code: Some(code),
-            stopped_reason: Some(reason.into()),
-            containers: vec![TaskContainer {
-                name: "main".into(),
-                exit_code: exit,
-                ..TaskContainer::default()
-            }],
-            ..TaskInfo::default()
-        }
-    }
-
-    #[test]
-    fn failures_come_first_counted_once_per_reason() {
-        let tasks = vec![
-            task(
-                StopCode::ServiceSchedulerInitiated,
-                "Scaling activity",
-                None,
-            ),
-            task(
-                StopCode::EssentialContainerExited,
-                "Essential container in task exited",
-                Some(3),
-            ),
-            task(
-                StopCode::EssentialContainerExited,
-                "Essential container in task exited",
-                Some(3),
-            ),
-            task(
-                StopCode::TaskFailedToStart,
-                "CannotPullContainerError",
-                None,
-            ),
-        ];
-        assert_eq!(
-            stop_reasons(&tasks),
-            [
-                "2 tasks stopped (EssentialContainerExited): Essential container in task exited; main exited 3",
-                "1 task stopped (TaskFailedToStart): CannotPullContainerError",
-                "1 task stopped (ServiceSchedulerInitiated): Scaling activity",
-            ]
-        );
-        assert!(stop_reasons(&[TaskInfo::default()]).is_empty());
-    }
-
-    #[test]
-    fn a_failure_is_explained_by_its_events_and_stopped_tasks() {
-        let events = vec![
-            LiveEvent {
-                message: "(service a) has started 2 tasks: (task 1) (task 2).".into(),
-                ..LiveEvent::default()
-            },
-            LiveEvent {
-                message: "(service a) was unable to place a task.".into(),
-                ..LiveEvent::default()
-            },
-        ];
-        let stopped = vec![task(
-            StopCode::TaskFailedToStart,
-            "CannotPullContainerError",
-            None,
-        )];
-        assert_eq!(
-            explain(
-                RolloutResult::RolledBack,
-                Some("ECS deployment circuit breaker: tasks failed to start.".into()),
-                &events,
-                &stopped
-            )
-            .as_deref(),
-            Some("ECS deployment circuit breaker: tasks failed to start. Events: (service a) was unable to place a task. | 1 task stopped (TaskFailedToStart): CannotPullContainerError")
-        );
-        assert_eq!(
-            explain(RolloutResult::Failed, None, &[], &stopped).as_deref(),
-            Some("1 task stopped (TaskFailedToStart): CannotPullContainerError")
-        );
-        assert_eq!(
-            explain(RolloutResult::Succeeded, None, &events, &stopped),
-            None
-        );
-    }
-
-    fn deployment(id: &str, status: &str, state: Option<&str>) -> LiveDeployment {
-        LiveDeployment {
-            id: id.into(),
-            status: status.into(),
-            rollout_state: state.map(RolloutState::from),
-            ..LiveDeployment::default()
-        }
-    }
-
-    #[test]
-    fn a_rollback_is_a_failure_not_a_success() {
-        let running = LiveService {
-            deployments: vec![
-                deployment("new", "PRIMARY", Some("IN_PROGRESS")),
-                deployment("old", "ACTIVE", Some("COMPLETED")),
-            ],
-            ..LiveService::default()
-        };
-        assert_eq!(rollout_result(&running, "new", "old-td"), None);
-        let done = LiveService {
-            deployments: vec![deployment("new", "PRIMARY", Some("COMPLETED"))],
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&done, "new", "old-td"),
-            Some((RolloutResult::Succeeded, None))
-        );
-        let rolled_back = LiveService {
-            deployments: vec![
-                deployment("back", "PRIMARY", Some("IN_PROGRESS")),
-                deployment("new", "ACTIVE", Some("FAILED")),
-            ],
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&rolled_back, "new", "old-td").map(|r| r.0),
-            Some(RolloutResult::RolledBack)
-        );
-        let failed = LiveService {
-            deployments: vec![deployment("new", "PRIMARY", Some("FAILED"))],
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&failed, "new", "old-td").map(|r| r.0),
-            Some(RolloutResult::Failed)
-        );
-        let gone = LiveService {
-            task_definition: "old-td".into(),
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&gone, "new", "old-td").map(|r| r.0),
-            Some(RolloutResult::RolledBack)
-        );
-        // The failed deployment left the list; the breaker's event says why.
-        let tripped = LiveService {
-            task_definition: "old-td".into(),
-            events: vec![LiveEvent {
-                message:
-                    "(service embed) (deployment new) deployment failed: tasks failed to start."
-                        .into(),
-                ..LiveEvent::default()
-            }],
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&tripped, "new", "old-td"),
-            Some((
-                RolloutResult::RolledBack,
-                Some("ECS deployment circuit breaker: tasks failed to start; the service runs old-td again.".into())
-            ))
-        );
-        let other = LiveService {
-            task_definition: "third-td".into(),
-            ..LiveService::default()
-        };
-        assert_eq!(
-            rollout_result(&other, "new", "old-td").map(|r| r.0),
-            Some(RolloutResult::Failed)
-        );
-    }
-}
+mod tests;

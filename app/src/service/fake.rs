@@ -51,7 +51,10 @@ pub struct Fake {
     pub registered: Mutex<u32>,
     pub watched: Mutex<Vec<WatchState>>,
     pub fail_begin: AtomicBool,
+    /// Writing an outcome fails (keeping what ECS had before a call, a `pending` write, does
+    /// not: `fail_pending` fails that).
     pub fail_finish: AtomicBool,
+    pub fail_pending: AtomicBool,
     /// The locks held, by resource.
     pub locks: Mutex<std::collections::HashSet<String>>,
     pub refuse_writes: AtomicBool,
@@ -75,6 +78,15 @@ pub struct Fake {
     pub snapshot_age: Mutex<i64>,
     /// The service's events, as DescribeServices gives them.
     pub events: Mutex<Vec<crate::model::deployment::LiveEvent>>,
+    /// The service's deployments, PRIMARY first, when a test sets them (else one completed
+    /// PRIMARY deployment, `ecs-svc/1`, of the revision it runs).
+    pub deployments: Mutex<Vec<crate::model::deployment::LiveDeployment>>,
+    /// UpdateService takes effect (a new PRIMARY deployment, made at `ecs_clock`) and its
+    /// answer is lost.
+    pub lose_update_answers: AtomicBool,
+    /// ECS's clock, RFC 3339, for the deployments UpdateService makes (it need not agree with
+    /// the console's).
+    pub ecs_clock: Mutex<String>,
     /// People as their latest sign-in named them, by subject.
     pub people: Mutex<std::collections::HashMap<String, crate::service::ports::SeenPerson>>,
 }

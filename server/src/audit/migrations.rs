@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 9] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 10] = [
     (
         1,
         "audit log and deploy locks",
@@ -171,5 +171,10 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 9] = [
         "cost history: the instance-hours of ECS Managed Instances, billed their charge",
         "ALTER TABLE cost_hours ADD COLUMN managed_instance_hours DOUBLE PRECISION NOT NULL DEFAULT 0;
     ALTER TABLE cost_days ADD COLUMN managed_instance_hours DOUBLE PRECISION NOT NULL DEFAULT 0;",
+    ),
+    (
+        10,
+        "the deployments ECS had before a deploy's UpdateService, to tell the one it made",
+        "ALTER TABLE audit_log ADD COLUMN prior_deployments TEXT;",
     ),
 ];

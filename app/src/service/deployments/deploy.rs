@@ -427,6 +427,45 @@ struct Sending {
     action: AuditAction,
 }
 
+/// ECS's service read once more under the lock: refused when it changed since the deploy was
+/// checked; else the deployments it has are kept on the record before the call, so that a
+/// reconcile of an unanswered call tells the deployment it made as the one not among them,
+/// whatever the clocks say.
+async fn unchanged_then_kept(
+    context: &ServiceContext,
+    sending: &Sending,
+    id: &str,
+    before: &LiveService,
+) -> Result<LiveService, ServiceError> {
+    let Sending {
+        cluster, service, ..
+    } = sending;
+    let now_running = context
+        .ecs
+        .service(cluster.to_string(), service.to_string())
+        .await?;
+    if now_running.task_definition != before.task_definition {
+        return Err(ServiceError::conflict(format!(
+            "{cluster}/{service} changed while this deploy was checked: it now runs {}. Look again.",
+            TaskDefinitionId::parse(&now_running.task_definition)
+                .map_or(now_running.task_definition.clone(), |id| id.to_string())
+        )));
+    }
+    context
+        .audit
+        .finish(
+            id.to_string(),
+            AuditOutcome {
+                outcome: Outcome::Pending,
+                prior_deployments: Some(now_running.known_deployments()),
+                ..AuditOutcome::default()
+            },
+        )
+        .await
+        .map_err(|error| error.with_suffix("; nothing was sent"))?;
+    Ok(now_running)
+}
+
 /// Under the deploy lock: checks once more that the service runs what it ran, sends
 /// UpdateService, records the deployment, and starts its watch.
 async fn send_update(
@@ -443,17 +482,7 @@ async fn send_update(
         action,
         ..
     } = sending;
-    let now_running = context
-        .ecs
-        .service(cluster.to_string(), service.to_string())
-        .await?;
-    if now_running.task_definition != before.task_definition {
-        return Err(ServiceError::conflict(format!(
-            "{cluster}/{service} changed while this deploy was checked: it now runs {}. Look again.",
-            TaskDefinitionId::parse(&now_running.task_definition)
-                .map_or(now_running.task_definition.clone(), |id| id.to_string())
-        )));
-    }
+    let now_running = unchanged_then_kept(context, sending, id, before).await?;
     let updated = context
         .ecs_writes
         .update_service(

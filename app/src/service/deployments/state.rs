@@ -8,7 +8,7 @@ use crate::{
     model::{
         arn::TaskDefinitionId,
         audit::{AuditAction, AuditFilter, AuditOutcome, AuditRecord, Lock, Outcome},
-        deployment::{RolloutResult, WatchState},
+        deployment::{LiveDeployment, LiveEvent, LiveService, RolloutResult, WatchState},
         ServiceError,
     },
     service::{clock, context::ServiceContext, ports::RolloutToWatch},
@@ -186,7 +186,7 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
 
 /// Whether ECS made deployment `d` at or after `at` (RFC 3339); `false` when either time does
 /// not read.
-fn made_after(d: &crate::model::deployment::LiveDeployment, at: &str) -> bool {
+fn made_after(d: &LiveDeployment, at: &str) -> bool {
     let read = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
     match (d.created_at.as_deref().and_then(read), read(at)) {
         // ECS keeps milliseconds, the record microseconds.
@@ -197,7 +197,7 @@ fn made_after(d: &crate::model::deployment::LiveDeployment, at: &str) -> bool {
 
 /// Whether the service's events name deployment `id` before `at` (RFC 3339), or as the one
 /// the circuit breaker rolled back to.
-fn known_before(events: &[crate::model::deployment::LiveEvent], id: &str, at: &str) -> bool {
+fn known_before(events: &[LiveEvent], id: &str, at: &str) -> bool {
     let read = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok();
     let named = format!("(deployment {id})");
     let rolled_back_to = format!("rolling back to deployment {id}");
@@ -208,12 +208,11 @@ fn known_before(events: &[crate::model::deployment::LiveEvent], id: &str, at: &s
     })
 }
 
-/// Whether another audit record of `record`'s service names deployment `id` as its own.
-async fn owned_by_another(
+/// The deployments other audit records of `record`'s service name as their own.
+async fn owned_by_others(
     context: &ServiceContext,
     record: &AuditRecord,
-    id: &str,
-) -> Result<bool, ServiceError> {
+) -> Result<Vec<String>, ServiceError> {
     let records = context
         .audit
         .list(AuditFilter {
@@ -222,39 +221,71 @@ async fn owned_by_another(
             ..AuditFilter::default()
         })
         .await?;
-    Ok(records.iter().any(|other| {
-        other.id != record.id
-            && other.resource == record.resource
-            && other.deployment_id.as_deref() == Some(id)
-    }))
+    Ok(records
+        .into_iter()
+        .filter(|other| other.id != record.id && other.resource == record.resource)
+        .filter_map(|other| other.deployment_id)
+        .collect())
 }
 
-/// The PRIMARY deployment of `live` that a deploy's, rollback's or restart's record made,
-/// running `target`; `None` when ECS runs no deployment the record can have made.
-async fn its_deployment<'a>(
+/// The deployment a deploy's, rollback's or restart's record made, running `target`; `None`
+/// when ECS has no deployment the record can have made, so UpdateService did not take effect.
+///
+/// With the deployments ECS had before the call, it is one not among them and not another
+/// record's: the earliest made of those ECS lists running `target`, else the first its events
+/// name (one the circuit breaker failed and rolled back, which ECS no longer lists; the watch
+/// then settles it). ECS makes no deployment of its own but the rollback, which re-activates
+/// one it had. No clock is compared.
+async fn its_deployment(
     context: &ServiceContext,
     record: &AuditRecord,
-    live: &'a crate::model::deployment::LiveService,
+    live: &LiveService,
     target: &str,
-) -> Result<Option<&'a crate::model::deployment::LiveDeployment>, ServiceError> {
-    let primary = live
+) -> Result<Option<String>, ServiceError> {
+    let owned = owned_by_others(context, record).await?;
+    let Some(prior) = record.prior_deployments.as_ref() else {
+        return Ok(its_deployment_by_time(record, live, target).filter(|id| !owned.contains(id)));
+    };
+    let new = |id: &str| !prior.iter().any(|p| p == id) && !owned.iter().any(|o| o == id);
+    let read = |text: &Option<String>| {
+        text.as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    let mut listed: Vec<&LiveDeployment> = live
         .deployments
         .iter()
+        .filter(|d| runs(d, target) && new(&d.id))
+        .collect();
+    listed.sort_by_key(|d| (read(&d.created_at).is_none(), read(&d.created_at)));
+    let named = live.named_deployments(&["(deployment "]);
+    Ok(listed
+        .iter()
+        .map(|d| d.id.as_str())
+        .chain(named.into_iter().filter(|id| new(id)))
+        .next()
+        .map(str::to_string))
+}
+
+/// Whether deployment `d` runs `target` (`family:revision`).
+fn runs(d: &LiveDeployment, target: &str) -> bool {
+    TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string()) == Some(target.to_string())
+}
+
+/// [`its_deployment`] for a record written before records kept the deployments ECS had: the
+/// PRIMARY deployment running `target`, for a restart one ECS made after the intent, and not
+/// one ECS spoke of before it or rolled back to.
+fn its_deployment_by_time(
+    record: &AuditRecord,
+    live: &LiveService,
+    target: &str,
+) -> Option<String> {
+    live.deployments
+        .iter()
         .find(|d| d.status == DeploymentStatus::Primary)
-        .filter(|d| {
-            TaskDefinitionId::parse(&d.task_definition).map(|id| id.to_string())
-                == Some(target.to_string())
-        })
-        // A restart keeps the revision: only a deployment ECS made after the intent is it.
+        .filter(|d| runs(d, target))
         .filter(|d| record.action != AuditAction::Restart || made_after(d, &record.at))
-        // Nor one ECS spoke of before the intent, or rolled back to: the circuit breaker
-        // makes the last completed deployment PRIMARY again, under its own ID.
-        .filter(|d| !known_before(&live.events, &d.id, &record.at));
-    // Nor one another record already owns (made PRIMARY again by a rollback).
-    Ok(match primary {
-        Some(d) if owned_by_another(context, record, &d.id).await? => None,
-        other => other,
-    })
+        .filter(|d| !known_before(&live.events, &d.id, &record.at))
+        .map(|d| d.id.clone())
 }
 
 /// A scale's or a deploy's record settled by what ECS has now: the desired count it asked for,
@@ -297,12 +328,12 @@ async fn settle_update(
         )
     } else {
         let target = record.to_revision.clone().unwrap_or_default();
-        let primary = its_deployment(context, &record, &live, &target).await?;
+        let made = its_deployment(context, &record, &live, &target).await?;
         (
-            primary.map(|d| AuditOutcome {
+            made.map(|id| AuditOutcome {
                 outcome: Outcome::InProgress,
-                deployment_id: Some(d.id.clone()),
-                detail: Some("reconciled: ECS runs the deployment".into()),
+                detail: Some(format!("reconciled: ECS made deployment {id}")),
+                deployment_id: Some(id),
                 ..AuditOutcome::default()
             }),
             format!("ECS does not run {target} on {}", record.resource),

@@ -99,15 +99,7 @@ impl EcsReads for Fake {
                 desired,
                 running: 1,
                 pending: 0,
-                deployments: vec![LiveDeployment {
-                    id: "ecs-svc/1".into(),
-                    status: DeploymentStatus::Primary,
-                    task_definition,
-                    desired: 1,
-                    running: 1,
-                    rollout_state: Some(RolloutState::Completed),
-                    ..LiveDeployment::default()
-                }],
+                deployments: self.deployments_now(task_definition),
                 events: self
                     .events
                     .lock()
@@ -258,6 +250,12 @@ impl EcsWrites for Fake {
             if self.refuse_writes.load(Ordering::SeqCst) {
                 return Err(ServiceError::refused_by_aws(
                     "ECS refused UpdateService: AccessDeniedException: no",
+                ));
+            }
+            if self.lose_update_answers.load(Ordering::SeqCst) {
+                self.deploy_as_ecs(task_definition);
+                return Err(ServiceError::no_answer(
+                    "ECS did not answer UpdateService; whether it took the change is not known",
                 ));
             }
             Ok(ServiceUpdated {
@@ -428,6 +426,58 @@ impl TaskDefinitionSchema for Fake {
 }
 
 impl Fake {
+    /// The service's deployments as a test set them, or one completed PRIMARY deployment
+    /// (`ecs-svc/1`) of `task_definition`.
+    fn deployments_now(&self, task_definition: String) -> Vec<LiveDeployment> {
+        let set = self.deployments.lock().unwrap_or_else(|p| p.into_inner());
+        if !set.is_empty() {
+            return set.clone();
+        }
+        vec![LiveDeployment {
+            id: "ecs-svc/1".into(),
+            status: DeploymentStatus::Primary,
+            task_definition,
+            desired: 1,
+            running: 1,
+            rollout_state: Some(RolloutState::Completed),
+            ..LiveDeployment::default()
+        }]
+    }
+
+    /// What ECS does with an UpdateService of `task_definition` (`family:revision`): a new
+    /// PRIMARY deployment, made at ECS's clock; the one before becomes ACTIVE.
+    fn deploy_as_ecs(&self, task_definition: String) {
+        let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let mut deployments = self.deployments_now(format!("{ARN}embed:{running}"));
+        for d in &mut deployments {
+            d.status = DeploymentStatus::Active;
+        }
+        let made = LiveDeployment {
+            id: format!("ecs-svc/{}", 100 + deployments.len()),
+            status: DeploymentStatus::Primary,
+            task_definition: format!("{ARN}{task_definition}"),
+            desired: 1,
+            rollout_state: Some(RolloutState::InProgress),
+            created_at: Some(
+                self.ecs_clock
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
+            )
+            .filter(|at| !at.is_empty()),
+            ..LiveDeployment::default()
+        };
+        deployments.insert(0, made);
+        *self.deployments.lock().unwrap_or_else(|p| p.into_inner()) = deployments;
+        // The service's task definition is the new deployment's at once, as in ECS.
+        if let Some(revision) = task_definition
+            .rsplit_once(':')
+            .and_then(|(_, r)| r.parse().ok())
+        {
+            *self.running.lock().unwrap_or_else(|p| p.into_inner()) = revision;
+        }
+    }
+
     pub(super) fn check(&self, text: &str) -> Result<ValidRequest, Vec<FieldError>> {
         let task: Map<String, Value> = serde_json::from_str(text).map_err(|e| {
             vec![FieldError {

@@ -70,6 +70,7 @@ impl AuditStore for Fake {
                 detail: None,
                 approved_by: intent.approved_by,
                 approval_id: intent.approval_id,
+                prior_deployments: None,
             });
             Ok(id)
         })
@@ -78,13 +79,20 @@ impl AuditStore for Fake {
     fn finish(&self, id: String, outcome: AuditOutcome) -> BoxFuture<'_, Result<(), ServiceError>> {
         Box::pin(async move {
             self.call(&format!("audit.finish {}", outcome.outcome));
-            Fake::failing(&self.fail_finish)?;
+            if outcome.outcome == Outcome::Pending {
+                Fake::failing(&self.fail_pending)?;
+            } else {
+                Fake::failing(&self.fail_finish)?;
+            }
             let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(record) = records.iter_mut().find(|r| r.id == id) {
                 record.outcome = outcome.outcome;
                 record.detail = outcome.detail.or(record.detail.take());
                 record.deployment_id = outcome.deployment_id.or(record.deployment_id.take());
                 record.to_revision = outcome.to_revision.or(record.to_revision.take());
+                record.prior_deployments = outcome
+                    .prior_deployments
+                    .or(record.prior_deployments.take());
             }
             Ok(())
         })

@@ -152,11 +152,49 @@ async fn a_deploy_whose_answer_is_lost_is_unknown_until_ecs_is_asked() {
         ["in_progress", "succeeded"].contains(&record["outcome"].as_str().unwrap_or_default()),
         "{record}"
     );
-    assert!(record["detail"]
-        .as_str()
-        .is_some_and(|d| d.contains("ECS runs the deployment")));
+    assert!(
+        record["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("ECS made deployment ecs-svc/")),
+        "{record}"
+    );
     let state = deployment_result(&app, &id, 90).await;
     assert_eq!(state["result"], "succeeded", "{state}");
+}
+
+#[tokio::test]
+async fn a_restart_whose_answer_is_lost_is_its_deployment_whatever_ecs_clock_says() {
+    // ECS's clock stands still at the fleet's start: every deployment it makes is dated before
+    // the console's intent, so only what ECS had before the call tells the restart's.
+    let (state, _) = test_state(false, vec!["UpdateService:lost=1".into()], None, |args| {
+        args.fleet.emulator.clock_speed = 0.0;
+    })
+    .await;
+    let services = state.services.clone();
+    let app = gpushare::router(state);
+    fleet_json(&app, "").await;
+    let response = send(
+        &app,
+        post_json(
+            "/api/v1/services/inference-prod/embed-api/restart",
+            r#"{"expected_revision": 1}"#,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let record = wait_for_record(&app, "restart", 5, |r| r["outcome"] == "unknown").await;
+    let id = record["id"].as_str().expect("an id").to_string();
+    let prior: Vec<String> = serde_json::from_value(record["prior_deployments"].clone())
+        .expect("the deployments ECS had are kept");
+    assert!(!prior.is_empty(), "{record}");
+
+    app::service::deployments::reconcile(&services, Duration::ZERO)
+        .await
+        .expect("reconciled");
+    let record = wait_for_record(&app, "restart", 5, |r| r["id"] == id.as_str()).await;
+    assert_eq!(record["outcome"], "in_progress", "{record}");
+    let made = record["deployment_id"].as_str().expect("its deployment");
+    assert!(!prior.iter().any(|p| p == made), "{record}");
 }
 
 /// A registration of embed-api sent while `fault` holds, which gets no answer it can believe:

@@ -117,6 +117,24 @@ async fn an_outcome_the_audit_log_cannot_record_is_an_error_not_dropped() {
 }
 
 #[tokio::test]
+async fn nothing_is_sent_when_what_ecs_had_cannot_be_kept() {
+    let fake = Fake::new();
+    fake.fail_pending.store(true, Ordering::SeqCst);
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("not sent");
+    assert!(error.message().contains("nothing was sent"), "{error}");
+    assert!(!fake
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("ecs.update_service")));
+    assert!(
+        fake.locks.lock().expect("locks").is_empty(),
+        "the lock is given back"
+    );
+}
+
+#[tokio::test]
 async fn a_refusal_by_ecs_is_audited_and_answered_with_its_kind() {
     let fake = Fake::new();
     fake.refuse_writes.store(true, Ordering::SeqCst);
@@ -364,4 +382,151 @@ async fn a_reconcile_does_not_take_a_deployment_another_record_owns_for_an_unans
             .expect("record b");
         assert_eq!(b.outcome, Outcome::Failed, "{message}: {b:?}");
     }
+}
+
+/// A restart of `embed` that ECS takes (at its own clock, `ecs_clock`) and whose answer is
+/// lost; the restart's record, `unknown`.
+async fn restart_unanswered(fake: &std::sync::Arc<Fake>, ecs_clock: &str) -> AuditRecord {
+    fake.lose_update_answers.store(true, Ordering::SeqCst);
+    *fake.ecs_clock.lock().expect("the clock") = ecs_clock.into();
+    let error = restart(
+        &fake.context(),
+        &Fake::deployer(),
+        "prod",
+        "embed",
+        restart_of(1),
+    )
+    .await
+    .expect_err("no answer");
+    assert_eq!(error.status(), 504, "{error}");
+    fake.lose_update_answers.store(false, Ordering::SeqCst);
+    let record = fake.records().pop().expect("the restart's record");
+    assert_eq!(record.outcome, Outcome::Unknown, "{record:?}");
+    record
+}
+
+/// Reconciles the fake's records at once; the record `id` after it.
+async fn reconciled(fake: &std::sync::Arc<Fake>, id: &str) -> AuditRecord {
+    crate::service::deployments::reconcile(&fake.context(), std::time::Duration::ZERO)
+        .await
+        .expect("reconciled");
+    fake.records()
+        .into_iter()
+        .find(|r| r.id == id)
+        .expect("the record")
+}
+
+#[tokio::test]
+async fn an_unanswered_restart_is_its_new_deployment_whatever_ecs_clock_says() {
+    // ECS's clock is an hour behind the console's: the deployment the restart made has a
+    // creation time before the record's intent.
+    let fake = Fake::new();
+    let record = restart_unanswered(&fake, "2026-12-04T09:00:00.000Z").await;
+    assert_eq!(
+        record.prior_deployments.as_deref(),
+        Some(&["ecs-svc/1".to_string()][..]),
+        "the deployments ECS had are kept before the call"
+    );
+    let calls = fake.calls();
+    let kept = position(&calls, "audit.finish pending");
+    let update = position(&calls, "ecs.update_service embed:1 forceNewDeployment");
+    assert!(kept < update, "{calls:?}");
+    let settled = reconciled(&fake, &record.id).await;
+    assert_eq!(settled.outcome, Outcome::InProgress, "{settled:?}");
+    assert_eq!(settled.deployment_id.as_deref(), Some("ecs-svc/101"));
+    assert!(
+        settled
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.contains("ECS made deployment ecs-svc/101")),
+        "{settled:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_restart_during_an_earlier_ones_rollout_is_told_from_it() {
+    // The earlier restart's deployment is PRIMARY and still rolling out, and its record owns
+    // it; the second restart's answer is lost.
+    let fake = Fake::new();
+    *fake.deployments.lock().expect("deployments") =
+        vec![crate::model::deployment::LiveDeployment {
+            id: "ecs-svc/7".into(),
+            status: crate::model::words::DeploymentStatus::Primary,
+            task_definition: "arn:aws:ecs:us-east-1:123456789012:task-definition/embed:1".into(),
+            rollout_state: Some(crate::model::words::RolloutState::InProgress),
+            created_at: Some("2026-12-04T10:00:00.000Z".into()),
+            ..Default::default()
+        }];
+    fake.records.lock().expect("records").push(AuditRecord {
+        action: AuditAction::Restart,
+        to_revision: Some("embed:1".into()),
+        ..deploy_record("first", Outcome::InProgress, Some("ecs-svc/7"))
+    });
+    let second = restart_unanswered(&fake, "2026-12-04T10:00:21.000Z").await;
+    assert_eq!(
+        second.prior_deployments.as_deref(),
+        Some(&["ecs-svc/7".to_string()][..])
+    );
+    let settled = reconciled(&fake, &second.id).await;
+    assert_eq!(
+        settled.deployment_id.as_deref(),
+        Some("ecs-svc/101"),
+        "{settled:?}"
+    );
+    let first = reconciled(&fake, "first").await;
+    assert_eq!(first.deployment_id.as_deref(), Some("ecs-svc/7"));
+}
+
+#[tokio::test]
+async fn an_unanswered_restart_ecs_did_not_take_did_not_take_effect() {
+    let fake = Fake::new();
+    let record = restart_unanswered(&fake, "2026-12-04T10:00:00.000Z").await;
+    // ECS never made the deployment: it lists what it had.
+    fake.deployments.lock().expect("deployments").clear();
+    let settled = reconciled(&fake, &record.id).await;
+    assert_eq!(settled.outcome, Outcome::Failed, "{settled:?}");
+    assert_eq!(settled.deployment_id, None);
+    assert!(settled
+        .detail
+        .as_deref()
+        .is_some_and(|d| d.contains("did not take effect")));
+}
+
+#[tokio::test]
+async fn an_unanswered_deploy_the_circuit_breaker_rolled_back_is_its_own_and_watched() {
+    // The deploy of embed:2 made ecs-svc/101; it failed, ECS re-activated ecs-svc/1 and no
+    // longer lists ecs-svc/101; only its events name it.
+    let fake = Fake::new();
+    fake.lose_update_answers.store(true, Ordering::SeqCst);
+    let error = deploy_embed(&fake, request(2, 1))
+        .await
+        .expect_err("no answer");
+    assert_eq!(error.status(), 504, "{error}");
+    let record = fake.records().pop().expect("the deploy's record");
+    fake.deployments.lock().expect("deployments").clear();
+    *fake.running.lock().expect("running") = 1;
+    *fake.events.lock().expect("events") = [
+        "(service embed) (deployment ecs-svc/101) rolling back to deployment ecs-svc/1.",
+        "(service embed) (deployment ecs-svc/101) deployment failed: tasks failed to start.",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(n, message)| crate::model::deployment::LiveEvent {
+        id: format!("e{n}"),
+        at: "2026-12-04T10:05:00.000Z".into(),
+        message: message.to_string(),
+    })
+    .collect();
+    let settled = reconciled(&fake, &record.id).await;
+    assert_eq!(
+        settled.deployment_id.as_deref(),
+        Some("ecs-svc/101"),
+        "{settled:?}"
+    );
+    assert!(fake
+        .watched
+        .lock()
+        .expect("watched")
+        .iter()
+        .any(|w| w.audit_id == record.id && w.deployment_id.as_deref() == Some("ecs-svc/101")));
 }
