@@ -144,6 +144,37 @@ fn traffic(found: &mut Found) -> Vec<Row> {
     ]
 }
 
+/// The console's resident memory in life `life` over time: the median of the samples in each
+/// sixth of it, so that growth shows apart from the step up when the load starts.
+fn memory_over_time(samples: &[(f64, u32, u64)], life: u32) -> String {
+    let of: Vec<(f64, u64)> = samples
+        .iter()
+        .filter(|s| s.1 == life)
+        .map(|s| (s.0, s.2))
+        .collect();
+    let (Some(first), Some(last)) = (of.first(), of.last()) else {
+        return "not sampled".into();
+    };
+    let span = (last.0 - first.0).max(f64::EPSILON);
+    let mut sixths: Vec<String> = Vec::new();
+    for n in 0..6 {
+        let (from, to) = (n as f64 / 6.0, (n + 1) as f64 / 6.0);
+        let mut window: Vec<u64> = of
+            .iter()
+            .filter(|(at, _)| {
+                let part = (at - first.0) / span;
+                part >= from && (part < to || (n == 5 && part <= 1.0))
+            })
+            .map(|(_, bytes)| *bytes)
+            .collect();
+        window.sort_unstable();
+        if let Some(median) = window.get(window.len() / 2) {
+            sixths.push(mib(*median));
+        }
+    }
+    sixths.join(", ")
+}
+
 /// The kill, the ledger, panics and memory.
 fn outcome(found: &Found) -> Vec<Row> {
     let ledger = &found.ledger;
@@ -201,8 +232,16 @@ fn outcome(found: &Found) -> Vec<Row> {
         row("panics", found.panics.len().to_string()),
         row("console memory, first life: start / peak / end", memory(1)),
         row(
+            "console memory, first life: median of each sixth",
+            memory_over_time(&found.samples, 1),
+        ),
+        row(
             "console memory, after the restart: start / peak / end",
             memory(2),
+        ),
+        row(
+            "console memory, after the restart: median of each sixth",
+            memory_over_time(&found.samples, 2),
         ),
     ];
     if !found.alive {
@@ -277,4 +316,25 @@ pub fn verdict(found: &Found) -> anyhow::Result<()> {
         found.reads.internal
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_over_time;
+
+    #[test]
+    fn memory_over_time_gives_each_sixths_median_of_one_life() {
+        const MIB: u64 = 1024 * 1024;
+        // Life 1: a minute that climbs 1 MiB every 10 s; life 2 has one sample.
+        let mut samples: Vec<(f64, u32, u64)> = (0u32..60)
+            .map(|s| (f64::from(s), 1, (100 + u64::from(s / 10)) * MIB))
+            .collect();
+        samples.push((70.0, 2, 80 * MIB));
+        assert_eq!(
+            memory_over_time(&samples, 1),
+            "100.0 MiB, 101.0 MiB, 102.0 MiB, 103.0 MiB, 104.0 MiB, 105.0 MiB"
+        );
+        assert_eq!(memory_over_time(&samples, 2), "80.0 MiB");
+        assert_eq!(memory_over_time(&samples, 3), "not sampled");
+    }
 }
