@@ -18,6 +18,22 @@ pub fn plain<E: std::error::Error + ?Sized>(error: &E) -> String {
     parts.join(": ")
 }
 
+/// The most particular cause of `error`: the last in its chain that says anything (for a
+/// connection that failed, "connection closed before message completed" rather than the SDK's
+/// layers, "dispatch failure: other: client error (SendRequest): …").
+pub fn root_cause<E: std::error::Error + ?Sized>(error: &E) -> String {
+    let mut last = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !text.is_empty() {
+            last = text;
+        }
+        next = cause.source();
+    }
+    last
+}
+
 /// Whether the service answered that it is throttling the caller's requests.
 pub fn is_throttling<E, R>(error: &SdkError<E, R>) -> bool
 where
@@ -113,7 +129,7 @@ where
         )),
         SdkError::TimeoutError(_) => unknown("no answer came back in time".into()),
         SdkError::DispatchFailure(_) => {
-            unknown(format!("the connection failed ({})", plain(error)))
+            unknown(format!("the connection failed ({})", root_cause(error)))
         }
         SdkError::ResponseError(_) => {
             unknown(format!("its answer could not be read ({})", plain(error)))
@@ -190,6 +206,41 @@ mod tests {
             "{}",
             ecs("ListTasks", &throttled)
         );
+    }
+
+    /// An error in layers, each naming the next, as the SDK's are.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn the_root_cause_is_the_last_cause_that_says_anything() {
+        let layers = Layer(
+            "dispatch failure",
+            Some(Box::new(Layer(
+                "client error (SendRequest)",
+                Some(Box::new(Layer(
+                    "connection closed before message completed",
+                    Some(Box::new(Layer("", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(
+            root_cause(&layers),
+            "connection closed before message completed"
+        );
+        assert_eq!(root_cause(&Layer("alone", None)), "alone");
     }
 
     #[test]
