@@ -1,7 +1,8 @@
 //! The one error of the console's use cases, shared by the server and the browser: what went
 //! wrong, in words that say what to do, and of which kind. The HTTP edge turns the kind into a
-//! status once; server functions carry the error to the browser whole, so a page shows the
-//! message and, when it renders on the server, answers with the kind's status.
+//! status once; server functions carry the error to the browser whole, answered with the kind's
+//! status too, so a page shows the message and, when it renders on the server, answers with the
+//! kind's status.
 
 use std::fmt;
 
@@ -200,11 +201,51 @@ impl FromServerFnError for ServiceError {
             },
         }
     }
+
+    /// The error as a server function's answer carries it. On the server the answer's HTTP
+    /// status is then the error's own — a refusal is a 403, a conflict a 409 — where the
+    /// framework would answer every error 500.
+    fn ser(&self) -> leptos::server_fn::Bytes {
+        #[cfg(feature = "ssr")]
+        if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(
+                http::StatusCode::from_u16(self.status())
+                    .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+            );
+        }
+        <JsonEncoding as leptos::server_fn::Encodes<Self>>::encode(self).unwrap_or_else(|e| {
+            <JsonEncoding as leptos::server_fn::Encodes<Self>>::encode(&ServiceError::Internal {
+                message: format!(
+                    "the error could not be written ({e}); reload the page and try again"
+                ),
+            })
+            .unwrap_or_default()
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_server_functions_error_is_answered_with_its_own_status() {
+        use leptos::prelude::{provide_context, Owner};
+        let owner = Owner::new();
+        owner.with(|| {
+            let response = leptos_axum::ResponseOptions::default();
+            provide_context(response.clone());
+            let refusal = ServiceError::forbidden("only the search team's deployers may");
+            let bytes = refusal.ser();
+            let status = response.0.read().map(|parts| parts.status).ok().flatten();
+            assert_eq!(status, Some(http::StatusCode::FORBIDDEN));
+            assert_eq!(ServiceError::de(bytes), refusal, "read back whole");
+        });
+        // Outside a request (no response to set) it is only written.
+        let conflict = ServiceError::conflict("another deploy is being sent");
+        assert_eq!(ServiceError::de(conflict.ser()), conflict);
+    }
 
     #[test]
     fn each_kind_has_its_status_and_code() {

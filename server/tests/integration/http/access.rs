@@ -121,14 +121,19 @@ fn form(path: &str, body: &str) -> Request<Body> {
         .expect("request")
 }
 
-/// Whether an answer is a refusal of who is asking: 401 or 403, or a server function's
-/// `forbidden` error.
+/// Whether an answer is a refusal of who is asking: 401 or 403. A server function's
+/// `forbidden` error must come with its 403 too, not the framework's 500.
 async fn refused(response: axum::response::Response) -> (bool, StatusCode, String) {
     let status = response.status();
     let body = text(response).await;
-    let forbidden = status == StatusCode::UNAUTHORIZED
-        || status == StatusCode::FORBIDDEN
-        || body.contains(r#""kind":"forbidden""#);
+    let forbidden = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+    if body.contains(r#""kind":"forbidden""#) {
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "a refusal answered {status}: {body}"
+        );
+    }
     (forbidden, status, body)
 }
 
