@@ -5,6 +5,7 @@
 use std::{
     borrow::Borrow,
     collections::{BTreeMap, HashMap},
+    sync::Arc,
 };
 
 use app::model::{words::TaskStatus, GpuContainer, GpuView, HostReserved, SharingMode};
@@ -24,17 +25,17 @@ pub struct RawGpu {
 /// One container of a task, with the GPUs ECS assigned it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawContainer {
-    pub name: String,
-    pub gpu_ids: Vec<String>,
+    pub name: Arc<str>,
+    pub gpu_ids: Vec<Arc<str>>,
 }
 
 /// One task as DescribeTasks reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawTask {
-    pub arn: String,
-    pub task_definition_arn: String,
+    pub arn: Arc<str>,
+    pub task_definition_arn: Arc<str>,
     /// `service:<name>` for service tasks.
-    pub group: Option<String>,
+    pub group: Option<Arc<str>>,
     pub started_at: Option<String>,
     /// `lastStatus`.
     pub last_status: Option<TaskStatus>,
@@ -42,7 +43,7 @@ pub struct RawTask {
     pub desired_status: Option<TaskStatus>,
     pub containers: Vec<RawContainer>,
     /// The container instance it runs on.
-    pub container_instance_arn: Option<String>,
+    pub container_instance_arn: Option<Arc<str>>,
     /// Holds an ENI of its own (`awsvpc`): an `ElasticNetworkInterface` attachment not yet
     /// deleted.
     pub holds_eni: bool,
@@ -101,7 +102,7 @@ pub fn host_reserved(
         }
         let (Some(instance), Some(definition)) = (
             task.container_instance_arn.as_deref(),
-            definitions.get(&task.task_definition_arn),
+            definitions.get(&*task.task_definition_arn),
         ) else {
             continue;
         };
@@ -213,18 +214,18 @@ pub fn join(
     let mut unknown_gpus = Vec::new();
     for task in tasks.iter().map(Borrow::borrow) {
         let service = service_of(task);
-        let definition = definitions.get(&task.task_definition_arn);
+        let definition = definitions.get(&*task.task_definition_arn);
         let team = team_of(service.as_ref(), definition, service_teams);
         for container in &task.containers {
             let ask = definition
-                .and_then(|d| d.containers.get(&container.name).copied())
+                .and_then(|d| d.containers.get(&*container.name).copied())
                 .unwrap_or(GpuAsk::None);
             for gpu_id in &container.gpu_ids {
-                let Some(&(i, g)) = position.get(gpu_id.as_str()) else {
+                let Some(&(i, g)) = position.get(&**gpu_id) else {
                     unknown_gpus.push(UnknownGpu {
-                        task_arn: task.arn.clone(),
-                        container: container.name.clone(),
-                        gpu_id: gpu_id.clone(),
+                        task_arn: task.arn.to_string(),
+                        container: container.name.to_string(),
+                        gpu_id: gpu_id.to_string(),
                     });
                     continue;
                 };
@@ -232,8 +233,8 @@ pub fn join(
                 let (memory_mib, compute_percent, whole_gpu) = share_of(ask);
                 view.compute_allocated_percent += compute_percent;
                 view.containers.push(GpuContainer {
-                    task_arn: task.arn.clone(),
-                    container: container.name.clone(),
+                    task_arn: task.arn.to_string(),
+                    container: container.name.to_string(),
                     service: service.clone(),
                     team: team.clone(),
                     memory_mib,
@@ -243,6 +244,10 @@ pub fn join(
                 });
             }
         }
+    }
+    // Vectors grown by pushes keep room for more; the snapshot keeps these for a whole refresh.
+    for gpu in views.iter_mut().flatten() {
+        gpu.containers.shrink_to_fit();
     }
     Joined {
         instances: views,
@@ -268,7 +273,7 @@ mod tests {
         RawTask {
             arn: arn.into(),
             task_definition_arn: td.into(),
-            group: Some(format!("service:{service}")),
+            group: Some(format!("service:{service}").into()),
             started_at: Some("2026-11-30T00:00:00Z".into()),
             last_status: Some("RUNNING".into()),
             desired_status: Some("RUNNING".into()),
@@ -276,7 +281,7 @@ mod tests {
                 .iter()
                 .map(|(name, ids)| RawContainer {
                     name: (*name).into(),
-                    gpu_ids: ids.iter().map(|s| s.to_string()).collect(),
+                    gpu_ids: ids.iter().map(|s| Arc::from(*s)).collect(),
                 })
                 .collect(),
             container_instance_arn: None,

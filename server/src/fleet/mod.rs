@@ -3,6 +3,7 @@
 pub mod ec2;
 pub mod events;
 pub mod join;
+pub mod names;
 pub mod reader;
 pub mod store;
 pub mod usage;

@@ -204,6 +204,8 @@ impl FleetReader {
             .finish(&states, calls.load(Ordering::Relaxed), usage)
             .await;
         *known = Some(Known::new(states));
+        // Names only the state just replaced held go.
+        super::names::NAMES.prune();
         Ok(snapshot)
     }
 
@@ -226,6 +228,7 @@ impl FleetReader {
         let snapshot = self
             .finish(&known.clusters, calls.load(Ordering::Relaxed), usage)
             .await;
+        super::names::NAMES.prune();
         Ok(Refresh {
             snapshot,
             full: false,

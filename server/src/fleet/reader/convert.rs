@@ -98,10 +98,12 @@ pub(super) fn add_usage(
 }
 
 pub(super) fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
+    // Names many tasks repeat are kept once (`fleet::names`); the task's own ARN is its own.
+    let name = |n: &str| crate::fleet::names::NAMES.get(n);
     RawTask {
-        arn: task.task_arn().unwrap_or_default().to_string(),
-        task_definition_arn: task.task_definition_arn().unwrap_or_default().to_string(),
-        group: task.group().map(str::to_string),
+        arn: Arc::from(task.task_arn().unwrap_or_default()),
+        task_definition_arn: name(task.task_definition_arn().unwrap_or_default()),
+        group: task.group().map(name),
         last_status: task.last_status().map(TaskStatus::from),
         desired_status: task.desired_status().map(TaskStatus::from),
         started_at: task.started_at().map(crate::aws::rfc3339),
@@ -109,11 +111,11 @@ pub(super) fn raw_task(task: &aws_sdk_ecs::types::Task) -> RawTask {
             .containers()
             .iter()
             .map(|c| RawContainer {
-                name: c.name().unwrap_or_default().to_string(),
-                gpu_ids: c.gpu_ids().to_vec(),
+                name: name(c.name().unwrap_or_default()),
+                gpu_ids: c.gpu_ids().iter().map(|id| name(id)).collect(),
             })
             .collect(),
-        container_instance_arn: task.container_instance_arn().map(str::to_string),
+        container_instance_arn: task.container_instance_arn().map(name),
         holds_eni: task.last_status().map(TaskStatus::from) != Some(TaskStatus::Stopped)
             && task.attachments().iter().any(|a| {
                 a.r#type() == Some("ElasticNetworkInterface")

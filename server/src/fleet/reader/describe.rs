@@ -345,7 +345,7 @@ impl FleetReader {
     ) -> Result<(), ReadError> {
         let arns: Vec<String> = tasks
             .iter()
-            .map(|t| t.task_definition_arn.clone())
+            .map(|t| t.task_definition_arn.to_string())
             .collect();
         self.cache_definitions_of(stream::iter(arns), calls, lane)
             .await

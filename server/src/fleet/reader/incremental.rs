@@ -115,7 +115,7 @@ fn tasks_by_instance(tasks: &Tasks) -> HashMap<&str, Vec<&RawTask>> {
     let mut by_instance: HashMap<&str, Vec<&RawTask>> = HashMap::new();
     for task in tasks.values() {
         if let Some(arn) = &task.container_instance_arn {
-            by_instance.entry(arn.as_str()).or_default().push(task);
+            by_instance.entry(&**arn).or_default().push(task);
         }
     }
     by_instance
@@ -156,17 +156,17 @@ fn gpus_agree(
     }
     let mut held = vec![Held::default(); instance.gpus.len()];
     for task in tasks {
-        let Some(definition) = definitions.get(&task.task_definition_arn) else {
+        let Some(definition) = definitions.get(&*task.task_definition_arn) else {
             return false;
         };
         for container in &task.containers {
             let ask = definition
                 .containers
-                .get(&container.name)
+                .get(&*container.name)
                 .copied()
                 .unwrap_or(GpuAsk::None);
             for id in &container.gpu_ids {
-                let Some(index) = instance.gpus.iter().position(|g| &g.uuid == id) else {
+                let Some(index) = instance.gpus.iter().position(|g| *g.uuid == **id) else {
                     return false;
                 };
                 let gpu = &mut held[index];
@@ -221,7 +221,7 @@ pub type Tasks = HashMap<Arc<str>, Arc<RawTask>>;
 
 /// `task` as `Tasks` keeps it.
 pub fn task_entry(task: RawTask) -> (Arc<str>, Arc<RawTask>) {
-    (Arc::from(task.arn.as_str()), Arc::new(task))
+    (task.arn.clone(), Arc::new(task))
 }
 
 /// What the reader knows of one cluster.
@@ -355,7 +355,7 @@ pub fn assemble(
             .collect();
         for task in tasks.iter().filter(|t| t.holds_eni) {
             if let Some(arn) = &task.container_instance_arn {
-                *eni_tasks.entry(arn.clone()).or_default() += 1;
+                *eni_tasks.entry(arn.to_string()).or_default() += 1;
             }
         }
         let count = |wanted: fn(&TaskStatus) -> bool| {

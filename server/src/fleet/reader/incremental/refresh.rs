@@ -101,7 +101,7 @@ impl FleetReader {
             match result {
                 Ok(task) if task.desired_status != Some(TaskStatus::Stopped) => kept.push(task),
                 Ok(task) => {
-                    state.tasks.remove(task.arn.as_str());
+                    state.tasks.remove(&*task.arn);
                 }
                 Err(arn) => {
                     state.tasks.remove(arn.as_str());
@@ -146,7 +146,7 @@ impl FleetReader {
         state.tasks.retain(|_, task| {
             task.container_instance_arn
                 .as_ref()
-                .is_none_or(|arn| !read.removed.contains(arn))
+                .is_none_or(|arn| !read.removed.contains(&**arn))
         });
         let unexplained = match hints {
             Some(hints) => self.follow_events(&mut state, hints, &read, calls).await?,
@@ -336,9 +336,9 @@ impl FleetReader {
                         && t.container_instance_arn
                             .as_deref()
                             .is_some_and(|i| changed_set.contains(i))
-                        && !hints.tasks.contains_key(&t.arn)
+                        && !hints.tasks.contains_key(&*t.arn)
                 })
-                .map(|t| t.arn.clone()),
+                .map(|t| t.arn.to_string()),
         );
         self.describe_into(state, describe, calls).await?;
         let named = hints.instances();
@@ -409,7 +409,7 @@ impl FleetReader {
                     Some(instances) => task
                         .container_instance_arn
                         .as_ref()
-                        .is_some_and(|i| instances.contains(i)),
+                        .is_some_and(|i| instances.contains(&**i)),
                 };
                 !in_scope || listed.contains(arn.as_ref())
             });
