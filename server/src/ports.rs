@@ -17,7 +17,7 @@ use app::{
 use crate::{
     audit::SqlAuditLog,
     aws::Clients,
-    ecs::{task_definitions::SdkSchema, Ecs},
+    ecs::{task_definitions::SdkSchema, Ecs, ReadCache},
     fleet::store::SnapshotStore,
     people::SqlPeople,
     rollouts::RolloutWatcher,
@@ -54,6 +54,8 @@ pub struct Stores {
     pub audit: Arc<SqlAuditLog>,
     pub history: Arc<dyn CostHistory>,
     pub spot: Arc<dyn SpotMarket>,
+    /// What pages read from ECS on demand, kept for a while.
+    pub reads: Arc<ReadCache>,
 }
 
 /// The use cases' context over AWS through `clients`: ECS reads and writes over one client,
@@ -65,11 +67,13 @@ pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) ->
         audit,
         history,
         spot,
+        reads,
     } = stores;
     let ecs = Arc::new(
         Ecs::new(clients.ecs.clone(), &settings.team_tag, fleet.clone())
             .with_capacity_sources(clients.ec2.clone(), clients.autoscaling.clone())
-            .with_budget(clients.budget.clone()),
+            .with_budget(clients.budget.clone())
+            .with_cache(reads),
     );
     ServiceContext {
         version: env!("CARGO_PKG_VERSION"),

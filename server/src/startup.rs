@@ -16,6 +16,7 @@ use crate::{
     aws::Clients,
     config::ServeArgs,
     cost_history::{spawn_recorder, SqlCostHistory},
+    ecs::ReadCache,
     fleet::{
         ec2::Ec2Reader,
         events::EventFeed,
@@ -62,11 +63,13 @@ pub fn start(
     spawn_recorder(history.clone(), fleet.clone());
     let spot = Arc::new(SpotPrices::new(clients.ec2.clone()));
     crate::spot_prices::spawn(spot.clone(), fleet.clone());
+    let reads = Arc::new(ReadCache::default());
     let costs = Arc::new(Costs {
         calls: clients.calls.clone(),
         budget: clients.budget.clone(),
         store: fleet.clone(),
         reader,
+        reads: reads.clone(),
     });
     let services = service_context(
         &clients,
@@ -76,6 +79,7 @@ pub fn start(
             audit,
             history: history.clone(),
             spot,
+            reads,
         },
     );
     if demo {

@@ -117,6 +117,7 @@ pub(crate) async fn scenario_context(
             )),
             audit,
             spot: std::sync::Arc::new(app::service::ports::NoSpotMarket),
+            reads: Default::default(),
         },
     );
     Ok((context, dir))

@@ -4,6 +4,12 @@
 //! while the read finishes in the background. Only a key never read waits for ECS.
 //!
 //! A task definition revision by ARN never changes, so it is kept until the cache is full.
+//!
+//! The cache is bounded by size, not only by count: each answer is weighed when it is kept (its
+//! length as JSON, near what it holds on the heap), and past [`BUDGET`] bytes or [`CAPACITY`]
+//! entries the answers read least lately go first, down to three quarters of the bound. A busy
+//! console reads hundreds of services' events, tasks and revisions; kept by count alone, the
+//! cache grew with every new one a page asked for until it held tens of megabytes.
 
 use std::{
     any::Any,
@@ -19,8 +25,14 @@ use futures::{future::BoxFuture, FutureExt as _};
 /// How long a page waits for ECS when it has an older answer to show instead.
 pub const STALE_WAIT: Duration = Duration::from_millis(900);
 
-/// Entries kept at most; past it, the oldest half goes.
+/// Entries kept at most.
 const CAPACITY: usize = 2_000;
+
+/// Bytes of answers (weighed as JSON) kept at most.
+pub const BUDGET: usize = 12 * 1024 * 1024;
+
+/// What an entry costs beyond its answer: the key, the map's slot, the pointer and the clocks.
+const ENTRY_OVERHEAD: usize = 96;
 
 /// How long pages say that they showed older answers, after the last one.
 const STALE_SAID_FOR: Duration = Duration::from_secs(30);
@@ -35,13 +47,87 @@ struct StaleServed {
 
 struct Entry {
     value: Arc<dyn Any + Send + Sync>,
+    /// When it was read from ECS.
     at: Instant,
+    /// When a page last asked for it.
+    used: Instant,
+    /// What it weighs: its answer as JSON and [`ENTRY_OVERHEAD`].
+    bytes: usize,
+}
+
+/// The entries and what they weigh together.
+#[derive(Default)]
+struct Entries {
+    map: HashMap<String, Entry>,
+    bytes: usize,
+    /// Entries let go to stay within the bounds, since the start.
+    evicted: u64,
+}
+
+impl Entries {
+    fn remove(&mut self, key: &str) {
+        if let Some(entry) = self.map.remove(key) {
+            self.bytes -= entry.bytes;
+        }
+    }
+
+    /// Keeps `entry` for `key`, first letting go of the answers read least lately when it would
+    /// not fit within the bounds.
+    fn keep(&mut self, key: &str, entry: Entry, budget: usize) {
+        self.remove(key);
+        if self.map.len() >= CAPACITY || self.bytes + entry.bytes > budget {
+            let mut by_use: Vec<(Instant, String)> =
+                self.map.iter().map(|(k, e)| (e.used, k.clone())).collect();
+            by_use.sort_unstable();
+            let (count, bytes) = (CAPACITY * 3 / 4, budget * 3 / 4);
+            for (_, key) in by_use {
+                if self.map.len() < count && self.bytes + entry.bytes <= bytes {
+                    break;
+                }
+                self.remove(&key);
+                self.evicted += 1;
+            }
+        }
+        self.bytes += entry.bytes;
+        self.map.insert(key.to_string(), entry);
+    }
+}
+
+/// What the cache holds, for `/metrics`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheSize {
+    pub entries: usize,
+    pub bytes: usize,
+    pub evicted: u64,
+}
+
+/// Counts the bytes written to it and keeps none.
+struct Weigher(usize);
+
+impl std::io::Write for Weigher {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `value` weighs in the cache: its length as JSON (without building it) and the entry's.
+fn weigh<T: serde::Serialize>(key: &str, value: &T) -> usize {
+    let mut weigher = Weigher(0);
+    // Writing to the weigher cannot fail; a value that will not serialize weighs its key alone.
+    let _ = serde_json::to_writer(&mut weigher, value);
+    weigher.0 + key.len() + ENTRY_OVERHEAD
 }
 
 /// The cache of on-demand ECS reads.
-#[derive(Default)]
 pub struct ReadCache {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<Entries>,
+    /// Bytes kept at most ([`BUDGET`], smaller in tests).
+    budget: usize,
     /// Reads of keys never read, in flight: whoever asks for the same key meanwhile waits for
     /// that read's answer instead of sending another (after a start every key is cold, and a
     /// busy page would otherwise send ECS the same call once per request).
@@ -51,31 +137,55 @@ pub struct ReadCache {
     stale: Mutex<Option<StaleServed>>,
 }
 
+impl Default for ReadCache {
+    fn default() -> ReadCache {
+        ReadCache::with_budget(BUDGET)
+    }
+}
+
 impl ReadCache {
-    fn get<T: Clone + Send + Sync + 'static>(&self, key: &str) -> Option<(T, Duration)> {
+    /// A cache that keeps at most `budget` bytes of answers.
+    pub fn with_budget(budget: usize) -> ReadCache {
+        ReadCache {
+            entries: Mutex::default(),
+            budget,
+            first_reads: Mutex::default(),
+            reading: Mutex::default(),
+            stale: Mutex::default(),
+        }
+    }
+
+    /// How many answers it keeps, what they weigh, and how many it let go.
+    pub fn size(&self) -> CacheSize {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = entries.get(key)?;
+        CacheSize {
+            entries: entries.map.len(),
+            bytes: entries.bytes,
+            evicted: entries.evicted,
+        }
+    }
+
+    fn get<T: Clone + Send + Sync + 'static>(&self, key: &str) -> Option<(T, Duration)> {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = entries.map.get_mut(key)?;
         let value = entry.value.downcast_ref::<T>()?.clone();
+        entry.used = Instant::now();
         Some((value, entry.at.elapsed()))
     }
 
-    fn put<T: Send + Sync + 'static>(&self, key: &str, value: T) {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() >= CAPACITY {
-            let mut ages: Vec<(String, Instant)> =
-                entries.iter().map(|(k, e)| (k.clone(), e.at)).collect();
-            ages.sort_by_key(|(_, at)| *at);
-            for (key, _) in ages.into_iter().take(CAPACITY / 2) {
-                entries.remove(&key);
-            }
-        }
-        entries.insert(
-            key.to_string(),
-            Entry {
-                value: Arc::new(value),
-                at: Instant::now(),
-            },
-        );
+    fn put<T: serde::Serialize + Send + Sync + 'static>(&self, key: &str, value: T) {
+        let bytes = weigh(key, &value);
+        let now = Instant::now();
+        let entry = Entry {
+            value: Arc::new(value),
+            at: now,
+            used: now,
+            bytes,
+        };
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keep(key, entry, self.budget);
     }
 
     /// Whether pages lately got kept answers (in the last [`STALE_SAID_FOR`]), with the age of
@@ -134,13 +244,13 @@ impl ReadCache {
     /// again from ECS when it would have been; whether one was kept. After a write whose answer
     /// says what changed, pages show it at once and nobody waits for ECS meanwhile (forgetting
     /// the entry made every page that needed it wait for a read of its own).
-    pub fn amend<T: Clone + Send + Sync + 'static>(
+    pub fn amend<T: serde::Serialize + Clone + Send + Sync + 'static>(
         &self,
         key: &str,
         change: impl FnOnce(&mut T),
     ) -> bool {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(entry) = entries.get_mut(key) else {
+        let Some(entry) = entries.map.get_mut(key) else {
             return false;
         };
         let Some(value) = entry.value.downcast_ref::<T>() else {
@@ -148,21 +258,29 @@ impl ReadCache {
         };
         let mut value = value.clone();
         change(&mut value);
+        let (before, after) = (entry.bytes, weigh(key, &value));
         entry.value = Arc::new(value);
+        entry.bytes = after;
+        entries.bytes = entries.bytes - before + after;
         true
     }
 
     /// Puts `value` as the answer for `key`, read now.
-    pub fn insert<T: Send + Sync + 'static>(&self, key: &str, value: T) {
+    pub fn insert<T: serde::Serialize + Send + Sync + 'static>(&self, key: &str, value: T) {
         self.put(key, value);
     }
 
     /// Forgets every entry whose key starts with `prefix` (after a write that changes it).
     pub fn forget(&self, prefix: &str) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|key, _| !key.starts_with(prefix));
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let Entries { map, bytes, .. } = &mut *entries;
+        map.retain(|key, entry| {
+            let keep = !key.starts_with(prefix);
+            if !keep {
+                *bytes -= entry.bytes;
+            }
+            keep
+        });
     }
 
     /// The answer for `key`: cached while younger than `ttl` (`None`: for ever), else read by
@@ -174,7 +292,7 @@ impl ReadCache {
         fetch: F,
     ) -> Result<T, ServiceError>
     where
-        T: Clone + Send + Sync + 'static,
+        T: serde::Serialize + Clone + Send + Sync + 'static,
         F: Future<Output = Result<T, ServiceError>> + Send + 'static,
     {
         let cached = self.get::<T>(&key);
@@ -245,7 +363,7 @@ impl ReadCache {
     /// that asked meanwhile.
     async fn first_read<T, F>(self: &Arc<Self>, key: String, fetch: F) -> Result<T, ServiceError>
     where
-        T: Clone + Send + Sync + 'static,
+        T: serde::Serialize + Clone + Send + Sync + 'static,
         F: Future<Output = Result<T, ServiceError>> + Send + 'static,
     {
         let read = {
@@ -393,5 +511,56 @@ mod tests {
             .await;
         assert_eq!(forgotten, Ok(5));
         assert_eq!(cache.stale(), None, "ECS answered in time again");
+    }
+
+    #[tokio::test]
+    async fn past_its_budget_the_answers_read_least_lately_go_and_what_it_holds_is_counted() {
+        // Each answer weighs its 1,000 bytes of JSON (a 998-character string), its key and
+        // the entry's overhead; twenty fit in the budget.
+        let answer = "x".repeat(998);
+        let weight = weigh("k00", &answer);
+        let cache = Arc::new(ReadCache::with_budget(weight * 20));
+        for i in 0..20 {
+            cache.insert(&format!("k{i:02}"), answer.clone());
+        }
+        assert_eq!(
+            cache.size(),
+            CacheSize {
+                entries: 20,
+                bytes: weight * 20,
+                evicted: 0
+            }
+        );
+        // k00 is asked for again, so k01 is now the one read least lately.
+        let kept = cache
+            .read("k00".into(), None, async { Ok(String::new()) })
+            .await;
+        assert_eq!(kept.as_deref(), Ok(answer.as_str()));
+        cache.insert("k20", answer.clone());
+        let size = cache.size();
+        assert!(
+            size.bytes <= weight * 15,
+            "down to three quarters: {size:?}"
+        );
+        assert_eq!(size.entries, 15);
+        assert_eq!(size.evicted, 6);
+        assert!(cache.get::<String>("k00").is_some(), "read lately: kept");
+        assert!(cache.get::<String>("k20").is_some(), "the newest: kept");
+        for gone in 1..=6 {
+            assert!(cache.get::<String>(&format!("k{gone:02}")).is_none());
+        }
+        assert!(cache.get::<String>("k07").is_some());
+        // Forgetting and amending keep the weight true.
+        cache.forget("k1");
+        assert_eq!(cache.size().entries, 5);
+        assert_eq!(cache.size().bytes, weight * 5);
+        assert!(cache.amend("k07", |s: &mut String| s.truncate(498)));
+        assert_eq!(
+            cache.size().bytes,
+            weight * 4 + weigh("k07", &"x".repeat(498))
+        );
+        // Replacing an answer does not count it twice.
+        cache.insert("k07", answer.clone());
+        assert_eq!(cache.size().bytes, weight * 5);
     }
 }

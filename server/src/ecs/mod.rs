@@ -17,7 +17,7 @@ use std::{sync::Arc, time::Duration};
 use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_async::future::pagination_stream::PaginationStream;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
-use cache::ReadCache;
+pub use cache::{CacheSize, ReadCache};
 
 use crate::aws::budget::{Budget, Lane};
 use crate::aws::errors;
@@ -84,6 +84,12 @@ impl Ecs {
             capacity_sources: None,
             budget: None,
         }
+    }
+
+    /// Keeps what pages read from ECS in `cache` (shared with `/metrics`, which counts it).
+    pub fn with_cache(mut self, cache: Arc<ReadCache>) -> Ecs {
+        self.cache = cache;
+        self
     }
 
     /// Paces the pages' reads within `budget`, beside the fleet refresher's.

@@ -16,6 +16,7 @@ use axum::{
 
 use crate::{
     aws::{budget::Budget, calls::CallCounts},
+    ecs::{CacheSize, ReadCache},
     fleet::{reader::FleetReader, store::SnapshotStore},
 };
 
@@ -165,6 +166,8 @@ pub struct Costs {
     pub budget: Arc<Budget>,
     pub store: Arc<SnapshotStore>,
     pub reader: Arc<FleetReader>,
+    /// What pages read from ECS on demand, kept for a while.
+    pub reads: Arc<ReadCache>,
 }
 
 /// What `/metrics` shows: the requests, what reading AWS costs, and the server's version and
@@ -185,6 +188,35 @@ fn write_costs(out: &mut String, costs: &Costs) -> std::fmt::Result {
     write_refresher(out, costs)?;
     if let Some(feed) = costs.reader.events() {
         write_events(out, feed)?;
+    }
+    write_read_cache(out, costs.reads.size())
+}
+
+/// What the cache of pages' ECS reads holds, and how many answers it let go to stay in bounds.
+fn write_read_cache(out: &mut String, size: CacheSize) -> std::fmt::Result {
+    for (name, kind, help, value) in [
+        (
+            "gpushare_read_cache_entries",
+            "gauge",
+            "Answers of ECS reads kept for pages.",
+            size.entries as u64,
+        ),
+        (
+            "gpushare_read_cache_bytes",
+            "gauge",
+            "What the kept answers weigh, as JSON.",
+            size.bytes as u64,
+        ),
+        (
+            "gpushare_read_cache_evictions_total",
+            "counter",
+            "Answers let go, those read least lately first, to stay within the cache's bounds.",
+            size.evicted,
+        ),
+    ] {
+        writeln!(out, "# HELP {name} {help}")?;
+        writeln!(out, "# TYPE {name} {kind}")?;
+        writeln!(out, "{name} {value}")?;
     }
     Ok(())
 }

@@ -65,6 +65,7 @@ async fn draining_the_planned_instances_leaves_every_service_running() {
             )),
             audit,
             spot: Arc::new(app::service::ports::NoSpotMarket),
+            reads: Default::default(),
         },
     );
     let plan = app::service::cost::plan(

@@ -122,6 +122,7 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
             )),
             audit: audit.clone(),
             spot: Arc::new(app::service::ports::NoSpotMarket),
+            reads: Default::default(),
         },
     );
     // Finished rollouts' channels are dropped soon here, to see it happen.
