@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use self::bench::{
     BenchApprovalsArgs, BenchAuditArgs, BenchAuthArgs, BenchCommand, BenchCostArgs,
-    BenchEmulatorArgs, BenchFleetArgs, BenchFuzzArgs, BenchReadinessArgs, BenchSoakArgs,
-    BenchValidateArgs,
+    BenchEmulatorArgs, BenchFleetArgs, BenchFuzzArgs, BenchMemoryArgs, BenchReadinessArgs,
+    BenchSoakArgs, BenchValidateArgs,
 };
 
 /// gpushare: a web console for Amazon ECS GPU sharing with NVIDIA MPS.

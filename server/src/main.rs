@@ -35,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::Bench(BenchCommand::Fuzz(args))) => gpushare::bench::fuzz(args).await,
         Some(Command::Bench(BenchCommand::Soak(args))) => gpushare::bench::soak(args).await,
+        Some(Command::Bench(BenchCommand::Memory(args))) => gpushare::bench::memory(args).await,
         None => gpushare::serve(cli.serve).await,
     }
 }

@@ -11,10 +11,10 @@
 //! the faults stop, the audit log settles, and every record is held against the emulator's own
 //! record of the writes it received.
 
-mod http;
+pub(super) mod http;
 mod ledger;
 mod load;
-mod procs;
+pub(super) mod procs;
 mod report;
 mod writers;
 

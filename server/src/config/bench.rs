@@ -48,6 +48,24 @@ pub enum BenchCommand {
     /// then its audit log held against the emulator's record of the writes it received: lost,
     /// sent twice, missing or mislabelled records, panics, latency and memory.
     Soak(BenchSoakArgs),
+    /// The console's own resident memory on an emulated fleet (the emulator in a process of its
+    /// own): at the first snapshot, after rounds of page, fleet-JSON and cost reads, a while
+    /// later, and at its peak; each split into heap and the binary's pages.
+    Memory(BenchMemoryArgs),
+}
+
+/// Options of `gpushare bench memory`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchMemoryArgs {
+    /// The emulated fleet.
+    #[arg(long, default_value = "large", value_parser = ["demo", "large"])]
+    pub scenario: String,
+    /// Rounds of reads: the fleet page, `/api/v1/fleet`, `/cost` and `/task-definitions` each.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// Seconds to wait after the reads before measuring again.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub settle: u64,
 }
 
 /// Options of `gpushare bench soak`.

@@ -258,10 +258,15 @@ impl Console {
 
 /// Resident memory of process `pid`, in bytes.
 pub fn resident(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmRSS")
+}
+
+/// A size from `/proc/PID/status` (`VmRSS`, `RssAnon`, `RssFile`, `VmHWM`), in bytes.
+pub fn status_bytes(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -272,9 +277,9 @@ pub fn resident(pid: u32) -> Option<u64> {
 
 /// The allocator's setting that `scripts/run.sh` makes: freed memory goes back to the system at
 /// once rather than after 10 ms of the freeing thread's next allocations (see the README).
-const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
+pub(crate) const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
 
 /// The console's purge delay: the soak's own environment's, else as `scripts/run.sh` sets it.
-fn purge_delay() -> String {
+pub(crate) fn purge_delay() -> String {
     std::env::var(PURGE_DELAY).unwrap_or_else(|_| "0".to_string())
 }

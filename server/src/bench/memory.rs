@@ -1,0 +1,122 @@
+//! `gpushare bench memory`: the console's own resident memory on an emulated fleet. The emulator
+//! runs as `gpushare emulate`, a process of its own, so that only the console is counted; the
+//! console runs as `scripts/run.sh` starts it (freed memory given back at once).
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::{
+    mib, print_table,
+    soak::{
+        http::Http,
+        procs::{purge_delay, status_bytes, Emulator, PURGE_DELAY},
+    },
+    Row,
+};
+use crate::config::BenchMemoryArgs;
+
+/// The pages and the API the reads go through, once each a round.
+const READS: [&str; 4] = ["/", "/api/v1/fleet", "/cost", "/task-definitions"];
+
+pub async fn memory(args: BenchMemoryArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("gpushare-bench-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let measured = measure(&args, &dir).await;
+    // What the runs wrote is of no further use; a directory that will not go is left behind.
+    std::fs::remove_dir_all(&dir).ok();
+    let rows = measured?;
+    print_table(
+        &format!(
+            "The console's own memory on `{}` (against `gpushare emulate`)",
+            args.scenario
+        ),
+        &rows,
+    );
+    Ok(())
+}
+
+async fn measure(args: &BenchMemoryArgs, dir: &std::path::Path) -> anyhow::Result<Vec<Row>> {
+    let http = Http::new();
+    let emulator = Emulator::start(&http, &args.scenario, 1, dir).await?;
+    let (mut console, base) = serve(&emulator.base, dir)?;
+    let pid = console.id().context("the console exited at once")?;
+    let ready = wait_for_snapshot(&http, &base).await?;
+    let mut rows = vec![Row {
+        what: "time to the first snapshot".into(),
+        value: format!("{:.1} s", ready.as_secs_f64()),
+    }];
+    rows.push(point(pid, "at the first snapshot")?);
+    for _ in 0..args.rounds {
+        for path in READS {
+            let answer = http.get(&format!("{base}{path}"), None).await?;
+            anyhow::ensure!(
+                answer.status == 200,
+                "GET {path} answered {}",
+                answer.status
+            );
+        }
+    }
+    rows.push(point(
+        pid,
+        &format!("after {} rounds of {}", args.rounds, READS.join(", ")),
+    )?);
+    tokio::time::sleep(Duration::from_secs(args.settle)).await;
+    rows.push(point(pid, &format!("{} s later", args.settle))?);
+    rows.push(Row {
+        what: "peak (VmHWM)".into(),
+        value: mib(status_bytes(pid, "VmHWM").context("no VmHWM")?),
+    });
+    console.kill().await.ok();
+    Ok(rows)
+}
+
+/// Resident memory now: in all, on the heap (`RssAnon`) and the binary's pages (`RssFile`).
+fn point(pid: u32, when: &str) -> anyhow::Result<Row> {
+    let read = |field| status_bytes(pid, field).with_context(|| format!("no {field}"));
+    Ok(Row {
+        what: format!("resident {when} (heap + mapped files)"),
+        value: format!(
+            "{} ({} + {})",
+            mib(read("VmRSS")?),
+            mib(read("RssAnon")?),
+            mib(read("RssFile")?)
+        ),
+    })
+}
+
+/// `gpushare serve` against `endpoint` on a free loopback port: the process and its address.
+fn serve(endpoint: &str, dir: &std::path::Path) -> anyhow::Result<(tokio::process::Child, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let child = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["serve", "--endpoint-url", endpoint, "--listen", &address])
+        .arg("--data-dir")
+        .arg(dir)
+        .env("AWS_ACCESS_KEY_ID", "emulator")
+        .env("AWS_SECRET_ACCESS_KEY", "emulator")
+        .env("AWS_REGION", "us-east-1")
+        .env("GPUSHARE_LOG", "warn")
+        .env(PURGE_DELAY, purge_delay())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start gpushare serve")?;
+    Ok((child, format!("http://{address}")))
+}
+
+/// Waits for the console's first snapshot (a cluster that does not exist is then a 404).
+async fn wait_for_snapshot(http: &Http, base: &str) -> anyhow::Result<Duration> {
+    let started = std::time::Instant::now();
+    let url = format!("{base}/api/v1/fleet?cluster=nothing-here");
+    while !http.get(&url, None).await.is_ok_and(|a| a.status == 404) {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(300),
+            "the console had no fleet snapshot after 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(started.elapsed())
+}
