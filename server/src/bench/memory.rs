@@ -10,7 +10,7 @@ use super::{
     mib, print_table,
     soak::{
         http::Http,
-        procs::{purge_delay, status_bytes, Emulator, PURGE_DELAY},
+        procs::{free_port, purge_delay, status_bytes, wait_for, Emulator, PURGE_DELAY},
     },
     Row,
 };
@@ -87,10 +87,7 @@ fn point(pid: u32, when: &str) -> anyhow::Result<Row> {
 
 /// `gpushare serve` against `endpoint` on a free loopback port: the process and its address.
 fn serve(endpoint: &str, dir: &std::path::Path) -> anyhow::Result<(tokio::process::Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let address = format!("127.0.0.1:{port}");
+    let address = format!("127.0.0.1:{}", free_port()?);
     let child = tokio::process::Command::new(std::env::current_exe()?)
         .args(["serve", "--endpoint-url", endpoint, "--listen", &address])
         .arg("--data-dir")
@@ -109,14 +106,11 @@ fn serve(endpoint: &str, dir: &std::path::Path) -> anyhow::Result<(tokio::proces
 
 /// Waits for the console's first snapshot (a cluster that does not exist is then a 404).
 async fn wait_for_snapshot(http: &Http, base: &str) -> anyhow::Result<Duration> {
-    let started = std::time::Instant::now();
     let url = format!("{base}/api/v1/fleet?cluster=nothing-here");
-    while !http.get(&url, None).await.is_ok_and(|a| a.status == 404) {
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(300),
-            "the console had no fleet snapshot after 300 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Ok(started.elapsed())
+    wait_for(
+        "the console's first fleet snapshot",
+        Duration::from_secs(300),
+        || async { http.get(&url, None).await.is_ok_and(|a| a.status == 404) },
+    )
+    .await
 }

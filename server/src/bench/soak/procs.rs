@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use super::http::{Http, Person};
 
 /// A free loopback port.
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -28,7 +28,11 @@ fn log_file(path: &Path) -> anyhow::Result<(std::process::Stdio, std::process::S
 }
 
 /// Waits until `ready` says so, or fails after `limit` saying what it waited for.
-async fn wait_for<F, Fut>(what: &str, limit: Duration, mut ready: F) -> anyhow::Result<Duration>
+pub(crate) async fn wait_for<F, Fut>(
+    what: &str,
+    limit: Duration,
+    mut ready: F,
+) -> anyhow::Result<Duration>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
