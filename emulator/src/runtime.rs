@@ -315,13 +315,16 @@ async fn injected(emulator: &Emulator, operation: &str) -> Outcome {
 /// calls reuses a few threads rather than starting one (and its memory) per call. `None` if
 /// `f` panicked.
 async fn off_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-    static PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(ANSWERING);
-    let _permit = PERMITS.acquire().await.ok()?;
+    let _permit = ANSWER_PERMITS.acquire().await.ok()?;
     tokio::task::spawn_blocking(f).await.ok()
 }
 
 /// Answers built at once, on blocking threads.
 const ANSWERING: usize = 4;
+
+/// [`off_thread`]'s permits: a call holds one from just before its blocking part is spawned
+/// until its caller has the answer or is gone.
+static ANSWER_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(ANSWERING);
 
 fn ecs_error(emulator: &Emulator, error: &EcsError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
@@ -393,19 +396,15 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
             }
         }
     };
-    let write = (!ecs_api::reads_only(&operation)).then(|| (operation.clone(), input.clone()));
-    let answer = answer_ecs(&emulator, operation, input).await;
     let id = request_id(&emulator);
-    if let Some((operation, request)) = write {
-        emulator.record_write(WriteRecord {
-            seq: 0,
-            operation,
-            request,
-            error: answer.as_ref().err().map(|e| e.type_name().to_string()),
-            request_id: Some(id.clone()),
-            answered: outcome != Outcome::LoseAnswer,
-        });
-    }
+    let answer = answer_ecs(
+        &emulator,
+        operation,
+        input,
+        &id,
+        outcome != Outcome::LoseAnswer,
+    )
+    .await;
     if outcome == Outcome::LoseAnswer {
         return dropped();
     }
@@ -459,19 +458,37 @@ fn throttled_or_faulted(
 }
 
 /// Runs an ECS operation on a blocking thread: reads beside each other, writes one at a time.
+///
+/// A write runs and is recorded in one step, under the fleet's lock: once it has started it
+/// completes and is recorded even when its caller hangs up meanwhile (a console killed
+/// mid-call), as ECS carries out a call it received whatever becomes of the connection; and
+/// the record's order is the order the writes ran in.
 async fn answer_ecs(
     emulator: &Emulator,
     operation: String,
     input: Value,
+    request_id: &str,
+    answered: bool,
 ) -> Result<String, EcsError> {
+    let request_id = request_id.to_string();
     off_thread({
         let emulator = emulator.clone();
         move || {
             if ecs_api::reads_only(&operation) {
-                emulator.read_fleet(|fleet| ecs_api::read(fleet, &operation, input))
-            } else {
-                emulator.with_fleet(|fleet| ecs_api::handle(fleet, &operation, input))
+                return emulator.read_fleet(|fleet| ecs_api::read(fleet, &operation, input));
             }
+            emulator.with_fleet(|fleet| {
+                let answer = ecs_api::handle(fleet, &operation, input.clone());
+                emulator.record_write(WriteRecord {
+                    seq: 0,
+                    error: answer.as_ref().err().map(|e| e.type_name().to_string()),
+                    operation,
+                    request: input,
+                    request_id: Some(request_id),
+                    answered,
+                });
+                answer
+            })
         }
     })
     .await

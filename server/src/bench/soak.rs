@@ -360,6 +360,8 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
     let (records, settling) = settled_log(&http, &console.base).await?;
     collect_writes(&emulator, &http, &tallies.received).await?;
     let received: Vec<emulator::WriteRecord> = taken(&*tallies.received);
+    // Kept beside the logs and the audit database, to trace what the ledger finds.
+    std::fs::write(dir.join("writes.json"), serde_json::to_vec(&received)?)?;
     let mut found = report::Found {
         scenario: args.scenario.clone(),
         streams_asked: args.streams,
