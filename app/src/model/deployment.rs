@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::words::{DeploymentStatus, RolloutState};
 use crate::model::{
     activity::TaskInfo,
-    arn::RevisionRef,
+    arn::{RevisionRef, TaskDefinitionId},
     audit::AuditAction,
     identity::Permission,
     rollout::RolloutCheck,
@@ -322,11 +322,13 @@ impl RolloutResult {
 }
 
 /// The result of a rollout from the service's deployments: `None` while it runs. `from` is the
-/// task definition ARN the service ran before.
+/// task definition the service ran before, `to` the one the deployment runs (both ARNs or
+/// `family:revision`; the same for a restart).
 pub fn rollout_result(
     live: &LiveService,
     deployment_id: &str,
     from: &str,
+    to: &str,
 ) -> Option<(RolloutResult, Option<String>)> {
     let ours = live.deployments.iter().find(|d| d.id == deployment_id);
     match ours {
@@ -350,32 +352,65 @@ pub fn rollout_result(
             ))
         }
         Some(_) => None,
-        // Gone: rolled back to what ran before, or replaced by another deployment. A rollback
-        // re-activates the last completed deployment, which may complete at once (its tasks
-        // still run), and the failed one leaves the list: the breaker's event says why.
-        None if live.task_definition == from => {
-            let marker = format!("(deployment {deployment_id}) deployment failed: ");
-            let breaker = live.events.iter().find_map(|e| {
-                let (_, why) = e.message.split_once(&marker)?;
-                Some(why.trim_end_matches('.').to_string())
-            });
-            Some((
-                RolloutResult::RolledBack,
-                Some(match breaker {
-                    Some(why) => format!(
-                        "ECS deployment circuit breaker: {why}; the service runs {from} again."
-                    ),
-                    None => format!("the service runs {from} again"),
-                }),
-            ))
-        }
-        None => Some((
+        None => Some(gone(live, deployment_id, from, to)),
+    }
+}
+
+/// The result of a deployment ECS no longer lists. A rollback re-activates the last completed
+/// deployment, which may complete at once (its tasks still run), and the failed one leaves the
+/// list: the breaker's event says why. Without that event, the service running `from` again
+/// tells a rollback only when the deployment ran something else: a restart's deployment (`from`
+/// is `to`) that is gone was replaced by a later one, such as another restart.
+fn gone(
+    live: &LiveService,
+    deployment_id: &str,
+    from: &str,
+    to: &str,
+) -> (RolloutResult, Option<String>) {
+    let same = |a: &str, b: &str| match (TaskDefinitionId::parse(a), TaskDefinitionId::parse(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    };
+    let back = same(&live.task_definition, from);
+    let restart = same(from, to);
+    let marker = format!("(deployment {deployment_id}) deployment failed: ");
+    let breaker = live.events.iter().find_map(|e| {
+        let (_, why) = e.message.split_once(&marker)?;
+        Some(why.trim_end_matches('.').to_string())
+    });
+    match breaker {
+        Some(why) if back => (
+            RolloutResult::RolledBack,
+            Some(format!(
+                "ECS deployment circuit breaker: {why}; the service runs {from} again."
+            )),
+        ),
+        Some(why) => (
             RolloutResult::Failed,
             Some(format!(
-                "the deployment was replaced before it completed; the service runs {}",
+                "ECS deployment circuit breaker: {why}; the service runs {}.",
                 live.task_definition
             )),
-        )),
+        ),
+        None if back && !restart => (
+            RolloutResult::RolledBack,
+            Some(format!("the service runs {from} again")),
+        ),
+        None => {
+            let by = live
+                .deployments
+                .iter()
+                .find(|d| d.status == DeploymentStatus::Primary)
+                .map(|d| format!(" by deployment {}", d.id))
+                .unwrap_or_default();
+            (
+                RolloutResult::Failed,
+                Some(format!(
+                    "the deployment was replaced{by} before it completed; the service runs {}",
+                    live.task_definition
+                )),
+            )
+        }
     }
 }
 

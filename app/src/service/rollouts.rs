@@ -70,7 +70,7 @@ pub async fn follow(
                         (ours.running, ours.pending, ours.failed_tasks)
                     })
                     .unwrap_or_default();
-                let result = rollout_result(&live, &id, &from);
+                let result = rollout_result(&live, &id, &from, &state.target);
                 state.live = live;
                 let stale = tasks_read
                     .is_none_or(|(seen, at)| seen != counts || at.elapsed() >= TASKS_EVERY);

@@ -104,13 +104,13 @@ fn a_rollback_is_a_failure_not_a_success() {
         ],
         ..LiveService::default()
     };
-    assert_eq!(rollout_result(&running, "new", "old-td"), None);
+    assert_eq!(rollout_result(&running, "new", "old-td", "new-td"), None);
     let done = LiveService {
         deployments: vec![deployment("new", "PRIMARY", Some("COMPLETED"))],
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&done, "new", "old-td"),
+        rollout_result(&done, "new", "old-td", "new-td"),
         Some((RolloutResult::Succeeded, None))
     );
     let rolled_back = LiveService {
@@ -121,7 +121,7 @@ fn a_rollback_is_a_failure_not_a_success() {
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&rolled_back, "new", "old-td").map(|r| r.0),
+        rollout_result(&rolled_back, "new", "old-td", "new-td").map(|r| r.0),
         Some(RolloutResult::RolledBack)
     );
     let failed = LiveService {
@@ -129,7 +129,7 @@ fn a_rollback_is_a_failure_not_a_success() {
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&failed, "new", "old-td").map(|r| r.0),
+        rollout_result(&failed, "new", "old-td", "new-td").map(|r| r.0),
         Some(RolloutResult::Failed)
     );
     let gone = LiveService {
@@ -137,7 +137,7 @@ fn a_rollback_is_a_failure_not_a_success() {
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&gone, "new", "old-td").map(|r| r.0),
+        rollout_result(&gone, "new", "old-td", "new-td").map(|r| r.0),
         Some(RolloutResult::RolledBack)
     );
     // The failed deployment left the list; the breaker's event says why.
@@ -151,7 +151,7 @@ fn a_rollback_is_a_failure_not_a_success() {
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&tripped, "new", "old-td"),
+        rollout_result(&tripped, "new", "old-td", "new-td"),
         Some((
             RolloutResult::RolledBack,
             Some("ECS deployment circuit breaker: tasks failed to start; the service runs old-td again.".into())
@@ -162,8 +162,48 @@ fn a_rollback_is_a_failure_not_a_success() {
         ..LiveService::default()
     };
     assert_eq!(
-        rollout_result(&other, "new", "old-td").map(|r| r.0),
+        rollout_result(&other, "new", "old-td", "new-td").map(|r| r.0),
         Some(RolloutResult::Failed)
+    );
+}
+
+#[test]
+fn a_restart_replaced_by_a_later_one_is_not_a_rollback() {
+    // A restart's deployment runs the revision the service ran: the service running it "again"
+    // says nothing of a rollback.
+    let arn = "arn:aws:ecs:us-east-1:123456789012:task-definition/svc-34:1";
+    let replaced = LiveService {
+        task_definition: arn.into(),
+        deployments: vec![
+            deployment("ecs-svc/later", "PRIMARY", Some("IN_PROGRESS")),
+            deployment("ecs-svc/before", "ACTIVE", Some("COMPLETED")),
+        ],
+        ..LiveService::default()
+    };
+    assert_eq!(
+        rollout_result(&replaced, "ecs-svc/ours", arn, "svc-34:1"),
+        Some((
+            RolloutResult::Failed,
+            Some(format!("the deployment was replaced by deployment ecs-svc/later before it completed; the service runs {arn}"))
+        ))
+    );
+    // The breaker's event for it still says it was rolled back.
+    let tripped = LiveService {
+        events: vec![LiveEvent {
+            message: "(service svc-34) (deployment ecs-svc/ours) deployment failed: tasks failed to start.".into(),
+            ..LiveEvent::default()
+        }],
+        ..replaced.clone()
+    };
+    assert_eq!(
+        rollout_result(&tripped, "ecs-svc/ours", arn, "svc-34:1").map(|r| r.0),
+        Some(RolloutResult::RolledBack)
+    );
+    // A deploy's: running the old revision again, with the event gone, is still a rollback.
+    let deployed_from = "arn:aws:ecs:us-east-1:123456789012:task-definition/svc-34:1";
+    assert_eq!(
+        rollout_result(&replaced, "ecs-svc/ours", deployed_from, "svc-34:2").map(|r| r.0),
+        Some(RolloutResult::RolledBack)
     );
 }
 
