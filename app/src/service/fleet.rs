@@ -41,7 +41,7 @@ pub fn overview(context: &ServiceContext, query: &FleetQuery) -> FleetOverview {
     let Some(snapshot) = state.snapshot else {
         return overview;
     };
-    let options = FleetOptions::of(&snapshot);
+    let options = options_of(&snapshot);
     let (applied, notes) = applied(&snapshot, query, &options);
     overview.applied = applied;
     overview.notes = notes;
@@ -52,10 +52,28 @@ pub fn overview(context: &ServiceContext, query: &FleetQuery) -> FleetOverview {
         None => filtered,
     };
     overview.summary = Some(FleetSummary::of(&shown, context.contention_threshold));
-    overview.options = options;
+    overview.options = FleetOptions::clone(&options);
     overview.usage_error = snapshot.usage_error.clone();
     overview.unknown_gpu_ids = snapshot.unknown_gpu_ids;
     overview
+}
+
+/// The filter menus of `snapshot`, built once per snapshot: they walk every container (some
+/// 20,000 on a large fleet), and every fleet page and heatmap asks for them.
+fn options_of(snapshot: &std::sync::Arc<FleetSnapshot>) -> std::sync::Arc<FleetOptions> {
+    use std::sync::{Arc, Mutex, Weak};
+    // The latest snapshot's: a weak reference cannot keep it alive, and keeps its address from
+    // being reused by another while it is held.
+    static LATEST: Mutex<Option<(Weak<FleetSnapshot>, Arc<FleetOptions>)>> = Mutex::new(None);
+    let mut latest = LATEST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((of, options)) = latest.as_ref() {
+        if std::ptr::eq(of.as_ptr(), Arc::as_ptr(snapshot)) {
+            return options.clone();
+        }
+    }
+    let options = Arc::new(FleetOptions::of(snapshot));
+    *latest = Some((Arc::downgrade(snapshot), options.clone()));
+    options
 }
 
 /// `query` without the filter values and the zoom that name nothing, and notes saying so.
@@ -85,7 +103,7 @@ pub fn heatmap(context: &ServiceContext, query: &FleetQuery) -> String {
     let Some(snapshot) = context.fleet.state().snapshot else {
         return String::new();
     };
-    let (applied, _) = applied(&snapshot, query, &FleetOptions::of(&snapshot));
+    let (applied, _) = applied(&snapshot, query, &options_of(&snapshot));
     let filtered = narrowed(&snapshot, &applied);
     let threshold = context.contention_threshold;
     match &applied.zoom {
@@ -201,5 +219,46 @@ fn narrowed<'a>(snapshot: &'a FleetSnapshot, query: &FleetQuery) -> Cow<'a, Flee
         Cow::Owned(filter(snapshot, query))
     } else {
         Cow::Borrowed(snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::ClusterView;
+
+    fn of(clusters: &[&str]) -> Arc<FleetSnapshot> {
+        Arc::new(FleetSnapshot {
+            taken_at: "2026-12-06T00:00:00Z".into(),
+            api_calls: 0,
+            cloudwatch_calls: 0,
+            usage_error: None,
+            unknown_gpu_ids: 0,
+            clusters: clusters
+                .iter()
+                .map(|name| ClusterView {
+                    name: name.to_string(),
+                    ..ClusterView::default()
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn the_filter_menus_are_built_once_per_snapshot_and_follow_a_new_one() {
+        let first = of(&["prod"]);
+        let a = options_of(&first);
+        assert!(Arc::ptr_eq(&a, &options_of(&first)), "built once");
+        assert_eq!(a.clusters, ["prod"]);
+        let second = of(&["prod", "batch"]);
+        assert_eq!(options_of(&second).clusters, ["prod", "batch"]);
+        // An older snapshot still held is not given the newer one's menus.
+        assert_eq!(options_of(&first).clusters, ["prod"]);
+        // Nor one that takes the place of a snapshot let go.
+        drop((first, a));
+        let third = of(&["dev"]);
+        assert_eq!(options_of(&third).clusters, ["dev"]);
     }
 }
