@@ -259,7 +259,24 @@ async fn http_get_headers(
 
 /// Starts `gpushare serve` on `endpoint` and measures it as a user would meet it.
 async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
-    let (mut child, pid, address) = serve(endpoint).await?;
+    // A data directory of its own: the one in the working directory holds whatever history
+    // other runs recorded there (a month of the demo's makes the cost report several times
+    // slower), and the bench should not add to it.
+    let dir = std::env::temp_dir().join(format!("gpushare-bench-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let measured = serve_and_measure(endpoint, seconds, &dir).await;
+    // A directory that will not go is left behind.
+    std::fs::remove_dir_all(&dir).ok();
+    measured
+}
+
+/// [`served`] with the server's data in `dir`.
+async fn serve_and_measure(
+    endpoint: &str,
+    seconds: u64,
+    dir: &std::path::Path,
+) -> anyhow::Result<Vec<Row>> {
+    let (mut child, pid, address) = serve(endpoint, dir).await?;
     let mut rows = Vec::new();
     let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))?
         .lines()
@@ -279,9 +296,12 @@ async fn served(endpoint: &str, seconds: u64) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// `gpushare serve` on a free port against `endpoint`, once its first snapshot is there: the
-/// process, its id and its address.
-async fn serve(endpoint: &str) -> anyhow::Result<(tokio::process::Child, u32, String)> {
+/// `gpushare serve` on a free port against `endpoint` with its data in `dir`, once its first
+/// snapshot is there: the process, its id and its address.
+async fn serve(
+    endpoint: &str,
+    dir: &std::path::Path,
+) -> anyhow::Result<(tokio::process::Child, u32, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -297,6 +317,8 @@ async fn serve(endpoint: &str) -> anyhow::Result<(tokio::process::Child, u32, St
             "--ecs-api-share",
             "100",
         ])
+        .arg("--data-dir")
+        .arg(dir)
         .env("AWS_ACCESS_KEY_ID", "emulator")
         .env("AWS_SECRET_ACCESS_KEY", "emulator")
         .env("AWS_REGION", "us-east-1")
