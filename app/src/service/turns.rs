@@ -12,7 +12,7 @@ use std::{
     },
 };
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::model::ServiceError;
 
@@ -67,37 +67,48 @@ impl Turns {
         ))
     }
 
-    /// Waits for a turn (or refuses when too many wait) and holds it while `work` runs.
-    pub async fn with_turn<T>(&self, work: impl Future<Output = T>) -> Result<T, ServiceError> {
+    /// Waits for a turn, or refuses at once when too many wait. A request that goes away while
+    /// it waits leaves the queue.
+    async fn turn(&self) -> Result<OwnedSemaphorePermit, ServiceError> {
         if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.max_waiting {
             self.waiting.fetch_sub(1, Ordering::SeqCst);
             return Err(self.busy());
         }
-        let waiting = Waiting(&self.waiting);
-        let permit = self
-            .permits
+        let _waiting = Waiting(&self.waiting);
+        self.permits
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| ServiceError::unavailable("The server is stopping; try again."))?;
-        drop(waiting);
+            .map_err(|_| ServiceError::unavailable("The server is stopping; try again."))
+    }
+
+    /// Waits for a turn (or refuses when too many wait) and holds it while `work` runs.
+    pub async fn with_turn<T>(&self, work: impl Future<Output = T>) -> Result<T, ServiceError> {
+        let permit = self.turn().await?;
         let answer = work.await;
         drop(permit);
         Ok(answer)
     }
 
-    /// Runs `work` on the blocking pool in its turn. A panic in it is an error, not a crash.
+    /// Runs `work` on the blocking pool in its turn. Nothing starts before the turn comes (a
+    /// refused or abandoned request does no work), and the turn is held until the work ends,
+    /// even when the request goes away meanwhile: the pool's thread is busy until then. A panic
+    /// in it is an error, not a crash.
     pub async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
-        self.with_turn(tokio::task::spawn_blocking(work))
-            .await?
-            .map_err(|_| {
-                ServiceError::internal(
-                    "a check stopped unexpectedly; it has been logged, try again and report it if it happens again",
-                )
-            })
+        let permit = self.turn().await?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        })
+        .await
+        .map_err(|_| {
+            ServiceError::internal(
+                "a check stopped unexpectedly; it has been logged, try again and report it if it happens again",
+            )
+        })
     }
 }
 
@@ -152,6 +163,79 @@ mod tests {
         assert_eq!(turns.waiting(), 0);
         drop(permit);
         assert!(turns.run(|| ()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn work_refused_or_abandoned_before_its_turn_never_runs() {
+        let turns = Turns::new(1, 1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let permit = turns
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("a permit");
+        let work = |ran: &Arc<AtomicUsize>| {
+            let ran = ran.clone();
+            move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        // One waits and goes away; one more is refused at once while it waits.
+        let waiting = {
+            let turns = &turns;
+            let work = work(&ran);
+            async move { turns.run(work).await }
+        };
+        let refused = async {
+            while turns.waiting() < 1 {
+                tokio::task::yield_now().await;
+            }
+            turns.run(work(&ran)).await
+        };
+        let (gone, refused) = tokio::join!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), waiting),
+            refused
+        );
+        assert!(gone.is_err(), "still waiting when dropped");
+        assert_eq!(refused.expect_err("refused").status(), 503);
+        // The blocking pool has had every chance to run what was handed to it.
+        drop(permit);
+        turns.run(|| ()).await.expect("its turn");
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "work ran without a turn");
+    }
+
+    #[tokio::test]
+    async fn a_turn_is_held_until_the_work_ends_even_when_the_request_goes_away() {
+        let turns = Arc::new(Turns::new(1, 4));
+        let (started, on_start) = std::sync::mpsc::channel::<()>();
+        let (finish, on_finish) = std::sync::mpsc::channel::<()>();
+        let first = {
+            let turns = turns.clone();
+            tokio::spawn(async move {
+                turns
+                    .run(move || {
+                        started.send(()).ok();
+                        on_finish.recv().ok();
+                    })
+                    .await
+            })
+        };
+        tokio::task::spawn_blocking(move || on_start.recv())
+            .await
+            .expect("joined")
+            .expect("the work started");
+        // The request goes away while its work runs on the pool.
+        first.abort();
+        let _ = first.await;
+        let second =
+            tokio::time::timeout(std::time::Duration::from_millis(50), turns.run(|| 2)).await;
+        assert!(
+            second.is_err(),
+            "a second turn while the first work still runs"
+        );
+        finish.send(()).expect("the work waits");
+        assert_eq!(turns.run(|| 3).await.expect("its turn"), 3);
     }
 
     #[tokio::test]
