@@ -174,17 +174,39 @@ async fn services(
 
 /// `gpushare bench soak`.
 pub async fn soak(args: BenchSoakArgs) -> anyhow::Result<()> {
+    if args.heap_profile {
+        can_profile_heap()?;
+    }
     let dir = std::env::temp_dir().join(format!("gpushare-soak-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("data"))?;
     std::fs::write(dir.join("policy.toml"), policy(&args.scenario))?;
     let result = run(&args, &dir).await;
     match &result {
-        Ok(()) if !args.keep => {
+        Ok(()) if !args.keep && !args.heap_profile => {
             let _ = std::fs::remove_dir_all(&dir);
         }
         _ => eprintln!("the soak's logs and data are in {}", dir.display()),
     }
     result
+}
+
+/// Whether this binary and machine can run the console under heaptrack.
+fn can_profile_heap() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        cfg!(feature = "system-allocator"),
+        "--heap-profile needs a build that allocates with the system's allocator, whose calls \
+         heaptrack sees: cargo build --release -p gpushare --features system-allocator"
+    );
+    let found = std::process::Command::new("heaptrack")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    anyhow::ensure!(
+        found,
+        "--heap-profile runs the console under heaptrack, which is not installed here \
+         (Debian: apt-get install heaptrack)"
+    );
+    Ok(())
 }
 
 /// What `tally` holds, taken out of it.
@@ -312,7 +334,8 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
     let length = Duration::from_secs_f64(args.minutes * 60.0);
     let http = Http::new();
     let emulator = Emulator::start(&http, &args.scenario, args.seed, dir).await?;
-    let (mut console, first_snapshot) = Console::start(&http, &emulator.base, dir).await?;
+    let (mut console, first_snapshot) =
+        Console::start(&http, &emulator.base, dir, args.heap_profile).await?;
     let services = services(&http, &console.base).await?;
     emulator.set_faults(&http, &faults()).await?;
     let at_start = emulator.status(&http).await?;
@@ -380,5 +403,8 @@ async fn run(args: &BenchSoakArgs, dir: &std::path::Path) -> anyhow::Result<()> 
         aws: report::AwsCalls::between(&at_start, &at_end),
     };
     report::print(&mut found);
+    for profile in console.stop_profiled().await? {
+        println!("heap profile: {} (heaptrack_print)", profile.display());
+    }
     report::verdict(&found)
 }

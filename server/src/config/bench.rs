@@ -92,6 +92,13 @@ pub struct BenchSoakArgs {
     /// Keep the run's logs and data in the temporary directory even when it passes.
     #[arg(long)]
     pub keep: bool,
+    /// Run the console under heaptrack: a heap profile of each of its lives is written beside
+    /// its logs (`console-1.zst`, read with `heaptrack_print`), and the run's directory is kept.
+    /// Needs heaptrack and a build that allocates with the system's allocator (`cargo build
+    /// --release -p gpushare --features system-allocator`); the memory figures are then those
+    /// of the profiled console, which answers more slowly.
+    #[arg(long)]
+    pub heap_profile: bool,
 }
 
 fn soak_minutes(value: &str) -> Result<f64, String> {

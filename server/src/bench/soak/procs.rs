@@ -141,8 +141,12 @@ impl Emulator {
 
 /// `gpushare serve` against the emulator, behind a (pretended) sign-in proxy.
 pub struct Console {
+    /// The console, or heaptrack's script running it.
     child: tokio::process::Child,
+    /// The console's own process.
     pub pid: u32,
+    /// Whether it runs under heaptrack.
+    heap_profile: bool,
     pub base: String,
     args: Vec<String>,
     dir: PathBuf,
@@ -155,6 +159,7 @@ impl Console {
         http: &Http,
         endpoint: &str,
         dir: &Path,
+        heap_profile: bool,
     ) -> anyhow::Result<(Self, Duration)> {
         let address = format!("127.0.0.1:{}", free_port()?);
         let path = |p: &str| dir.join(p).display().to_string();
@@ -180,21 +185,39 @@ impl Console {
         .map(str::to_string)
         .to_vec();
         let mut console = Console {
-            child: Self::spawn(&args, dir, 1)?,
+            child: Self::spawn(&args, dir, 1, heap_profile)?,
             pid: 0,
+            heap_profile,
             base: format!("http://{address}"),
             args,
             dir: dir.to_path_buf(),
             lives: 1,
         };
-        console.pid = console.child.id().context("the console exited at once")?;
+        console.pid = console.own_pid().await?;
         let took = console.ready(http).await?;
         Ok((console, took))
     }
 
-    fn spawn(args: &[String], dir: &Path, life: u32) -> anyhow::Result<tokio::process::Child> {
+    fn spawn(
+        args: &[String],
+        dir: &Path,
+        life: u32,
+        heap_profile: bool,
+    ) -> anyhow::Result<tokio::process::Child> {
         let log = log_file(&dir.join(format!("console-{life}.log")))?;
-        tokio::process::Command::new(std::env::current_exe()?)
+        let exe = std::env::current_exe()?;
+        let mut command = match heap_profile {
+            true => {
+                let mut command = tokio::process::Command::new("heaptrack");
+                command
+                    .arg("-o")
+                    .arg(dir.join(format!("console-{life}")))
+                    .arg(exe);
+                command
+            }
+            false => tokio::process::Command::new(exe),
+        };
+        command
             .args(args)
             .env("AWS_ACCESS_KEY_ID", "emulator")
             .env("AWS_SECRET_ACCESS_KEY", "emulator")
@@ -224,9 +247,37 @@ impl Console {
         .await
     }
 
+    /// The console's own process: the child, or under heaptrack the child's child that runs
+    /// this binary.
+    async fn own_pid(&self) -> anyhow::Result<u32> {
+        let child = self.child.id().context("the console exited at once")?;
+        if !self.heap_profile {
+            return Ok(child);
+        }
+        let exe = std::env::current_exe()?;
+        let mut found = None;
+        wait_for(
+            "the console under heaptrack",
+            Duration::from_secs(30),
+            || {
+                found = children(child).into_iter().find(|pid| {
+                    std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == exe)
+                });
+                std::future::ready(found.is_some())
+            },
+        )
+        .await?;
+        found.context("the console under heaptrack did not start")
+    }
+
     /// SIGKILL, as the kernel's OOM killer or a lost host would.
     pub async fn kill(&mut self) -> anyhow::Result<()> {
-        self.child.start_kill()?;
+        if self.heap_profile {
+            // The console itself; heaptrack's script then writes the profile out and ends.
+            signal(self.pid, "KILL")?;
+        } else {
+            self.child.start_kill()?;
+        }
         self.child.wait().await?;
         Ok(())
     }
@@ -234,9 +285,25 @@ impl Console {
     /// Starts it again on the same data directory: the time until its first snapshot.
     pub async fn restart(&mut self, http: &Http) -> anyhow::Result<Duration> {
         self.lives += 1;
-        self.child = Self::spawn(&self.args, &self.dir, self.lives)?;
-        self.pid = self.child.id().context("the console exited at once")?;
+        self.child = Self::spawn(&self.args, &self.dir, self.lives, self.heap_profile)?;
+        self.pid = self.own_pid().await?;
         self.ready(http).await
+    }
+
+    /// Ends a console run under heaptrack (SIGTERM, so that it stops as it would in service)
+    /// and waits for its profile to be written; the paths of the profiles.
+    pub async fn stop_profiled(&mut self) -> anyhow::Result<Vec<PathBuf>> {
+        if !self.heap_profile {
+            return Ok(Vec::new());
+        }
+        signal(self.pid, "TERM")?;
+        tokio::time::timeout(Duration::from_secs(300), self.child.wait())
+            .await
+            .context("heaptrack did not finish writing the profile within 5 minutes")??;
+        Ok((1..=self.lives)
+            .map(|life| self.dir.join(format!("console-{life}.zst")))
+            .filter(|path| path.exists())
+            .collect())
     }
 
     /// Whether it is still running.
@@ -258,6 +325,26 @@ impl Console {
             })
             .collect()
     }
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+/// Sends a signal (`KILL`, `TERM`) to a process.
+fn signal(pid: u32, name: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .context("cannot run kill")?;
+    anyhow::ensure!(status.success(), "kill -{name} {pid} failed");
+    Ok(())
 }
 
 /// Resident memory of process `pid`, in bytes.
