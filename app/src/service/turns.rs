@@ -148,15 +148,20 @@ mod tests {
         assert_eq!(turns.waiting(), 0);
     }
 
-    #[tokio::test]
-    async fn a_request_that_goes_away_leaves_the_queue() {
-        let turns = Turns::new(1, 1);
-        let permit = turns
+    /// Takes every turn there is (the tests' turns have one), so that the next request waits.
+    async fn every_turn(turns: &Turns) -> OwnedSemaphorePermit {
+        turns
             .permits
             .clone()
             .acquire_owned()
             .await
-            .expect("a permit");
+            .expect("a permit")
+    }
+
+    #[tokio::test]
+    async fn a_request_that_goes_away_leaves_the_queue() {
+        let turns = Turns::new(1, 1);
+        let permit = every_turn(&turns).await;
         let gone =
             tokio::time::timeout(std::time::Duration::from_millis(20), turns.run(|| ())).await;
         assert!(gone.is_err(), "still waiting when dropped");
@@ -169,12 +174,7 @@ mod tests {
     async fn work_refused_or_abandoned_before_its_turn_never_runs() {
         let turns = Turns::new(1, 1);
         let ran = Arc::new(AtomicUsize::new(0));
-        let permit = turns
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("a permit");
+        let permit = every_turn(&turns).await;
         let work = |ran: &Arc<AtomicUsize>| {
             let ran = ran.clone();
             move || {
