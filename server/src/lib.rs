@@ -15,6 +15,7 @@ pub mod ecs;
 pub mod error;
 pub mod fleet;
 pub mod fuzz;
+pub mod heap;
 pub mod http;
 pub mod limits;
 pub mod outbound;

@@ -8,12 +8,17 @@ use gpushare::config::{BenchCommand, Cli, Command};
 /// after a burst of page renders stayed with the process — on `large` under load the console's
 /// resident memory reached 950 MiB while its heap never held more than about 100 MiB.
 /// `--features system-allocator` leaves the system's, for a heap profiler that intercepts malloc.
+/// Either way the bytes held are counted, for `/metrics` (`gpushare_heap_live_bytes`).
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: cap::Cap<mimalloc::MiMalloc> = cap::Cap::new(mimalloc::MiMalloc, usize::MAX);
+#[cfg(feature = "system-allocator")]
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    gpushare::heap::install(&ALLOCATOR);
     let cli = Cli::parse();
     gpushare::telemetry::init(cli.log_format, &cli.log_filter)?;
     match cli.command {

@@ -10,6 +10,7 @@ use super::{
     mib, print_table,
     soak::{
         http::Http,
+        load,
         procs::{free_port, purge_delay, status_bytes, wait_for, Emulator, PURGE_DELAY},
     },
     Row,
@@ -46,7 +47,7 @@ async fn measure(args: &BenchMemoryArgs, dir: &std::path::Path) -> anyhow::Resul
         what: "time to the first snapshot".into(),
         value: format!("{:.1} s", ready.as_secs_f64()),
     }];
-    rows.push(point(pid, "at the first snapshot")?);
+    rows.push(point(&http, &base, pid, "at the first snapshot").await?);
     for _ in 0..args.rounds {
         for path in READS {
             let answer = http.get(&format!("{base}{path}"), None).await?;
@@ -57,12 +58,11 @@ async fn measure(args: &BenchMemoryArgs, dir: &std::path::Path) -> anyhow::Resul
             );
         }
     }
-    rows.push(point(
-        pid,
-        &format!("after {} rounds of {}", args.rounds, READS.join(", ")),
-    )?);
+    let after = format!("after {} rounds of {}", args.rounds, READS.join(", "));
+    rows.push(point(&http, &base, pid, &after).await?);
     tokio::time::sleep(Duration::from_secs(args.settle)).await;
-    rows.push(point(pid, &format!("{} s later", args.settle))?);
+    let later = format!("{} s later", args.settle);
+    rows.push(point(&http, &base, pid, &later).await?);
     rows.push(Row {
         what: "peak (VmHWM)".into(),
         value: mib(status_bytes(pid, "VmHWM").context("no VmHWM")?),
@@ -71,13 +71,16 @@ async fn measure(args: &BenchMemoryArgs, dir: &std::path::Path) -> anyhow::Resul
     Ok(rows)
 }
 
-/// Resident memory now: in all, on the heap (`RssAnon`) and the binary's pages (`RssFile`).
-fn point(pid: u32, when: &str) -> anyhow::Result<Row> {
+/// Resident memory now: in all, on the heap (`RssAnon`) and the binary's pages (`RssFile`), and
+/// the heap the console says it holds (its `/metrics`).
+async fn point(http: &Http, base: &str, pid: u32, when: &str) -> anyhow::Result<Row> {
     let read = |field| status_bytes(pid, field).with_context(|| format!("no {field}"));
+    let metrics = http.get(&format!("{base}/metrics"), None).await?;
+    let live = load::live_heap(&metrics.body).map_or_else(|| "not counted".into(), mib);
     Ok(Row {
-        what: format!("resident {when} (heap + mapped files)"),
+        what: format!("resident {when} (heap pages + mapped files; heap held)"),
         value: format!(
-            "{} ({} + {})",
+            "{} ({} + {}; {live})",
             mib(read("VmRSS")?),
             mib(read("RssAnon")?),
             mib(read("RssFile")?)

@@ -48,12 +48,7 @@ pub(crate) fn print_table(title: &str, rows: &[Row]) {
     }
 }
 
-/// Resident memory of this process, in bytes (Linux).
-pub fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
+pub use crate::heap::resident_bytes;
 
 pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))

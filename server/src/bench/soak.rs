@@ -13,7 +13,7 @@
 
 pub(super) mod http;
 mod ledger;
-mod load;
+pub(super) mod load;
 pub(super) mod procs;
 mod report;
 mod writers;
@@ -219,8 +219,8 @@ struct Tallies {
     reads: Arc<Mutex<load::Reads>>,
     streams: Arc<load::Streams>,
     writes: Arc<Mutex<writers::Writes>>,
-    /// The console's resident memory: (seconds into the run, its life, bytes).
-    samples: Arc<Mutex<Vec<(f64, u32, u64)>>>,
+    /// The console's memory, every second.
+    samples: Arc<Mutex<Vec<load::Sample>>>,
     /// The console's life (1, then 2 after the restart).
     lives: Arc<AtomicU32>,
     /// Writes in flight now, for the kill to land mid-write.

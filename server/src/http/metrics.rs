@@ -501,6 +501,7 @@ pub async fn render(State(page): State<MetricsPage>) -> impl IntoResponse {
         .render(page.version, page.started.elapsed().as_secs());
     let _ = write_costs(&mut body, &page.costs);
     let _ = write_admission(&mut body, &page.admission);
+    let _ = crate::heap::write_metrics(&mut body);
     (
         [(
             header::CONTENT_TYPE,

@@ -370,29 +370,71 @@ pub async fn stream(shared: Arc<Shared>, n: u32, streams: Arc<Streams>) {
     }
 }
 
-/// The console's resident memory every second: (seconds into the run, its life, bytes).
-pub async fn memory(
-    shared: Arc<Shared>,
-    lives: Arc<AtomicU32>,
-    samples: Arc<Mutex<Vec<(f64, u32, u64)>>>,
-) {
+/// One sample of the console's memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Seconds into the run.
+    pub at: f64,
+    /// The console's life (1, then 2 after the restart).
+    pub life: u32,
+    /// Its resident set, from `/proc`.
+    pub resident: u64,
+    /// The heap it holds, from its `/metrics` (`None` when it did not answer in time, or does not
+    /// count it).
+    pub heap: Option<u64>,
+}
+
+/// The console's memory every second: its resident set, and the heap it says it holds.
+pub async fn memory(shared: Arc<Shared>, lives: Arc<AtomicU32>, samples: Arc<Mutex<Vec<Sample>>>) {
+    let metrics = format!("{}/metrics", shared.base);
     while !shared.stopped() {
         if !shared.down() {
-            if let Some(bytes) = super::procs::resident(shared.pid.load(Ordering::SeqCst)) {
-                samples.lock().unwrap_or_else(|p| p.into_inner()).push((
-                    shared.started.elapsed().as_secs_f64(),
-                    lives.load(Ordering::SeqCst),
-                    bytes,
-                ));
+            let heap =
+                tokio::time::timeout(Duration::from_millis(500), shared.http.get(&metrics, None))
+                    .await
+                    .ok()
+                    .and_then(|answer| answer.ok())
+                    .and_then(|answer| live_heap(&answer.body));
+            if let Some(resident) = super::procs::resident(shared.pid.load(Ordering::SeqCst)) {
+                samples
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Sample {
+                        at: shared.started.elapsed().as_secs_f64(),
+                        life: lives.load(Ordering::SeqCst),
+                        resident,
+                        heap,
+                    });
             }
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
+/// `gpushare_heap_live_bytes` in a `/metrics` page.
+pub(crate) fn live_heap(metrics: &[u8]) -> Option<u64> {
+    std::str::from_utf8(metrics)
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("gpushare_heap_live_bytes "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::reason;
+    use super::{live_heap, reason};
+
+    #[test]
+    fn the_live_heap_is_read_from_the_metrics_page() {
+        let page =
+            "# HELP gpushare_heap_live_bytes Bytes …\n# TYPE gpushare_heap_live_bytes gauge\n\
+                    gpushare_heap_live_bytes 104857600\nprocess_resident_memory_bytes 2\n";
+        assert_eq!(live_heap(page.as_bytes()), Some(104_857_600));
+        assert_eq!(live_heap(b"process_resident_memory_bytes 2\n"), None);
+        assert_eq!(live_heap(b"gpushare_heap_live_bytes lots\n"), None);
+    }
 
     #[test]
     fn a_refusal_is_counted_by_its_reason_up_to_the_first_semicolon() {

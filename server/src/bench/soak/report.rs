@@ -30,8 +30,8 @@ pub struct Found {
     pub reads: load::Reads,
     pub streams: Arc<load::Streams>,
     pub writes: writers::Writes,
-    /// (seconds into the run, the console's life, bytes).
-    pub samples: Vec<(f64, u32, u64)>,
+    /// The console's memory, every second.
+    pub samples: Vec<load::Sample>,
     pub aws: AwsCalls,
 }
 
@@ -144,13 +144,32 @@ fn traffic(found: &mut Found) -> Vec<Row> {
     ]
 }
 
-/// The console's resident memory in life `life` over time: the median of the samples in each
-/// sixth of it, so that growth shows apart from the step up when the load starts.
-fn memory_over_time(samples: &[(f64, u32, u64)], life: u32) -> String {
+/// What one memory figure is read from a sample: the resident set, or the live heap.
+type Figure = fn(&load::Sample) -> Option<u64>;
+
+const RESIDENT: Figure = |sample| Some(sample.resident);
+const HEAP: Figure = |sample| sample.heap;
+
+/// A memory figure in life `life`: at its start, its peak and its end.
+fn memory_span(samples: &[load::Sample], life: u32, figure: Figure) -> String {
+    let of: Vec<u64> = samples
+        .iter()
+        .filter(|s| s.life == life)
+        .filter_map(figure)
+        .collect();
+    match (of.first(), of.iter().max(), of.last()) {
+        (Some(a), Some(b), Some(c)) => format!("{} / {} / {}", mib(*a), mib(*b), mib(*c)),
+        _ => "not sampled".into(),
+    }
+}
+
+/// A memory figure in life `life` over time: the median of the samples in each sixth of it, so
+/// that growth shows apart from the step up when the load starts.
+fn memory_over_time(samples: &[load::Sample], life: u32, figure: Figure) -> String {
     let of: Vec<(f64, u64)> = samples
         .iter()
-        .filter(|s| s.1 == life)
-        .map(|s| (s.0, s.2))
+        .filter(|s| s.life == life)
+        .filter_map(|s| Some((s.at, figure(s)?)))
         .collect();
     let (Some(first), Some(last)) = (of.first(), of.last()) else {
         return "not sampled".into();
@@ -175,21 +194,27 @@ fn memory_over_time(samples: &[(f64, u32, u64)], life: u32) -> String {
     sixths.join(", ")
 }
 
+/// The console's memory in each life: resident, and the heap it holds.
+fn memory_rows(samples: &[load::Sample]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (life, which) in [(1, "first life"), (2, "after the restart")] {
+        for (figure, what) in [(RESIDENT, "resident"), (HEAP, "live heap")] {
+            rows.push(row(
+                &format!("console memory, {which}, {what}: start / peak / end"),
+                memory_span(samples, life, figure),
+            ));
+            rows.push(row(
+                &format!("console memory, {which}, {what}: median of each sixth"),
+                memory_over_time(samples, life, figure),
+            ));
+        }
+    }
+    rows
+}
+
 /// The kill, the ledger, panics and memory.
 fn outcome(found: &Found) -> Vec<Row> {
     let ledger = &found.ledger;
-    let memory = |life: u32| {
-        let of: Vec<u64> = found
-            .samples
-            .iter()
-            .filter(|s| s.1 == life)
-            .map(|s| s.2)
-            .collect();
-        match (of.first(), of.iter().max(), of.last()) {
-            (Some(a), Some(b), Some(c)) => format!("{} / {} / {}", mib(*a), mib(*b), mib(*c)),
-            _ => "not sampled".into(),
-        }
-    };
     let mut rows = vec![
         row(
             "killed (SIGKILL) at, mid-write, back after",
@@ -230,20 +255,8 @@ fn outcome(found: &Found) -> Vec<Row> {
             ),
         ),
         row("panics", found.panics.len().to_string()),
-        row("console memory, first life: start / peak / end", memory(1)),
-        row(
-            "console memory, first life: median of each sixth",
-            memory_over_time(&found.samples, 1),
-        ),
-        row(
-            "console memory, after the restart: start / peak / end",
-            memory(2),
-        ),
-        row(
-            "console memory, after the restart: median of each sixth",
-            memory_over_time(&found.samples, 2),
-        ),
     ];
+    rows.extend(memory_rows(&found.samples));
     if !found.alive {
         rows.push(row("the console", "EXITED before the end".into()));
     }
@@ -320,21 +333,41 @@ pub fn verdict(found: &Found) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::memory_over_time;
+    use super::{load, memory_over_time, memory_span, HEAP, RESIDENT};
 
     #[test]
     fn memory_over_time_gives_each_sixths_median_of_one_life() {
         const MIB: u64 = 1024 * 1024;
-        // Life 1: a minute that climbs 1 MiB every 10 s; life 2 has one sample.
-        let mut samples: Vec<(f64, u32, u64)> = (0u32..60)
-            .map(|s| (f64::from(s), 1, (100 + u64::from(s / 10)) * MIB))
+        // Life 1: a minute whose resident set climbs 1 MiB every 10 s while the heap stays at
+        // 50 MiB, unread for the first 10 s; life 2 has one sample.
+        let mut samples: Vec<load::Sample> = (0u32..60)
+            .map(|s| load::Sample {
+                at: f64::from(s),
+                life: 1,
+                resident: (100 + u64::from(s / 10)) * MIB,
+                heap: (s >= 10).then_some(50 * MIB),
+            })
             .collect();
-        samples.push((70.0, 2, 80 * MIB));
+        samples.push(load::Sample {
+            at: 70.0,
+            life: 2,
+            resident: 80 * MIB,
+            heap: None,
+        });
         assert_eq!(
-            memory_over_time(&samples, 1),
+            memory_over_time(&samples, 1, RESIDENT),
             "100.0 MiB, 101.0 MiB, 102.0 MiB, 103.0 MiB, 104.0 MiB, 105.0 MiB"
         );
-        assert_eq!(memory_over_time(&samples, 2), "80.0 MiB");
-        assert_eq!(memory_over_time(&samples, 3), "not sampled");
+        assert_eq!(
+            memory_over_time(&samples, 1, HEAP),
+            "50.0 MiB, 50.0 MiB, 50.0 MiB, 50.0 MiB, 50.0 MiB, 50.0 MiB"
+        );
+        assert_eq!(
+            memory_span(&samples, 1, RESIDENT),
+            "100.0 MiB / 105.0 MiB / 105.0 MiB"
+        );
+        assert_eq!(memory_over_time(&samples, 2, RESIDENT), "80.0 MiB");
+        assert_eq!(memory_over_time(&samples, 2, HEAP), "not sampled");
+        assert_eq!(memory_over_time(&samples, 3, RESIDENT), "not sampled");
     }
 }
