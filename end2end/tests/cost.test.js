@@ -52,16 +52,18 @@ describe('cost review', () => {
     const names = (await rowNames(page)).slice(0, allocated.length);
     assert.deepEqual(names, [...allocated].sort());
 
-    // The CSV link keeps the view, and its lines are the table's rows and total.
+    // The CSV link keeps the view, and its lines are the table's rows and total, then the
+    // prices, the notes and the method a spreadsheet needs to read them.
     const href = await page.getByTestId('cost-csv').getAttribute('href');
     assert.equal(href, '/api/v1/cost?period=now&group=cluster&span=day&sort=name&format=csv');
     const csv = await (await fetch(BASE_URL + href)).text();
     const lines = csv.trim().split('\n');
     const rows = await page.getByTestId('cost-table').locator('tbody tr').count();
-    assert.equal(lines.length, rows + 2);
     const sorted = await apiReport('?period=now&group=cluster&span=day&sort=name');
+    assert.equal(lines.length, rows + 2 + sorted.prices.length + sorted.unpriced.length + sorted.notes.length + 1);
+    assert.match(lines.at(-1), /,method,,,,,$/);
     assert.deepEqual(lines.slice(1, rows + 1).map((line) => line.split(',').slice(0, 2).join(',')), sorted.rows.map((r) => `${r.name},${r.kind}`));
-    assert.match(lines.at(-1), new RegExp(`^total,total,${Math.floor(sorted.total_cents / 100)}\\.`));
+    assert.match(lines[rows + 1], new RegExp(`^total,total,${Math.floor(sorted.total_cents / 100)}\\.`));
     assert.deepEqual(problems, []);
     await context.close();
   });

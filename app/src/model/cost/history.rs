@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::holdings::{merge, Holdings};
 #[cfg(feature = "ssr")]
-use super::{price, CostQuery, CostReport, Period, PriceBook, RowKind};
+use super::{largest_remainder, price, CostQuery, CostReport, Period, PriceBook, RowKind};
 
 /// A period resolved to times: `[from, to)`, whole hours, Unix seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,8 +301,12 @@ fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &Co
     Chart { series, days }
 }
 
-/// The detailed CSV: one line per day of the period and row of the report's grouping, each
-/// day priced alike and adding up to that day's total; days with nothing recorded left out.
+/// The detailed CSV: one line per day of the period and row of the report's grouping, days
+/// with nothing recorded left out. Each row's cost is the report's for the period, shared out
+/// over the days by what each day held at that day's prices, unrounded (largest remainder), so
+/// a row's days add up to its line in the report and all lines to the report's total, to the
+/// cent, and each day is within a cent of its share. (Rounded day by day, the lines drifted from
+/// the period's total by up to a cent a day.)
 #[cfg(feature = "ssr")]
 pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
     use super::usd;
@@ -310,26 +314,69 @@ pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> 
         "day,{},kind,cost_usd,gpu_hours,unused_usd,recorded_hours\n",
         query.group.as_str()
     );
-    for (day, holdings) in &recorded.days {
-        let minutes = recorded.minutes.get(day).copied().unwrap_or(0);
-        if minutes == 0 {
-            continue;
-        }
-        let hours = f64::from(minutes) / 60.0;
-        let priced = price(holdings, prices, query, hours);
+    let days: Vec<(i64, &Holdings, f64)> = recorded
+        .days
+        .iter()
+        .filter_map(|(day, holdings)| {
+            let minutes = recorded.minutes.get(day).copied().unwrap_or(0);
+            (minutes > 0).then(|| (*day, holdings, f64::from(minutes) / 60.0))
+        })
+        .collect();
+    let (period, shares) = daily_cents(recorded, &days, prices, query);
+    for (n, (day, holdings, hours)) in days.iter().enumerate() {
+        let priced = price(holdings, prices, query, *hours);
         let date = DateTime::from_timestamp(*day, 0)
             .map(|d| d.format("%Y-%m-%d").to_string())
             .unwrap_or_default();
         for row in priced.rows {
+            let cents = shares
+                .get(&(row.name.clone(), row.kind))
+                .and_then(|by_day| by_day.get(n))
+                .copied()
+                .unwrap_or(0);
             out.push_str(&format!(
                 "{date},{},{},{},{:.2},{},{hours:.2}\n",
                 crate::model::csv::field(&row.name),
                 row.kind.as_str(),
-                usd(row.cost_cents),
+                usd(cents),
                 row.gpu_hours,
                 row.unused_cents.map(usd).unwrap_or_default(),
             ));
         }
     }
+    out.push_str(&super::csv_trailer(&period, 7));
     out
 }
+
+/// The period's report and, per row of it, its cents shared out over `days` by each day's exact
+/// dollars: (name, kind) → cents per day, in the order of `days`.
+#[cfg(feature = "ssr")]
+pub fn daily_cents(
+    recorded: &Recorded,
+    days: &[(i64, &Holdings, f64)],
+    prices: &PriceBook,
+    query: &CostQuery,
+) -> (CostReport, BTreeMap<(String, RowKind), Vec<i64>>) {
+    let period = price(&recorded.total(), prices, query, recorded.recorded_hours());
+    let exact: Vec<BTreeMap<(String, RowKind), f64>> = days
+        .iter()
+        .map(|(_, holdings, _)| super::exact_dollars(holdings, prices, query))
+        .collect();
+    let shares = period
+        .rows
+        .iter()
+        .map(|row| {
+            let key = (row.name.clone(), row.kind);
+            let weights: Vec<f64> = exact
+                .iter()
+                .map(|day| day.get(&key).copied().unwrap_or(0.0))
+                .collect();
+            let cents = largest_remainder(&weights, row.cost_cents);
+            (key, cents)
+        })
+        .collect();
+    (period, shares)
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests;

@@ -25,7 +25,7 @@ pub use history::{Chart, ChartDay, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Price, PriceBook, PriceFile, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span};
-pub use split::price;
+pub use split::{exact_dollars, price};
 
 /// The rule, in the words the page, the CSV's readers and the API docs use.
 pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use, by 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs) — the last 15 minutes for today's allocations, each recorded minute's for a period; it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
@@ -257,7 +257,8 @@ pub(crate) fn usd(cents: i64) -> String {
     format!("{sign}{}.{:02}", (cents / 100).abs(), (cents % 100).abs())
 }
 
-/// The table as CSV: the same rows, columns and order, then the total.
+/// The table as CSV: the same rows, columns and order, then the total, then the prices, the
+/// instances without a price, the notes and the method (`csv_trailer`).
 pub fn to_csv(report: &CostReport) -> String {
     let change = report.previous_total_cents.is_some();
     let mut out = format!(
@@ -292,6 +293,65 @@ pub fn to_csv(report: &CostReport) -> String {
             .map(|before| format!(",{}", usd(report.total_cents - before)))
             .unwrap_or_default(),
     ));
+    out.push_str(&csv_trailer(report, header_fields(&out)));
+    out
+}
+
+/// The fields of a CSV's first line.
+fn header_fields(csv: &str) -> usize {
+    csv.lines().next().map_or(0, |h| h.split(',').count())
+}
+
+/// What a spreadsheet needs besides the rows, as lines of their own after them: the prices used
+/// with their source, the instances left out for want of a price, the notes and the method —
+/// the name in the first field, what it is in the second (`price`, `unpriced`, `note`,
+/// `method`), the other `fields` empty.
+pub fn csv_trailer(report: &CostReport, fields: usize) -> String {
+    use crate::model::csv::field;
+    let pad = ",".repeat(fields.saturating_sub(2));
+    let mut out = String::new();
+    let mut line = |text: &str, kind: &str| out.push_str(&format!("{},{kind}{pad}\n", field(text)));
+    for used in &report.prices {
+        let price = &used.price;
+        line(
+            &format!(
+                "{} ({}) at ${}/h, {}, {} {}",
+                price.instance_type,
+                price.lifecycle.as_str(),
+                price.usd_per_hour,
+                price.source,
+                used.instances,
+                if used.instances == 1 {
+                    "instance"
+                } else {
+                    "instances"
+                }
+            ),
+            "price",
+        );
+    }
+    for unpriced in &report.unpriced {
+        line(
+            &format!(
+                "{} ({}), {} {} with {} {}: no price, not in the totals",
+                unpriced.instance_type,
+                unpriced.lifecycle.as_str(),
+                unpriced.instances,
+                if unpriced.instances == 1 {
+                    "instance"
+                } else {
+                    "instances"
+                },
+                unpriced.gpus,
+                if unpriced.gpus == 1 { "GPU" } else { "GPUs" },
+            ),
+            "unpriced",
+        );
+    }
+    for note in &report.notes {
+        line(note, "note");
+    }
+    line(&report.rule, "method");
     out
 }
 

@@ -145,19 +145,9 @@ struct Taken {
 /// and what they rest on. The idle rows are what the instances cost less what is held, so the
 /// rows add up to Σ instance-hours × price whatever the holdings.
 pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
-    let capacity = capacity(holdings, prices, query);
-    let Taken {
-        mut held,
-        unattributed,
-        by_group,
-    } = taken(holdings, &capacity.rates, query);
-    let mut idle = idle(&capacity.rates, &by_group);
-    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
-    if query.share_idle {
-        idle = share_idle(idle, &mut held);
-    }
+    let (capacity, exact, idle_dollars) = split(holdings, prices, query);
     let total_cents = cents(capacity.dollars);
-    let mut rows = rows(held, idle, unattributed, total_cents);
+    let mut rows = rows(exact, total_cents);
     sort_rows(&mut rows, query.sort);
     let idle_cents = if query.share_idle {
         cents(idle_dollars)
@@ -202,6 +192,52 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
         rule: rule(prices.host_share),
         ..CostReport::default()
     }
+}
+
+/// Each row's exact dollars before rounding, by (name, kind): what `price` rounds to the cent.
+pub fn exact_dollars(
+    holdings: &Holdings,
+    prices: &PriceBook,
+    query: &CostQuery,
+) -> BTreeMap<(String, RowKind), f64> {
+    let (_, exact, _) = split(holdings, prices, query);
+    exact
+        .into_iter()
+        .map(|(name, kind, amount)| ((name, kind), amount.dollars))
+        .collect()
+}
+
+/// The capacity priced, the rows' exact amounts (allocated by key, summed over clusters, then
+/// idle and unattributed per cluster), and the idle dollars before any were shared out.
+fn split(
+    holdings: &Holdings,
+    prices: &PriceBook,
+    query: &CostQuery,
+) -> (Capacity, Vec<(String, RowKind, Exact)>, f64) {
+    let capacity = capacity(holdings, prices, query);
+    let Taken {
+        mut held,
+        unattributed,
+        by_group,
+    } = taken(holdings, &capacity.rates, query);
+    let mut idle = idle(&capacity.rates, &by_group);
+    let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
+    if query.share_idle {
+        idle = share_idle(idle, &mut held);
+    }
+    let mut exact: Vec<(String, RowKind, Exact)> = Vec::new();
+    let mut by_key: BTreeMap<String, Exact> = BTreeMap::new();
+    for ((_, key), amount) in held {
+        by_key.entry(key).or_default().merge(&amount);
+    }
+    exact.extend(by_key.into_iter().map(|(k, a)| (k, RowKind::Allocated, a)));
+    exact.extend(idle.into_iter().map(|(c, a)| (c, RowKind::Idle, a)));
+    exact.extend(
+        unattributed
+            .into_iter()
+            .map(|(c, a)| (c, RowKind::Unattributed, a)),
+    );
+    (capacity, exact, idle_dollars)
 }
 
 /// Whether `query` covers the holding of `key`.
@@ -357,26 +393,8 @@ fn share_idle(
     kept
 }
 
-/// The rows: allocated by key (summed over clusters), then idle and unattributed per cluster,
-/// in cents that add up to `total_cents`.
-fn rows(
-    held: BTreeMap<(String, String), Exact>,
-    idle: BTreeMap<String, Exact>,
-    unattributed: BTreeMap<String, Exact>,
-    total_cents: i64,
-) -> Vec<CostRow> {
-    let mut exact: Vec<(String, RowKind, Exact)> = Vec::new();
-    let mut by_key: BTreeMap<String, Exact> = BTreeMap::new();
-    for ((_, key), amount) in held {
-        by_key.entry(key).or_default().merge(&amount);
-    }
-    exact.extend(by_key.into_iter().map(|(k, a)| (k, RowKind::Allocated, a)));
-    exact.extend(idle.into_iter().map(|(c, a)| (c, RowKind::Idle, a)));
-    exact.extend(
-        unattributed
-            .into_iter()
-            .map(|(c, a)| (c, RowKind::Unattributed, a)),
-    );
+/// The rows from their exact amounts, in cents that add up to `total_cents`.
+fn rows(exact: Vec<(String, RowKind, Exact)>, total_cents: i64) -> Vec<CostRow> {
     let dollars: Vec<f64> = exact.iter().map(|(_, _, a)| a.dollars).collect();
     let parts = largest_remainder(&dollars, total_cents);
     exact

@@ -267,6 +267,15 @@ fn unpriced_instances_are_listed_and_never_priced_at_zero() {
         "{:?}",
         report.notes
     );
+    // The CSV says so too, so a spreadsheet's total is not taken for the whole fleet's.
+    let csv = to_csv(&report);
+    assert!(
+        csv.contains(
+            "\n\"g5.xlarge (spot), 1 instance with 1 GPU: no price, not in the totals\",unpriced,,,,,\n"
+        ),
+        "{csv}"
+    );
+    assert!(csv.contains(",note,,,,,\n"), "{csv}");
 }
 
 #[test]
@@ -346,11 +355,29 @@ fn money_and_csv_read_as_people_and_spreadsheets_expect() {
         "{}",
         lines[1]
     );
-    assert_eq!(lines.len(), report.rows.len() + 2);
-    assert!(
-        lines.last().unwrap().starts_with("total,total,4083.84,"),
-        "{csv}"
+    let total = report.rows.len() + 1;
+    assert!(lines[total].starts_with("total,total,4083.84,"), "{csv}");
+    // Then what a spreadsheet needs to read it: the prices with their source, each note, the
+    // method; as many fields as the header.
+    let trailer = &lines[total + 1..];
+    assert_eq!(
+        trailer.len(),
+        report.prices.len() + report.unpriced.len() + report.notes.len() + 1
     );
+    assert!(
+        trailer[0].contains(" at $") && trailer[0].contains(",price,,,,,"),
+        "{}",
+        trailer[0]
+    );
+    assert!(
+        trailer.iter().any(|l| l.contains("built-in")),
+        "the prices name their source: {csv}"
+    );
+    assert!(trailer.last().unwrap().ends_with(",method,,,,,"));
+    assert!(trailer
+        .last()
+        .unwrap()
+        .starts_with("\"Each instance's hourly price"));
 }
 
 #[test]
@@ -366,7 +393,7 @@ fn largest_remainder_adds_up_and_favours_the_largest_remainders() {
 /// A random fleet: clusters of instances of known and unknown types, on demand and spot, whose
 /// GPUs are idle, whole or shared by containers of random teams and services (sometimes with
 /// memory no known container holds), some with usage.
-fn random_fleet(rng: &mut StdRng) -> FleetSnapshot {
+pub(super) fn random_fleet(rng: &mut StdRng) -> FleetSnapshot {
     let types = [
         "g5.xlarge",
         "g5.12xlarge",
@@ -529,10 +556,23 @@ fn shares_and_idle_add_up_to_the_instances_bill_to_the_cent() {
                 );
                 let unpriced: u32 = report.unpriced.iter().map(|u| u.instances).sum();
                 assert_eq!(report.instances + unpriced, all, "case {case}");
+                let exact = exact_dollars(
+                    &holdings::of_snapshot(&fleet, f64::from(span.hours())),
+                    &book,
+                    &query,
+                );
+                let sum_exact: f64 = exact.values().sum();
                 for row in &report.rows {
                     if let Some(unused) = row.unused_cents {
                         assert!(unused <= row.cost_cents, "case {case}: {row:?}");
                     }
+                    // Each row within a cent of its exact share of the total, not only their sum.
+                    let dollars = exact[&(row.name.clone(), row.kind)];
+                    let share = dollars * report.total_cents as f64 / sum_exact.max(f64::EPSILON);
+                    assert!(
+                        (row.cost_cents as f64 - share).abs() < 1.0,
+                        "case {case} seed {seed} {query:?}: {row:?} against {share}"
+                    );
                 }
                 totals.insert(report.total_cents);
             }

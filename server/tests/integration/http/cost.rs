@@ -118,7 +118,8 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         .iter()
         .any(|r| r["kind"] == "idle"));
 
-    // The CSV is the table: the same rows in the same order, then the total.
+    // The CSV is the table: the same rows in the same order, then the total, then the prices,
+    // the instances without a price, the notes and the method.
     let response = send(&app, get("/api/v1/cost?group=service&span=day&format=csv")).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.headers()["content-disposition"]
@@ -127,7 +128,11 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         .contains("gpushare-cost-by-service-day.csv"));
     let csv = text(response).await;
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines.len(), rows.len() + 2, "{csv}");
+    let trailer = report["prices"].as_array().unwrap().len()
+        + report["unpriced"].as_array().unwrap().len()
+        + report["notes"].as_array().unwrap().len()
+        + 1;
+    assert_eq!(lines.len(), rows.len() + 2 + trailer, "{csv}");
     for (line, row) in lines[1..].iter().zip(rows) {
         let cents = row["cost_cents"].as_i64().unwrap();
         let expected = format!(
@@ -139,11 +144,18 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         );
         assert!(line.starts_with(&expected), "{line} vs {expected}");
     }
-    assert!(lines.last().unwrap().starts_with(&format!(
+    assert!(lines[rows.len() + 1].starts_with(&format!(
         "total,total,{}.{:02},",
         total / 100,
         total % 100
     )));
+    assert!(lines.last().unwrap().ends_with(",method,,,,,"), "{csv}");
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("\"g5.12xlarge (on-demand) at $4.25/h, negotiated rate, ")
+            && l.ends_with(",price,,,,,")),
+        "each price used names its source: {csv}"
+    );
 
     // The page, without JavaScript: the view's table, its total and the rule.
     let response = send(&app, get("/cost?period=now&group=cluster&idle=share")).await;
