@@ -104,11 +104,19 @@ describe('cost review', () => {
     assert.match(await page.getByTestId('cost-change').textContent(), /\$/);
     assert.equal(await page.getByTestId('cost-table').locator('thead th').last().textContent(), 'Change');
 
-    // The daily CSV: a line per day and team.
+    // The daily CSV: a line per day and team, then the prices, notes and method.
     const daily = await (await fetch(BASE_URL + (await page.getByTestId('cost-csv-daily').getAttribute('href')))).text();
     const lines = daily.trim().split('\n');
     assert.equal(lines[0], 'day,team,kind,cost_usd,gpu_hours,unused_usd,recorded_hours');
-    assert.ok(lines.slice(1).every((line) => line.startsWith(day(1) + ',')), daily);
+    const trailer = /,(price|unpriced|note|method),{5}$/;
+    const dayLines = lines.slice(1).filter((line) => !trailer.test(line));
+    assert.ok(dayLines.length > 0 && dayLines.every((line) => line.startsWith(day(1) + ',')), daily);
+    assert.match(lines.at(-1), /,method,{5}$/);
+    // The same lines in FOCUS's columns.
+    const focus = await (await fetch(BASE_URL + (await page.getByTestId('cost-focus').getAttribute('href')))).text();
+    const focusLines = focus.trim().split('\n');
+    assert.match(focusLines[0], /^BilledCost,BillingAccountId,BillingCurrency,/);
+    assert.equal(focusLines.length, dayLines.length + 1, focus);
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -88,16 +88,37 @@ pub async fn daily_csv(
     context: &ServiceContext,
     query: &CostQuery,
 ) -> Result<String, ServiceError> {
+    let (recorded, prices) = recorded_period(context, query, "a daily CSV").await?;
+    Ok(history::daily_csv(&recorded, &prices, query))
+}
+
+/// `query`'s recorded period in FOCUS's columns: a line per day and row.
+pub async fn focus_csv(
+    context: &ServiceContext,
+    query: &CostQuery,
+) -> Result<String, ServiceError> {
+    let (recorded, prices) = recorded_period(context, query, "a FOCUS export").await?;
+    Ok(crate::model::cost::focus::focus_csv(
+        &recorded, &prices, query,
+    ))
+}
+
+/// What the history holds for `query`'s period, and the prices; `what` is refused for today's
+/// allocations, which are a projection rather than cost incurred.
+async fn recorded_period(
+    context: &ServiceContext,
+    query: &CostQuery,
+    what: &str,
+) -> Result<(history::Recorded, crate::model::cost::PriceBook), ServiceError> {
     let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
         .map_err(ServiceError::invalid)?
         .ok_or_else(|| {
-            ServiceError::invalid(
-                "a daily CSV is of a recorded period: give period=7d, 30d, this_month, last_month or custom",
-            )
+            ServiceError::invalid(format!(
+                "{what} is of a recorded period: give period=7d, 30d, this_month, last_month or custom (period=now is today's allocations held for a span, not cost incurred)"
+            ))
         })?;
     let recorded = context.history.recorded(range.from, range.to).await?;
-    let prices = book(context);
-    Ok(history::daily_csv(&recorded, &prices, query))
+    Ok((recorded, book(context)))
 }
 
 /// The report for `query`: today's allocations from the snapshot (an error that says to wait

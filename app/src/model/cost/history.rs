@@ -314,6 +314,47 @@ pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> 
         "day,{},kind,cost_usd,gpu_hours,unused_usd,recorded_hours\n",
         query.group.as_str()
     );
+    let (period, days) = daily_rows(recorded, prices, query);
+    for day in &days {
+        let date = DateTime::from_timestamp(day.day, 0)
+            .map(|d| d.format("%Y-%m-%d").to_string())
+            .unwrap_or_default();
+        for row in &day.rows {
+            out.push_str(&format!(
+                "{date},{},{},{},{:.2},{},{:.2}\n",
+                crate::model::csv::field(&row.name),
+                row.kind.as_str(),
+                usd(row.cost_cents),
+                row.gpu_hours,
+                row.unused_cents.map(usd).unwrap_or_default(),
+                day.hours,
+            ));
+        }
+    }
+    out.push_str(&super::csv_trailer(&period, 7));
+    out
+}
+
+/// One recorded day's rows, their cost the day's share of the period's.
+#[cfg(feature = "ssr")]
+pub struct DayRows {
+    /// The day's midnight, Unix seconds.
+    pub day: i64,
+    /// Of the day, the hours recorded.
+    pub hours: f64,
+    /// The day's rows as that day's holdings price them, with `cost_cents` the day's share of
+    /// the row's cost over the period.
+    pub rows: Vec<super::CostRow>,
+}
+
+/// The period's report and each recorded day's rows (days with nothing recorded left out),
+/// each row's cost over the period shared out over its days (see `daily_csv`).
+#[cfg(feature = "ssr")]
+pub fn daily_rows(
+    recorded: &Recorded,
+    prices: &PriceBook,
+    query: &CostQuery,
+) -> (CostReport, Vec<DayRows>) {
     let days: Vec<(i64, &Holdings, f64)> = recorded
         .days
         .iter()
@@ -323,29 +364,26 @@ pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> 
         })
         .collect();
     let (period, shares) = daily_cents(recorded, &days, prices, query);
-    for (n, (day, holdings, hours)) in days.iter().enumerate() {
-        let priced = price(holdings, prices, query, *hours);
-        let date = DateTime::from_timestamp(*day, 0)
-            .map(|d| d.format("%Y-%m-%d").to_string())
-            .unwrap_or_default();
-        for row in priced.rows {
-            let cents = shares
-                .get(&(row.name.clone(), row.kind))
-                .and_then(|by_day| by_day.get(n))
-                .copied()
-                .unwrap_or(0);
-            out.push_str(&format!(
-                "{date},{},{},{},{:.2},{},{hours:.2}\n",
-                crate::model::csv::field(&row.name),
-                row.kind.as_str(),
-                usd(cents),
-                row.gpu_hours,
-                row.unused_cents.map(usd).unwrap_or_default(),
-            ));
-        }
-    }
-    out.push_str(&super::csv_trailer(&period, 7));
-    out
+    let rows = days
+        .iter()
+        .enumerate()
+        .map(|(n, (day, holdings, hours))| {
+            let mut rows = price(holdings, prices, query, *hours).rows;
+            for row in &mut rows {
+                row.cost_cents = shares
+                    .get(&(row.name.clone(), row.kind))
+                    .and_then(|by_day| by_day.get(n))
+                    .copied()
+                    .unwrap_or(0);
+            }
+            DayRows {
+                day: *day,
+                hours: *hours,
+                rows,
+            }
+        })
+        .collect();
+    (period, rows)
 }
 
 /// The period's report and, per row of it, its cents shared out over `days` by each day's exact

@@ -9,6 +9,8 @@
 //! part of an allocation the GPU did not use over the usage window, shown beside, never taken off.
 
 pub mod consolidate;
+#[cfg(feature = "ssr")]
+pub mod focus;
 pub mod history;
 pub mod holdings;
 pub mod prices;
@@ -297,6 +299,13 @@ pub fn to_csv(report: &CostReport) -> String {
     out
 }
 
+/// An hourly rate as a person writes it: up to six decimals, no trailing zeros (a spot price's
+/// mean over a fleet is not a round number of cents).
+fn rate(usd: f64) -> String {
+    let text = format!("{usd:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// The fields of a CSV's first line.
 fn header_fields(csv: &str) -> usize {
     csv.lines().next().map_or(0, |h| h.split(',').count())
@@ -318,7 +327,7 @@ pub fn csv_trailer(report: &CostReport, fields: usize) -> String {
                 "{} ({}) at ${}/h, {}, {} {}",
                 price.instance_type,
                 price.lifecycle.as_str(),
-                price.usd_per_hour,
+                rate(price.usd_per_hour),
                 price.source,
                 used.instances,
                 if used.instances == 1 {

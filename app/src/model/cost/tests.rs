@@ -374,6 +374,9 @@ fn money_and_csv_read_as_people_and_spreadsheets_expect() {
         "the prices name their source: {csv}"
     );
     assert!(trailer.last().unwrap().ends_with(",method,,,,,"));
+    assert_eq!(rate(0.383_260_000_000_000_05), "0.38326");
+    assert_eq!(rate(55.04), "55.04");
+    assert_eq!(rate(2.0), "2");
     assert!(trailer
         .last()
         .unwrap()

@@ -55,6 +55,8 @@ pub(super) fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> 
             <a href=csv.clone() data-testid="cost-csv" download>"Download CSV"</a>
             {(query.period != Period::Now).then(|| view! {
                 <a href=format!("{csv}&detail=day") data-testid="cost-csv-daily" download>"Daily CSV"</a>
+                <a href=csv.replace("format=csv", "format=focus") data-testid="cost-focus"
+                    title="The daily lines in the FinOps Open Cost and Usage Specification's columns" download>"FOCUS"</a>
             })}
             <a href="/cost/plan" data-testid="cost-plan-link">"Consolidation plan"</a>
         </form>

@@ -322,7 +322,6 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
         ("idle=hide", "row or share"),
         ("sort=size", "gpu_hours"),
         ("cluster=nope", "inference-prod"),
-        ("format=xml", "json or csv"),
         (
             "colour=red",
             "period, from, to, group, span, sort, idle, cluster, format and detail",
@@ -334,6 +333,15 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
             "a daily CSV is of a recorded period",
         ),
         ("detail=hour&format=csv", "rows or day"),
+        ("format=xml", "is not json, csv or focus"),
+        (
+            "format=focus&period=now",
+            "a FOCUS export is of a recorded period",
+        ),
+        (
+            "format=focus&detail=day&period=7d",
+            "already a line per day",
+        ),
         ("period=custom", "needs from and to"),
         ("from=1%20Nov&to=2026-11-02", "YYYY-MM-DD"),
         ("from=2026-02-30&to=2026-03-02", "is not a day"),

@@ -109,3 +109,63 @@ fn a_rows_days_add_up_to_its_period_and_each_is_within_a_cent_of_exact() {
         );
     }
 }
+
+/// The fields of one CSV line (RFC 4180: quoted fields may hold commas and doubled quotes).
+fn fields(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                out.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(String::new()),
+            (c, _) => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+/// The FOCUS export: its columns, a line per day and row with every column, the costs adding up
+/// to the period's report to the cent, charge periods that are the recorded days, billing
+/// periods their months, and tags a FinOps tool can read as JSON.
+#[test]
+fn the_focus_export_is_the_daily_lines_in_focus_columns() {
+    let mut rng = StdRng::seed_from_u64(20_261_207);
+    let book = book();
+    for case in 0..20 {
+        let recorded = random_history(&mut rng);
+        let query = CostQuery {
+            group: Grouping::ALL[rng.random_range(0..Grouping::ALL.len())],
+            ..CostQuery::default()
+        };
+        let period = price(&recorded.total(), &book, &query, recorded.recorded_hours());
+        let csv = crate::model::cost::focus::focus_csv(&recorded, &book, &query);
+        let mut lines = csv.lines();
+        let header = fields(lines.next().unwrap());
+        assert_eq!(header, crate::model::cost::focus::COLUMNS, "case {case}");
+        let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let mut billed = 0;
+        for line in lines {
+            let row = fields(line);
+            assert_eq!(row.len(), header.len(), "case {case}: {line}");
+            let cost = &row[column("BilledCost")];
+            assert_eq!(cost, &row[column("EffectiveCost")]);
+            assert_eq!(cost, &row[column("ListCost")]);
+            billed += cents_of_line(&format!(",,,{cost}"));
+            let start = &row[column("ChargePeriodStart")];
+            let day = chrono::DateTime::parse_from_rfc3339(start)
+                .unwrap()
+                .timestamp();
+            assert!(recorded.minutes[&day] > 0, "case {case}: {start}");
+            assert!(row[column("BillingPeriodStart")].ends_with("-01T00:00:00Z"));
+            assert_eq!(row[column("BillingCurrency")], "USD");
+            let tags: serde_json::Value = serde_json::from_str(&row[column("Tags")]).unwrap();
+            assert!(tags.is_object(), "case {case}: {tags}");
+        }
+        assert_eq!(billed, period.total_cents, "case {case} {query:?}");
+    }
+}
