@@ -35,7 +35,7 @@ use self::sim::{cents, overlap, request_mib, Host, Noticed, Sim, Task};
 use crate::model::words::DeploymentStrategy;
 
 /// Hours in a month, as AWS's pricing pages count them.
-pub const HOURS_PER_MONTH: f64 = 730.0;
+pub const HOURS_PER_MONTH: f64 = super::MONTH_HOURS as f64;
 
 /// Clients one MPS server takes on Volta and later (NVIDIA's MPS documentation). ECS does not
 /// enforce it and counts containers, not CUDA contexts, so the plan warns and does not refuse.

@@ -29,6 +29,11 @@ pub use prices::{Price, PriceBook, PriceFile, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span};
 pub use split::{exact_dollars, price};
 
+/// A month's hours wherever the console prices a month (a report's `span=month`, the
+/// consolidation plan's savings, what retiring a service frees): 730, as AWS's monthly prices
+/// count it (8,760 hours a year over 12), so the same instance costs the same a month on every page.
+pub const MONTH_HOURS: u32 = 730;
+
 /// The rule, in the words the page, the CSV's readers and the API docs use.
 pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use, by 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs) — the last 15 minutes for today's allocations, each recorded minute's for a period; it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
 

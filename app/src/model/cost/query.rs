@@ -75,7 +75,7 @@ impl Span {
         match self {
             Span::Hour => "an hour",
             Span::Day => "a day",
-            Span::Month => "30 days",
+            Span::Month => "a month (730 hours)",
         }
     }
 
@@ -83,7 +83,7 @@ impl Span {
         match self {
             Span::Hour => 1,
             Span::Day => 24,
-            Span::Month => 720,
+            Span::Month => super::MONTH_HOURS,
         }
     }
 

@@ -251,7 +251,7 @@ fn unpriced_instances_are_listed_and_never_priced_at_zero() {
     )
     .unwrap();
     assert_eq!(report.instances, 1);
-    assert_eq!(report.total_cents, 72_432); // 1.006 × 720
+    assert_eq!(report.total_cents, 73_438); // 1.006 × 730, a month as the plan counts it too
     assert_eq!(report.unpriced.len(), 1);
     assert_eq!(report.unpriced[0].lifecycle, Lifecycle::Spot);
     assert!(
@@ -356,7 +356,7 @@ fn money_and_csv_read_as_people_and_spreadsheets_expect() {
         lines[1]
     );
     let total = report.rows.len() + 1;
-    assert!(lines[total].starts_with("total,total,4083.84,"), "{csv}");
+    assert!(lines[total].starts_with("total,total,4140.56,"), "{csv}");
     // Then what a spreadsheet needs to read it: the prices with their source, each note, the
     // method; as many fields as the header.
     let trailer = &lines[total + 1..];
