@@ -27,7 +27,7 @@ pub(super) fn wants_csv(format: &str) -> Result<bool, AppError> {
 }
 
 /// A CSV to download as `name` (the `Content-Disposition` value).
-fn csv_attachment(name: &str, body: String) -> Response {
+pub(super) fn csv_attachment(name: &str, body: String) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),

@@ -2,7 +2,6 @@
 
 use axum::{
     extract::{rejection::QueryRejection, Query, State},
-    http::header,
     response::{IntoResponse, Response},
     Json,
 };
@@ -37,17 +36,10 @@ pub async fn plan(
     let query = PlanQuery::from_params(rest).map_err(AppError::BadRequest)?;
     let plan = cost::plan(&state.services, &query).await?;
     Ok(if csv {
-        (
-            [
-                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-                (
-                    header::CONTENT_DISPOSITION,
-                    "attachment; filename=\"gpushare-consolidation-plan.csv\"".to_string(),
-                ),
-            ],
+        super::cost::csv_attachment(
+            "attachment; filename=\"gpushare-consolidation-plan.csv\"",
             to_csv(&plan),
         )
-            .into_response()
     } else {
         Json(plan).into_response()
     })

@@ -396,6 +396,20 @@ fn largest_remainder_adds_up_and_favours_the_largest_remainders() {
 /// A random fleet: clusters of instances of known and unknown types, on demand and spot, whose
 /// GPUs are idle, whole or shared by containers of random teams and services (sometimes with
 /// memory no known container holds), some with usage.
+/// The built-in prices, with a spot price for `g5.xlarge` so that `random_fleet`'s spot
+/// instances of it are priced and those of other types are not.
+pub(super) fn random_fleet_prices() -> PriceBook {
+    let mut book = PriceBook::builtin("us-east-1");
+    book.prices.push(Price {
+        instance_type: "g5.xlarge".into(),
+        lifecycle: Lifecycle::Spot,
+        usd_per_hour: 0.3771,
+        managed_instances_usd_per_hour: None,
+        source: "test".into(),
+    });
+    book
+}
+
 pub(super) fn random_fleet(rng: &mut StdRng) -> FleetSnapshot {
     let types = [
         "g5.xlarge",
@@ -515,14 +529,7 @@ fn shares_and_idle_add_up_to_the_instances_bill_to_the_cent() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_261_202);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut book = PriceBook::builtin("us-east-1");
-    book.prices.push(Price {
-        instance_type: "g5.xlarge".into(),
-        lifecycle: Lifecycle::Spot,
-        usd_per_hour: 0.3771,
-        managed_instances_usd_per_hour: None,
-        source: "test".into(),
-    });
+    let mut book = random_fleet_prices();
     for case in 0..300 {
         let fleet = random_fleet(&mut rng);
         book.host_share = [0.0, 0.15, 0.5][rng.random_range(0..3)];

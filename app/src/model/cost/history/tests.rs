@@ -2,8 +2,8 @@
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use super::super::tests::random_fleet;
-use super::super::{exact_dollars, holdings::of_snapshot, Grouping, Lifecycle, Price};
+use super::super::tests::{random_fleet, random_fleet_prices};
+use super::super::{exact_dollars, holdings::of_snapshot, Grouping};
 use super::*;
 
 /// Recorded days of random fleets, some days only partly recorded, one not at all.
@@ -23,18 +23,6 @@ fn random_history(rng: &mut StdRng) -> Recorded {
     recorded
 }
 
-fn book() -> PriceBook {
-    let mut book = PriceBook::builtin("us-east-1");
-    book.prices.push(Price {
-        instance_type: "g5.xlarge".into(),
-        lifecycle: Lifecycle::Spot,
-        usd_per_hour: 0.3771,
-        managed_instances_usd_per_hour: None,
-        source: "test".into(),
-    });
-    book
-}
-
 /// The cents of a CSV line's `cost_usd` (the fourth field; names here have no commas).
 fn cents_of_line(line: &str) -> i64 {
     let usd = line.split(',').nth(3).unwrap();
@@ -52,7 +40,7 @@ fn a_rows_days_add_up_to_its_period_and_each_is_within_a_cent_of_exact() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_261_206);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut book = book();
+    let mut book = random_fleet_prices();
     for case in 0..60 {
         let recorded = random_history(&mut rng);
         book.host_share = [0.0, 0.15][rng.random_range(0..2)];
@@ -135,7 +123,7 @@ fn fields(line: &str) -> Vec<String> {
 #[test]
 fn the_focus_export_is_the_daily_lines_in_focus_columns() {
     let mut rng = StdRng::seed_from_u64(20_261_207);
-    let book = book();
+    let book = random_fleet_prices();
     for case in 0..20 {
         let recorded = random_history(&mut rng);
         let query = CostQuery {
