@@ -294,7 +294,7 @@ fn instance_field(fleet: &Fleet, instance: &ContainerInstance, filter: &str) -> 
         "private-ip-address" => instance.private_ip.clone(),
         "availability-zone" => instance.availability_zone.clone(),
         "instance-type" => instance.instance_type.clone(),
-        "instance-lifecycle" => if instance.spot { "spot" } else { "" }.to_string(),
+        "instance-lifecycle" => instance.lifecycle().unwrap_or_default().to_string(),
         _ => "running".to_string(),
     }
 }
@@ -324,10 +324,10 @@ fn write_reservation(xml: &mut String, fleet: &Fleet, instance: &ContainerInstan
         instance.registered_at.format("%Y-%m-%dT%H:%M:%S.000Z"),
         escape(&instance.availability_zone),
         escape(&instance.private_ip),
-        if instance.spot {
-            "<instanceLifecycle>spot</instanceLifecycle>"
-        } else {
-            ""
+        match instance.lifecycle() {
+            Some("spot") => "<instanceLifecycle>spot</instanceLifecycle>",
+            Some(_) => "<instanceLifecycle>capacity-block</instanceLifecycle>",
+            None => "",
         },
         if managed_by_ecs(fleet, instance) {
             "<operator><managed>true</managed><principal>ecs.amazonaws.com</principal></operator>"

@@ -44,6 +44,9 @@ pub struct ContainerInstance {
     /// The EC2 side: private IPv4 address (set when the instance is added), spot or on-demand.
     pub private_ip: String,
     pub spot: bool,
+    /// Runs in a Capacity Block for ML (EC2's `instanceLifecycle` `capacity-block`): reserved
+    /// and paid for up front, never at the on-demand rate.
+    pub capacity_block: bool,
     /// The capacity provider (its name) that launched the instance; `None` for one registered
     /// outside any provider.
     pub capacity_provider: Option<String>,
@@ -57,6 +60,17 @@ pub struct ContainerInstance {
 }
 
 impl ContainerInstance {
+    /// EC2's `instanceLifecycle`: `spot`, `capacity-block`, or none for on-demand.
+    pub fn lifecycle(&self) -> Option<&'static str> {
+        if self.spot {
+            Some("spot")
+        } else if self.capacity_block {
+            Some("capacity-block")
+        } else {
+            None
+        }
+    }
+
     /// The instance ID part of the ARN.
     pub fn short_id(&self) -> &str {
         self.arn.rsplit('/').next().unwrap_or(&self.arn)

@@ -175,7 +175,7 @@ describe('consolidation plan', () => {
     const plan = await apiPlan();
     assert.ok(plan.drains.length > 0, 'the demo has instances to drain');
     await page.waitForSelector('[data-testid="plan-saving"]');
-    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.saving_cents_per_month));
+    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.net_saving_cents_per_month));
     assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
     const first = plan.drains[0];
     assert.match(await page.getByTestId('plan-table').textContent(), new RegExp(first.ec2_instance_id));
@@ -189,13 +189,16 @@ describe('consolidation plan', () => {
     assert.ok(spared.saving_cents_per_month <= plan.saving_cents_per_month);
     await page.waitForFunction(
       (saving) => document.querySelector('[data-testid="plan-saving"]')?.textContent === saving,
-      money(spared.saving_cents_per_month),
+      money(spared.net_saving_cents_per_month),
     );
     const href = await page.getByTestId('plan-csv').getAttribute('href');
     assert.equal(href, '/api/v1/cost/plan?spare=60&format=csv');
     const csv = (await (await fetch(BASE_URL + href)).text()).trim().split('\n');
     const moves = spared.drains.reduce((n, d) => n + Math.max(d.moves.length, 1), 0);
-    assert.equal(csv.length, moves + 2);
+    // Each line per instance and move, then the gross total, what is still billed and the net.
+    assert.equal(csv.length, moves + 4);
+    assert.match(csv[csv.length - 1], new RegExp('^net saving,,,,' + (spared.net_saving_cents_per_month / 100).toFixed(2) + ','));
+    assert.equal(await page.getByTestId('plan-who-acts').count(), spared.drains.length);
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -204,7 +207,7 @@ describe('consolidation plan', () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     await page.goto(BASE_URL + '/cost/plan?spare=0');
     const plan = await apiPlan('?spare=0');
-    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.saving_cents_per_month));
+    assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.net_saving_cents_per_month));
     assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
     await page.goto(BASE_URL + '/cost/plan?spare=200');
     assert.match(await page.getByTestId('plan-query-error').textContent(), /0 to 90/);

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use app::model::cost::{
-    prices::{check_duplicates, check_entry, check_managed_fee},
+    prices::{check_commitment, check_duplicates, check_entry, check_managed_fee},
     PriceBook, PriceFile,
 };
 use serde::Deserialize;
@@ -27,6 +27,7 @@ struct RawEntry {
     usd_per_hour: Option<f64>,
     source: Option<String>,
     managed_instances_usd_per_hour: Option<f64>,
+    commitment: Option<String>,
 }
 
 /// Reads and checks the price file at `path`.
@@ -64,6 +65,7 @@ pub fn parse(name: &str, text: &str) -> Result<PriceFile, String> {
             )?;
             entry.managed_instances_usd_per_hour =
                 check_managed_fee(&at, e.managed_instances_usd_per_hour)?;
+            entry.commitment = check_commitment(&at, entry.lifecycle, e.commitment.as_deref())?;
             Ok::<_, String>(entry)
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -87,7 +89,7 @@ pub fn book(region: &str, path: Option<&Path>) -> Result<PriceBook, String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use app::model::cost::Lifecycle;
+    use app::model::cost::{prices::Commitment, Lifecycle};
 
     #[test]
     fn a_price_file_reads_and_overrides_the_table() {
@@ -109,11 +111,11 @@ mod tests {
         let book = PriceBook::builtin("us-east-1").with_file(&file);
         let price = book.price("g5.12xlarge", Lifecycle::OnDemand).unwrap();
         assert_eq!(
-            (price.usd_per_hour, price.source.as_str()),
-            (4.0, "Savings Plan, 2026-11")
+            (price.usd_per_hour, price.detail.as_str()),
+            (4.0, "Savings Plan, 2026-11 (price file prices.toml)")
         );
         let spot = book.price("g5.12xlarge", Lifecycle::Spot).unwrap();
-        assert_eq!(spot.source, "price file prices.toml");
+        assert_eq!(spot.detail, "price file prices.toml");
     }
 
     #[test]
@@ -123,9 +125,29 @@ mod tests {
             include_str!("../../prices.example.toml"),
         )
         .unwrap();
-        assert_eq!(file.prices.len(), 3);
+        assert_eq!(file.prices.len(), 4);
+        assert_eq!(file.prices[0].commitment, Some(Commitment::SavingsPlan));
+        assert_eq!(file.prices[1].lifecycle, Lifecycle::CapacityBlock);
         // The Managed Instances charge is read beside the EC2 price.
-        assert_eq!(file.prices[2].managed_instances_usd_per_hour, Some(0.63));
+        assert_eq!(file.prices[3].managed_instances_usd_per_hour, Some(0.63));
+        let spot_commitment = parse(
+            "p.toml",
+            "[[price]]\ninstance_type = \"g6.xlarge\"\nusd_per_hour = 1\nlifecycle = \"spot\"\ncommitment = \"savings-plan\"",
+        )
+        .unwrap_err();
+        assert!(
+            spot_commitment.contains("prices on-demand instances, not spot ones"),
+            "{spot_commitment}"
+        );
+        let unknown = parse(
+            "p.toml",
+            "[[price]]\ninstance_type = \"g6.xlarge\"\nusd_per_hour = 1\ncommitment = \"edp\"",
+        )
+        .unwrap_err();
+        assert!(
+            unknown.contains("not savings-plan or reserved-instance"),
+            "{unknown}"
+        );
         let bad = parse(
             "p.toml",
             "[[price]]\ninstance_type = \"g6.xlarge\"\nusd_per_hour = 1\nmanaged_instances_usd_per_hour = -1",

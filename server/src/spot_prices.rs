@@ -15,7 +15,7 @@ use std::{
 };
 
 use app::model::{
-    cost::{Lifecycle, Price, SpotQuote},
+    cost::{Lifecycle, Price, PriceSource, SpotQuote},
     FleetSnapshot,
 };
 use aws_sdk_ec2::types::InstanceType;
@@ -175,8 +175,11 @@ fn fleet_means(
             instance_type: kind.clone(),
             lifecycle: Lifecycle::Spot,
             usd_per_hour: each.iter().sum::<f64>() / each.len() as f64,
+            source: PriceSource::SpotHistory,
+            effective: Some(now.format("%Y-%m-%d").to_string()),
             managed_instances_usd_per_hour: None,
-            source: format!(
+            commitment: None,
+            detail: format!(
                 "EC2 spot price history, {} (mean over the fleet's instances), read {read_at}",
                 if used.is_empty() {
                     "all zones".to_string()

@@ -179,8 +179,10 @@ impl TaskStatus {
     }
 }
 
-/// How EC2 bills an instance, as the console prices it: EC2's `instanceLifecycle` `spot`, and
-/// `on-demand` for everything EC2 leaves without one. Closed: a price is for one of these.
+/// How EC2 bills an instance, as the console prices it: EC2's `instanceLifecycle` `spot` or
+/// `capacity-block`, and `on-demand` for everything EC2 leaves without one. Closed: a price is
+/// for one of these. A Capacity Block is paid up front for its reserved hours, at a rate of its
+/// own: it is never priced at the on-demand rate.
 #[derive(
     Clone,
     Copy,
@@ -199,6 +201,7 @@ pub enum Lifecycle {
     #[default]
     OnDemand,
     Spot,
+    CapacityBlock,
 }
 
 impl Lifecycle {
@@ -206,6 +209,7 @@ impl Lifecycle {
         match self {
             Lifecycle::OnDemand => "on-demand",
             Lifecycle::Spot => "spot",
+            Lifecycle::CapacityBlock => "capacity-block",
         }
     }
 
@@ -220,6 +224,7 @@ impl Lifecycle {
         match value {
             "on-demand" => Some(Lifecycle::OnDemand),
             "spot" => Some(Lifecycle::Spot),
+            "capacity-block" => Some(Lifecycle::CapacityBlock),
             _ => None,
         }
     }

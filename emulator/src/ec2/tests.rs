@@ -143,3 +143,38 @@ fn instance_types_are_filtered_by_type_patterns_and_other_filters_are_refused() 
     ]);
     assert!(refused.is_err());
 }
+
+/// An instance in a Capacity Block is answered with EC2's `capacity-block` lifecycle, and the
+/// `instance-lifecycle` filter finds it.
+#[test]
+fn a_capacity_block_instance_says_so() {
+    let now = chrono::DateTime::parse_from_rfc3339("2026-12-02T09:30:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let mut fleet = crate::scenario::Scenario::Demo.build(7, now);
+    let block = fleet
+        .clusters
+        .values_mut()
+        .flat_map(|c| c.instances.iter_mut())
+        .find(|i| !i.spot)
+        .unwrap();
+    block.capacity_block = true;
+    let id = block.ec2_instance_id.clone();
+    let ask = |pairs: &[(&str, &str)]| {
+        let mut params = vec![("Action".to_string(), "DescribeInstances".to_string())];
+        params.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        handle(&fleet, &params, "r-1").unwrap()
+    };
+    let all = ask(&[]);
+    assert_eq!(
+        all.matches("<instanceLifecycle>capacity-block</instanceLifecycle>")
+            .count(),
+        1
+    );
+    let found = ask(&[
+        ("Filter.1.Name", "instance-lifecycle"),
+        ("Filter.1.Value.1", "capacity-block"),
+    ]);
+    assert!(found.contains(&id), "{found}");
+    assert_eq!(found.matches("<instanceId>").count(), 1, "{found}");
+}

@@ -177,6 +177,7 @@ impl Ec2Reader {
                             .map(str::to_string),
                         lifecycle: match instance.instance_lifecycle() {
                             Some(InstanceLifecycleType::Spot) => Lifecycle::Spot,
+                            Some(InstanceLifecycleType::CapacityBlock) => Lifecycle::CapacityBlock,
                             _ => Lifecycle::OnDemand,
                         },
                         managed_by_ecs: instance.operator().is_some_and(|o| {

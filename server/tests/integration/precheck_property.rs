@@ -151,6 +151,7 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
                 agent_instance_id_dimension: false,
                 private_ip: String::new(),
                 spot: false,
+                capacity_block: false,
                 capacity_provider: None,
                 registered_at: start,
                 running_tasks: 0,

@@ -152,6 +152,13 @@ pub struct Drain {
     pub lifecycle: Lifecycle,
     /// What it costs a month at the console's prices; `None` when its type has no price.
     pub monthly_cents: Option<i64>,
+    /// What keeps billing it after it goes ("a Savings Plan", "a Reserved Instance", "a
+    /// Capacity Block"): its price is then not in the net saving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keeps_billing: Option<String>,
+    /// Who retires it once it is drained, and what they do.
+    #[serde(default)]
+    pub who_acts: String,
     /// GPU memory allocated on it now, MiB, and its GPUs' memory.
     pub allocated_mib: u64,
     pub total_mib: u64,
@@ -187,8 +194,15 @@ pub struct ConsolidationPlan {
     /// Every cluster of the snapshot, for the picker.
     pub all_clusters: Vec<String>,
     pub drains: Vec<Drain>,
-    /// What the drained instances cost a month (those with a price).
+    /// What the drained instances cost a month (those with a price): the gross saving.
     pub saving_cents_per_month: i64,
+    /// Of the gross saving, what commitments and Capacity Blocks keep billing after the
+    /// instances go.
+    #[serde(default)]
+    pub still_billed_cents_per_month: i64,
+    /// The gross saving less what keeps billing.
+    #[serde(default)]
+    pub net_saving_cents_per_month: i64,
     pub monthly_before_cents: i64,
     pub before: Blast,
     pub after: Blast,
@@ -204,7 +218,7 @@ pub struct ConsolidationPlan {
 }
 
 /// The words the page and the API docs use for how the plan is made.
-pub const METHOD: &str = "From today's allocations, per cluster: instances are tried for draining one at a time, the least allocated first (the dearer first among equals). An instance is drained when every task on it, and every task moved onto it before, can be placed on the instances kept, with the same rules as the deployment pre-check — MPS or whole GPUs, all of a task's MPS containers on one GPU, CPU, memory, host ports, ENIs, distinctInstance and memberOf — choosing the best fit as the pre-check does. Before anything moves, each cluster's largest rolling deployment (the extra tasks its maximumPercent lets run beside the old ones) is placed as if it were running, so the instances kept leave room for it; and the instances kept must keep the spare share of their GPU memory free. Savings are at the console's prices over 730 hours a month. The search is greedy: it finds a good plan, not a proven optimum. Nothing is drained from here: drain the instances with ECS (UpdateContainerInstancesState DRAINING) and let the services move their tasks.";
+pub const METHOD: &str = "From today's allocations, per cluster: instances are tried for draining one at a time, the least allocated first (the dearer first among equals). An instance is drained when every task on it, and every task moved onto it before, can be placed on the instances kept, with the same rules as the deployment pre-check — MPS or whole GPUs, all of a task's MPS containers on one GPU, CPU, memory, host ports, ENIs, distinctInstance and memberOf — choosing the best fit as the pre-check does. Before anything moves, each cluster's largest rolling deployment (the extra tasks its maximumPercent lets run beside the old ones) is placed as if it were running, so the instances kept leave room for it; and the instances kept must keep the spare share of their GPU memory free. Savings are at the console's prices over 730 hours a month; the net saving leaves out the instances whose price is a commitment's effective rate (Savings Plan, Reserved Instance) or a Capacity Block's, which keep billing until the commitment ends. The search is greedy: it finds a good plan, not a proven optimum. Nothing is drained from here: drain the instances with ECS (UpdateContainerInstancesState DRAINING) and let the services move their tasks.";
 
 /// Makes the plan for `query` from `snapshot`, priced by `prices`. `needs` gives, per
 /// (cluster, service), what one task of the revision the service runs needs besides GPUs;
@@ -261,6 +275,14 @@ fn totals(plan: &mut ConsolidationPlan) {
         .iter()
         .map(|c| c.monthly_before_cents - c.monthly_after_cents)
         .sum();
+    plan.still_billed_cents_per_month = plan
+        .drains
+        .iter()
+        .filter(|d| d.keeps_billing.is_some())
+        .filter_map(|d| d.monthly_cents)
+        .sum();
+    plan.net_saving_cents_per_month =
+        plan.saving_cents_per_month - plan.still_billed_cents_per_month;
     plan.drains.sort_by(|a, b| {
         b.monthly_cents
             .cmp(&a.monthly_cents)
@@ -308,6 +330,18 @@ fn say_what_is_not_known(plan: &mut ConsolidationPlan, seen: &Noticed, kept_unex
             seen.not_placing
         ));
     }
+    if plan.still_billed_cents_per_month > 0 {
+        let kept: BTreeSet<&str> = plan
+            .drains
+            .iter()
+            .filter_map(|d| d.keeps_billing.as_deref())
+            .collect();
+        plan.warnings.push(format!(
+            "{} a month of the saving is not saved until the commitments end: the instances priced by {} keep being billed after they go. The net saving leaves it out.",
+            crate::model::cost::money(plan.still_billed_cents_per_month),
+            kept.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     plan.unknown.push("Tasks that hold no GPU are not in the fleet snapshot: instances to drain may also run some; ECS moves them with their services.".into());
     plan.unknown.push("The plan is made from today's allocations, not from the period's peak: a service that scales out later needs room the plan does not keep beyond the spare.".into());
 }
@@ -333,11 +367,12 @@ fn combine(parts: &[Blast]) -> Blast {
 }
 
 /// The plan as CSV: a line per instance to drain and service moving off it (one line for an
-/// instance with nothing to move), as the page's table, then the total saving.
+/// instance with nothing to move), as the page's table, with what keeps billing it and who must
+/// act; then the gross saving, what keeps billing and the net saving.
 pub fn to_csv(plan: &ConsolidationPlan) -> String {
     use crate::model::{cost::usd, csv::field};
     let mut out = String::from(
-        "cluster,instance,instance_type,lifecycle,monthly_usd,service,team,tasks,to\n",
+        "cluster,instance,instance_type,lifecycle,monthly_usd,keeps_billing,service,team,tasks,to,who_acts\n",
     );
     let nothing = [Move {
         service: String::new(),
@@ -354,24 +389,34 @@ pub fn to_csv(plan: &ConsolidationPlan) -> String {
         };
         for step in moves {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{}\n",
                 field(&drain.cluster),
                 field(&drain.ec2_instance_id),
                 field(&drain.instance_type),
                 drain.lifecycle.as_str(),
                 drain.monthly_cents.map(usd).unwrap_or_default(),
+                field(drain.keeps_billing.as_deref().unwrap_or_default()),
                 field(&step.service),
                 field(step.team.as_deref().unwrap_or_default()),
                 step.tasks,
                 field(&step.to.join(" ")),
+                field(&drain.who_acts),
             ));
         }
     }
     out.push_str(&format!(
-        "total,{} instances,,,{},,,{},\n",
+        "total,{} instances,,,{},,,,{},,\n",
         plan.drains.len(),
         usd(plan.saving_cents_per_month),
         plan.tasks_moved
+    ));
+    out.push_str(&format!(
+        "still billed,commitments and Capacity Blocks,,,{},,,,,,\n",
+        usd(plan.still_billed_cents_per_month)
+    ));
+    out.push_str(&format!(
+        "net saving,,,,{},,,,,,\n",
+        usd(plan.net_saving_cents_per_month)
     ));
     out
 }

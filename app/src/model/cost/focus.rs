@@ -116,7 +116,7 @@ pub fn focus_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> 
     let mut sources: Vec<String> = period
         .prices
         .iter()
-        .map(|used| used.price.source.clone())
+        .map(|used| used.price.provenance())
         .collect();
     sources.sort();
     sources.dedup();

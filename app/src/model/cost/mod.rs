@@ -25,7 +25,7 @@ pub use crate::model::words::Lifecycle;
 use crate::model::FleetSnapshot;
 pub use history::{Chart, ChartDay, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
-pub use prices::{Price, PriceBook, PriceFile, SpotQuote};
+pub use prices::{Commitment, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span};
 pub use split::{exact_dollars, price};
 
@@ -331,9 +331,9 @@ pub fn csv_trailer(report: &CostReport, fields: usize) -> String {
             &format!(
                 "{} ({}) at ${}/h, {}, {} {}",
                 price.instance_type,
-                price.lifecycle.as_str(),
+                price.billed(),
                 rate(price.usd_per_hour),
-                price.source,
+                price.provenance(),
                 used.instances,
                 if used.instances == 1 {
                     "instance"

@@ -35,8 +35,72 @@ const BUILTIN: &[(&str, f64)] = &[
     ("p5.48xlarge", 55.04),
 ];
 
+/// Where a price comes from, as the API and the exports name it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PriceSource {
+    /// AWS's Price List Query API (`pricing:GetProducts`), read daily.
+    PriceListApi,
+    /// Cost Explorer's amortized cost of the instances.
+    CostExplorer,
+    /// The operator's price file (`--prices`).
+    File,
+    /// The table built into the console: the offline fallback.
+    #[default]
+    BuiltIn,
+    /// EC2's spot price history.
+    SpotHistory,
+}
+
+impl PriceSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PriceSource::PriceListApi => "price-list-api",
+            PriceSource::CostExplorer => "cost-explorer",
+            PriceSource::File => "file",
+            PriceSource::BuiltIn => "built-in",
+            PriceSource::SpotHistory => "spot-history",
+        }
+    }
+}
+
+/// A commitment a rate is under: its instances keep being billed when they stop running, until
+/// the commitment's term ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Commitment {
+    SavingsPlan,
+    ReservedInstance,
+}
+
+impl Commitment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Commitment::SavingsPlan => "savings-plan",
+            Commitment::ReservedInstance => "reserved-instance",
+        }
+    }
+
+    /// As a sentence says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Commitment::SavingsPlan => "a Savings Plan",
+            Commitment::ReservedInstance => "a Reserved Instance",
+        }
+    }
+
+    /// The word as written in a price file.
+    pub fn parse(value: &str) -> Option<Commitment> {
+        match value {
+            "savings-plan" => Some(Commitment::SavingsPlan),
+            "reserved-instance" => Some(Commitment::ReservedInstance),
+            _ => None,
+        }
+    }
+}
+
 /// One instance type's hourly price.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Price {
     pub instance_type: String,
     pub lifecycle: Lifecycle,
@@ -45,8 +109,40 @@ pub struct Price {
     /// Instances provider; `None` when the price file does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_instances_usd_per_hour: Option<f64>,
-    /// Where the figure comes from: the built-in table or the price file's `source`.
-    pub source: String,
+    /// Where the figure comes from.
+    pub source: PriceSource,
+    /// The source in words: which file, table, region, date or zones.
+    pub detail: String,
+    /// The commitment the rate is under (an effective rate from the price file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commitment: Option<Commitment>,
+    /// When the rate took effect (`YYYY-MM-DD`), when its source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective: Option<String>,
+}
+
+impl Price {
+    /// How the instances it prices are billed, in words: `on-demand`, `spot`,
+    /// `capacity-block`, or `on-demand, under a Savings Plan`.
+    pub fn billed(&self) -> String {
+        match self.commitment {
+            Some(commitment) => {
+                format!("{}, under {}", self.lifecycle.as_str(), commitment.words())
+            }
+            None => self.lifecycle.as_str().to_string(),
+        }
+    }
+
+    /// The source as the exports write it: `file: price file prices.toml`.
+    pub fn provenance(&self) -> String {
+        format!("{}: {}", self.source.as_str(), self.detail)
+    }
+
+    /// Whether the instances it prices keep being billed after they stop: a commitment's, or a
+    /// Capacity Block's, paid for its reserved hours.
+    pub fn keeps_billing(&self) -> bool {
+        self.commitment.is_some() || self.lifecycle == Lifecycle::CapacityBlock
+    }
 }
 
 /// The prices a report uses, for the console's region.
@@ -88,8 +184,9 @@ impl PriceBook {
                     instance_type: (*instance_type).to_string(),
                     lifecycle: Lifecycle::OnDemand,
                     usd_per_hour: *usd,
-                    managed_instances_usd_per_hour: None,
-                    source: BUILTIN_SOURCE.to_string(),
+                    source: PriceSource::BuiltIn,
+                    detail: BUILTIN_SOURCE.to_string(),
+                    ..Price::default()
                 })
                 .collect(),
             notes: Vec::new(),
@@ -124,10 +221,13 @@ impl PriceBook {
                 lifecycle: entry.lifecycle,
                 usd_per_hour: entry.usd_per_hour,
                 managed_instances_usd_per_hour: entry.managed_instances_usd_per_hour,
-                source: entry
-                    .source
-                    .clone()
-                    .unwrap_or_else(|| format!("price file {}", file.name)),
+                source: PriceSource::File,
+                detail: match &entry.source {
+                    Some(source) => format!("{source} (price file {})", file.name),
+                    None => format!("price file {}", file.name),
+                },
+                commitment: entry.commitment,
+                effective: None,
             };
             match self
                 .prices
@@ -152,8 +252,9 @@ impl PriceBook {
         self
     }
 
-    /// The hourly price of `instance_type` billed as `lifecycle`, if known. A spot instance is
-    /// never priced at the on-demand rate: without a spot price it is unknown.
+    /// The hourly price of `instance_type` billed as `lifecycle`, if known. A spot or Capacity
+    /// Block instance is never priced at the on-demand rate: without a rate of its own it is
+    /// unknown.
     pub fn price(&self, instance_type: &str, lifecycle: Lifecycle) -> Option<&Price> {
         self.prices
             .iter()
@@ -212,6 +313,9 @@ pub struct PriceEntry {
     /// The Managed Instances charge an hour on top of `usd_per_hour`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_instances_usd_per_hour: Option<f64>,
+    /// The commitment `usd_per_hour` is the effective rate of, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commitment: Option<Commitment>,
 }
 
 /// The longest price a file may give an hour: far above any GPU instance, so a price in cents
@@ -247,8 +351,9 @@ pub fn check_entry(
     }
     let lifecycle = match lifecycle {
         None => Lifecycle::OnDemand,
-        Some(text) => Lifecycle::parse(text)
-            .ok_or_else(|| format!("{at}: lifecycle {text:?} is not on-demand or spot"))?,
+        Some(text) => Lifecycle::parse(text).ok_or_else(|| {
+            format!("{at}: lifecycle {text:?} is not on-demand, spot or capacity-block")
+        })?,
     };
     let usd_per_hour = usd_per_hour.ok_or_else(|| {
         format!("{at} ({instance_type}) has no usd_per_hour: give the hourly price in US dollars, as in usd_per_hour = 1.006")
@@ -270,7 +375,31 @@ pub fn check_entry(
         usd_per_hour,
         source: source.map(str::to_string).filter(|s| !s.trim().is_empty()),
         managed_instances_usd_per_hour: None,
+        commitment: None,
     })
+}
+
+/// Checks the commitment of an entry: `savings-plan` or `reserved-instance`, and only for an
+/// on-demand rate (a spot or Capacity Block instance is not under one).
+pub fn check_commitment(
+    at: &str,
+    lifecycle: Lifecycle,
+    commitment: Option<&str>,
+) -> Result<Option<Commitment>, String> {
+    let Some(text) = commitment else {
+        return Ok(None);
+    };
+    let commitment = Commitment::parse(text).ok_or_else(|| {
+        format!("{at}: commitment {text:?} is not savings-plan or reserved-instance")
+    })?;
+    if lifecycle != Lifecycle::OnDemand {
+        return Err(format!(
+            "{at}: a commitment's effective rate prices on-demand instances, not {} ones; leave lifecycle out, or leave commitment out for a {} rate",
+            lifecycle.as_str(),
+            lifecycle.as_str()
+        ));
+    }
+    Ok(Some(commitment))
 }
 
 /// Checks the Managed Instances charge of an entry: zero or more US dollars an hour, below the
@@ -346,6 +475,47 @@ mod tests {
     }
 
     #[test]
+    fn a_price_says_how_it_bills_and_whether_it_keeps_billing() {
+        let committed = Price {
+            instance_type: "g5.xlarge".into(),
+            usd_per_hour: 0.7,
+            source: PriceSource::File,
+            detail: "price file p.toml".into(),
+            commitment: Some(Commitment::SavingsPlan),
+            ..Price::default()
+        };
+        assert_eq!(committed.billed(), "on-demand, under a Savings Plan");
+        assert_eq!(committed.provenance(), "file: price file p.toml");
+        assert!(committed.keeps_billing());
+        let block = Price {
+            lifecycle: Lifecycle::CapacityBlock,
+            ..Price::default()
+        };
+        assert!(block.keeps_billing());
+        assert!(!Price::default().keeps_billing());
+        assert_eq!(
+            serde_json::to_value(&committed).unwrap()["source"],
+            "file",
+            "the API names the source by its word"
+        );
+        assert_eq!(
+            check_commitment(
+                "[[price]] 1",
+                Lifecycle::OnDemand,
+                Some("reserved-instance")
+            ),
+            Ok(Some(Commitment::ReservedInstance))
+        );
+        assert!(check_commitment(
+            "[[price]] 1",
+            Lifecycle::CapacityBlock,
+            Some("savings-plan")
+        )
+        .unwrap_err()
+        .contains("not capacity-block ones"));
+    }
+
+    #[test]
     fn the_builtin_table_is_for_its_region_only() {
         let book = PriceBook::builtin("us-east-1");
         assert_eq!(
@@ -388,8 +558,16 @@ mod tests {
         let book = PriceBook::builtin("us-east-1").with_file(&file);
         let on_demand = book.price("g5.xlarge", Lifecycle::OnDemand).unwrap();
         assert_eq!(
-            (on_demand.usd_per_hour, on_demand.source.as_str()),
-            (0.8, "negotiated")
+            (
+                on_demand.usd_per_hour,
+                on_demand.source,
+                on_demand.detail.as_str()
+            ),
+            (
+                0.8,
+                PriceSource::File,
+                "negotiated (price file prices.toml)"
+            )
         );
         assert_eq!(
             book.price("g5.xlarge", Lifecycle::Spot)
@@ -417,7 +595,7 @@ mod tests {
         assert!(check(Some("g5.xlarge"), Some("Virginia"), None, Some(1.0))
             .contains("not an AWS region"));
         assert!(check(Some("g5.xlarge"), None, Some("reserved"), Some(1.0))
-            .contains("not on-demand or spot"));
+            .contains("not on-demand, spot or capacity-block"));
         assert!(check(Some("g5.xlarge"), None, None, None).contains("has no usd_per_hour"));
         assert!(check(Some("g5.xlarge"), None, None, Some(-1.0)).contains("not a price"));
         assert!(check(Some("g5.xlarge"), None, None, Some(f64::NAN)).contains("not a price"));

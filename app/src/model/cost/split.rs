@@ -467,6 +467,13 @@ fn notes(prices: &PriceBook, capacity: &Capacity, hours: f64) -> Vec<String> {
             unknown_types.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
+    if capacity
+        .unpriced
+        .keys()
+        .any(|(_, lifecycle)| *lifecycle == Lifecycle::CapacityBlock)
+    {
+        notes.push("A Capacity Block is paid for its reserved hours at a rate of its own, so its instances are never priced at the on-demand rate: give the block's rate (its upfront fee over its hours) with lifecycle = \"capacity-block\" in the price file.".to_string());
+    }
     notes
 }
 

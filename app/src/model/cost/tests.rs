@@ -393,9 +393,6 @@ fn largest_remainder_adds_up_and_favours_the_largest_remainders() {
     assert!(largest_remainder(&[], 0).is_empty());
 }
 
-/// A random fleet: clusters of instances of known and unknown types, on demand and spot, whose
-/// GPUs are idle, whole or shared by containers of random teams and services (sometimes with
-/// memory no known container holds), some with usage.
 /// The built-in prices, with a spot price for `g5.xlarge` so that `random_fleet`'s spot
 /// instances of it are priced and those of other types are not.
 pub(super) fn random_fleet_prices() -> PriceBook {
@@ -404,12 +401,15 @@ pub(super) fn random_fleet_prices() -> PriceBook {
         instance_type: "g5.xlarge".into(),
         lifecycle: Lifecycle::Spot,
         usd_per_hour: 0.3771,
-        managed_instances_usd_per_hour: None,
-        source: "test".into(),
+        detail: "test".into(),
+        ..Price::default()
     });
     book
 }
 
+/// A random fleet: clusters of instances of known and unknown types, on demand and spot, whose
+/// GPUs are idle, whole or shared by containers of random teams and services (sometimes with
+/// memory no known container holds), some with usage.
 pub(super) fn random_fleet(rng: &mut StdRng) -> FleetSnapshot {
     let types = [
         "g5.xlarge",

@@ -20,10 +20,13 @@ pub(super) fn PricesUsed(prices: Vec<PriceUsed>, unpriced: Vec<Unpriced>) -> imp
                     {prices.iter().map(|p| view! {
                         <tr>
                             <td class="mono">{p.price.instance_type.clone()}</td>
-                            <td>{p.price.lifecycle.as_str()}</td>
+                            <td>{p.price.billed()}</td>
                             <td class="num">{format!("${:.4}", p.price.usd_per_hour)}</td>
                             <td class="num">{p.instances}</td>
-                            <td>{p.price.source.clone()}</td>
+                            <td>
+                                <span class="badge" data-testid="price-source">{p.price.source.as_str()}</span>
+                                " "{p.price.detail.clone()}
+                            </td>
                         </tr>
                     }).collect_view()}
                     {unpriced.iter().map(|u| view! {

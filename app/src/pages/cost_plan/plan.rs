@@ -29,7 +29,7 @@ pub(super) fn Plan(plan: ConsolidationPlan) -> impl IntoView {
         <PlanForm query=query.clone() clusters=plan.all_clusters.clone() csv />
         <p class="freshness" data-testid="plan-taken-at">{format!("From the fleet as read at {}; {} % of each kept instance's GPU memory left spare.", plan.taken_at, query.spare_percent)}</p>
         <section class="summary" aria-label="What the plan saves" data-testid="plan-totals">
-            <div class="stat"><span class="value" data-testid="plan-saving">{money(plan.saving_cents_per_month)}</span><span class="label">{format!("a month saved ({percent})")}</span></div>
+            <div class="stat"><span class="value" data-testid="plan-saving">{money(plan.net_saving_cents_per_month)}</span><span class="label">{net_label(&plan, &percent)}</span></div>
             <div class="stat"><span class="value" data-testid="plan-drains">{plan.drains.len()}</span><span class="label">{format!("instances to drain, of {before} ({after} kept)")}</span></div>
             <div class="stat"><span class="value">{plan.tasks_moved}</span><span class="label">"tasks that would move"</span></div>
         </section>
@@ -51,5 +51,18 @@ pub(super) fn Plan(plan: ConsolidationPlan) -> impl IntoView {
                 {plan.unknown.iter().map(|u| view! { <li>{u.clone()}</li> }).collect_view()}
             </ul>
         </section>
+    }
+}
+
+/// What the saving figure is: net of what keeps billing, when something does.
+fn net_label(plan: &ConsolidationPlan, percent: &str) -> String {
+    if plan.still_billed_cents_per_month > 0 {
+        format!(
+            "a month saved, net: {} gross ({percent}) less {} that commitments and Capacity Blocks keep billing",
+            money(plan.saving_cents_per_month),
+            money(plan.still_billed_cents_per_month)
+        )
+    } else {
+        format!("a month saved ({percent})")
     }
 }

@@ -21,6 +21,7 @@ pub(super) fn PlanDrains(drains: Vec<Drain>) -> impl IntoView {
                             <th scope="col">"Service"</th>
                             <th scope="col" class="num">"Tasks"</th>
                             <th scope="col">"To"</th>
+                            <th scope="col">"Who retires it"</th>
                         </tr></thead>
                         <tbody>
                             {drains.iter().map(|d| {
@@ -30,7 +31,10 @@ pub(super) fn PlanDrains(drains: Vec<Drain>) -> impl IntoView {
                                     <tr data-testid="plan-drain">
                                         <td class="mono" rowspan=rows>{format!("{} ({})", d.ec2_instance_id, d.cluster)}</td>
                                         <td class="mono" rowspan=rows>{format!("{} {}", d.instance_type, d.lifecycle.as_str())}</td>
-                                        <td class="num" rowspan=rows>{d.monthly_cents.map(money).unwrap_or_else(|| "no price".into())}</td>
+                                        <td class="num" rowspan=rows>
+                                            {d.monthly_cents.map(money).unwrap_or_else(|| "no price".into())}
+                                            {d.keeps_billing.clone().map(|what| view! { <span class="muted" data-testid="plan-keeps-billing">{format!(" still billed: {what}")}</span> })}
+                                        </td>
                                         <td class="num" rowspan=rows>{format!("{:.1} of {:.0} GiB", d.allocated_mib as f64 / 1024.0, d.total_mib as f64 / 1024.0)}</td>
                                         {match first {
                                             Some(m) => view! {
@@ -40,6 +44,7 @@ pub(super) fn PlanDrains(drains: Vec<Drain>) -> impl IntoView {
                                             }.into_any(),
                                             None => view! { <td colspan="3" class="muted">"no GPU task: nothing moves"</td> }.into_any(),
                                         }}
+                                        <td rowspan=rows data-testid="plan-who-acts">{d.who_acts.clone()}</td>
                                     </tr>
                                 };
                                 let rest = d.moves.iter().skip(1).map(|m| view! {

@@ -61,8 +61,37 @@ pub(super) async fn advise(
             .filter(|c: &&ClusterCapacity| c.cluster == cluster)
             .flat_map(|c| &c.providers)
             .find(|p| p.name == provider);
+        let who = who_acts(&provider, view);
+        for drain in plan
+            .drains
+            .iter_mut()
+            .filter(|d| d.cluster == cluster && instances.contains(&d.ec2_instance_id))
+        {
+            drain.who_acts.clone_from(&who);
+        }
         plan.warnings
             .push(advice(&cluster, &provider, view, &instances));
+    }
+}
+
+/// Who must act on an instance of `provider` the plan drains, in a few words; the warning
+/// says the rest.
+fn who_acts(provider: &str, view: Option<&ProviderView>) -> String {
+    if let Some(managed) = view.and_then(|v| v.managed_instances.as_ref()) {
+        return match managed.scale_in_after_seconds {
+            Some(-1) => format!("you: drain it; the Managed Instances provider {provider} does not retire idle instances"),
+            _ => format!("ECS: the Managed Instances provider {provider} retires it once idle"),
+        };
+    }
+    match view
+        .and_then(|v| v.auto_scaling_group.as_ref())
+        .and_then(|g| g.group.as_ref())
+    {
+        Some(size) => format!(
+            "the Auto Scaling group {} ({provider}): lower its desired capacity",
+            size.name
+        ),
+        None => format!("the capacity provider {provider}: its settings could not be read"),
     }
 }
 
@@ -137,6 +166,9 @@ mod tests {
         assert!(default.contains("its default delay"), "{default}");
         let off = advice("prod", "mi", Some(&managed(Some(-1))), &ids);
         assert!(off.contains("set its scaleInAfter"), "{off}");
+        assert!(who_acts("mi", Some(&managed(Some(1800)))).starts_with("ECS:"));
+        assert!(who_acts("mi", Some(&managed(Some(-1)))).starts_with("you:"));
+        assert!(who_acts("mi", None).contains("could not be read"));
     }
 
     #[test]
@@ -163,5 +195,9 @@ mod tests {
         assert!(text.contains("launches replacements"), "{text}");
         let unread = advice("batch", "asg", None, &ids);
         assert!(unread.contains("could not be read"), "{unread}");
+        assert_eq!(
+            who_acts("asg", Some(&group)),
+            "the Auto Scaling group gpu (asg): lower its desired capacity"
+        );
     }
 }

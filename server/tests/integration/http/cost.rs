@@ -421,6 +421,10 @@ async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_i
         let (cluster, _, _) = &instances[drain["ec2_instance_id"].as_str().unwrap()];
         assert_eq!(drain["cluster"].as_str().unwrap(), cluster);
         saving += drain["monthly_cents"].as_i64().unwrap();
+        assert!(
+            !drain["who_acts"].as_str().unwrap().is_empty(),
+            "each drain says who retires the instance: {drain}"
+        );
         moves += drain["moves"].as_array().unwrap().len().max(1);
         for step in drain["moves"].as_array().unwrap() {
             for to in step["to"].as_array().unwrap() {
@@ -457,12 +461,17 @@ async fn the_consolidation_plan_moves_tasks_onto_instances_kept_and_its_csv_is_i
     assert_eq!(response.status(), StatusCode::OK);
     let csv = text(response).await;
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines.len(), moves + 2, "{csv}");
+    assert_eq!(lines.len(), moves + 4, "{csv}");
     assert!(lines[0].starts_with("cluster,instance,instance_type"));
-    assert!(lines
-        .last()
-        .unwrap()
-        .starts_with(&format!("total,{} instances", drains.len())));
+    assert!(lines[moves + 1].starts_with(&format!("total,{} instances", drains.len())));
+    // Nothing in the demo is under a commitment: the net saving is the gross.
+    let gross = plan["saving_cents_per_month"].as_i64().unwrap();
+    assert_eq!(plan["still_billed_cents_per_month"], 0);
+    assert_eq!(plan["net_saving_cents_per_month"].as_i64(), Some(gross));
+    assert_eq!(
+        lines[moves + 3],
+        format!("net saving,,,,{}.{:02},,,,,,", gross / 100, gross % 100)
+    );
 
     let page = text(send(&app, get("/cost/plan")).await).await;
     assert!(

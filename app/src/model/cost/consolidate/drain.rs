@@ -231,6 +231,8 @@ fn drain_of(sim: &Sim, host: usize, started_on: &[usize]) -> Drain {
         instance_type: h.instance_type.clone(),
         lifecycle: h.lifecycle,
         monthly_cents: h.usd_per_hour.map(|p| cents(p * HOURS_PER_MONTH)),
+        keeps_billing: h.keeps_billing.map(str::to_string),
+        who_acts: h.who_acts.clone(),
         allocated_mib,
         total_mib: h.total_mib,
         moves: moves

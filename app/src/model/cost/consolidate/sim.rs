@@ -11,6 +11,10 @@ pub(super) struct Host {
     pub(super) instance_type: String,
     pub(super) lifecycle: Lifecycle,
     pub(super) usd_per_hour: Option<f64>,
+    /// What keeps billing it after it goes ("a Savings Plan", "a Capacity Block"), if anything.
+    pub(super) keeps_billing: Option<&'static str>,
+    /// Who retires it once it is drained, in words.
+    pub(super) who_acts: String,
     pub(super) mps_capable: bool,
     pub(super) gpus: Vec<GpuSlot>,
     pub(super) room: Option<Room>,
@@ -437,11 +441,30 @@ fn host_of(
         instance_type: instance.instance_type.clone(),
         lifecycle,
         usd_per_hour: price.map(|p| p.usd_per_hour),
+        keeps_billing: match (price.and_then(|p| p.commitment), lifecycle) {
+            (Some(commitment), _) => Some(commitment.words()),
+            (None, Lifecycle::CapacityBlock) => Some("a Capacity Block"),
+            _ => None,
+        },
+        who_acts: who_acts(instance),
         mps_capable: instance.mps_capable && instance.impaired.is_none(),
         total_mib: gpus.iter().map(|g| u64::from(g.total_memory_mib)).sum(),
         gpus,
         room: instance.room.clone(),
         open: true,
         per_service: HashMap::new(),
+    }
+}
+
+/// Who retires `instance` once it is drained, as far as the fleet says: the operator for one
+/// registered outside any provider; its provider otherwise, which the service's reading of the
+/// providers words more closely.
+fn who_acts(instance: &crate::model::InstanceView) -> String {
+    match &instance.capacity_provider {
+        Some(provider) => format!("the capacity provider {provider}"),
+        None => {
+            "you: it was registered outside any capacity provider; terminate it once it is empty"
+                .to_string()
+        }
     }
 }

@@ -3,7 +3,10 @@
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::*;
-use crate::model::{ClusterView, GpuContainer, GpuView, InstanceView, SharingMode};
+use crate::model::{
+    cost::{Commitment, Price},
+    ClusterView, GpuContainer, GpuView, InstanceView, SharingMode,
+};
 
 const GPU_MIB: u32 = 24_000;
 
@@ -138,6 +141,118 @@ fn thin_instances_are_drained_onto_one_and_the_saving_is_their_price() {
     assert_eq!(plan.before.most_services_per_gpu, 1);
     assert_eq!(plan.after.most_services_per_gpu, 2);
     assert_eq!(plan.after.gpus_in_use, 1);
+}
+
+/// A Capacity Block keeps billing after its instance goes, and so does a commitment: the net
+/// saving leaves them out, and each drain says who retires the instance.
+#[test]
+fn what_keeps_billing_is_not_in_the_net_saving() {
+    let mut block = instance(
+        "i-a",
+        "g5.xlarge",
+        vec![gpu(0, &[("embed", 1, 7_000)])],
+        None,
+    )
+    .with_lifecycle(Some(Lifecycle::CapacityBlock));
+    block.capacity_provider = Some("gpu-mi".into());
+    block.managed_instance = true;
+    let spot = instance(
+        "i-b",
+        "g5.xlarge",
+        vec![gpu(0, &[("embed", 2, 7_000)])],
+        None,
+    )
+    .with_lifecycle(Some(Lifecycle::Spot));
+    let mut committed = instance(
+        "i-c",
+        "g5.xlarge",
+        vec![gpu(0, &[("rerank", 1, 8_000)])],
+        None,
+    );
+    committed.capacity_provider = Some("gpu-asg".into());
+    let snapshot = fleet(vec![block, spot, committed], Vec::new());
+    let mut book = prices();
+    book.prices.retain(|p| p.instance_type != "g5.xlarge");
+    for (lifecycle, usd, commitment) in [
+        (Lifecycle::CapacityBlock, 0.8, None),
+        (Lifecycle::Spot, 0.4, None),
+        (Lifecycle::OnDemand, 0.7, Some(Commitment::SavingsPlan)),
+    ] {
+        book.prices.push(Price {
+            instance_type: "g5.xlarge".into(),
+            lifecycle,
+            usd_per_hour: usd,
+            commitment,
+            ..Price::default()
+        });
+    }
+    let query = PlanQuery {
+        spare_percent: 0,
+        ..PlanQuery::default()
+    };
+    let plan = plan(&snapshot, &book, &HashMap::new(), &query).unwrap();
+    let drained: BTreeSet<&str> = plan
+        .drains
+        .iter()
+        .map(|d| d.ec2_instance_id.as_str())
+        .collect();
+    assert_eq!(drained, BTreeSet::from(["i-a", "i-b"]), "{plan:#?}");
+    assert_eq!(
+        plan.saving_cents_per_month,
+        58_400 + 29_200,
+        "(0.8 + 0.4) × 730"
+    );
+    assert_eq!(
+        plan.still_billed_cents_per_month, 58_400,
+        "the block keeps billing"
+    );
+    assert_eq!(plan.net_saving_cents_per_month, 29_200);
+    let of = |id: &str| {
+        plan.drains
+            .iter()
+            .find(|d| d.ec2_instance_id == id)
+            .unwrap()
+    };
+    assert_eq!(of("i-a").keeps_billing.as_deref(), Some("a Capacity Block"));
+    assert_eq!(of("i-b").keeps_billing, None);
+    assert_eq!(of("i-a").who_acts, "the capacity provider gpu-mi");
+    assert!(of("i-b").who_acts.starts_with("you:"));
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("$584.00") && w.contains("a Capacity Block")),
+        "{:?}",
+        plan.warnings
+    );
+    let csv = to_csv(&plan);
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("keeps_billing,service,team,tasks,to,who_acts"));
+    assert!(
+        csv.contains("\nstill billed,commitments and Capacity Blocks,,,584.00,"),
+        "{csv}"
+    );
+    assert!(csv.contains("\nnet saving,,,,292.00,"), "{csv}");
+    // Draining the committed instance instead would save nothing net.
+    let mut only_committed = snapshot.clone();
+    only_committed.clusters[0]
+        .instances
+        .retain(|i| i.ec2_instance_id == "i-c");
+    only_committed.clusters[0].instances.push(instance(
+        "i-d",
+        "g5.xlarge",
+        vec![gpu(0, &[("embed", 3, 1_000)])],
+        None,
+    ));
+    let plan = super::plan(&only_committed, &book, &HashMap::new(), &query).unwrap();
+    assert_eq!(plan.drains.len(), 1, "{plan:#?}");
+    assert_eq!(plan.net_saving_cents_per_month, 0);
+    assert_eq!(
+        plan.drains[0].keeps_billing.as_deref(),
+        Some("a Savings Plan")
+    );
 }
 
 /// The spare share and the largest rollout's overlap keep instances that would otherwise go.

@@ -58,7 +58,8 @@ fn book(fee: Option<f64>) -> PriceBook {
             usd_per_hour: usd,
             // Given on the on-demand entry only: the charge is the type's, whatever EC2 bills.
             managed_instances_usd_per_hour: fee.filter(|_| lifecycle == Lifecycle::OnDemand),
-            source: "test".into(),
+            detail: "test".into(),
+            ..Price::default()
         });
     }
     book
@@ -114,4 +115,45 @@ fn a_fleet_without_managed_instances_has_no_charge_and_no_note() {
     let report = report(&plain, &book(None), &day()).expect("a report");
     assert_eq!(report.managed_instances_cents, 0);
     assert!(!report.notes.iter().any(|n| n.contains("Managed Instances")));
+}
+
+#[test]
+fn a_capacity_block_is_never_priced_at_the_on_demand_rate() {
+    let mut fleet = fleet();
+    fleet.clusters[0].instances[2].lifecycle = Some(Lifecycle::CapacityBlock);
+    // The book prices g5.xlarge on demand, but not in a Capacity Block.
+    let report = report(&fleet, &book(None), &day()).expect("a report");
+    let ec2: f64 = (1.006 + 0.4) * 24.0;
+    assert_eq!(report.total_cents, (ec2 * 100.0).round() as i64);
+    assert_eq!(report.unpriced.len(), 1, "{:?}", report.unpriced);
+    assert_eq!(report.unpriced[0].lifecycle, Lifecycle::CapacityBlock);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("never priced at the on-demand rate")
+                && n.contains("lifecycle = \"capacity-block\"")),
+        "{:?}",
+        report.notes
+    );
+    // With the block's own rate, it is priced at that rate.
+    let mut priced = book(None);
+    priced.prices.push(Price {
+        instance_type: "g5.xlarge".into(),
+        lifecycle: Lifecycle::CapacityBlock,
+        usd_per_hour: 0.7,
+        detail: "block".into(),
+        ..Price::default()
+    });
+    let report = report_of(&fleet, &priced);
+    assert!(report.unpriced.is_empty());
+    assert_eq!(
+        report.total_cents,
+        ((1.006 + 0.4 + 0.7) * 24.0 * 100.0_f64).round() as i64
+    );
+    assert!(!report.notes.iter().any(|n| n.contains("Capacity Block")));
+}
+
+fn report_of(fleet: &FleetSnapshot, book: &PriceBook) -> crate::model::cost::CostReport {
+    report(fleet, book, &day()).expect("a report")
 }
