@@ -21,6 +21,7 @@ pub mod instance_types;
 pub mod metric_store;
 pub mod model;
 pub mod placement;
+pub mod pricing;
 pub mod runtime;
 pub mod scenario;
 pub mod task_definitions;

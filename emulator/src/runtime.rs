@@ -2,6 +2,7 @@
 //! settings, and the HTTP server that speaks ECS (awsJson1_1) and CloudWatch (rpc-v2-cbor).
 
 mod cloudwatch_wire;
+mod pricing_wire;
 mod sqs_ec2;
 mod status;
 mod writes;
@@ -41,6 +42,7 @@ use crate::{
 };
 
 use self::cloudwatch_wire::{cloudwatch, cloudwatch_json};
+use self::pricing_wire::pricing_json;
 use self::sqs_ec2::{ec2_query, sqs};
 pub use self::status::Status;
 pub use self::writes::{WriteRecord, WRITES_KEPT};
@@ -344,8 +346,9 @@ fn set_json_headers(emulator: &Emulator, headers: &mut HeaderMap) {
     }
 }
 
-/// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>` (ECS), or
-/// `GraniteServiceVersion20100801.<Operation>` (CloudWatch over JSON, for botocore).
+/// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>` (ECS),
+/// `GraniteServiceVersion20100801.<Operation>` (CloudWatch over JSON, for botocore),
+/// `AmazonSQS.<Operation>` or `AWSPriceListService.<Operation>` (the Price List Query API).
 async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
@@ -356,6 +359,9 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     }
     if let Some(operation) = target.strip_prefix(SQS_TARGET_PREFIX) {
         return sqs(emulator, operation.to_string(), body).await;
+    }
+    if let Some(operation) = target.strip_prefix(crate::pricing::TARGET_PREFIX) {
+        return pricing_json(emulator, operation.to_string(), body).await;
     }
     // EC2's query protocol: a form body and no target header.
     let form = headers

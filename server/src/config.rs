@@ -270,8 +270,9 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// A price file (TOML, `[[price]]` entries with instance_type, usd_per_hour and optionally
-    /// region, lifecycle = "on-demand" | "spot" and source) that replaces or adds to the built-in
-    /// on-demand estimates for the cost review; see prices.example.toml.
+    /// region, lifecycle = "on-demand" | "spot" | "capacity-block", commitment = "savings-plan" |
+    /// "reserved-instance" and source) whose rates win over the Price List's and the built-in
+    /// table's for the cost review; see prices.example.toml.
     #[arg(long, env = "GPUSHARE_PRICES", value_name = "FILE")]
     pub prices: Option<PathBuf>,
 

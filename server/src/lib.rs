@@ -21,6 +21,7 @@ pub mod limits;
 pub mod outbound;
 pub mod people;
 pub mod ports;
+pub mod price_list;
 pub mod prices;
 pub mod readiness;
 pub mod rollouts;

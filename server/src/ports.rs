@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 use app::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
-        ports::{CostHistory, SpotMarket},
+        ports::{CostHistory, Markets},
         rollouts::POLL,
         ServiceContext,
     },
@@ -47,13 +47,29 @@ impl Settings {
     }
 }
 
+/// What AWS quotes, read in the background: EC2's spot prices and the Price List's.
+pub struct AwsMarkets {
+    pub spot: Arc<crate::spot_prices::SpotPrices>,
+    pub list: Arc<crate::price_list::ListPrices>,
+}
+
+impl Markets for AwsMarkets {
+    fn spot(&self) -> app::model::cost::SpotQuote {
+        self.spot.quote()
+    }
+
+    fn list(&self) -> app::model::cost::ListQuote {
+        self.list.quote()
+    }
+}
+
 /// The stores the use cases read and write besides ECS: the fleet snapshot, the audit log (which
 /// also keeps the approval requests and the people), the allocation history and spot prices.
 pub struct Stores {
     pub fleet: Arc<SnapshotStore>,
     pub audit: Arc<SqlAuditLog>,
     pub history: Arc<dyn CostHistory>,
-    pub spot: Arc<dyn SpotMarket>,
+    pub markets: Arc<dyn Markets>,
     /// What pages read from ECS on demand, kept for a while.
     pub reads: Arc<ReadCache>,
 }
@@ -66,7 +82,7 @@ pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) ->
         fleet,
         audit,
         history,
-        spot,
+        markets,
         reads,
     } = stores;
     let ecs = Arc::new(
@@ -90,7 +106,7 @@ pub fn service_context(clients: &Clients, settings: Settings, stores: Stores) ->
         policy: Arc::new(settings.policy),
         prices: Arc::new(settings.prices),
         history,
-        spot,
+        markets,
         team_tag: settings.team_tag,
         contention_threshold: settings.contention_threshold,
         in_flight: Arc::default(),

@@ -192,8 +192,9 @@ fn fleet_means(
     (prices, missing)
 }
 
-impl app::service::ports::SpotMarket for SpotPrices {
-    fn quote(&self) -> SpotQuote {
+impl SpotPrices {
+    /// The prices read last, and why there are none when they could not be read.
+    pub fn quote(&self) -> SpotQuote {
         self.quote.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

@@ -31,7 +31,9 @@ use crate::{
         state::AppState,
         streams::StreamLimits,
     },
+    ports::AwsMarkets,
     ports::{service_context, Settings, Stores},
+    price_list::ListPrices,
     readiness::{Cached, CloudWatchReachable, EcsReachable, HistoryReplay, Readiness, PROBE_CACHE},
     spot_prices::SpotPrices,
 };
@@ -63,6 +65,12 @@ pub fn start(
     spawn_recorder(history.clone(), fleet.clone());
     let spot = Arc::new(SpotPrices::new(clients.ec2.clone()));
     crate::spot_prices::spawn(spot.clone(), fleet.clone());
+    let list = Arc::new(ListPrices::new(
+        clients.pricing.clone(),
+        &settings.prices.region,
+        &audit,
+    ));
+    crate::price_list::spawn(list.clone(), fleet.clone());
     let reads = Arc::new(ReadCache::default());
     let costs = Arc::new(Costs {
         calls: clients.calls.clone(),
@@ -78,7 +86,7 @@ pub fn start(
             fleet,
             audit,
             history: history.clone(),
-            spot,
+            markets: Arc::new(AwsMarkets { spot, list }),
             reads,
         },
     );

@@ -6,8 +6,8 @@ use crate::{
     model::{cost::PriceBook, policy::Policy, FleetSource},
     service::{
         ports::{
-            ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, People,
-            RolloutWatches, SpotMarket, TaskDefinitionSchema,
+            ApprovalStore, AuditStore, CostHistory, EcsReads, EcsWrites, FleetFeed, Markets,
+            People, RolloutWatches, TaskDefinitionSchema,
         },
         process::{BudgetLocks, InFlight},
         turns::Turns,
@@ -42,8 +42,9 @@ pub struct ServiceContext {
     pub approvals: Arc<dyn ApprovalStore>,
     /// The prices cost reports use: the built-in table for the region and the price file.
     pub prices: Arc<PriceBook>,
-    /// EC2's spot prices, for spot instances the price file does not price.
-    pub spot: Arc<dyn SpotMarket>,
+    /// What AWS quotes: the Price List's on-demand prices (in place of the built-in table) and
+    /// EC2's spot prices, for what the price file does not price.
+    pub markets: Arc<dyn Markets>,
     /// The allocation history cost reports over past periods read.
     pub history: Arc<dyn CostHistory>,
     /// The tag key that names the team a service or task definition belongs to.

@@ -23,9 +23,12 @@ use crate::{
     service::{context::ServiceContext, lookup, task_definitions::find_revision},
 };
 
-/// The console's prices with the spot market's latest added.
+/// The console's prices with the Price List's and the spot market's latest in.
 fn book(context: &ServiceContext) -> PriceBook {
-    context.prices.with_market(&context.spot.quote())
+    context
+        .prices
+        .with_list(&context.markets.list())
+        .with_market(&context.markets.spot())
 }
 
 /// The consolidation plan for `query`, from the latest snapshot: the task definition each

@@ -156,7 +156,7 @@ impl Fake {
             approvals: self.clone(),
             prices: Arc::new(crate::model::cost::PriceBook::builtin("us-east-1")),
             history: self.clone(),
-            spot: self.clone(),
+            markets: self.clone(),
             team_tag: "team".into(),
             contention_threshold: crate::model::fleet_view::DEFAULT_CONTENTION_THRESHOLD,
             in_flight: Arc::default(),

@@ -384,18 +384,25 @@ pub trait ApprovalStore: Send + Sync {
     ) -> BoxFuture<'_, Result<(), ServiceError>>;
 }
 
-/// The spot market: EC2's latest spot prices for the spot instance types the fleet runs.
-pub trait SpotMarket: Send + Sync {
-    /// The prices read last, and why there are none when they could not be read.
-    fn quote(&self) -> crate::model::cost::SpotQuote;
+/// What AWS quotes: EC2's latest spot prices for the spot instance types the fleet runs, and the
+/// Price List's on-demand prices for its types.
+pub trait Markets: Send + Sync {
+    /// The spot prices read last, and why there are none when they could not be read.
+    fn spot(&self) -> crate::model::cost::SpotQuote;
+    /// The Price List's prices read last, and why some are missing.
+    fn list(&self) -> crate::model::cost::ListQuote;
 }
 
-/// No spot market: spot instances are priced only by the price file.
-pub struct NoSpotMarket;
+/// No market: instances are priced by the built-in table and the price file only.
+pub struct NoMarkets;
 
-impl SpotMarket for NoSpotMarket {
-    fn quote(&self) -> crate::model::cost::SpotQuote {
+impl Markets for NoMarkets {
+    fn spot(&self) -> crate::model::cost::SpotQuote {
         crate::model::cost::SpotQuote::default()
+    }
+
+    fn list(&self) -> crate::model::cost::ListQuote {
+        crate::model::cost::ListQuote::default()
     }
 }
 

@@ -7,8 +7,8 @@
 //! does not ask for is not in the answer.
 
 mod model;
+mod pricing;
 mod run;
-
 use std::collections::BTreeSet;
 
 use chrono::Utc;

@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 10] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 11] = [
     (
         1,
         "audit log and deploy locks",
@@ -176,5 +176,17 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 10] = [
         10,
         "the deployments ECS had before a deploy's UpdateService, to tell the one it made",
         "ALTER TABLE audit_log ADD COLUMN prior_deployments TEXT;",
+    ),
+    (
+        11,
+        "the Price List's on-demand prices, per region, type and the date each took effect",
+        "CREATE TABLE IF NOT EXISTS list_prices (
+        region TEXT NOT NULL,
+        instance_type TEXT NOT NULL,
+        effective TEXT NOT NULL,
+        usd_per_hour DOUBLE PRECISION NOT NULL,
+        read_at BIGINT NOT NULL,
+        PRIMARY KEY (region, instance_type, effective)
+    );",
     ),
 ];

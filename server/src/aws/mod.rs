@@ -72,6 +72,9 @@ pub struct Clients {
     pub sqs: aws_sdk_sqs::Client,
     /// EC2 Auto Scaling, for the groups behind Auto Scaling group capacity providers.
     pub autoscaling: aws_sdk_autoscaling::Client,
+    /// The Price List Query API, for on-demand prices. Its endpoints are in us-east-1,
+    /// eu-central-1 and ap-south-1 only; it answers for every region.
+    pub pricing: aws_sdk_pricing::Client,
     /// The SQS queue an EventBridge rule fills with ECS's events, when there is one.
     pub events_queue_url: Option<String>,
     /// The region the clients use, for display.
@@ -148,6 +151,12 @@ impl Clients {
                     .interceptor(count("autoscaling"))
                     .build(),
             ),
+            pricing: aws_sdk_pricing::Client::from_conf(
+                aws_sdk_pricing::config::Builder::from(&config)
+                    .region(pricing_region(config.region()))
+                    .interceptor(calls::CountCalls::new("pricing", counts.clone(), None))
+                    .build(),
+            ),
             sqs: aws_sdk_sqs::Client::from_conf(
                 aws_sdk_sqs::config::Builder::from(&config)
                     .interceptor(calls::CountCalls::new("sqs", counts.clone(), None))
@@ -160,9 +169,37 @@ impl Clients {
     }
 }
 
+/// The Price List endpoint nearest the console's region: eu-central-1 for Europe, the Middle
+/// East and Africa, ap-south-1 for Asia Pacific, us-east-1 otherwise.
+fn pricing_region(console: Option<&Region>) -> Region {
+    let region = console.map(Region::as_ref).unwrap_or_default();
+    Region::from_static(
+        if ["eu-", "me-", "af-", "il-"]
+            .iter()
+            .any(|p| region.starts_with(p))
+        {
+            "eu-central-1"
+        } else if region.starts_with("ap-") {
+            "ap-south-1"
+        } else {
+            "us-east-1"
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::rfc3339;
+
+    #[test]
+    fn the_price_list_is_asked_at_its_nearest_endpoint() {
+        use super::Region;
+        let at = |r: &'static str| super::pricing_region(Some(&Region::from_static(r)));
+        assert_eq!(at("eu-west-1").as_ref(), "eu-central-1");
+        assert_eq!(at("ap-northeast-1").as_ref(), "ap-south-1");
+        assert_eq!(at("us-west-2").as_ref(), "us-east-1");
+        assert_eq!(super::pricing_region(None).as_ref(), "us-east-1");
+    }
 
     #[test]
     fn sdk_times_sort_as_text_whatever_their_precision() {

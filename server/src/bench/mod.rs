@@ -113,7 +113,7 @@ pub(crate) async fn scenario_context(
                 crate::cost_history::RETENTION_DAYS,
             )),
             audit,
-            spot: std::sync::Arc::new(app::service::ports::NoSpotMarket),
+            markets: std::sync::Arc::new(app::service::ports::NoMarkets),
             reads: Default::default(),
         },
     );

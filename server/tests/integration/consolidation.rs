@@ -64,7 +64,7 @@ async fn draining_the_planned_instances_leaves_every_service_running() {
                 gpushare::cost_history::RETENTION_DAYS,
             )),
             audit,
-            spot: Arc::new(app::service::ports::NoSpotMarket),
+            markets: Arc::new(app::service::ports::NoMarkets),
             reads: Default::default(),
         },
     );

@@ -121,7 +121,7 @@ async fn pending_intents_are_settled_with_ecs_at_start(audit: Arc<SqlAuditLog>) 
                 gpushare::cost_history::RETENTION_DAYS,
             )),
             audit: audit.clone(),
-            spot: Arc::new(app::service::ports::NoSpotMarket),
+            markets: Arc::new(app::service::ports::NoMarkets),
             reads: Default::default(),
         },
     );

@@ -25,7 +25,7 @@ pub use crate::model::words::Lifecycle;
 use crate::model::FleetSnapshot;
 pub use history::{Chart, ChartDay, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
-pub use prices::{Commitment, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
+pub use prices::{Commitment, ListQuote, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span};
 pub use split::{exact_dollars, price};
 

@@ -211,9 +211,13 @@ impl crate::service::ports::People for Fake {
     }
 }
 
-impl crate::service::ports::SpotMarket for Fake {
-    fn quote(&self) -> crate::model::cost::SpotQuote {
+impl crate::service::ports::Markets for Fake {
+    fn spot(&self) -> crate::model::cost::SpotQuote {
         self.spot.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn list(&self) -> crate::model::cost::ListQuote {
+        crate::model::cost::ListQuote::default()
     }
 }
 

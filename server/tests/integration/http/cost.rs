@@ -10,25 +10,28 @@ use axum::http::StatusCode;
 
 use super::support::{fleet_json, get, json, send, test_app_configured, text};
 
-/// The report at `path` once the spot prices are in: they are read once the fleet has been.
+/// The report at `path` once the market's prices are in — EC2's spot prices and the Price
+/// List's, read once the fleet has been: a spot price, and no on-demand price left to the
+/// built-in table.
 #[allow(clippy::unwrap_used)]
 async fn report_with_spot_prices(app: &axum::Router, path: &str) -> serde_json::Value {
     for _ in 0..100 {
         let response = send(app, get(path)).await;
         assert_eq!(response.status(), StatusCode::OK);
         let report = json(response).await;
-        if report["prices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["price"]["lifecycle"] == "spot")
+        let prices = report["prices"].as_array().unwrap();
+        if prices.iter().any(|p| p["price"]["lifecycle"] == "spot")
+            && prices.iter().all(|p| p["price"]["source"] != "built-in")
         {
             return report;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let last = json(send(app, get(path)).await).await;
-    panic!("no spot price in {path} within 10 s: {:#}", last["prices"]);
+    panic!(
+        "no spot price, or built-in prices left, in {path} after 10 s: {:#}",
+        last["prices"]
+    );
 }
 
 #[tokio::test]
@@ -80,9 +83,26 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
         "the price file wins: {report}"
     );
     let used = report["prices"].as_array().unwrap();
-    assert!(used
+    assert!(used.iter().any(|p| p["price"]["source"] == "file"
+        && p["price"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("negotiated rate (price file")));
+    // Every other on-demand price is the Price List's, with the date it took effect.
+    for p in used
         .iter()
-        .any(|p| p["price"]["source"] == "negotiated rate"));
+        .filter(|p| p["price"]["lifecycle"] == "on-demand" && p["price"]["source"] != "file")
+    {
+        assert_eq!(p["price"]["source"], "price-list-api", "{p}");
+        assert_eq!(p["price"]["effective"], "2026-11-01", "{p}");
+    }
+    let metrics = text(send(&app, get("/metrics")).await).await;
+    assert!(
+        metrics.contains(
+            r#"gpushare_aws_calls_total{service="pricing",operation="GetProducts",outcome="ok"}"#
+        ),
+        "the Price List's calls are counted"
+    );
     let mut dollars = 0.0;
     let mut spot = 0;
     for cluster in fleet["snapshot"]["clusters"].as_array().unwrap() {
@@ -104,7 +124,8 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     assert!(spot > 0, "the demo has spot instances");
     // The spot instances at EC2's spot price, named as such; nothing unpriced.
     assert!(used.iter().any(|p| p["price"]["lifecycle"] == "spot"
-        && p["price"]["source"]
+        && p["price"]["source"] == "spot-history"
+        && p["price"]["detail"]
             .as_str()
             .unwrap()
             .starts_with("EC2 spot price history")));
@@ -151,10 +172,14 @@ async fn the_cost_report_adds_up_to_the_bill_and_its_csv_is_its_table() {
     )));
     assert!(lines.last().unwrap().ends_with(",method,,,,,"), "{csv}");
     assert!(
-        lines.iter().any(|l| l
-            .starts_with("\"g5.12xlarge (on-demand) at $4.25/h, negotiated rate, ")
-            && l.ends_with(",price,,,,,")),
+        lines.iter().any(|l| l.starts_with(
+            "\"g5.12xlarge (on-demand) at $4.25/h, file: negotiated rate (price file "
+        ) && l.ends_with(",price,,,,,")),
         "each price used names its source: {csv}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("\"g5.xlarge (on-demand) at $1.006/h, price-list-api: AWS Price List, on-demand Linux, us-east-1, effective 2026-11-01, ")),
+        "the Price List's prices name it: {csv}"
     );
 
     // The page, without JavaScript: the view's table, its total and the rule.
