@@ -155,6 +155,14 @@ describe('cost review, JavaScript off', () => {
     await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && !url.searchParams.has('sort'));
     const shared = await apiReport('?period=now&group=instance_type&idle=share');
     assert.equal(await page.getByTestId('cost-table').locator('tbody tr').count(), shared.rows.length);
+    // The split rule is the view's too, and the page writes out the rule it followed.
+    await page.getByTestId('cost-form').getByLabel('MPS GPUs split by').selectOption('max');
+    await page.getByTestId('cost-form').getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL((url) => url.searchParams.get('split') === 'max' && url.searchParams.get('idle') === 'share');
+    assert.match(await page.getByTestId('cost-rule').textContent(), /larger of each container's share of the GPU's memory and its compute limit/);
+    const larger = await apiReport('?period=now&group=instance_type&idle=share&split=max');
+    assert.equal(await page.getByTestId('cost-total').textContent(), money(larger.total_cents));
+    assert.equal(larger.total_cents, shared.total_cents, 'the rule moves cost between rows, not the bill');
     await context.close();
   });
 });

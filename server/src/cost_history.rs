@@ -25,7 +25,7 @@ use sqlx::{AnyPool, Row};
 /// How many days of history are kept by default.
 pub const RETENTION_DAYS: u32 = 400;
 
-/// Rows per INSERT statement (each binds 8 values).
+/// Rows per INSERT statement (each binds 13 values).
 const BATCH: usize = 100;
 
 /// The history in SQL.
@@ -168,7 +168,7 @@ impl SqlCostHistory {
                 let factor = f64::from(count) / 60.0;
                 for chunk in rows.chunks(BATCH) {
                     let sql = format!(
-                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours, cpu_hours, host_memory_mib_hours, managed_instance_hours) VALUES {}
+                        "INSERT INTO {table} ({column}, key_id, instance_hours, gpu_hours, memory_mib_hours, whole_gpu_hours, usage_gpu_hours, unused_gpu_hours, cpu_hours, host_memory_mib_hours, managed_instance_hours, max_rule_gpu_hours, estimated_unused_gpu_hours) VALUES {}
                          ON CONFLICT ({column}, key_id) DO UPDATE SET
                             instance_hours = {table}.instance_hours + excluded.instance_hours,
                             gpu_hours = {table}.gpu_hours + excluded.gpu_hours,
@@ -178,8 +178,10 @@ impl SqlCostHistory {
                             unused_gpu_hours = {table}.unused_gpu_hours + excluded.unused_gpu_hours,
                             cpu_hours = {table}.cpu_hours + excluded.cpu_hours,
                             host_memory_mib_hours = {table}.host_memory_mib_hours + excluded.host_memory_mib_hours,
-                            managed_instance_hours = {table}.managed_instance_hours + excluded.managed_instance_hours",
-                        placeholders(chunk.len(), 11)
+                            managed_instance_hours = {table}.managed_instance_hours + excluded.managed_instance_hours,
+                            max_rule_gpu_hours = {table}.max_rule_gpu_hours + excluded.max_rule_gpu_hours,
+                            estimated_unused_gpu_hours = {table}.estimated_unused_gpu_hours + excluded.estimated_unused_gpu_hours",
+                        placeholders(chunk.len(), 13)
                     );
                     let mut query = sqlx::query(&sql);
                     for (id, amounts) in chunk {
@@ -195,7 +197,9 @@ impl SqlCostHistory {
                             .bind(a.unused_gpu_hours)
                             .bind(a.cpu_hours)
                             .bind(a.host_memory_mib_hours)
-                            .bind(a.managed_instance_hours);
+                            .bind(a.managed_instance_hours)
+                            .bind(a.max_rule_gpu_hours)
+                            .bind(a.estimated_unused_gpu_hours);
                     }
                     query.execute(&mut *tx).await?;
                 }
@@ -278,7 +282,10 @@ impl SqlCostHistory {
         let rows = sqlx::query(&format!(
             "SELECT (h.{column} / 86400) * 86400 AS day, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service,
                 SUM(h.instance_hours), SUM(h.gpu_hours), SUM(h.memory_mib_hours), SUM(h.whole_gpu_hours),
-                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours), SUM(h.cpu_hours), SUM(h.host_memory_mib_hours), SUM(h.managed_instance_hours)
+                SUM(h.usage_gpu_hours), SUM(h.unused_gpu_hours), SUM(h.cpu_hours), SUM(h.host_memory_mib_hours), SUM(h.managed_instance_hours),
+                SUM(COALESCE(h.max_rule_gpu_hours, h.gpu_hours)),
+                SUM(CASE WHEN h.max_rule_gpu_hours IS NULL THEN h.gpu_hours ELSE 0.0 END),
+                SUM(COALESCE(h.estimated_unused_gpu_hours, h.unused_gpu_hours))
              FROM {table} h JOIN cost_keys k ON k.id = h.key_id
              WHERE h.{column} >= $1 AND h.{column} < $2
              GROUP BY (h.{column} / 86400) * 86400, k.cluster, k.instance_type, k.lifecycle, k.kind, k.team, k.service"
@@ -309,6 +316,9 @@ impl SqlCostHistory {
                 cpu_hours: row.try_get(13)?,
                 host_memory_mib_hours: row.try_get(14)?,
                 managed_instance_hours: row.try_get(15)?,
+                max_rule_gpu_hours: row.try_get(16)?,
+                max_rule_unknown_gpu_hours: row.try_get(17)?,
+                estimated_unused_gpu_hours: row.try_get(18)?,
             };
             recorded
                 .days

@@ -19,7 +19,7 @@ use crate::{
     components::report_page::{report_body, ReportPageText},
     model::cost::{
         money, Chart, CostQuery, CostReport, CostRow, Grouping, Period, PriceUsed, RowKind,
-        SortKey, Span, Unpriced,
+        SortKey, Span, SplitRule, Unpriced,
     },
     server_fns::cost::cost_report,
 };

@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 11] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 12] = [
     (
         1,
         "audit log and deploy locks",
@@ -188,5 +188,13 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 11] = [
         read_at BIGINT NOT NULL,
         PRIMARY KEY (region, instance_type, effective)
     );",
+    ),
+    (
+        12,
+        "cost history: GPU-hours by the larger of memory and compute share, and the estimated part of unused (NULL before: unknown)",
+        "ALTER TABLE cost_hours ADD COLUMN max_rule_gpu_hours DOUBLE PRECISION;
+    ALTER TABLE cost_days ADD COLUMN max_rule_gpu_hours DOUBLE PRECISION;
+    ALTER TABLE cost_hours ADD COLUMN estimated_unused_gpu_hours DOUBLE PRECISION;
+    ALTER TABLE cost_days ADD COLUMN estimated_unused_gpu_hours DOUBLE PRECISION;",
     ),
 ];

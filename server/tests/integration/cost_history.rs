@@ -41,6 +41,8 @@ fn an_hour() -> Holdings {
             memory_mib_hours: 12_000.0,
             usage_gpu_hours: 0.5,
             unused_gpu_hours: 0.25,
+            estimated_unused_gpu_hours: 0.25,
+            max_rule_gpu_hours: 0.8,
             ..Amounts::default()
         },
     );
@@ -77,6 +79,9 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
     assert!((held.gpu_hours - 1.5).abs() < 1e-9, "{held:?}");
     assert!((held.memory_mib_hours - 36_000.0).abs() < 1e-6, "{held:?}");
     assert!((held.unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
+    assert!((held.estimated_unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
+    assert!((held.max_rule_gpu_hours - 2.4).abs() < 1e-9, "{held:?}");
+    assert_eq!(held.max_rule_unknown_gpu_hours, 0.0, "{held:?}");
     // Over whole days the daily rows are read, with the hours at either end: the same sums.
     let wide = a
         .select(base * 60 - 86_400 + 7200, base * 60 + 2 * 86_400 + 3600)
@@ -132,6 +137,39 @@ async fn replicas_on_sqlite_count_each_minute_once() {
     let first = SqlAuditLog::open(None, &dir).await.expect("opens");
     let second = SqlAuditLog::open(None, &dir).await.expect("opens");
     check_replicas(first, second).await;
+}
+
+/// Hours recorded before the larger-share split and the estimated unused were (their columns
+/// NULL) read as held by memory share and as estimated, and are counted as such.
+#[tokio::test]
+async fn hours_recorded_before_compute_shares_count_by_memory() {
+    let dir = temp_dir("history-before");
+    let log = SqlAuditLog::open(None, &dir).await.expect("opens");
+    let history = SqlCostHistory::new(&log, 400);
+    let base = 1_796_083_200 / 60;
+    history
+        .record(&an_hour(), base..base + 60)
+        .await
+        .expect("records");
+    let raw = sqlx::AnyPool::connect(&format!("sqlite://{}", dir.join("gpushare.db").display()))
+        .await
+        .expect("the database");
+    for table in ["cost_hours", "cost_days"] {
+        sqlx::query(&format!(
+            "UPDATE {table} SET max_rule_gpu_hours = NULL, estimated_unused_gpu_hours = NULL"
+        ))
+        .execute(&raw)
+        .await
+        .expect("as before the columns");
+    }
+    let recorded = history
+        .select(base * 60, (base + 60) * 60)
+        .await
+        .expect("reads");
+    let held = recorded.total()[&key(HoldingKind::Held, "x", "a")];
+    assert_eq!(held.max_rule_gpu_hours, held.gpu_hours, "{held:?}");
+    assert_eq!(held.max_rule_unknown_gpu_hours, held.gpu_hours, "{held:?}");
+    assert_eq!(held.estimated_unused_gpu_hours, held.unused_gpu_hours);
 }
 
 #[tokio::test]

@@ -2,7 +2,37 @@
 
 use leptos::prelude::*;
 
-use crate::model::{fleet_view::GpuDetail, Reading};
+use crate::model::{
+    cost::holdings::{unused_fraction, InstanceUnused},
+    fleet_view::GpuDetail,
+    GpuView, Reading, SharingMode,
+};
+
+/// What the GPU did not use of its allocation, as it measures it.
+fn gpu_unused(gpu: &GpuView) -> String {
+    match (unused_fraction(gpu), gpu.mode) {
+        (Some(unused), SharingMode::NvidiaMps) => format!(
+            "{:.0} % of the {} MiB allocated (memory used, 15-minute average)",
+            unused * 100.0,
+            gpu.allocated_memory_mib()
+        ),
+        (Some(unused), _) => format!("{:.0} % (utilisation, 15-minute average)", unused * 100.0),
+        (None, SharingMode::Idle) => "nothing allocated".to_string(),
+        (None, _) => "no usage data".to_string(),
+    }
+}
+
+/// What the instance's GPUs did not use of their allocations.
+fn instance_unused(unused: Option<InstanceUnused>) -> String {
+    unused.map_or("no usage data".to_string(), |u| {
+        format!(
+            "{:.0} % of its GPUs' allocations ({} of {} allocated GPUs measured)",
+            u.fraction * 100.0,
+            u.measured,
+            u.allocated
+        )
+    })
+}
 
 /// The facts of the GPU of `detail`.
 #[component]
@@ -50,6 +80,13 @@ pub(super) fn GpuFacts(detail: GpuDetail) -> impl IntoView {
             <dd>{utilization}</dd>
             <dt>"Memory used"</dt>
             <dd>{memory_used}</dd>
+            <dt>"Unused"</dt>
+            <dd data-testid="gpu-unused">{gpu_unused(&gpu)}</dd>
+            <dt>"Unused on its instance"</dt>
+            <dd data-testid="instance-unused">{instance_unused(detail.instance_unused)}</dd>
         </dl>
+        {(gpu.mode == SharingMode::NvidiaMps).then(|| view! {
+            <p class="muted" data-testid="unused-estimate">"Measured for the GPU, not per tenant: CloudWatch's GPU metrics are per GPU, and ECS gives per-task GPU metrics only for tasks that hold whole GPUs. The cost review shares this GPU's unused among its tenants by allocation and marks it as an estimate."</p>
+        })}
     }
 }

@@ -112,7 +112,7 @@ fn resource(group: Grouping, kind: RowKind, name: &str) -> (String, String) {
 /// The FOCUS CSV of a recorded period: a header of `COLUMNS`, then a line per day and row.
 pub fn focus_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
     let (period, days) = daily_rows(recorded, prices, query);
-    let method = format!("memory share; {}", period.rule);
+    let method = format!("{}; {}", query.split.label(), period.rule);
     let mut sources: Vec<String> = period
         .prices
         .iter()

@@ -85,6 +85,18 @@ pub struct Amounts {
     /// Managed Instances charge on top of EC2's price.
     #[serde(default)]
     pub managed_instance_hours: f64,
+    /// Held: the GPU-hours held by the larger of memory and compute share (see
+    /// [`SplitRule::Max`](super::SplitRule::Max)); equal to `gpu_hours` on whole GPUs.
+    #[serde(default)]
+    pub max_rule_gpu_hours: f64,
+    /// Of `gpu_hours`, those recorded before the compute share was: under the larger-share
+    /// rule they count by memory share.
+    #[serde(default)]
+    pub max_rule_unknown_gpu_hours: f64,
+    /// Of `unused_gpu_hours`, the part on MPS GPUs: CloudWatch measures a GPU, not a tenant,
+    /// so a tenant's part of it is an estimate (its share of the GPU's unused memory).
+    #[serde(default)]
+    pub estimated_unused_gpu_hours: f64,
 }
 
 impl Amounts {
@@ -98,6 +110,9 @@ impl Amounts {
         self.cpu_hours += other.cpu_hours;
         self.host_memory_mib_hours += other.host_memory_mib_hours;
         self.managed_instance_hours += other.managed_instance_hours;
+        self.max_rule_gpu_hours += other.max_rule_gpu_hours;
+        self.max_rule_unknown_gpu_hours += other.max_rule_unknown_gpu_hours;
+        self.estimated_unused_gpu_hours += other.estimated_unused_gpu_hours;
     }
 
     /// These amounts times `factor` (a snapshot standing for `factor` hours).
@@ -112,6 +127,9 @@ impl Amounts {
             cpu_hours: self.cpu_hours * factor,
             host_memory_mib_hours: self.host_memory_mib_hours * factor,
             managed_instance_hours: self.managed_instance_hours * factor,
+            max_rule_gpu_hours: self.max_rule_gpu_hours * factor,
+            max_rule_unknown_gpu_hours: self.max_rule_unknown_gpu_hours * factor,
+            estimated_unused_gpu_hours: self.estimated_unused_gpu_hours * factor,
         }
     }
 }
@@ -126,8 +144,10 @@ pub fn merge(into: &mut Holdings, more: &Holdings) {
     }
 }
 
-/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data.
-pub(super) fn unused_fraction(gpu: &GpuView) -> Option<f64> {
+/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data. Measured: the
+/// GPU's own figure (its memory used against what ECS allocated on an MPS GPU, its utilisation
+/// on a whole one).
+pub fn unused_fraction(gpu: &GpuView) -> Option<f64> {
     let usage = gpu.usage?;
     match gpu.mode {
         SharingMode::NvidiaMps => {
@@ -140,6 +160,49 @@ pub(super) fn unused_fraction(gpu: &GpuView) -> Option<f64> {
             Some((1.0 - busy / 100.0).clamp(0.0, 1.0))
         }
     }
+}
+
+/// What an instance's GPUs did not use of their allocations, as the GPUs measure it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstanceUnused {
+    /// Of the allocations of the GPUs measured (an MPS GPU weighs its allocated memory, a whole
+    /// GPU all of it), the part unused, 0–1.
+    pub fraction: f64,
+    /// GPUs with an allocation and usage data, of `allocated` GPUs with an allocation.
+    pub measured: u32,
+    pub allocated: u32,
+}
+
+/// What `instance`'s GPUs did not use of their allocations; `None` when no GPU with an
+/// allocation has usage data.
+pub fn instance_unused(instance: &InstanceView) -> Option<InstanceUnused> {
+    let mut weighed = 0.0;
+    let mut unused = 0.0;
+    let mut measured = 0;
+    let mut allocated = 0;
+    for gpu in &instance.gpus {
+        let weight = match gpu.mode {
+            SharingMode::NvidiaMps if gpu.total_memory_mib > 0 => {
+                f64::from(gpu.allocated_memory_mib()) / f64::from(gpu.total_memory_mib)
+            }
+            SharingMode::Dedicated => 1.0,
+            _ => 0.0,
+        };
+        if weight <= 0.0 {
+            continue;
+        }
+        allocated += 1;
+        if let Some(fraction) = unused_fraction(gpu) {
+            measured += 1;
+            weighed += weight;
+            unused += weight * fraction;
+        }
+    }
+    (measured > 0).then(|| InstanceUnused {
+        fraction: unused / weighed,
+        measured,
+        allocated,
+    })
 }
 
 /// What `snapshot` holds, standing for `hours` hours.
@@ -199,6 +262,65 @@ fn add_instance(out: &mut Holdings, cluster: &str, instance: &InstanceView, hour
     }
 }
 
+/// One holder of an MPS GPU: a known container, or (`None`) the memory ECS counts as allocated
+/// that no known container explains.
+struct MpsShare<'a> {
+    container: Option<&'a crate::model::GpuContainer>,
+    /// MiB held.
+    memory: f64,
+    /// Of the GPU, by memory share.
+    part: f64,
+    /// Of the GPU, by the larger of memory and compute share, scaled to the GPU.
+    larger: f64,
+}
+
+/// The holders of an MPS GPU (`total_memory_mib` > 0): each container by its own ask, bounded
+/// by what ECS says is allocated, and what no known container explains. The larger share is
+/// each one's memory share or compute limit, whichever is larger (unexplained memory counts by
+/// memory); where they add up to more than the GPU, all are scaled to the GPU.
+fn mps_shares(gpu: &GpuView) -> Vec<MpsShare<'_>> {
+    let total = f64::from(gpu.total_memory_mib);
+    let allocated = f64::from(gpu.allocated_memory_mib());
+    let known: f64 = gpu
+        .containers
+        .iter()
+        .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
+        .sum();
+    let scale = if known > allocated && known > 0.0 {
+        allocated / known
+    } else {
+        1.0
+    };
+    let mut out: Vec<MpsShare> = gpu
+        .containers
+        .iter()
+        .map(|c| (c, f64::from(c.memory_mib.unwrap_or(0)) * scale))
+        .filter(|(_, memory)| *memory > 0.0)
+        .map(|(c, memory)| MpsShare {
+            container: Some(c),
+            memory,
+            part: memory / total,
+            larger: (memory / total).max(f64::from(c.compute_percent) / 100.0),
+        })
+        .collect();
+    let unknown = (allocated - known.min(allocated)).max(0.0);
+    if unknown > 0.0 {
+        out.push(MpsShare {
+            container: None,
+            memory: unknown,
+            part: unknown / total,
+            larger: unknown / total,
+        });
+    }
+    let sum: f64 = out.iter().map(|h| h.larger).sum();
+    if sum > 1.0 {
+        for holder in &mut out {
+            holder.larger /= sum;
+        }
+    }
+    out
+}
+
 /// Who holds one GPU: its whole-GPU containers in equal parts, its MPS containers by memory
 /// (what no known container explains is unattributed), a dedicated GPU of no known container
 /// unattributed — never idle.
@@ -209,13 +331,21 @@ fn add_gpu(
     hours: f64,
 ) {
     let unused = unused_fraction(gpu);
-    let share = |part: f64, memory: f64, whole: f64| Amounts {
+    let estimated = gpu.mode == SharingMode::NvidiaMps;
+    // `part` by memory share, `larger` by the larger of memory and compute share.
+    let share = |part: f64, larger: f64, memory: f64, whole: f64| Amounts {
         instance_hours: 0.0,
         gpu_hours: hours * part,
         memory_mib_hours: hours * memory,
         whole_gpu_hours: hours * whole,
         usage_gpu_hours: if unused.is_some() { hours * part } else { 0.0 },
         unused_gpu_hours: hours * part * unused.unwrap_or(0.0),
+        estimated_unused_gpu_hours: if estimated {
+            hours * part * unused.unwrap_or(0.0)
+        } else {
+            0.0
+        },
+        max_rule_gpu_hours: hours * larger,
         ..Amounts::default()
     };
     let whole: Vec<_> = gpu.containers.iter().filter(|c| c.whole_gpu).collect();
@@ -228,45 +358,86 @@ fn add_gpu(
                 c.service.as_deref(),
             ))
             .or_default()
-            .add(&share(each, 0.0, each));
+            .add(&share(each, each, 0.0, each));
         }
     } else if gpu.mode == SharingMode::NvidiaMps && gpu.total_memory_mib > 0 {
-        let total = f64::from(gpu.total_memory_mib);
-        let allocated = f64::from(gpu.allocated_memory_mib());
-        let known: f64 = gpu
-            .containers
-            .iter()
-            .map(|c| f64::from(c.memory_mib.unwrap_or(0)))
-            .sum();
-        // The containers' own asks, bounded by what ECS says is allocated.
-        let scale = if known > allocated && known > 0.0 {
-            allocated / known
-        } else {
-            1.0
-        };
-        for c in &gpu.containers {
-            let memory = f64::from(c.memory_mib.unwrap_or(0)) * scale;
-            if memory > 0.0 {
-                out.entry(key(
-                    HoldingKind::Held,
-                    c.team.as_deref(),
-                    c.service.as_deref(),
-                ))
+        for holder in mps_shares(gpu) {
+            let key = match holder.container {
+                Some(c) => key(HoldingKind::Held, c.team.as_deref(), c.service.as_deref()),
+                None => key(HoldingKind::Unattributed, None, None),
+            };
+            out.entry(key)
                 .or_default()
-                .add(&share(memory / total, memory, 0.0));
-            }
-        }
-        let unknown = (allocated - known.min(allocated)).max(0.0);
-        if unknown > 0.0 {
-            out.entry(key(HoldingKind::Unattributed, None, None))
-                .or_default()
-                .add(&share(unknown / total, unknown, 0.0));
+                .add(&share(holder.part, holder.larger, holder.memory, 0.0));
         }
     } else if gpu.mode == SharingMode::Dedicated {
         // ECS says a container has it, and no known container does: held, by whom
         // not known — never idle.
         out.entry(key(HoldingKind::Unattributed, None, None))
             .or_default()
-            .add(&share(1.0, 0.0, 1.0));
+            .add(&share(1.0, 1.0, 0.0, 1.0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{GpuUsage, Reading};
+
+    fn gpu(mode: SharingMode, allocated: u32, usage: Option<GpuUsage>) -> GpuView {
+        GpuView {
+            uuid: "GPU-0".into(),
+            index: 0,
+            mode,
+            total_memory_mib: 20_000,
+            remaining_memory_mib: 20_000 - allocated,
+            compute_allocated_percent: 0,
+            containers: Vec::new(),
+            usage,
+        }
+    }
+
+    fn reading(value: f64) -> Option<Reading> {
+        Some(Reading {
+            latest: value,
+            average: value,
+        })
+    }
+
+    /// An MPS GPU with 10,000 MiB allocated and 2,500 used is 75 % unused; a whole GPU at 60 %
+    /// utilisation 40 %; an idle one and one without data are not counted. Weighed by
+    /// allocation (a half and a whole GPU): (0.5 × 0.75 + 1 × 0.4) ÷ 1.5.
+    #[test]
+    fn an_instances_unused_weighs_its_gpus_allocations() {
+        let mps = gpu(
+            SharingMode::NvidiaMps,
+            10_000,
+            Some(GpuUsage {
+                utilization_percent: reading(90.0),
+                memory_used_mib: reading(2_500.0),
+            }),
+        );
+        assert_eq!(unused_fraction(&mps), Some(0.75));
+        let whole = gpu(
+            SharingMode::Dedicated,
+            20_000,
+            Some(GpuUsage {
+                utilization_percent: reading(60.0),
+                memory_used_mib: None,
+            }),
+        );
+        let unmeasured = gpu(SharingMode::Dedicated, 20_000, None);
+        let idle = gpu(SharingMode::Idle, 0, None);
+        let instance =
+            InstanceView::of("i-1", "g5.12xlarge").with_gpus(vec![mps, whole, unmeasured, idle]);
+        let unused = instance_unused(&instance).expect("measured");
+        assert!((unused.fraction - (0.5 * 0.75 + 0.4) / 1.5).abs() < 1e-9, "{unused:?}");
+        assert_eq!((unused.measured, unused.allocated), (2, 3));
+        let quiet = InstanceView::of("i-2", "g5.xlarge").with_gpus(vec![gpu(
+            SharingMode::Dedicated,
+            20_000,
+            None,
+        )]);
+        assert_eq!(instance_unused(&quiet), None);
     }
 }

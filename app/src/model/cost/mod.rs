@@ -26,7 +26,7 @@ use crate::model::FleetSnapshot;
 pub use history::{Chart, ChartDay, Range, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Commitment, ListQuote, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
-pub use query::{CostQuery, Grouping, Period, SortKey, Span};
+pub use query::{CostQuery, Grouping, Period, SortKey, Span, SplitRule};
 pub use split::{exact_dollars, price};
 
 /// A month's hours wherever the console prices a month (a report's `span=month`, the
@@ -35,16 +35,28 @@ pub use split::{exact_dollars, price};
 pub const MONTH_HOURS: u32 = 730;
 
 /// The rule, in the words the page, the CSV's readers and the API docs use.
-pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use, by 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs) — the last 15 minutes for today's allocations, each recorded minute's for a period; it is shown beside the cost, not taken off it. Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
+pub const RULE: &str = "Each instance's hourly price is split equally across its GPUs. A whole (dedicated) GPU's cost goes to the service of the container that holds it. A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation. Memory nobody holds is idle, counted per cluster (or shared out in proportion, when chosen); what ECS counts as allocated with no known container holding it is a row of its own, never idle. Unused is the part of an allocation the GPU did not use, by 15 minutes of CloudWatch data (memory used on MPS GPUs, utilisation on whole GPUs) — the last 15 minutes for today's allocations, each recorded minute's for a period; it is shown beside the cost, not taken off it, and on MPS GPUs a tenant's part of it is an estimate (the metrics are per GPU). Amounts are rounded to the cent by largest remainder, so the rows add up to the total exactly. Instances without a price are left out of the totals and listed.";
 
-/// The rule with the CPU and memory part, when a share of the price goes to it.
-pub fn rule(host_share: f64) -> String {
+/// How the rule words a GPU shared through MPS under the larger-share split.
+const MAX_RULE: &str = "A GPU shared through MPS is split by the larger of each container's share of the GPU's memory and its compute limit (maxComputePercent ÷ 100, 100 % when unset), scaled down where a GPU's shares add up to more than the whole GPU — so a tenant with a tenth of the memory and the whole compute pays as much as it may take.";
+
+/// The rule with the split chosen and the CPU and memory part, when a share of the price goes to
+/// it.
+pub fn rule(host_share: f64, split: SplitRule) -> String {
+    let base = match split {
+        SplitRule::Memory => RULE.to_string(),
+        SplitRule::Max => RULE.replacen(
+            "A GPU shared through MPS is split by each container's share of the GPU's memory — memory is what ECS reserves; the compute limit (maxComputePercent) is a cap, not a reservation.",
+            MAX_RULE,
+            1,
+        ),
+    };
     if host_share <= 0.0 {
-        return RULE.to_string();
+        return base;
     }
     let gpus = format!("{:.0} %", (1.0 - host_share) * 100.0);
     let host = format!("{:.0} %", host_share * 100.0);
-    RULE.replacen(
+    base.replacen(
         "Each instance's hourly price is split equally across its GPUs.",
         &format!("{gpus} of each instance's hourly price is split equally across its GPUs; the other {host} pays for its CPU and memory, half split by the CPU units its tasks reserve and half by the memory they reserve (the task definition's task-level cpu and memory, else its containers' cpu and memoryReservation or memory), and what no task reserves is idle."),
         1,
@@ -79,6 +91,10 @@ pub struct CostRow {
     /// Of this row's cost, the part the GPUs did not use, in cents; `None` when no usage was
     /// reported for any of its GPUs.
     pub unused_cents: Option<i64>,
+    /// Of `unused_cents`, the part on MPS GPUs: an estimate, as CloudWatch measures GPUs, not
+    /// tenants.
+    #[serde(default)]
+    pub estimated_unused_cents: i64,
     /// Of this row's cost, the part on GPUs without usage data, in cents.
     pub without_usage_cents: i64,
     /// Against the previous period of the same length: this row's cost less what it was then,

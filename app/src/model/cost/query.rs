@@ -131,6 +131,46 @@ impl SortKey {
     }
 }
 
+/// How an MPS GPU's cost is shared among the containers on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitRule {
+    /// By each container's share of the GPU's memory, what ECS reserves.
+    #[default]
+    Memory,
+    /// By the larger of its memory share and its compute limit (`maxComputePercent` ÷ 100),
+    /// scaled down where a GPU's shares add up to more than the whole GPU.
+    Max,
+}
+
+impl SplitRule {
+    pub const ALL: [SplitRule; 2] = [SplitRule::Memory, SplitRule::Max];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitRule::Memory => "memory",
+            SplitRule::Max => "max",
+        }
+    }
+
+    /// As the page's picker and the exports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SplitRule::Memory => "memory share",
+            SplitRule::Max => "larger of memory and compute share",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<SplitRule, String> {
+        SplitRule::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| {
+                format!("split {text:?} is not memory (memory share) or max (the larger of memory and compute share)")
+            })
+    }
+}
+
 /// What a report asks for; every field has a default, so `/cost` alone is a report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -148,12 +188,14 @@ pub struct CostQuery {
     pub share_idle: bool,
     /// Only this cluster.
     pub cluster: Option<String>,
+    /// How MPS GPUs are shared among their containers.
+    pub split: SplitRule,
 }
 
 impl CostQuery {
     /// The URL parameters a query reads, for the page, the API and their messages.
-    pub const KEYS: [&'static str; 8] = [
-        "period", "from", "to", "group", "span", "sort", "idle", "cluster",
+    pub const KEYS: [&'static str; 9] = [
+        "period", "from", "to", "group", "span", "sort", "idle", "cluster", "split",
     ];
 
     /// From the URL's parameters (page and API alike); an unknown value is an error naming the
@@ -189,6 +231,7 @@ impl CostQuery {
                     }
                 }
                 "cluster" => query.cluster = Some(value.to_string()),
+                "split" => query.split = SplitRule::parse(value)?,
                 _ => {}
             }
         }
@@ -236,6 +279,9 @@ impl CostQuery {
                 "cluster={}",
                 crate::model::fleet_view::encode(cluster)
             ));
+        }
+        if self.split != default.split {
+            parts.push(format!("split={}", self.split.as_str()));
         }
         parts.join("&")
     }

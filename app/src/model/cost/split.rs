@@ -23,6 +23,8 @@ pub(super) struct Exact {
     pub(super) dollars: f64,
     pub(super) gpu_hours: f64,
     pub(super) unused: f64,
+    /// Of `unused`, the part on MPS GPUs: an estimate (see [`Amounts`]).
+    pub(super) estimated_unused: f64,
     pub(super) with_usage: bool,
     pub(super) without_usage: f64,
 }
@@ -60,16 +62,30 @@ impl Rates {
 }
 
 impl Exact {
-    /// A holding's amounts at `rate`. Unused is of the GPU part only: usage is the GPUs'.
-    pub(super) fn priced(amounts: &Amounts, rate: &Rates) -> Exact {
+    /// A holding's amounts at `rate`, its GPU-hours counted by `rule`. Unused is of the GPU
+    /// part only: usage is the GPUs'.
+    pub(super) fn priced(amounts: &Amounts, rate: &Rates, rule: SplitRule) -> Exact {
+        let gpu_hours = match rule {
+            SplitRule::Memory => amounts.gpu_hours,
+            SplitRule::Max => amounts.max_rule_gpu_hours,
+        };
+        // Usage and unused are measured per GPU: a larger share holds more of the same.
+        let scale = if amounts.gpu_hours > 0.0 {
+            gpu_hours / amounts.gpu_hours
+        } else {
+            1.0
+        };
         Exact {
-            dollars: amounts.gpu_hours * rate.gpu
+            dollars: gpu_hours * rate.gpu
                 + amounts.cpu_hours * rate.cpu
                 + amounts.host_memory_mib_hours * rate.memory,
-            gpu_hours: amounts.gpu_hours,
-            unused: amounts.unused_gpu_hours * rate.gpu,
+            gpu_hours,
+            unused: amounts.unused_gpu_hours * scale * rate.gpu,
+            estimated_unused: amounts.estimated_unused_gpu_hours * scale * rate.gpu,
             with_usage: amounts.usage_gpu_hours > 0.0,
-            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0) * rate.gpu,
+            without_usage: (amounts.gpu_hours - amounts.usage_gpu_hours).max(0.0)
+                * scale
+                * rate.gpu,
         }
     }
 
@@ -78,6 +94,7 @@ impl Exact {
             dollars: self.dollars * factor,
             gpu_hours: self.gpu_hours * factor,
             unused: self.unused * factor,
+            estimated_unused: self.estimated_unused * factor,
             with_usage: self.with_usage,
             without_usage: self.without_usage * factor,
         }
@@ -87,6 +104,7 @@ impl Exact {
         self.dollars += other.dollars;
         self.gpu_hours += other.gpu_hours;
         self.unused += other.unused;
+        self.estimated_unused += other.estimated_unused;
         self.with_usage |= other.with_usage;
         self.without_usage += other.without_usage;
     }
@@ -128,6 +146,9 @@ struct Capacity {
     managed_hours: f64,
     /// Managed Instances' hours by type whose charge the price file does not give.
     managed_unpriced: BTreeMap<String, f64>,
+    /// Under the larger-share rule: GPU-hours held that count by memory share, as they were
+    /// recorded before compute shares were.
+    max_rule_unknown: f64,
 }
 
 /// What the holders took of the priced capacity.
@@ -139,6 +160,9 @@ struct Taken {
     unattributed: BTreeMap<String, Exact>,
     /// Per group: the dollars and GPU-hours its holders took.
     by_group: BTreeMap<Group, (f64, f64)>,
+    /// Under the larger-share rule: GPU-hours recorded before compute shares were, so counted
+    /// by memory share.
+    max_rule_unknown: f64,
 }
 
 /// Prices `holdings`, which stand for `hours` hours in all, for `query`: the rows, the totals
@@ -158,7 +182,16 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             .sum()
     };
     let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
-    let notes = notes(prices, &capacity, hours);
+    let mut notes = notes(prices, &capacity, hours);
+    if capacity.max_rule_unknown > 0.0 {
+        notes.push(format!(
+            "{:.0} GPU-hours were recorded before the console recorded compute limits: under the larger-share rule they count by memory share.",
+            capacity.max_rule_unknown
+        ));
+    }
+    if exact_estimated(&rows) {
+        notes.push(ESTIMATED_UNUSED.to_string());
+    }
     let managed_instances_cents = cents(capacity.managed_dollars).min(total_cents);
     CostReport {
         managed_instances_cents,
@@ -189,7 +222,7 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             })
             .collect(),
         notes,
-        rule: rule(prices.host_share),
+        rule: rule(prices.host_share, query.split),
         ..CostReport::default()
     }
 }
@@ -214,12 +247,14 @@ fn split(
     prices: &PriceBook,
     query: &CostQuery,
 ) -> (Capacity, Vec<(String, RowKind, Exact)>, f64) {
-    let capacity = capacity(holdings, prices, query);
+    let mut capacity = capacity(holdings, prices, query);
     let Taken {
         mut held,
         unattributed,
         by_group,
+        max_rule_unknown,
     } = taken(holdings, &capacity.rates, query);
+    capacity.max_rule_unknown = max_rule_unknown;
     let mut idle = idle(&capacity.rates, &by_group);
     let idle_dollars: f64 = idle.values().map(|a| a.dollars).sum();
     if query.share_idle {
@@ -322,7 +357,10 @@ fn taken(holdings: &Holdings, rates: &BTreeMap<Group, Rates>, query: &CostQuery)
         let Some(rate) = rates.get(&group) else {
             continue;
         };
-        let exact = Exact::priced(amounts, rate);
+        if query.split == SplitRule::Max {
+            out.max_rule_unknown += amounts.max_rule_unknown_gpu_hours;
+        }
+        let exact = Exact::priced(amounts, rate, query.split);
         let took = out.by_group.entry(group).or_default();
         took.0 += exact.dollars;
         took.1 += exact.gpu_hours;
@@ -393,6 +431,14 @@ fn share_idle(
     kept
 }
 
+/// Why a tenant's unused on an MPS GPU is an estimate, as the page and the exports say it.
+pub const ESTIMATED_UNUSED: &str = "Unused on GPUs shared through MPS is an estimate: CloudWatch's GPU metrics are per GPU, and ECS gives per-task GPU metrics only for tasks that hold whole GPUs, so each tenant is given its share of its GPU's unused memory. The GPU's own unused is measured; see it on the GPU and its instance in the fleet view.";
+
+/// Whether any row's unused is in part an estimate.
+fn exact_estimated(rows: &[CostRow]) -> bool {
+    rows.iter().any(|r| r.estimated_unused_cents > 0)
+}
+
 /// The rows from their exact amounts, in cents that add up to `total_cents`.
 fn rows(exact: Vec<(String, RowKind, Exact)>, total_cents: i64) -> Vec<CostRow> {
     let dollars: Vec<f64> = exact.iter().map(|(_, _, a)| a.dollars).collect();
@@ -413,6 +459,13 @@ fn rows(exact: Vec<(String, RowKind, Exact)>, total_cents: i64) -> Vec<CostRow> 
             // Idle is unused by definition: it has no "unused" of its own.
             unused_cents: (amount.with_usage && kind != RowKind::Idle)
                 .then(|| cents(amount.unused).min(cost_cents)),
+            estimated_unused_cents: if amount.with_usage && kind != RowKind::Idle {
+                cents(amount.estimated_unused)
+                    .min(cents(amount.unused))
+                    .min(cost_cents)
+            } else {
+                0
+            },
             without_usage_cents: cents(amount.without_usage).min(cost_cents),
             change_cents: None,
         })

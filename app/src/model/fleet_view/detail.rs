@@ -23,6 +23,9 @@ pub struct GpuDetail {
     pub teams: Vec<String>,
     /// The key that selects it: `<EC2 instance ID>:<index>`.
     pub key: String,
+    /// What the instance's GPUs did not use of their allocations, as they measure it.
+    #[serde(default)]
+    pub instance_unused: Option<crate::model::cost::holdings::InstanceUnused>,
 }
 
 /// A GPU's place, `<EC2 instance ID>:<index>`, as the page's URL and the heatmap name it.
@@ -86,6 +89,7 @@ pub fn gpu_detail(snapshot: &FleetSnapshot, key: &str) -> Option<GpuDetail> {
                 daemon_services,
                 teams,
                 key: format!("{}:{}", instance.ec2_instance_id, gpu.index),
+                instance_unused: crate::model::cost::holdings::instance_unused(instance),
             });
         }
     }

@@ -35,6 +35,13 @@ pub(super) fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> 
                     }).collect_view()}
                 </select>
             </label>
+            <label><span>"MPS GPUs split by"</span>
+                <select name="split" data-testid="cost-split">
+                    {SplitRule::ALL.map(|s| view! {
+                        <option value=s.as_str() selected=query.split == s>{s.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
             <label><span>"Idle"</span>
                 <select name="idle">
                     <option value="row" selected=!query.share_idle>"as its own rows"</option>

@@ -8,15 +8,21 @@ pub(super) fn Row(row: CostRow, change: bool) -> impl IntoView {
     // An SVG bar: its width is an attribute, which the content security policy allows where an
     // inline style is not.
     let width = format!("{:.1}", row.share_percent.clamp(0.0, 100.0));
+    // A tenant's part of an MPS GPU's unused is an estimate: the metrics are the GPU's.
+    let estimate = if row.estimated_unused_cents > 0 {
+        " (est.)"
+    } else {
+        ""
+    };
     let unused = match row.unused_cents {
         Some(cents) if row.without_usage_cents > 0 => {
             format!(
-                "{} (+{} without usage data)",
+                "{}{estimate} (+{} without usage data)",
                 money(cents),
                 money(row.without_usage_cents)
             )
         }
-        Some(cents) => money(cents),
+        Some(cents) => format!("{}{estimate}", money(cents)),
         None if row.kind == RowKind::Idle => "—".to_string(),
         None => "no usage data".to_string(),
     };

@@ -349,8 +349,9 @@ async fn bad_cost_parameters_say_what_is_wrong_and_what_exists() {
         ("cluster=nope", "inference-prod"),
         (
             "colour=red",
-            "period, from, to, group, span, sort, idle, cluster, format and detail",
+            "period, from, to, group, span, sort, idle, cluster, split, format and detail",
         ),
+        ("split=compute", "is not memory (memory share) or max"),
         ("period=week", "7d, 30d, this_month"),
         ("detail=day", "add format=csv"),
         (

@@ -15,6 +15,7 @@ fn the_query_round_trips_through_the_url_and_refuses_unknown_values() {
         sort: SortKey::Unused,
         share_idle: true,
         cluster: Some("gpu prod".into()),
+        split: SplitRule::Max,
     };
     let custom = CostQuery {
         period: Period::Custom,
@@ -47,6 +48,9 @@ fn the_query_round_trips_through_the_url_and_refuses_unknown_values() {
             .period,
         Period::Custom
     );
+    assert!(CostQuery::from_params([("split", "compute")])
+        .unwrap_err()
+        .contains("is not memory (memory share) or max"));
     assert!(CostQuery::from_params([("period", "week")])
         .unwrap_err()
         .contains("7d, 30d, this_month"));
