@@ -79,7 +79,10 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
     assert!((held.gpu_hours - 1.5).abs() < 1e-9, "{held:?}");
     assert!((held.memory_mib_hours - 36_000.0).abs() < 1e-6, "{held:?}");
     assert!((held.unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
-    assert!((held.estimated_unused_gpu_hours - 0.75).abs() < 1e-9, "{held:?}");
+    assert!(
+        (held.estimated_unused_gpu_hours - 0.75).abs() < 1e-9,
+        "{held:?}"
+    );
     assert!((held.max_rule_gpu_hours - 2.4).abs() < 1e-9, "{held:?}");
     assert_eq!(held.max_rule_unknown_gpu_hours, 0.0, "{held:?}");
     // Over whole days the daily rows are read, with the hours at either end: the same sums.

@@ -431,7 +431,10 @@ mod tests {
         let instance =
             InstanceView::of("i-1", "g5.12xlarge").with_gpus(vec![mps, whole, unmeasured, idle]);
         let unused = instance_unused(&instance).expect("measured");
-        assert!((unused.fraction - (0.5 * 0.75 + 0.4) / 1.5).abs() < 1e-9, "{unused:?}");
+        assert!(
+            (unused.fraction - (0.5 * 0.75 + 0.4) / 1.5).abs() < 1e-9,
+            "{unused:?}"
+        );
         assert_eq!((unused.measured, unused.allocated), (2, 3));
         let quiet = InstanceView::of("i-2", "g5.xlarge").with_gpus(vec![gpu(
             SharingMode::Dedicated,
