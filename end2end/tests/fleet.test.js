@@ -66,6 +66,12 @@ describe('fleet heatmap, hydrated', () => {
     assert.equal(await rows.count(), gpu.containers.length);
     const services = [...new Set(gpu.containers.map((c) => c.service))].sort().join(', ');
     assert.match(await page.getByTestId('blast-radius').textContent(), new RegExp(services));
+    // Unused is the GPU's measured figure, and an MPS GPU's panel says why tenants get only an
+    // estimate of it.
+    const used = gpu.usage?.memory_used_mib;
+    assert.match(await page.getByTestId('gpu-unused').textContent(), used ? /^\d+ % of the \d+ MiB allocated/ : /^no usage data$/);
+    assert.match(await page.getByTestId('instance-unused').textContent(), /% of its GPUs' allocations|^no usage data$/);
+    assert.match(await page.getByTestId('unused-estimate').textContent(), /CloudWatch's GPU metrics are per GPU/);
     assert.equal(await page.locator('rect.sel').count(), 1, 'the selected cell is marked');
     assert.deepEqual(problems, []);
     await context.close();

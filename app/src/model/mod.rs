@@ -31,7 +31,8 @@ pub mod words;
 pub use console::{ClusterSummary, ConsoleStatus, FleetSource, StaleReads};
 pub use error::ServiceError;
 pub use fleet::{
-    gpu_model_of, nominal_gpu_memory_mib, ClusterView, FleetSnapshot, GpuContainer, GpuUsage,
-    GpuView, HostReserved, HostUse, InstanceView, Reading, ServiceRef, SharingMode,
+    gpu_model_of, instance_unused, nominal_gpu_memory_mib, unused_fraction, ClusterView,
+    FleetSnapshot, GpuContainer, GpuUsage, GpuView, HostReserved, HostUse, InstanceUnused,
+    InstanceView, Reading, ServiceRef, SharingMode,
 };
 pub use theme::{Theme, THEME_COOKIE};

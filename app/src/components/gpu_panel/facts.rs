@@ -3,9 +3,7 @@
 use leptos::prelude::*;
 
 use crate::model::{
-    cost::holdings::{unused_fraction, InstanceUnused},
-    fleet_view::GpuDetail,
-    GpuView, Reading, SharingMode,
+    fleet_view::GpuDetail, unused_fraction, GpuView, InstanceUnused, Reading, SharingMode,
 };
 
 /// What the GPU did not use of its allocation, as it measures it.

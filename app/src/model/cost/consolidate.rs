@@ -326,8 +326,9 @@ fn say_what_is_not_known(plan: &mut ConsolidationPlan, seen: &Noticed, kept_unex
     }
     if seen.not_placing > 0 {
         plan.unknown.push(format!(
-            "{} instance(s) take no tasks now (draining or agent disconnected): left out of the plan.",
-            seen.not_placing
+            "{} instance(s) take no tasks now (draining, impaired or agent disconnected): left out of the plan and of its monthly cost ({} a month at the console's prices), which is why the plan's cost before is below the cost review's for the same fleet.",
+            seen.not_placing,
+            crate::model::cost::money(seen.not_placing_cents)
         ));
     }
     if plan.still_billed_cents_per_month > 0 {

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{words::Lifecycle, FleetSnapshot, GpuView, InstanceView, SharingMode};
 
+use crate::model::unused_fraction;
+
 /// What a holding stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -142,67 +144,6 @@ pub fn merge(into: &mut Holdings, more: &Holdings) {
     for (key, amounts) in more {
         into.entry(key.clone()).or_default().add(amounts);
     }
-}
-
-/// The part of a GPU's allocation it did not use, 0–1; `None` without usage data. Measured: the
-/// GPU's own figure (its memory used against what ECS allocated on an MPS GPU, its utilisation
-/// on a whole one).
-pub fn unused_fraction(gpu: &GpuView) -> Option<f64> {
-    let usage = gpu.usage?;
-    match gpu.mode {
-        SharingMode::NvidiaMps => {
-            let allocated = f64::from(gpu.allocated_memory_mib());
-            let used = usage.memory_used_mib?.average;
-            (allocated > 0.0).then(|| ((allocated - used) / allocated).clamp(0.0, 1.0))
-        }
-        _ => {
-            let busy = usage.utilization_percent?.average;
-            Some((1.0 - busy / 100.0).clamp(0.0, 1.0))
-        }
-    }
-}
-
-/// What an instance's GPUs did not use of their allocations, as the GPUs measure it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InstanceUnused {
-    /// Of the allocations of the GPUs measured (an MPS GPU weighs its allocated memory, a whole
-    /// GPU all of it), the part unused, 0–1.
-    pub fraction: f64,
-    /// GPUs with an allocation and usage data, of `allocated` GPUs with an allocation.
-    pub measured: u32,
-    pub allocated: u32,
-}
-
-/// What `instance`'s GPUs did not use of their allocations; `None` when no GPU with an
-/// allocation has usage data.
-pub fn instance_unused(instance: &InstanceView) -> Option<InstanceUnused> {
-    let mut weighed = 0.0;
-    let mut unused = 0.0;
-    let mut measured = 0;
-    let mut allocated = 0;
-    for gpu in &instance.gpus {
-        let weight = match gpu.mode {
-            SharingMode::NvidiaMps if gpu.total_memory_mib > 0 => {
-                f64::from(gpu.allocated_memory_mib()) / f64::from(gpu.total_memory_mib)
-            }
-            SharingMode::Dedicated => 1.0,
-            _ => 0.0,
-        };
-        if weight <= 0.0 {
-            continue;
-        }
-        allocated += 1;
-        if let Some(fraction) = unused_fraction(gpu) {
-            measured += 1;
-            weighed += weight;
-            unused += weight * fraction;
-        }
-    }
-    (measured > 0).then(|| InstanceUnused {
-        fraction: unused / weighed,
-        measured,
-        allocated,
-    })
 }
 
 /// What `snapshot` holds, standing for `hours` hours.
@@ -376,71 +317,5 @@ fn add_gpu(
         out.entry(key(HoldingKind::Unattributed, None, None))
             .or_default()
             .add(&share(1.0, 1.0, 0.0, 1.0));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{GpuUsage, Reading};
-
-    fn gpu(mode: SharingMode, allocated: u32, usage: Option<GpuUsage>) -> GpuView {
-        GpuView {
-            uuid: "GPU-0".into(),
-            index: 0,
-            mode,
-            total_memory_mib: 20_000,
-            remaining_memory_mib: 20_000 - allocated,
-            compute_allocated_percent: 0,
-            containers: Vec::new(),
-            usage,
-        }
-    }
-
-    fn reading(value: f64) -> Option<Reading> {
-        Some(Reading {
-            latest: value,
-            average: value,
-        })
-    }
-
-    /// An MPS GPU with 10,000 MiB allocated and 2,500 used is 75 % unused; a whole GPU at 60 %
-    /// utilisation 40 %; an idle one and one without data are not counted. Weighed by
-    /// allocation (a half and a whole GPU): (0.5 × 0.75 + 1 × 0.4) ÷ 1.5.
-    #[test]
-    fn an_instances_unused_weighs_its_gpus_allocations() {
-        let mps = gpu(
-            SharingMode::NvidiaMps,
-            10_000,
-            Some(GpuUsage {
-                utilization_percent: reading(90.0),
-                memory_used_mib: reading(2_500.0),
-            }),
-        );
-        assert_eq!(unused_fraction(&mps), Some(0.75));
-        let whole = gpu(
-            SharingMode::Dedicated,
-            20_000,
-            Some(GpuUsage {
-                utilization_percent: reading(60.0),
-                memory_used_mib: None,
-            }),
-        );
-        let unmeasured = gpu(SharingMode::Dedicated, 20_000, None);
-        let idle = gpu(SharingMode::Idle, 0, None);
-        let instance =
-            InstanceView::of("i-1", "g5.12xlarge").with_gpus(vec![mps, whole, unmeasured, idle]);
-        let unused = instance_unused(&instance).expect("measured");
-        assert!(
-            (unused.fraction - (0.5 * 0.75 + 0.4) / 1.5).abs() < 1e-9,
-            "{unused:?}"
-        );
-        assert_eq!((unused.measured, unused.allocated), (2, 3));
-        let quiet = InstanceView::of("i-2", "g5.xlarge").with_gpus(vec![gpu(
-            SharingMode::Dedicated,
-            20_000,
-            None,
-        )]);
-        assert_eq!(instance_unused(&quiet), None);
     }
 }

@@ -25,7 +25,7 @@ pub struct GpuDetail {
     pub key: String,
     /// What the instance's GPUs did not use of their allocations, as they measure it.
     #[serde(default)]
-    pub instance_unused: Option<crate::model::cost::holdings::InstanceUnused>,
+    pub instance_unused: Option<crate::model::InstanceUnused>,
 }
 
 /// A GPU's place, `<EC2 instance ID>:<index>`, as the page's URL and the heatmap name it.
@@ -89,7 +89,7 @@ pub fn gpu_detail(snapshot: &FleetSnapshot, key: &str) -> Option<GpuDetail> {
                 daemon_services,
                 teams,
                 key: format!("{}:{}", instance.ec2_instance_id, gpu.index),
-                instance_unused: crate::model::cost::holdings::instance_unused(instance),
+                instance_unused: crate::model::instance_unused(instance),
             });
         }
     }

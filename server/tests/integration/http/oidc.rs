@@ -475,7 +475,18 @@ async fn starting_sign_ins_writes_nothing_to_the_database() {
         let response = send(&app, get("/auth/login?next=/cost")).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER);
     }
-    assert_eq!(rows(&site_root).await, before, "300 sign-ins started");
+    // The Price List's prices are stored by a background task as the fleet's instance types are
+    // read, whatever the sign-ins do: left out of the comparison.
+    let without_prices = |rows: Vec<(String, i64)>| {
+        rows.into_iter()
+            .filter(|(table, _)| table != "list_prices")
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        without_prices(rows(&site_root).await),
+        without_prices(before),
+        "300 sign-ins started"
+    );
     // And a sign-in still finishes.
     let (response, _) = sign_in(&app, &provider, "ana", "/cost").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);

@@ -307,8 +307,9 @@ pub(super) struct Noticed {
     pub(super) unchecked_services: BTreeSet<String>,
     /// Tasks started by no service.
     pub(super) standalone: u32,
-    /// Instances that take no tasks now.
+    /// Instances that take no tasks now, and what those with a price cost a month.
     pub(super) not_placing: u32,
+    pub(super) not_placing_cents: i64,
 }
 
 impl Sim {
@@ -332,6 +333,10 @@ impl Sim {
         for instance in &cluster.instances {
             if !instance.takes_tasks() {
                 seen.not_placing += 1;
+                let lifecycle = Lifecycle::priced_as(instance.lifecycle);
+                if let Some(price) = prices.price(&instance.instance_type, lifecycle) {
+                    seen.not_placing_cents += cents(price.usd_per_hour * super::HOURS_PER_MONTH);
+                }
                 continue;
             }
             let host = sim.hosts.len();

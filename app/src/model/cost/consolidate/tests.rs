@@ -254,6 +254,37 @@ fn what_keeps_billing_is_not_in_the_net_saving() {
         Some("a Savings Plan")
     );
 }
+/// An instance that takes no tasks is left out of the plan, and the plan says what it costs a
+/// month, so its "before" can be set beside the cost review's.
+#[test]
+fn instances_taking_no_tasks_are_left_out_and_their_cost_said() {
+    let mut draining = instance("i-d", "g5.xlarge", vec![gpu(0, &[])], None);
+    draining.not_placing = Some("DRAINING".into());
+    let snapshot = fleet(
+        vec![
+            instance(
+                "i-a",
+                "g5.xlarge",
+                vec![gpu(0, &[("embed", 1, 7_000)])],
+                None,
+            ),
+            draining,
+        ],
+        Vec::new(),
+    );
+    let plan = plan(&snapshot, &prices(), &HashMap::new(), &PlanQuery::default()).unwrap();
+    assert_eq!(
+        plan.monthly_before_cents, 73_438,
+        "only the instance taking tasks"
+    );
+    assert!(
+        plan.unknown
+            .iter()
+            .any(|u| u.starts_with("1 instance(s) take no tasks") && u.contains("$734.38 a month")),
+        "{:?}",
+        plan.unknown
+    );
+}
 
 /// The spare share and the largest rollout's overlap keep instances that would otherwise go.
 #[test]
