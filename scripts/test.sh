@@ -74,14 +74,15 @@ free_port() {
 }
 port="$(free_port)"
 # A fresh audit log, so that every run starts from the same state; a short refresh interval,
-# so that the live-update test sees a new snapshot soon; three days of the demo's past replayed
+# so that the live-update test sees a new snapshot soon; 35 days of the demo's past replayed
 # into the cost history (the server is ready once they are in), so that yesterday and the day
-# before it are recorded in full at any time of day.
+# before it are recorded in full at any time of day, and last month has history to seal
+# whatever the day of the month.
 data_dir="$(mktemp -d)"
 # Without the demo's policy: the end-to-end tests of this console change the demo's services
 # freely (the demo's policy and its requests are tested in the Rust integration tests).
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=3 GPUSHARE_DEMO_POLICY=off \
+  GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=35 GPUSHARE_DEMO_POLICY=off \
   "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do

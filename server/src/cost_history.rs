@@ -15,7 +15,10 @@ use std::{
 
 use app::{
     model::{
-        cost::{holdings, Amounts, HoldingKey, HoldingKind, Holdings, Lifecycle, Recorded},
+        cost::{
+            holdings, Amounts, HoldingKey, HoldingKind, Holdings, Lifecycle, Recorded, SealedMonth,
+            Sealing,
+        },
         ServiceError,
     },
     service::ports::{BoxFuture, CostHistory},
@@ -224,7 +227,67 @@ impl SqlCostHistory {
             .bind(oldest.div_euclid(60))
             .execute(&self.pool)
             .await?;
+        // A seal goes with the last of its month's history.
+        let month = app::model::cost::sealed::month_label(oldest);
+        sqlx::query("DELETE FROM cost_sealed_months WHERE month < $1")
+            .bind(month)
+            .execute(&self.pool)
+            .await?;
         Ok(())
+    }
+
+    /// Every sealed month's every version.
+    pub async fn select_sealed(&self) -> Result<Vec<SealedMonth>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT month, version, sealed_at, sealed_by, reason, audit_id, total_cents, recorded_hours, book FROM cost_sealed_months ORDER BY month, version",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut sealed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let month: String = row.try_get(0)?;
+            let book: String = row.try_get(8)?;
+            let Ok(book) = serde_json::from_str(&book) else {
+                tracing::warn!(%month, "a sealed month's prices do not read; its report uses today's prices");
+                continue;
+            };
+            sealed.push(SealedMonth {
+                sealing: Sealing {
+                    month,
+                    version: u32::try_from(row.try_get::<i64, _>(1)?).unwrap_or(u32::MAX),
+                    sealed_at: row.try_get(2)?,
+                    sealed_by: row.try_get(3)?,
+                    reason: row.try_get(4)?,
+                    audit_id: row.try_get(5)?,
+                    total_cents: row.try_get(6)?,
+                    recorded_hours: row.try_get(7)?,
+                },
+                book,
+            });
+        }
+        Ok(sealed)
+    }
+
+    /// Stores a seal unless its month already has that version; whether it was stored.
+    pub async fn insert_sealed(&self, month: &SealedMonth) -> Result<bool, sqlx::Error> {
+        let s = &month.sealing;
+        let book = serde_json::to_string(&month.book)
+            .map_err(|error| sqlx::Error::Encode(Box::new(error)))?;
+        let stored = sqlx::query(
+            "INSERT INTO cost_sealed_months (month, version, sealed_at, sealed_by, reason, audit_id, total_cents, recorded_hours, book) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (month, version) DO NOTHING",
+        )
+        .bind(s.month.clone())
+        .bind(i64::from(s.version))
+        .bind(s.sealed_at.clone())
+        .bind(s.sealed_by.clone())
+        .bind(s.reason.clone())
+        .bind(s.audit_id.clone())
+        .bind(s.total_cents)
+        .bind(s.recorded_hours)
+        .bind(book)
+        .execute(&self.pool)
+        .await?;
+        Ok(stored.rows_affected() == 1)
     }
 
     /// What was recorded over `[from, to)` (Unix seconds): whole days from the daily rows,
@@ -373,6 +436,22 @@ impl CostHistory for SqlCostHistory {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+
+    fn sealed(&self) -> BoxFuture<'_, Result<Vec<SealedMonth>, ServiceError>> {
+        Box::pin(async move {
+            self.select_sealed()
+                .await
+                .map_err(failed("read (its sealed months)"))
+        })
+    }
+
+    fn seal(&self, month: SealedMonth) -> BoxFuture<'_, Result<bool, ServiceError>> {
+        Box::pin(async move {
+            self.insert_sealed(&month)
+                .await
+                .map_err(failed("written (a sealed month)"))
+        })
+    }
 }
 
 /// Records the latest snapshot every minute, for the minutes since the last record (at most
@@ -415,6 +494,34 @@ pub fn spawn_recorder(
                     tracing::warn!(%error, "old allocation history could not be pruned");
                 }
             }
+        }
+    });
+}
+
+/// Seals each closed month at today's prices, ten minutes after it closes, checking every five
+/// minutes — and every five seconds while the emulator's past is replayed or the markets have
+/// not been asked yet, so that a month is sealed as soon as both are done (never before). Start
+/// it after the replay, so that its first look sees the replay under way.
+pub fn spawn_sealer(context: app::service::context::ServiceContext) {
+    tokio::spawn(async move {
+        loop {
+            if context.history.replaying().is_some() || !context.markets.asked() {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                continue;
+            }
+            match app::service::cost::sealing::seal_closed_months(&context, chrono::Utc::now())
+                .await
+            {
+                Ok(months) => {
+                    for month in months {
+                        tracing::info!(%month, "the month closed: its cost is sealed at today's prices");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "closed months could not be sealed; trying again in five minutes");
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(300)).await;
         }
     });
 }

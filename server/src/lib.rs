@@ -66,6 +66,12 @@ pub fn api_routes() -> Vec<ApiRoute> {
         read("/api/v1/audit", get(http::audit::list)),
         read("/api/v1/cost", get(http::cost::report)),
         read("/api/v1/cost/plan", get(http::plan::plan)),
+        read("/api/v1/cost/months", get(http::sealed::months)),
+        read("/api/v1/cost/months/{month}", get(http::sealed::month)),
+        write(
+            "/api/v1/cost/months/{month}/reprice",
+            axum::routing::post(http::sealed::reprice),
+        ),
         read("/api/v1/capacity-providers", get(http::capacity::providers)),
         check(
             "/api/v1/clusters/{cluster}/capacity-providers/check",
@@ -379,6 +385,7 @@ pub async fn serve(args: config::ServeArgs) -> anyhow::Result<()> {
     if let Some(emulator) = emulator.filter(|_| args.fleet.emulator.past_days() > 0) {
         spawn_replay(emulator, &clients, &args.fleet, state.history.clone());
     }
+    cost_history::spawn_sealer(state.services.clone());
     // What earlier runs left unsettled is listed before any request can start a change.
     let backlog = app::service::deployments::unsettled(&state.services, std::time::Duration::ZERO)
         .await

@@ -61,6 +61,10 @@ impl Markets for AwsMarkets {
     fn list(&self) -> app::model::cost::ListQuote {
         self.list.quote()
     }
+
+    fn asked(&self) -> bool {
+        self.spot.asked() && self.list.asked()
+    }
 }
 
 /// The stores the use cases read and write besides ECS: the fleet snapshot, the audit log (which

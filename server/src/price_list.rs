@@ -43,6 +43,8 @@ pub struct ListPrices {
     /// (Unix seconds; 0 when only stored).
     known: Mutex<BTreeMap<String, Known>>,
     quote: RwLock<ListQuote>,
+    /// Whether the Price List has been asked once since the start (answered or not).
+    asked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -65,6 +67,7 @@ impl ListPrices {
             pool: audit.pool().clone(),
             known: Mutex::default(),
             quote: RwLock::default(),
+            asked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -93,6 +96,12 @@ impl ListPrices {
     /// seconds) and stores it. On a failure the prices read before stay, and the quote's note
     /// says why the rest are missing. Returns how many types were read.
     pub async fn refresh(&self, types: &BTreeSet<String>, now: i64) -> Result<usize, String> {
+        let read = self.read_due(types, now).await;
+        self.asked.store(true, std::sync::atomic::Ordering::Release);
+        read
+    }
+
+    async fn read_due(&self, types: &BTreeSet<String>, now: i64) -> Result<usize, String> {
         let due: Vec<String> = {
             let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
             types
@@ -195,6 +204,11 @@ impl ListPrices {
 
     /// Makes the quote from what is known: each type's price in effect today; `why` when the
     /// list could not be read.
+    /// Whether the fleet's types have been asked for once since the start, answered or not.
+    pub fn asked(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     fn publish(&self, why: Option<String>) {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         let known = self.known.lock().unwrap_or_else(|p| p.into_inner());

@@ -31,6 +31,8 @@ const RETRY: Duration = Duration::from_secs(300);
 pub struct SpotPrices {
     ec2: aws_sdk_ec2::Client,
     quote: RwLock<SpotQuote>,
+    /// Whether EC2 has been asked once since the start (answered or not).
+    asked: std::sync::atomic::AtomicBool,
 }
 
 impl SpotPrices {
@@ -38,12 +40,25 @@ impl SpotPrices {
         SpotPrices {
             ec2,
             quote: RwLock::new(SpotQuote::default()),
+            asked: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the spot prices have been asked for once since the start, answered or not.
+    pub fn asked(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// [`SpotPrices::read`], then marks the market asked.
+    pub async fn refresh(&self, snapshot: &FleetSnapshot) -> Result<usize, String> {
+        let read = self.read(snapshot).await;
+        self.asked.store(true, std::sync::atomic::Ordering::Release);
+        read
     }
 
     /// Reads the prices of the spot instances of `snapshot` and keeps them; on failure keeps
     /// the prices read before and says why the new ones are missing.
-    pub async fn refresh(&self, snapshot: &FleetSnapshot) -> Result<usize, String> {
+    async fn read(&self, snapshot: &FleetSnapshot) -> Result<usize, String> {
         // Spot instances by type and zone.
         let mut spot: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
         for instance in snapshot

@@ -103,3 +103,11 @@ impl PageQuery for PlanQuery {
         PlanQuery::from_params(params)
     }
 }
+
+impl PageQuery for crate::model::cost::MonthsQuery {
+    const KEYS: &'static [&'static str] = &crate::model::cost::MonthsQuery::KEYS;
+
+    fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        crate::model::cost::MonthsQuery::from_params(params)
+    }
+}

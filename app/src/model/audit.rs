@@ -31,10 +31,12 @@ pub enum AuditAction {
     Reject,
     /// A request its requester took back.
     Withdraw,
+    /// A closed month's cost re-priced at today's prices (sends nothing to AWS).
+    Reprice,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 12] = [
+    pub const ALL: [AuditAction; 13] = [
         AuditAction::Register,
         AuditAction::Deploy,
         AuditAction::Rollback,
@@ -47,6 +49,7 @@ impl AuditAction {
         AuditAction::Approve,
         AuditAction::Reject,
         AuditAction::Withdraw,
+        AuditAction::Reprice,
     ];
 
     /// Whether the record is a decision about a request rather than a change sent to AWS.
@@ -75,6 +78,7 @@ impl AuditAction {
             AuditAction::Approve => "approve",
             AuditAction::Reject => "reject",
             AuditAction::Withdraw => "withdraw",
+            AuditAction::Reprice => "reprice",
         }
     }
 

@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod audit;
 pub mod capacity;
 pub mod cost;
+pub mod cost_months;
 pub mod cost_plan;
 pub mod deployments;
 pub mod fleet;

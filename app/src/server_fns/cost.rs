@@ -20,3 +20,22 @@ pub async fn consolidation_plan(
 ) -> Result<crate::model::cost::consolidate::ConsolidationPlan, ServiceError> {
     crate::service::cost::plan(&super::context()?, &query).await
 }
+
+/// The sealed months, and `query`'s month at today's prices.
+#[server(name = GetCostMonths, prefix = "/api", endpoint = "cost_months")]
+pub async fn cost_months(
+    query: crate::model::cost::MonthsQuery,
+) -> Result<crate::model::cost::MonthsView, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::cost::sealing::view(&context, &actor, &query).await
+}
+
+/// Closed month `month` re-priced at today's prices (admins), with the reason.
+#[server(name = RepriceMonth, prefix = "/api", endpoint = "reprice_month")]
+pub async fn reprice_month(
+    month: String,
+    reason: String,
+) -> Result<crate::model::cost::Repricing, ServiceError> {
+    let (context, actor) = (super::context()?, super::actor()?);
+    crate::service::cost::sealing::reprice(&context, &actor, &month, &reason).await
+}

@@ -4,6 +4,7 @@
 //! definitions the services run (through the ECS read cache).
 
 mod providers;
+pub mod sealing;
 
 use std::collections::HashMap;
 
@@ -91,8 +92,8 @@ pub async fn daily_csv(
     context: &ServiceContext,
     query: &CostQuery,
 ) -> Result<String, ServiceError> {
-    let (recorded, prices) = recorded_period(context, query, "a daily CSV").await?;
-    Ok(history::daily_csv(&recorded, &prices, query))
+    let (recorded, books) = recorded_period(context, query, "a daily CSV").await?;
+    Ok(history::daily_csv(&recorded, &books, query))
 }
 
 /// `query`'s recorded period in FOCUS's columns: a line per day and row.
@@ -100,19 +101,19 @@ pub async fn focus_csv(
     context: &ServiceContext,
     query: &CostQuery,
 ) -> Result<String, ServiceError> {
-    let (recorded, prices) = recorded_period(context, query, "a FOCUS export").await?;
+    let (recorded, books) = recorded_period(context, query, "a FOCUS export").await?;
     Ok(crate::model::cost::focus::focus_csv(
-        &recorded, &prices, query,
+        &recorded, &books, query,
     ))
 }
 
-/// What the history holds for `query`'s period, and the prices; `what` is refused for today's
-/// allocations, which are a projection rather than cost incurred.
+/// What the history holds for `query`'s period, and the prices (sealed months' their own);
+/// `what` is refused for today's allocations, which are a projection rather than cost incurred.
 async fn recorded_period(
     context: &ServiceContext,
     query: &CostQuery,
     what: &str,
-) -> Result<(history::Recorded, crate::model::cost::PriceBook), ServiceError> {
+) -> Result<(history::Recorded, crate::model::cost::Books), ServiceError> {
     let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
         .map_err(ServiceError::invalid)?
         .ok_or_else(|| {
@@ -121,7 +122,7 @@ async fn recorded_period(
             ))
         })?;
     let recorded = context.history.recorded(range.from, range.to).await?;
-    Ok((recorded, book(context)))
+    Ok((recorded, sealing::books(context).await?))
 }
 
 /// The report for `query`: today's allocations from the snapshot (an error that says to wait
@@ -145,9 +146,10 @@ pub async fn report(
         return Ok(report);
     };
     let previous = range.previous();
-    let (recorded, before) = futures::future::try_join(
+    let (recorded, before, books) = futures::future::try_join3(
         context.history.recorded(range.from, range.to),
         context.history.recorded(previous.from, previous.to),
+        sealing::books(context),
     )
     .await?;
     // The clusters there are now and those the period held.
@@ -165,7 +167,7 @@ pub async fn report(
     }
     let clusters: Vec<String> = clusters.into_iter().collect();
     check_cluster(query.cluster.as_ref(), &clusters).map_err(ServiceError::invalid)?;
-    let mut report = history::report(&recorded, &before, &prices, query, range);
+    let mut report = history::report(&recorded, &before, &books, query, range);
     report.clusters = clusters;
     report.taken_at = crate::service::clock::now();
     report.replaying = context.history.replaying();
@@ -231,7 +233,7 @@ async fn burns(
         let report = history::report(
             &recorded,
             &crate::model::cost::Recorded::default(),
-            prices,
+            &prices.clone().into(),
             &of_cluster,
             range,
         );

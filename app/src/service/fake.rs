@@ -68,6 +68,8 @@ pub struct Fake {
     pub created: Mutex<Vec<serde_json::Map<String, serde_json::Value>>>,
     /// Recorded minutes (Unix seconds of the minute) and what the fleet held in them, per hour.
     pub history: Mutex<Vec<(i64, crate::model::cost::Holdings)>>,
+    /// The sealed months, every version.
+    pub sealed: Mutex<Vec<crate::model::cost::SealedMonth>>,
     /// What the spot market says.
     pub spot: Mutex<crate::model::cost::SpotQuote>,
     /// The policy's budgets, read when the context is made.

@@ -391,6 +391,11 @@ pub trait Markets: Send + Sync {
     fn spot(&self) -> crate::model::cost::SpotQuote;
     /// The Price List's prices read last, and why some are missing.
     fn list(&self) -> crate::model::cost::ListQuote;
+    /// Whether both markets have been asked once since the start (answered or not): until then
+    /// the prices are the offline fallback's only because the console has just started.
+    fn asked(&self) -> bool {
+        true
+    }
 }
 
 /// No market: instances are priced by the built-in table and the price file only.
@@ -418,4 +423,12 @@ pub trait CostHistory: Send + Sync {
     fn retention_days(&self) -> u32;
     /// While the emulator's past is being replayed into the history: how far it has got.
     fn replaying(&self) -> Option<String>;
+    /// The sealed months, every version of each.
+    fn sealed(&self) -> BoxFuture<'_, Result<Vec<crate::model::cost::SealedMonth>, ServiceError>>;
+    /// Stores a month's seal; `false` when that month already has that version (another
+    /// replica, or another admin, stored it first).
+    fn seal(
+        &self,
+        month: crate::model::cost::SealedMonth,
+    ) -> BoxFuture<'_, Result<bool, ServiceError>>;
 }

@@ -19,6 +19,7 @@ use crate::pages::{
     audit::AuditPage,
     capacity::CapacityPage,
     cost::CostPage,
+    cost_months::CostMonthsPage,
     cost_plan::CostPlanPage,
     deployments::{DeploymentWatchPage, DeploymentsPage, NewServicePage, ServicePage},
     fleet::FleetPage,
@@ -126,6 +127,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/capacity") view=CapacityPage ssr=SsrMode::Async />
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                     <Route path=path!("/cost/plan") view=CostPlanPage ssr=SsrMode::Async />
+                    <Route path=path!("/cost/months") view=CostMonthsPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 12] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 13] = [
     (
         1,
         "audit log and deploy locks",
@@ -196,5 +196,21 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 12] = [
     ALTER TABLE cost_days ADD COLUMN max_rule_gpu_hours DOUBLE PRECISION;
     ALTER TABLE cost_hours ADD COLUMN estimated_unused_gpu_hours DOUBLE PRECISION;
     ALTER TABLE cost_days ADD COLUMN estimated_unused_gpu_hours DOUBLE PRECISION;",
+    ),
+    (
+        13,
+        "sealed months: the prices each closed month keeps, one row per version",
+        "CREATE TABLE IF NOT EXISTS cost_sealed_months (
+        month TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        sealed_at TEXT NOT NULL,
+        sealed_by TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        audit_id TEXT,
+        total_cents BIGINT NOT NULL,
+        recorded_hours DOUBLE PRECISION NOT NULL,
+        book TEXT NOT NULL,
+        PRIMARY KEY (month, version)
+    );",
     ),
 ];

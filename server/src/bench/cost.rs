@@ -121,7 +121,7 @@ async fn time_reports(
     rounds: u32,
 ) -> anyhow::Result<(Vec<f64>, usize)> {
     use app::model::cost::{history, CostQuery, PriceBook};
-    let book = PriceBook::builtin("us-east-1");
+    let book: app::model::cost::Books = PriceBook::builtin("us-east-1").into();
     let query = CostQuery::default();
     let mut report_ms = Vec::new();
     let mut rows = 0;

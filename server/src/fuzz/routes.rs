@@ -2,7 +2,7 @@
 //! routes with the fields their bodies take, and a task definition's field names.
 
 /// The console's GET routes with the parameters each reads.
-pub(super) const API_ROUTES: [(&str, &[&str]); 14] = [
+pub(super) const API_ROUTES: [(&str, &[&str]); 16] = [
     (
         "/api/v1/fleet",
         &[
@@ -32,6 +32,8 @@ pub(super) const API_ROUTES: [(&str, &[&str]); 14] = [
         ],
     ),
     ("/api/v1/cost/plan", &["cluster", "spare", "format"]),
+    ("/api/v1/cost/months", &[]),
+    ("/api/v1/cost/months/2026-10", &[]),
     ("/api/v1/capacity-providers", &["cluster"]),
     (
         "/api/v1/clusters/inference-prod/events",
@@ -60,7 +62,7 @@ pub(super) const API_ROUTES: [(&str, &[&str]); 14] = [
 ];
 
 /// The pages with the parameters each reads.
-pub(super) const PAGES: [(&str, &[&str]); 10] = [
+pub(super) const PAGES: [(&str, &[&str]); 11] = [
     (
         "/",
         &[
@@ -76,6 +78,7 @@ pub(super) const PAGES: [(&str, &[&str]); 10] = [
         ],
     ),
     ("/cost/plan", &["cluster", "spare"]),
+    ("/cost/months", &["month"]),
     ("/clusters/inference-prod/events", &["q", "since", "limit"]),
     ("/deployments", &["cluster"]),
     ("/deployments/new", &["cluster", "family"]),
@@ -84,7 +87,7 @@ pub(super) const PAGES: [(&str, &[&str]); 10] = [
 ];
 
 /// The console's POST routes (writes and checks) with the fields their bodies and queries take.
-pub(super) const WRITES: [(&str, &[&str]); 10] = [
+pub(super) const WRITES: [(&str, &[&str]); 11] = [
     (
         "/api/v1/services/inference-prod/embed-api/deploy",
         &["revision", "expected_revision", "force", "description"],
@@ -138,6 +141,7 @@ pub(super) const WRITES: [(&str, &[&str]); 10] = [
         &["confirm", "expected_desired", "description"],
     ),
     ("/api/v1/approvals/x/approve", &["note"]),
+    ("/api/v1/cost/months/2026-10/reprice", &["reason"]),
     (
         "/api/v1/task-definitions/fit-check",
         &["family", "containerDefinitions", "cpu", "memory"],

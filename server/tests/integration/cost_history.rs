@@ -111,7 +111,7 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
     let report = history::report(
         &recorded,
         &app::model::cost::Recorded::default(),
-        &PriceBook::builtin("us-east-1"),
+        &PriceBook::builtin("us-east-1").into(),
         &query,
         range,
     );
@@ -290,7 +290,7 @@ async fn the_recorder_over_the_emulators_past_matches_figures_worked_out_by_hand
     let report = history::report(
         &recorded,
         &app::model::cost::Recorded::default(),
-        &book,
+        &book.clone().into(),
         &CostQuery::default(),
         range,
     );
@@ -309,7 +309,7 @@ async fn the_recorder_over_the_emulators_past_matches_figures_worked_out_by_hand
         group: app::model::cost::Grouping::Service,
         ..CostQuery::default()
     };
-    let csv = history::daily_csv(&recorded, &book, &by_service);
+    let csv = history::daily_csv(&recorded, &book.clone().into(), &by_service);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],

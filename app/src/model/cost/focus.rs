@@ -12,7 +12,7 @@
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 
 use super::history::{daily_rows, Recorded};
-use super::{usd, CostQuery, Grouping, PriceBook, RowKind};
+use super::{usd, Books, CostQuery, Grouping, RowKind};
 use crate::model::csv::field;
 
 /// The columns, in order: FOCUS's, then this console's own (`x_`).
@@ -110,8 +110,8 @@ fn resource(group: Grouping, kind: RowKind, name: &str) -> (String, String) {
 }
 
 /// The FOCUS CSV of a recorded period: a header of `COLUMNS`, then a line per day and row.
-pub fn focus_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
-    let (period, days) = daily_rows(recorded, prices, query);
+pub fn focus_csv(recorded: &Recorded, books: &Books, query: &CostQuery) -> String {
+    let (period, days) = daily_rows(recorded, books, query);
     let method = format!("{}; {}", query.split.label(), period.rule);
     let mut sources: Vec<String> = period
         .prices

@@ -10,45 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::holdings::{merge, Holdings};
 #[cfg(feature = "ssr")]
-use super::{largest_remainder, price, CostQuery, CostReport, Period, PriceBook, RowKind};
+use super::{
+    largest_remainder, price, price_parts, range::month_start, Books, CostQuery, CostReport,
+    Period, RowKind,
+};
 
-/// A period resolved to times: `[from, to)`, whole hours, Unix seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Range {
-    pub from: i64,
-    pub to: i64,
-}
-
-#[cfg(feature = "ssr")]
-impl Range {
-    pub fn hours(&self) -> f64 {
-        (self.to - self.from) as f64 / 3600.0
-    }
-
-    /// The period of the same length just before.
-    pub fn previous(&self) -> Range {
-        Range {
-            from: self.from - (self.to - self.from),
-            to: self.from,
-        }
-    }
-
-    /// `2026-11-02 – 2026-12-01` (the last day included).
-    pub fn label(&self) -> String {
-        let day = |t: i64| {
-            DateTime::from_timestamp(t, 0)
-                .map(|d| d.format("%Y-%m-%d").to_string())
-                .unwrap_or_default()
-        };
-        let last = day(self.to - 1);
-        let first = day(self.from);
-        if first == last {
-            first
-        } else {
-            format!("{first} – {last}")
-        }
-    }
-}
+pub use super::range::Range;
 
 #[cfg(feature = "ssr")]
 fn start_of_month(date: NaiveDate) -> NaiveDate {
@@ -155,6 +122,17 @@ impl Recorded {
         total
     }
 
+    /// The holdings per month (the month's first second, UTC), for pricing each month at its
+    /// own prices.
+    #[cfg(feature = "ssr")]
+    pub fn by_month(&self) -> BTreeMap<i64, Holdings> {
+        let mut months: BTreeMap<i64, Holdings> = BTreeMap::new();
+        for (day, holdings) in &self.days {
+            merge(months.entry(month_start(*day)).or_default(), holdings);
+        }
+        months
+    }
+
     pub fn recorded_hours(&self) -> f64 {
         self.minutes.values().map(|m| f64::from(*m)).sum::<f64>() / 60.0
     }
@@ -185,20 +163,35 @@ pub const OTHER: &str = "other";
 pub const IDLE: &str = "idle";
 
 #[cfg(feature = "ssr")]
-/// The report over a recorded period: the rows priced from the period's holdings, each row's
-/// change against `previous`, the chart over days, and notes on what was not recorded.
+/// `recorded` priced for `query`: each month's part at that month's prices.
+pub fn price_recorded(recorded: &Recorded, books: &Books, query: &CostQuery) -> CostReport {
+    let months = recorded.by_month();
+    let parts: Vec<(&Holdings, &super::PriceBook)> = months
+        .iter()
+        .map(|(month, holdings)| (holdings, books.at(*month)))
+        .collect();
+    if parts.is_empty() {
+        return price(&Holdings::new(), &books.current, query, 0.0);
+    }
+    price_parts(&parts, query, recorded.recorded_hours())
+}
+
+#[cfg(feature = "ssr")]
+/// The report over a recorded period: the rows priced from the period's holdings (each sealed
+/// month's part at its sealed prices), each row's change against `previous`, the chart over
+/// days, and notes on what was not recorded and what is sealed.
 pub fn report(
     recorded: &Recorded,
     previous: &Recorded,
-    prices: &PriceBook,
+    books: &Books,
     query: &CostQuery,
     range: Range,
 ) -> CostReport {
     let hours = recorded.recorded_hours();
-    let mut report = price(&recorded.total(), prices, query, hours);
+    let mut report = price_recorded(recorded, books, query);
     let previous_hours = previous.recorded_hours();
     if previous_hours > 0.0 {
-        let before = price(&previous.total(), prices, query, previous_hours);
+        let before = price_recorded(previous, books, query);
         let then: BTreeMap<(String, RowKind), i64> = before
             .rows
             .iter()
@@ -237,13 +230,52 @@ pub fn report(
             previous_hours / range.hours() * 100.0
         ));
     }
-    report.chart = Some(chart(recorded, prices, query, &report));
+    sealed_notes(&mut report, recorded, books, range);
+    report.chart = Some(chart(recorded, books, query, &report));
     report
 }
 
 #[cfg(feature = "ssr")]
+/// Says which months of the period are sealed, and when history reached a sealed month after
+/// its seal (a replica's late minutes), which its figures then include.
+fn sealed_notes(report: &mut CostReport, recorded: &Recorded, books: &Books, range: Range) {
+    for month in books.sealed_in(range) {
+        let s = &month.sealing;
+        report.sealed.push(s.clone());
+        let by = if s.version == 1 {
+            "as it closed".to_string()
+        } else {
+            format!("when {} re-priced it (version {})", s.sealed_by, s.version)
+        };
+        report.notes.push(format!(
+            "{} is sealed: its part is priced as the prices stood {by}, {} UTC; later price changes do not alter it.",
+            s.month,
+            s.sealed_at.get(..16).unwrap_or(&s.sealed_at).replace('T', " ")
+        ));
+        let Ok(whole) = super::sealed::month_range(&s.month) else {
+            continue;
+        };
+        if range.from <= whole.from && range.to >= whole.to {
+            let now: f64 = recorded
+                .minutes
+                .range(whole.from..whole.to)
+                .map(|(_, m)| f64::from(*m))
+                .sum::<f64>()
+                / 60.0;
+            if now > s.recorded_hours + 0.01 {
+                report.notes.push(format!(
+                    "{:.1} hours of {} were recorded after it was sealed (another replica's minutes, or a replay): they are in the figures, at the sealed prices.",
+                    now - s.recorded_hours,
+                    s.month
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
 /// One bar per day of the period, priced alike; the largest rows of the report by name.
-fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &CostReport) -> Chart {
+fn chart(recorded: &Recorded, books: &Books, query: &CostQuery, report: &CostReport) -> Chart {
     // The report's rows are sorted by the chosen key; the chart stacks the largest by cost.
     let mut allocated: Vec<(&str, i64)> = report
         .rows
@@ -267,7 +299,7 @@ fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &Co
         let minutes = recorded.minutes.get(&day).copied().unwrap_or(0);
         let mut cents = vec![0; series.len()];
         if let Some(holdings) = recorded.days.get(&day) {
-            let priced = price(holdings, prices, query, f64::from(minutes) / 60.0);
+            let priced = price(holdings, books.at(day), query, f64::from(minutes) / 60.0);
             for row in priced.rows {
                 let at = match row.kind {
                     RowKind::Idle => series.len() - 1,
@@ -308,13 +340,13 @@ fn chart(recorded: &Recorded, prices: &PriceBook, query: &CostQuery, report: &Co
 /// cent, and each day is within a cent of its share. (Rounded day by day, the lines drifted from
 /// the period's total by up to a cent a day.)
 #[cfg(feature = "ssr")]
-pub fn daily_csv(recorded: &Recorded, prices: &PriceBook, query: &CostQuery) -> String {
+pub fn daily_csv(recorded: &Recorded, books: &Books, query: &CostQuery) -> String {
     use super::usd;
     let mut out = format!(
         "day,{},kind,cost_usd,gpu_hours,unused_usd,recorded_hours\n",
         query.group.as_str()
     );
-    let (period, days) = daily_rows(recorded, prices, query);
+    let (period, days) = daily_rows(recorded, books, query);
     for day in &days {
         let date = DateTime::from_timestamp(day.day, 0)
             .map(|d| d.format("%Y-%m-%d").to_string())
@@ -352,7 +384,7 @@ pub struct DayRows {
 #[cfg(feature = "ssr")]
 pub fn daily_rows(
     recorded: &Recorded,
-    prices: &PriceBook,
+    books: &Books,
     query: &CostQuery,
 ) -> (CostReport, Vec<DayRows>) {
     let days: Vec<(i64, &Holdings, f64)> = recorded
@@ -363,12 +395,12 @@ pub fn daily_rows(
             (minutes > 0).then(|| (*day, holdings, f64::from(minutes) / 60.0))
         })
         .collect();
-    let (period, shares) = daily_cents(recorded, &days, prices, query);
+    let (period, shares) = daily_cents(recorded, &days, books, query);
     let rows = days
         .iter()
         .enumerate()
         .map(|(n, (day, holdings, hours))| {
-            let mut rows = price(holdings, prices, query, *hours).rows;
+            let mut rows = price(holdings, books.at(*day), query, *hours).rows;
             for row in &mut rows {
                 row.cost_cents = shares
                     .get(&(row.name.clone(), row.kind))
@@ -392,13 +424,13 @@ pub fn daily_rows(
 pub fn daily_cents(
     recorded: &Recorded,
     days: &[(i64, &Holdings, f64)],
-    prices: &PriceBook,
+    books: &Books,
     query: &CostQuery,
 ) -> (CostReport, BTreeMap<(String, RowKind), Vec<i64>>) {
-    let period = price(&recorded.total(), prices, query, recorded.recorded_hours());
+    let period = price_recorded(recorded, books, query);
     let exact: Vec<BTreeMap<(String, RowKind), f64>> = days
         .iter()
-        .map(|(_, holdings, _)| super::exact_dollars(holdings, prices, query))
+        .map(|(day, holdings, _)| super::exact_dollars(holdings, books.at(*day), query))
         .collect();
     let shares = period
         .rows

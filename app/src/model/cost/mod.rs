@@ -15,6 +15,8 @@ pub mod history;
 pub mod holdings;
 pub mod prices;
 mod query;
+pub mod range;
+pub mod sealed;
 mod split;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,11 +25,15 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::model::words::Lifecycle;
 use crate::model::FleetSnapshot;
-pub use history::{Chart, ChartDay, Range, Recorded};
+pub use history::{Chart, ChartDay, Recorded};
 pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Commitment, ListQuote, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span, SplitRule};
-pub use split::{exact_dollars, price};
+pub use range::Range;
+#[cfg(feature = "ssr")]
+pub use sealed::Books;
+pub use sealed::{MonthsQuery, MonthsView, Repricing, SealedMonth, Sealing};
+pub use split::{exact_dollars, price, price_parts};
 
 /// A month's hours wherever the console prices a month (a report's `span=month`, the
 /// consolidation plan's savings, what retiring a service frees): 730, as AWS's monthly prices
@@ -160,6 +166,10 @@ pub struct CostReport {
     /// a forecast to the month's end; whatever the report's period.
     #[serde(default)]
     pub budgets: Vec<crate::model::budget::BudgetBurn>,
+    /// The sealed months the period reaches into: those parts are priced as they stood when
+    /// the month closed (or was last re-priced).
+    #[serde(default)]
+    pub sealed: Vec<Sealing>,
 }
 
 /// Splits `total` cents across `values` (exact amounts that add up to about `total`) so that

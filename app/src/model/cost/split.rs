@@ -120,6 +120,9 @@ pub(super) fn average_count(sum_hours: f64, hours: f64) -> u32 {
     count
 }
 
+mod notes;
+use notes::notes;
+
 /// A (cluster, instance type, lifecycle): the capacity that one rate prices.
 type Group = (String, String, Option<Lifecycle>);
 
@@ -132,8 +135,9 @@ struct Capacity {
     dollars: f64,
     gpu_hours: f64,
     instance_hours: f64,
-    /// The prices used, with the instance-hours each priced.
-    used: BTreeMap<(String, Lifecycle), (Price, f64)>,
+    /// The prices used (by type, lifecycle and rate: a period across sealed months may use two
+    /// rates for one type), with the instance-hours each priced.
+    used: BTreeMap<(String, Lifecycle, u64), (Price, f64)>,
     /// Types without a price: instance-hours and GPU-hours.
     unpriced: BTreeMap<(String, Lifecycle), (f64, f64)>,
     /// Instance-hours priced on demand because EC2 could not say their lifecycle.
@@ -149,6 +153,31 @@ struct Capacity {
     /// Under the larger-share rule: GPU-hours held that count by memory share, as they were
     /// recorded before compute shares were.
     max_rule_unknown: f64,
+}
+
+impl Capacity {
+    /// Adds another part's capacity (its rates stay with its own split).
+    fn absorb(&mut self, other: Capacity) {
+        self.dollars += other.dollars;
+        self.gpu_hours += other.gpu_hours;
+        self.instance_hours += other.instance_hours;
+        for (key, (price, hours)) in other.used {
+            self.used.entry(key).or_insert_with(|| (price, 0.0)).1 += hours;
+        }
+        for (key, (instances, gpus)) in other.unpriced {
+            let entry = self.unpriced.entry(key).or_default();
+            entry.0 += instances;
+            entry.1 += gpus;
+        }
+        self.lifecycle_unknown += other.lifecycle_unknown;
+        self.host_unknown += other.host_unknown;
+        self.managed_dollars += other.managed_dollars;
+        self.managed_hours += other.managed_hours;
+        for (key, hours) in other.managed_unpriced {
+            *self.managed_unpriced.entry(key).or_default() += hours;
+        }
+        self.max_rule_unknown += other.max_rule_unknown;
+    }
 }
 
 /// What the holders took of the priced capacity.
@@ -169,7 +198,35 @@ struct Taken {
 /// and what they rest on. The idle rows are what the instances cost less what is held, so the
 /// rows add up to Σ instance-hours × price whatever the holdings.
 pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: f64) -> CostReport {
-    let (capacity, exact, idle_dollars) = split(holdings, prices, query);
+    price_parts(&[(holdings, prices)], query, hours)
+}
+
+/// Prices a period made of parts, each at its own prices (a sealed month's, today's), which
+/// stand for `hours` hours in all: each part is split on its own, and the exact amounts added up
+/// before rounding, so the rows still add up to the total to the cent.
+pub fn price_parts(parts: &[(&Holdings, &PriceBook)], query: &CostQuery, hours: f64) -> CostReport {
+    let mut capacity = Capacity::default();
+    let mut by_row: BTreeMap<(RowKind, String), Exact> = BTreeMap::new();
+    let mut idle_dollars = 0.0;
+    let mut book_notes: Vec<String> = Vec::new();
+    for (holdings, book) in parts {
+        let (part, exact, idle) = split(holdings, book, query);
+        capacity.absorb(part);
+        for (name, kind, amount) in exact {
+            by_row.entry((kind, name)).or_default().merge(&amount);
+        }
+        idle_dollars += idle;
+        for note in &book.notes {
+            if !book_notes.contains(note) {
+                book_notes.push(note.clone());
+            }
+        }
+    }
+    // Allocated rows by key, then idle, then unattributed: the order the rounding breaks ties by.
+    let exact: Vec<(String, RowKind, Exact)> = by_row
+        .into_iter()
+        .map(|((kind, name), amount)| (name, kind, amount))
+        .collect();
     let total_cents = cents(capacity.dollars);
     let mut rows = rows(exact, total_cents);
     sort_rows(&mut rows, query.sort);
@@ -182,49 +239,57 @@ pub fn price(holdings: &Holdings, prices: &PriceBook, query: &CostQuery, hours: 
             .sum()
     };
     let unused_cents = rows.iter().filter_map(|r| r.unused_cents).sum();
-    let mut notes = notes(prices, &capacity, hours);
-    if capacity.max_rule_unknown > 0.0 {
-        notes.push(format!(
-            "{:.0} GPU-hours were recorded before the console recorded compute limits: under the larger-share rule they count by memory share.",
-            capacity.max_rule_unknown
-        ));
-    }
+    let mut notes = notes(&book_notes, &capacity, hours);
     if exact_estimated(&rows) {
         notes.push(ESTIMATED_UNUSED.to_string());
     }
+    let shares: BTreeSet<u64> = parts.iter().map(|(_, b)| b.host_share.to_bits()).collect();
+    if shares.len() > 1 {
+        notes.push("The part of the price on CPU and memory (--cost-host-share) differs between the period's months: each month is split by its own; the rule below is today's.".to_string());
+    }
+    let (prices, unpriced) = listed(&mut capacity, hours);
+    let last = parts.last().map(|(_, b)| *b);
     let managed_instances_cents = cents(capacity.managed_dollars).min(total_cents);
     CostReport {
         managed_instances_cents,
         query: query.clone(),
-        region: prices.region.clone(),
+        region: parts
+            .first()
+            .map(|(_, b)| b.region.clone())
+            .unwrap_or_default(),
         rows,
         total_cents,
         idle_cents,
         unused_cents,
         gpus: average_count(capacity.gpu_hours, hours),
         instances: average_count(capacity.instance_hours, hours),
-        prices: capacity
-            .used
-            .into_values()
-            .map(|(price, hours_used)| PriceUsed {
-                price,
-                instances: average_count(hours_used, hours),
-            })
-            .collect(),
-        unpriced: capacity
-            .unpriced
-            .into_iter()
-            .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
-                instance_type,
-                lifecycle,
-                instances: average_count(inst, hours),
-                gpus: average_count(gpus, hours),
-            })
-            .collect(),
+        prices,
+        unpriced,
         notes,
-        rule: rule(prices.host_share, query.split),
+        rule: rule(last.map_or(0.0, |b| b.host_share), query.split),
         ..CostReport::default()
     }
+}
+
+/// The prices used and the types left unpriced, as the report lists them.
+fn listed(capacity: &mut Capacity, hours: f64) -> (Vec<PriceUsed>, Vec<Unpriced>) {
+    let prices = std::mem::take(&mut capacity.used)
+        .into_values()
+        .map(|(price, hours_used)| PriceUsed {
+            price,
+            instances: average_count(hours_used, hours),
+        })
+        .collect();
+    let unpriced = std::mem::take(&mut capacity.unpriced)
+        .into_iter()
+        .map(|((instance_type, lifecycle), (inst, gpus))| Unpriced {
+            instance_type,
+            lifecycle,
+            instances: average_count(inst, hours),
+            gpus: average_count(gpus, hours),
+        })
+        .collect();
+    (prices, unpriced)
 }
 
 /// Each row's exact dollars before rounding, by (name, kind): what `price` rounds to the cent.
@@ -334,7 +399,11 @@ fn capacity(holdings: &Holdings, prices: &PriceBook, query: &CostQuery) -> Capac
         out.instance_hours += amounts.instance_hours;
         out.gpu_hours += amounts.gpu_hours;
         out.used
-            .entry((price.instance_type.clone(), lifecycle))
+            .entry((
+                price.instance_type.clone(),
+                lifecycle,
+                price.usd_per_hour.to_bits(),
+            ))
             .or_insert_with(|| (price.clone(), 0.0))
             .1 += amounts.instance_hours;
         let rate = Rates::of(amounts, dollars, prices.host_share);
@@ -470,64 +539,6 @@ fn rows(exact: Vec<(String, RowKind, Exact)>, total_cents: i64) -> Vec<CostRow> 
             change_cents: None,
         })
         .collect()
-}
-
-/// The price book's notes, and what the figures could not know: lifecycles, hosts, prices.
-fn notes(prices: &PriceBook, capacity: &Capacity, hours: f64) -> Vec<String> {
-    let mut notes = prices.notes.clone();
-    let unknown = average_count(capacity.lifecycle_unknown, hours);
-    if unknown > 0 {
-        notes.push(format!(
-            "EC2 could not be read for {unknown} {}, so whether {} spot is not known: priced at the on-demand rate.",
-            if unknown == 1 { "instance" } else { "instances" },
-            if unknown == 1 { "it is" } else { "they are" }
-        ));
-    }
-    let host_unknown = average_count(capacity.host_unknown, hours);
-    if host_unknown > 0 {
-        notes.push(format!(
-            "The CPU and memory of {host_unknown} {} are not known (not recorded then, or not reported): {} whole price went to {} GPUs.",
-            if host_unknown == 1 { "instance" } else { "instances" },
-            if host_unknown == 1 { "its" } else { "their" },
-            if host_unknown == 1 { "its" } else { "their" },
-        ));
-    }
-    let unknown_types: BTreeSet<String> = capacity
-        .unpriced
-        .keys()
-        .map(|(instance_type, lifecycle)| format!("{instance_type} ({})", lifecycle.as_str()))
-        .collect();
-    let managed = average_count(capacity.managed_hours, hours);
-    if capacity.managed_dollars > 0.0 {
-        notes.push(format!(
-            "The totals include {} of ECS Managed Instances charge for {managed} {}, on top of EC2's price (managed_instances_usd_per_hour in the price file).",
-            super::money(cents(capacity.managed_dollars)),
-            if managed == 1 { "instance" } else { "instances" },
-        ));
-    }
-    if !capacity.managed_unpriced.is_empty() {
-        let count = average_count(capacity.managed_unpriced.values().sum(), hours);
-        notes.push(format!(
-            "The ECS Managed Instances charge of {count} {} ({}) is not in the totals: give managed_instances_usd_per_hour for {} in the price file (--prices).",
-            if count == 1 { "instance" } else { "instances" },
-            capacity.managed_unpriced.keys().cloned().collect::<Vec<_>>().join(", "),
-            if capacity.managed_unpriced.len() == 1 { "that type" } else { "those types" },
-        ));
-    }
-    if !unknown_types.is_empty() {
-        notes.push(format!(
-            "No price for {}: those instances are not in the totals. Give their prices in the price file (--prices).",
-            unknown_types.into_iter().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    if capacity
-        .unpriced
-        .keys()
-        .any(|(_, lifecycle)| *lifecycle == Lifecycle::CapacityBlock)
-    {
-        notes.push("A Capacity Block is paid for its reserved hours at a rate of its own, so its instances are never priced at the on-demand rate: give the block's rate (its upfront fee over its hours) with lifecycle = \"capacity-block\" in the price file.".to_string());
-    }
-    notes
 }
 
 /// Dollars to whole cents, half away from zero — first to a millionth of a dollar, so that sums

@@ -66,6 +66,7 @@ pub(super) fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> 
                     title="The daily lines in the FinOps Open Cost and Usage Specification's columns" download>"FOCUS"</a>
             })}
             <a href="/cost/plan" data-testid="cost-plan-link">"Consolidation plan"</a>
+            <a href="/cost/months" data-testid="cost-months-link">"Sealed months"</a>
         </form>
     }
 }

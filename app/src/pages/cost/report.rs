@@ -40,9 +40,19 @@ pub(super) fn Report(report: CostReport) -> impl IntoView {
         })}
         <p class="muted print-only">{format!("Grouped by {}, over {span}, idle {}{}.", query.group.label().to_lowercase(), if query.share_idle { "shared out" } else { "as rows" }, query.cluster.as_ref().map(|c| format!(", cluster {c}")).unwrap_or_default())}</p>
         <p class="freshness" data-testid="cost-taken-at">{match &report.range {
-            Some(_) => format!("{:.0} hours recorded of the period; made at {}; prices for {}, applied to every hour.", report.recorded_hours, report.taken_at, report.region),
+            Some(_) if report.sealed.is_empty() => format!("{:.0} hours recorded of the period; made at {}; prices for {}, today's applied to every hour.", report.recorded_hours, report.taken_at, report.region),
+            Some(_) => format!("{:.0} hours recorded of the period; made at {}; prices for {}: sealed months at their sealed prices, the rest at today's.", report.recorded_hours, report.taken_at, report.region),
             None => format!("Fleet as read at {}; prices for {}.", report.taken_at, report.region),
         }}</p>
+        {(!report.sealed.is_empty()).then(|| view! {
+            <p class="banner info" role="status" data-testid="cost-sealed">
+                {report.sealed.iter().map(|s| view! {
+                    <span>{format!("{} is sealed (version {}, {} UTC, by {}). ", s.month, s.version, s.sealed_at.get(..16).unwrap_or(&s.sealed_at).replace('T', " "), s.sealed_by)}</span>
+                    <a href=format!("/cost/months?month={}", s.month) data-testid="cost-sealed-link">{format!("{} at today's prices…", s.month)}</a>
+                    " "
+                }).collect_view()}
+            </p>
+        })}
         <section class="summary" aria-label="Totals" data-testid="cost-totals">
             <div class="stat"><span class="value" data-testid="cost-total">{money(report.total_cents)}</span><span class="label">{format!("total, {span}")}</span></div>
             {change.map(|change| view! {

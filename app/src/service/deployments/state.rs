@@ -176,6 +176,9 @@ async fn settle(context: &ServiceContext, record: AuditRecord) -> Result<bool, S
                 .await?;
             Ok(true)
         }
+        (AuditAction::Reprice, Outcome::Pending | Outcome::Unknown) => {
+            crate::service::cost::sealing::settle(context, record.id).await
+        }
         (AuditAction::Retire, Outcome::Pending | Outcome::Unknown) => {
             settle_retirement(context, record).await
         }

@@ -43,6 +43,29 @@ impl crate::service::ports::CostHistory for Fake {
     fn replaying(&self) -> Option<String> {
         None
     }
+
+    fn sealed(&self) -> BoxFuture<'_, Result<Vec<crate::model::cost::SealedMonth>, ServiceError>> {
+        let sealed = self
+            .sealed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Box::pin(async move { Ok(sealed) })
+    }
+
+    fn seal(
+        &self,
+        month: crate::model::cost::SealedMonth,
+    ) -> BoxFuture<'_, Result<bool, ServiceError>> {
+        let mut sealed = self.sealed.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = sealed.iter().any(|m| {
+            m.sealing.month == month.sealing.month && m.sealing.version == month.sealing.version
+        });
+        if !taken {
+            sealed.push(month);
+        }
+        Box::pin(async move { Ok(!taken) })
+    }
 }
 
 impl AuditStore for Fake {

@@ -14,6 +14,7 @@ mod hardening;
 mod new_provider;
 mod new_service;
 mod oidc;
+mod sealed;
 mod support;
 mod task_definition_lists;
 mod task_definitions;

@@ -55,7 +55,7 @@ fn a_rows_days_add_up_to_its_period_and_each_is_within_a_cent_of_exact() {
             .iter()
             .map(|(day, h)| (*day, h, f64::from(recorded.minutes[day]) / 60.0))
             .collect();
-        let (_, shares) = daily_cents(&recorded, &days, &book, &query);
+        let (_, shares) = daily_cents(&recorded, &days, &book.clone().into(), &query);
         let exact: Vec<_> = days
             .iter()
             .map(|(_, holdings, _)| exact_dollars(holdings, &book, &query))
@@ -82,7 +82,7 @@ fn a_rows_days_add_up_to_its_period_and_each_is_within_a_cent_of_exact() {
                 );
             }
         }
-        let csv = daily_csv(&recorded, &book, &query);
+        let csv = daily_csv(&recorded, &book.clone().into(), &query);
         let total: i64 = csv
             .lines()
             .skip(1)
@@ -131,7 +131,7 @@ fn the_focus_export_is_the_daily_lines_in_focus_columns() {
             ..CostQuery::default()
         };
         let period = price(&recorded.total(), &book, &query, recorded.recorded_hours());
-        let csv = crate::model::cost::focus::focus_csv(&recorded, &book, &query);
+        let csv = crate::model::cost::focus::focus_csv(&recorded, &book.clone().into(), &query);
         let mut lines = csv.lines();
         let header = fields(lines.next().unwrap());
         assert_eq!(header, crate::model::cost::focus::COLUMNS, "case {case}");

@@ -166,6 +166,16 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             Rule::Read(|| post_json("/api/v1/task-definitions/validate", "{}")),
         ),
         (
+            "/api/v1/cost/months/{month}/reprice",
+            // No month is sealed here: refused as not found after the authorization.
+            Rule::Admin(|| {
+                post_json(
+                    "/api/v1/cost/months/2026-10/reprice",
+                    r#"{"reason": "the Savings Plan rate was wrong"}"#,
+                )
+            }),
+        ),
+        (
             "/api/v1/clusters/{cluster}/capacity-providers",
             // A name ECS refuses: refused after the authorization, so nothing is created.
             Rule::Admin(|| {
@@ -329,6 +339,15 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
         (
             "/api/list_audit",
             Rule::Read(|| form("/api/list_audit", "")),
+        ),
+        (
+            "/api/cost_months",
+            Rule::Read(|| form("/api/cost_months", "")),
+        ),
+        (
+            "/api/reprice_month",
+            // No month is sealed here: refused as not found after the authorization.
+            Rule::Admin(|| form("/api/reprice_month", "month=2026-10&reason=rates")),
         ),
         (
             "/api/cost_report",
