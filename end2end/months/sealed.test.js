@@ -1,5 +1,6 @@
-// Sealed months: the console replays more than a month of the emulator's past, so last month has
-// history and is sealed once the replay and the markets' first reads are done. The cost page says
+// Sealed months, on a console of their own (scripts/test.sh) that replays 32 days of the demo's
+// past, so last month has history whatever the day, and is sealed once the replay and the
+// markets' first reads are done. The cost page says
 // the month is sealed and links to it; its page shows the seal, what today's prices would change
 // and, for an admin (everyone, on a console without sign-in on loopback), the re-pricing form.
 import { after, before, describe, test } from 'node:test';
