@@ -83,8 +83,10 @@ fn SealsTable(seals: Vec<Sealing>) -> impl IntoView {
         .into_any();
     }
     view! {
-        <table class="data" data-testid="months-table">
-            <thead><tr><th>"Month"</th><th>"Version"</th><th>"Sealed at (UTC)"</th><th>"By"</th><th class="num">"Total then"</th><th class="num">"Hours recorded"</th><th>"Why"</th><th></th></tr></thead>
+        <section class="card" aria-labelledby="months-title">
+        <h2 id="months-title" class="card-title">"Seals, every version"</h2>
+        <table class="data-table compact" data-testid="months-table">
+            <thead><tr><th scope="col">"Month"</th><th scope="col">"Version"</th><th scope="col">"Sealed at (UTC)"</th><th scope="col">"By"</th><th scope="col" class="num">"Total then"</th><th scope="col" class="num">"Hours recorded"</th><th scope="col">"Why"</th><th scope="col"><span class="visually-hidden">"Re-pricing"</span></th></tr></thead>
             <tbody>
                 {seals.into_iter().map(|s| {
                     let link = format!("/cost/months?month={}", s.month);
@@ -104,6 +106,7 @@ fn SealsTable(seals: Vec<Sealing>) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        </section>
     }
     .into_any()
 }
@@ -133,7 +136,7 @@ fn RepricingCard(
     let delta = repricing.after_total_cents - repricing.before_total_cents;
     view! {
         <section class="card" data-testid="repricing">
-            <h2>{format!("{month} at today's prices")}</h2>
+            <h2 class="card-title">{format!("{month} at today's prices")}</h2>
             <p data-testid="repricing-totals">{format!(
                 "Sealed (version {}): {}. At today's prices: {} ({}{}).",
                 repricing.from_version,
@@ -144,8 +147,8 @@ fn RepricingCard(
             )}</p>
             {same.then(|| view! { <p class="muted" data-testid="repricing-same">"Today's prices give the same figures: re-pricing would change nothing."</p> })}
             {(!repricing.rows.is_empty()).then(|| view! {
-                <table class="data" data-testid="repricing-rows">
-                    <thead><tr><th>"Team"</th><th class="num">"Sealed"</th><th class="num">"Today's prices"</th><th class="num">"Change"</th></tr></thead>
+                <table class="data-table compact" data-testid="repricing-rows">
+                    <thead><tr><th scope="col">"Team"</th><th scope="col" class="num">"Sealed"</th><th scope="col" class="num">"Today's prices"</th><th scope="col" class="num">"Change"</th></tr></thead>
                     <tbody>
                         {repricing.rows.iter().map(|r| view! {
                             <tr><td>{if r.kind == "allocated" { r.name.clone() } else { format!("{} · {}", r.kind, r.name) }}</td><td class="num">{money(r.before_cents)}</td><td class="num">{money(r.after_cents)}</td><td class="num">{money(r.after_cents - r.before_cents)}</td></tr>
@@ -154,8 +157,8 @@ fn RepricingCard(
                 </table>
             })}
             {(!repricing.prices.is_empty()).then(|| view! {
-                <table class="data" data-testid="repricing-prices">
-                    <thead><tr><th>"Instance type"</th><th>"Billed"</th><th>"Sealed price"</th><th>"Today's price"</th></tr></thead>
+                <table class="data-table compact" data-testid="repricing-prices">
+                    <thead><tr><th scope="col">"Instance type"</th><th scope="col">"Billed"</th><th scope="col">"Sealed price"</th><th scope="col">"Today's price"</th></tr></thead>
                     <tbody>
                         {repricing.prices.iter().map(|p| view! {
                             <tr><td>{p.instance_type.clone()}</td><td>{p.lifecycle.clone()}</td><td>{p.before.clone()}</td><td>{p.after.clone()}</td></tr>
@@ -167,9 +170,9 @@ fn RepricingCard(
                 view! {
                     <ActionForm action=reprice>
                         <input type="hidden" name="month" value=month.clone() />
-                        <label class="edit-description">
+                        <label class="field">
                             <span>"Why (kept with the new version and in the audit log)"</span>
-                            <input type="text" name="reason" maxlength="500" required data-testid="reprice-reason" />
+                            <input type="text" name="reason" maxlength="500" required size="60" data-testid="reprice-reason" />
                         </label>
                         <div class="edit-actions">
                             <button type="submit" data-testid="reprice" disabled=move || pending.get()>{format!("Re-price {month} at today's prices")}</button>
