@@ -168,6 +168,17 @@ impl Fake {
         }
     }
 
+    /// An admin (group `platform`), otherwise as [`Fake::deployer`].
+    pub fn admin() -> Actor {
+        Actor {
+            subject: "root".into(),
+            email: Some("root@example.com".into()),
+            groups: vec!["platform".into()],
+            role: Role::Admin,
+            ..Fake::deployer()
+        }
+    }
+
     /// A deployer of team `search`, which owns `embed`.
     pub fn deployer() -> Actor {
         Actor {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::{
-    model::{arn::RevisionRef, audit::AuditRecord, deployment::DeployRequest, identity::Role},
+    model::{arn::RevisionRef, audit::AuditRecord, deployment::DeployRequest},
     service::{budget::budgets, deployments::deploy, fake::Fake},
 };
 
@@ -18,13 +18,7 @@ fn embed_2() -> DeployRequest {
 }
 
 fn admin() -> Actor {
-    Actor {
-        subject: "root".into(),
-        email: Some("root@example.com".into()),
-        groups: vec!["platform".into()],
-        role: Role::Admin,
-        ..Fake::deployer()
-    }
+    Fake::admin()
 }
 
 fn sent(fake: &Fake) -> usize {

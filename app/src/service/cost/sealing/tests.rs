@@ -14,13 +14,7 @@ use crate::{
 };
 
 fn admin() -> Actor {
-    Actor {
-        subject: "root".into(),
-        email: Some("root@example.com".into()),
-        groups: vec!["platform".into()],
-        role: Role::Admin,
-        ..Fake::deployer()
-    }
+    Fake::admin()
 }
 
 /// The first second of last month and of this one.
