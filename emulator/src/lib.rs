@@ -6,6 +6,7 @@
 //! under [`model`], [`placement`], [`engine`] and [`cloudwatch`], testable without HTTP.
 
 pub mod autoscaling;
+pub mod billing;
 pub mod capacity;
 pub mod cbor;
 pub mod clock;
@@ -24,6 +25,7 @@ pub mod placement;
 pub mod pricing;
 pub mod runtime;
 pub mod scenario;
+pub mod spot_market;
 pub mod task_definitions;
 pub mod throttle;
 

@@ -488,6 +488,10 @@ pub struct Fleet {
     pub idle_services: BTreeMap<String, DateTime<Utc>>,
     /// Auto Scaling groups, instances on their way, and what the providers did.
     pub elastic: crate::elastic::Elastic,
+    /// Every EC2 instance the account ran and how it is bought: Cost Explorer's source.
+    pub billing: crate::billing::Ledger,
+    /// Whether the account opted in to Cost Explorer's resource-level data.
+    pub resource_level_data: bool,
 }
 
 /// A change the scenario's story makes at a set time: a service's desired count.
@@ -516,6 +520,8 @@ impl Fleet {
             schedule: Default::default(),
             idle_services: BTreeMap::new(),
             elastic: Default::default(),
+            billing: Default::default(),
+            resource_level_data: true,
         }
     }
 

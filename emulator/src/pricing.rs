@@ -29,6 +29,14 @@ const REGIONS: [(&str, &str, f64); 6] = [
     ("ap-northeast-1", "Asia Pacific (Tokyo)", 1.26),
 ];
 
+/// What list prices in `region` are, times us-east-1's (1 for a region not priced here).
+pub fn region_factor(region: &str) -> f64 {
+    REGIONS
+        .iter()
+        .find(|(r, _, _)| *r == region)
+        .map_or(1.0, |(_, _, f)| *f)
+}
+
 /// The most products one page holds, and the default.
 const MAX_RESULTS: usize = 100;
 

@@ -2,7 +2,7 @@
 //! settings, and the HTTP server that speaks ECS (awsJson1_1) and CloudWatch (rpc-v2-cbor).
 
 mod cloudwatch_wire;
-mod pricing_wire;
+mod json_wire;
 mod sqs_ec2;
 mod status;
 mod writes;
@@ -42,7 +42,7 @@ use crate::{
 };
 
 use self::cloudwatch_wire::{cloudwatch, cloudwatch_json};
-use self::pricing_wire::pricing_json;
+use self::json_wire::{cost_explorer_json, pricing_json};
 use self::sqs_ec2::{ec2_query, sqs};
 pub use self::status::Status;
 pub use self::writes::{WriteRecord, WRITES_KEPT};
@@ -348,7 +348,8 @@ fn set_json_headers(emulator: &Emulator, headers: &mut HeaderMap) {
 
 /// `POST /` with `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>` (ECS),
 /// `GraniteServiceVersion20100801.<Operation>` (CloudWatch over JSON, for botocore),
-/// `AmazonSQS.<Operation>` or `AWSPriceListService.<Operation>` (the Price List Query API).
+/// `AmazonSQS.<Operation>`, `AWSPriceListService.<Operation>` (the Price List Query API) or
+/// `AWSInsightsIndexService.<Operation>` (Cost Explorer).
 async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
@@ -362,6 +363,9 @@ async fn ecs(State(emulator): State<Emulator>, headers: HeaderMap, body: Bytes) 
     }
     if let Some(operation) = target.strip_prefix(crate::pricing::TARGET_PREFIX) {
         return pricing_json(emulator, operation.to_string(), body).await;
+    }
+    if let Some(operation) = target.strip_prefix(crate::billing::TARGET_PREFIX) {
+        return cost_explorer_json(emulator, operation.to_string(), body).await;
     }
     // EC2's query protocol: a form body and no target header.
     let form = headers

@@ -280,8 +280,9 @@ fn demo_troubles(fleet: &mut Fleet, specs: &[ServiceSpec], start: DateTime<Utc>)
     fleet.advance(start + Duration::seconds(600));
 }
 
-/// The demo's odd instances: one without the CloudWatch agent, spot dev boxes, a p5 whose agent
-/// adds the InstanceId dimension, and two dev boxes that take no tasks.
+/// The demo's odd instances: one without the CloudWatch agent, spot dev boxes, a p5 in a
+/// Capacity Block whose agent adds the InstanceId dimension, and two dev boxes that take no
+/// tasks.
 fn demo_oddities(fleet: &mut Fleet, start: DateTime<Utc>) {
     // A dev box that never got the CloudWatch agent: its GPUs have no metrics.
     if let Some(instance) = fleet
@@ -304,6 +305,8 @@ fn demo_oddities(fleet: &mut Fleet, start: DateTime<Utc>) {
             .find(|i| i.instance_type == "p5.48xlarge")
     }) {
         p5.agent_instance_id_dimension = true;
+        // It runs in a Capacity Block for ML, paid for up front.
+        p5.capacity_block = true;
     }
     // Two more dev boxes that take no tasks: one set to DRAINING, one whose agent lost its
     // connection.
@@ -313,6 +316,7 @@ fn demo_oddities(fleet: &mut Fleet, start: DateTime<Utc>) {
         cluster.instances[count - 2].room.status = "DRAINING".into();
         cluster.instances[count - 1].room.agent_connected = false;
     }
+    fleet.billing_follows_instances();
 }
 
 /// The demo's last two weeks, as a cost review would find them: the search team grew (embed-api

@@ -151,14 +151,15 @@ fn a_capacity_block_instance_says_so() {
     let now = chrono::DateTime::parse_from_rfc3339("2026-12-02T09:30:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
-    let mut fleet = crate::scenario::Scenario::Demo.build(7, now);
+    // The demo's p5 runs in a Capacity Block.
+    let fleet = crate::scenario::Scenario::Demo.build(7, now);
     let block = fleet
         .clusters
-        .values_mut()
-        .flat_map(|c| c.instances.iter_mut())
-        .find(|i| !i.spot)
+        .values()
+        .flat_map(|c| c.instances.iter())
+        .find(|i| i.capacity_block)
         .unwrap();
-    block.capacity_block = true;
+    assert_eq!(block.instance_type, "p5.48xlarge");
     let id = block.ec2_instance_id.clone();
     let ask = |pairs: &[(&str, &str)]| {
         let mut params = vec![("Action".to_string(), "DescribeInstances".to_string())];

@@ -127,11 +127,30 @@ impl Fleet {
                 1 + (bits >> 16) % 254
             );
         }
+        self.billing.started(
+            &instance.ec2_instance_id,
+            &instance.instance_type,
+            &instance.availability_zone,
+            bought(&instance),
+            instance.registered_at,
+            crate::pricing::region_factor(&self.region),
+        );
         if let Some(cluster) = self.clusters.get_mut(cluster) {
             cluster
                 .instance_index
                 .insert(instance.arn.clone(), cluster.instances.len());
             cluster.instances.push(instance);
+        }
+    }
+
+    /// Bills each instance as it is bought now: spot and Capacity Block instances set after
+    /// they were added (a scenario's set-up) are billed so from their start.
+    pub fn billing_follows_instances(&mut self) {
+        for instance in self.clusters.values().flat_map(|c| &c.instances) {
+            if instance.spot || instance.capacity_block {
+                self.billing
+                    .rebuy(&instance.ec2_instance_id, bought(instance));
+            }
         }
     }
 
@@ -160,6 +179,9 @@ impl Fleet {
             return false;
         };
         let before = cluster.instances.len();
+        if let Some(gone) = cluster.instances.iter().find(|i| i.arn == arn) {
+            self.billing.ended(&gone.ec2_instance_id, self.now);
+        }
         cluster.instances.retain(|i| i.arn != arn);
         cluster.instance_index = cluster
             .instances
@@ -366,6 +388,21 @@ pub(crate) mod fixture {
     pub fn run(fleet: &mut Fleet, seconds: i64) {
         let to = fleet.now + Duration::seconds(seconds);
         fleet.advance(to);
+    }
+}
+
+/// How `instance` is bought: spot, in a Capacity Block, under the Savings Plan (about four in
+/// ten on-demand instances), or on demand.
+fn bought(instance: &ContainerInstance) -> crate::billing::Purchase {
+    use crate::billing::{covered, Purchase};
+    if instance.spot {
+        Purchase::Spot
+    } else if instance.capacity_block {
+        Purchase::CapacityBlock
+    } else if covered(&instance.ec2_instance_id) {
+        Purchase::SavingsPlan
+    } else {
+        Purchase::OnDemand
     }
 }
 

@@ -10,11 +10,23 @@ use crate::{
     run::post,
 };
 
-/// Checks `input` against the operation's input shape, sends it, and checks the answer or the
-/// refusal against the model; the status and the answer.
-async fn call(
+/// The errors every AWS API may answer (the API references' "Common Errors"), which the
+/// models do not list per operation.
+const COMMON_ERRORS: [&str; 5] = [
+    "AccessDeniedException",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "ThrottlingException",
+    "ValidationException",
+];
+
+/// Checks `input` against the operation's input shape, sends it with `X-Amz-Target:
+/// <target><operation>`, and checks the answer or the refusal against the model; the status and
+/// the answer.
+pub(crate) async fn call_json(
     model: &Model,
     addr: std::net::SocketAddr,
+    target: &str,
     operation: &str,
     input: Value,
     problems: &mut Vec<String>,
@@ -31,7 +43,7 @@ async fn call(
         &format!("{operation} request"),
     );
     assert!(walker.problems.is_empty(), "{:#?}", walker.problems);
-    let (status, answer) = post(addr, &format!("AWSPriceListService.{operation}"), &input).await;
+    let (status, answer) = post(addr, &format!("{target}{operation}"), &input).await;
     if status == 200 {
         let shape = spec["output"]["shape"].as_str().expect("an output shape");
         walker.walk(shape, &answer, &format!("{operation} answer"));
@@ -43,12 +55,19 @@ async fn call(
             .flatten()
             .any(|e| e["shape"].as_str() == Some(code.as_str()));
         if listed {
-            // The Price List's errors spell their member `Message`, as the model does.
+            // The errors spell their member `Message`, as the models do.
             let mut fields = answer.clone();
             if let Some(object) = fields.as_object_mut() {
                 object.remove("__type");
             }
             walker.walk(&code, &fields, &format!("{operation} error"));
+        } else if COMMON_ERRORS.contains(&code.as_str()) {
+            // Not in the model: every AWS API may answer these, with a message.
+            if !answer["Message"].is_string() {
+                walker
+                    .problems
+                    .push(format!("{operation}: error {code} has no Message"));
+            }
         } else {
             walker
                 .problems
@@ -57,6 +76,25 @@ async fn call(
     }
     problems.extend(walker.problems);
     (status, answer)
+}
+
+/// [`call_json`] to the Price List.
+async fn call(
+    model: &Model,
+    addr: std::net::SocketAddr,
+    operation: &str,
+    input: Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    call_json(
+        model,
+        addr,
+        "AWSPriceListService.",
+        operation,
+        input,
+        problems,
+    )
+    .await
 }
 
 #[tokio::test]
