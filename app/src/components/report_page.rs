@@ -104,6 +104,18 @@ impl PageQuery for PlanQuery {
     }
 }
 
+impl PageQuery for crate::model::cost::ReconciliationQuery {
+    const KEYS: &'static [&'static str] = &["month"];
+
+    fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, String> {
+        let months = crate::model::cost::MonthsQuery::from_params(params)?;
+        Ok(crate::model::cost::ReconciliationQuery {
+            month: months.month,
+            format: None,
+        })
+    }
+}
+
 impl PageQuery for crate::model::cost::MonthsQuery {
     const KEYS: &'static [&'static str] = &crate::model::cost::MonthsQuery::KEYS;
 

@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod cost;
 pub mod cost_months;
 pub mod cost_plan;
+pub mod cost_reconciliation;
 pub mod deployments;
 pub mod fleet;
 pub mod not_found;

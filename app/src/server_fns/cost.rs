@@ -39,3 +39,16 @@ pub async fn reprice_month(
     let (context, actor) = (super::context()?, super::actor()?);
     crate::service::cost::sealing::reprice(&context, &actor, &month, &reason).await
 }
+
+/// A month's reconciliation of the console's figures with Cost Explorer's, by day.
+#[server(name = GetCostReconciliation, prefix = "/api", endpoint = "cost_reconciliation")]
+pub async fn cost_reconciliation(
+    query: crate::model::cost::ReconciliationQuery,
+) -> Result<crate::model::cost::Reconciliation, ServiceError> {
+    crate::service::cost::reconciliation::reconciliation(
+        &super::context()?,
+        &query,
+        chrono::Utc::now(),
+    )
+    .await
+}

@@ -4,6 +4,7 @@
 //! definitions the services run (through the ECS read cache).
 
 mod providers;
+pub mod reconciliation;
 pub mod sealing;
 
 use std::collections::HashMap;
@@ -121,8 +122,12 @@ async fn recorded_period(
                 "{what} is of a recorded period: give period=7d, 30d, this_month, last_month or custom (period=now is today's allocations held for a span, not cost incurred)"
             ))
         })?;
-    let recorded = context.history.recorded(range.from, range.to).await?;
-    Ok((recorded, sealing::books(context).await?))
+    let (recorded, (books, _)) = futures::future::try_join(
+        context.history.recorded(range.from, range.to),
+        reconciliation::books_for(context, range.from, range.to),
+    )
+    .await?;
+    Ok((recorded, books))
 }
 
 /// The report for `query`: today's allocations from the snapshot (an error that says to wait
@@ -132,9 +137,9 @@ pub async fn report(
     query: &CostQuery,
 ) -> Result<CostReport, ServiceError> {
     let state = context.fleet.state();
-    let prices = book(context);
     let range = history::resolve(query, chrono::Utc::now(), context.history.retention_days())
         .map_err(ServiceError::invalid)?;
+    let prices = reconciliation::with_latest_bill(context, book(context)).await?;
     let Some(range) = range else {
         let Some(snapshot) = state.snapshot else {
             return Err(ServiceError::unavailable(
@@ -146,10 +151,10 @@ pub async fn report(
         return Ok(report);
     };
     let previous = range.previous();
-    let (recorded, before, books) = futures::future::try_join3(
+    let (recorded, before, (books, bill)) = futures::future::try_join3(
         context.history.recorded(range.from, range.to),
         context.history.recorded(previous.from, previous.to),
-        sealing::books(context),
+        reconciliation::books_for(context, previous.from, range.to),
     )
     .await?;
     // The clusters there are now and those the period held.
@@ -168,6 +173,7 @@ pub async fn report(
     let clusters: Vec<String> = clusters.into_iter().collect();
     check_cluster(query.cluster.as_ref(), &clusters).map_err(ServiceError::invalid)?;
     let mut report = history::report(&recorded, &before, &books, query, range);
+    reconciliation::bill_notes(&mut report, &books, &bill, range);
     report.clusters = clusters;
     report.taken_at = crate::service::clock::now();
     report.replaying = context.history.replaying();

@@ -396,6 +396,11 @@ pub trait Markets: Send + Sync {
     fn asked(&self) -> bool {
         true
     }
+    /// Why Cost Explorer's figures are not read (resource-level data off, not allowed, turned
+    /// off with a flag); `None` when it is read.
+    fn cost_explorer_off(&self) -> Option<String> {
+        Some("Cost Explorer is not read by this console.".to_string())
+    }
 }
 
 /// No market: instances are priced by the built-in table and the price file only.
@@ -431,4 +436,21 @@ pub trait CostHistory: Send + Sync {
         &self,
         month: crate::model::cost::SealedMonth,
     ) -> BoxFuture<'_, Result<bool, ServiceError>>;
+    /// What Cost Explorer billed for the days of `[from, to)` it was read for, and what the
+    /// console saw of each instance on those days (none where the history keeps no bill).
+    fn bill(
+        &self,
+        _from: i64,
+        _to: i64,
+    ) -> BoxFuture<'_, Result<crate::model::cost::billed::Bill, ServiceError>> {
+        Box::pin(async { Ok(crate::model::cost::billed::Bill::default()) })
+    }
+    /// What the console saw of each instance on every day of `[from, to)`.
+    fn seen(
+        &self,
+        _from: i64,
+        _to: i64,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::cost::billed::SeenDay>, ServiceError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }

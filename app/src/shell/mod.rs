@@ -21,6 +21,7 @@ use crate::pages::{
     cost::CostPage,
     cost_months::CostMonthsPage,
     cost_plan::CostPlanPage,
+    cost_reconciliation::CostReconciliationPage,
     deployments::{DeploymentWatchPage, DeploymentsPage, NewServicePage, ServicePage},
     fleet::FleetPage,
     not_found::NotFound,
@@ -128,6 +129,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/cost") view=CostPage ssr=SsrMode::Async />
                     <Route path=path!("/cost/plan") view=CostPlanPage ssr=SsrMode::Async />
                     <Route path=path!("/cost/months") view=CostMonthsPage ssr=SsrMode::Async />
+                    <Route path=path!("/cost/reconciliation") view=CostReconciliationPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

@@ -133,6 +133,22 @@ impl Recorded {
         months
     }
 
+    /// The holdings per set of prices: each day Cost Explorer billed on its own, the other
+    /// days per month; keyed by (billed, the day's or month's first second).
+    #[cfg(feature = "ssr")]
+    pub fn by_book(&self, books: &Books) -> BTreeMap<(bool, i64), Holdings> {
+        let mut parts: BTreeMap<(bool, i64), Holdings> = BTreeMap::new();
+        for (day, holdings) in &self.days {
+            let key = if books.billed(*day) {
+                (true, *day)
+            } else {
+                (false, month_start(*day))
+            };
+            merge(parts.entry(key).or_default(), holdings);
+        }
+        parts
+    }
+
     pub fn recorded_hours(&self) -> f64 {
         self.minutes.values().map(|m| f64::from(*m)).sum::<f64>() / 60.0
     }
@@ -165,10 +181,10 @@ pub const IDLE: &str = "idle";
 #[cfg(feature = "ssr")]
 /// `recorded` priced for `query`: each month's part at that month's prices.
 pub fn price_recorded(recorded: &Recorded, books: &Books, query: &CostQuery) -> CostReport {
-    let months = recorded.by_month();
-    let parts: Vec<(&Holdings, &super::PriceBook)> = months
+    let parts = recorded.by_book(books);
+    let parts: Vec<(&Holdings, &super::PriceBook)> = parts
         .iter()
-        .map(|(month, holdings)| (holdings, books.at(*month)))
+        .map(|(at, holdings)| (holdings, books.at(at.1)))
         .collect();
     if parts.is_empty() {
         return price(&Holdings::new(), &books.current, query, 0.0);

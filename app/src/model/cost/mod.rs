@@ -8,6 +8,8 @@
 //! a cap, not a reservation); the memory nobody holds is idle, counted per cluster. Unused is the
 //! part of an allocation the GPU did not use over the usage window, shown beside, never taken off.
 
+#[cfg(feature = "ssr")]
+pub mod billed;
 pub mod consolidate;
 #[cfg(feature = "ssr")]
 pub mod focus;
@@ -16,6 +18,7 @@ pub mod holdings;
 pub mod prices;
 mod query;
 pub mod range;
+pub mod reconcile;
 pub mod sealed;
 mod split;
 
@@ -30,6 +33,9 @@ pub use holdings::{Amounts, HoldingKey, HoldingKind, Holdings};
 pub use prices::{Commitment, ListQuote, Price, PriceBook, PriceFile, PriceSource, SpotQuote};
 pub use query::{CostQuery, Grouping, Period, SortKey, Span, SplitRule};
 pub use range::Range;
+pub use reconcile::{
+    Explained, Reconciliation, ReconciliationDay, ReconciliationQuery, RECONCILIATION_PARAMETERS,
+};
 #[cfg(feature = "ssr")]
 pub use sealed::Books;
 pub use sealed::{MonthsQuery, MonthsView, Repricing, SealedMonth, Sealing};

@@ -130,7 +130,12 @@ mod books {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::model::cost::{range::month_range, range::month_start, CostReport, Range, RowKind};
+    use crate::model::cost::{
+        billed::{day_book, day_of, fill_from_latest, Bill},
+        range::month_range,
+        range::month_start,
+        CostReport, Range, RowKind,
+    };
 
     /// The prices a recorded period is made with: each sealed month's own, today's for the rest.
     #[derive(Clone, Debug, Default)]
@@ -138,6 +143,8 @@ mod books {
         pub current: PriceBook,
         /// Month start → the month's latest seal.
         sealed: BTreeMap<i64, SealedMonth>,
+        /// Day → the day's prices from Cost Explorer's bill, for the days it was read.
+        billed: BTreeMap<i64, PriceBook>,
     }
 
     impl From<PriceBook> for Books {
@@ -145,6 +152,7 @@ mod books {
             Books {
                 current,
                 sealed: BTreeMap::new(),
+                billed: BTreeMap::new(),
             }
         }
     }
@@ -168,11 +176,37 @@ mod books {
             books
         }
 
-        /// The prices of the day (or hour) that starts at `at`.
+        /// These books with the bill's prices for each day Cost Explorer was read (see
+        /// [`billed`](crate::model::cost::billed)); today's prices get, for a type they cannot
+        /// price, the latest day's billed rate.
+        pub fn with_bill(mut self, bill: &Bill) -> Books {
+            for day in bill.read_days() {
+                let book = day_book(self.listed(day), bill, day);
+                self.billed.insert(day, book);
+            }
+            self.current = fill_from_latest(&self.current, &self.billed);
+            self
+        }
+
+        /// The prices of the day (or hour) that starts at `at`: the bill's, where Cost Explorer
+        /// was read for the day, else the month's seal or today's.
         pub fn at(&self, at: i64) -> &PriceBook {
+            self.billed
+                .get(&day_of(at))
+                .unwrap_or_else(|| self.listed(at))
+        }
+
+        /// The prices of the day that starts at `at` without the bill: the month's seal or
+        /// today's.
+        pub fn listed(&self, at: i64) -> &PriceBook {
             self.sealed
                 .get(&month_start(at))
                 .map_or(&self.current, |m| &m.book)
+        }
+
+        /// Whether the day of `at` is priced from Cost Explorer's bill.
+        pub fn billed(&self, at: i64) -> bool {
+            self.billed.contains_key(&day_of(at))
         }
 
         /// The seal of month `text` (`2026-11`), when it has one.

@@ -67,6 +67,8 @@ pub(super) fn CostForm(query: CostQuery, clusters: Vec<String>, csv: String) -> 
             })}
             <a href="/cost/plan" data-testid="cost-plan-link">"Consolidation plan"</a>
             <a href="/cost/months" data-testid="cost-months-link">"Sealed months"</a>
+            <a href="/cost/reconciliation" data-testid="cost-reconciliation-link"
+                title="The console's figures against Cost Explorer's, by day">"Reconciliation"</a>
         </form>
     }
 }
