@@ -288,6 +288,13 @@ pub struct ServeArgs {
     #[arg(long, env = "GPUSHARE_COST_HOST_SHARE", value_name = "PERCENT", default_value_t = 0.0, value_parser = host_share)]
     pub cost_host_share: f64,
 
+    /// Do not read Cost Explorer. By default the console reads each closed day's amortized cost
+    /// per EC2 instance once (`ce:GetCostAndUsageWithResources`, $0.01 a request; one or a few
+    /// requests a day), where the account has resource-level data on, and prices those days at
+    /// the bill; with this flag every figure is at list and price-file prices.
+    #[arg(long, env = "GPUSHARE_NO_COST_EXPLORER")]
+    pub no_cost_explorer: bool,
+
     /// Folder with the built site: `pkg/` (script, WebAssembly, stylesheet) and the public assets.
     #[arg(long, env = "GPUSHARE_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -526,6 +533,7 @@ impl Default for ServeArgs {
             prices: None,
             cost_retention_days: crate::cost_history::RETENTION_DAYS,
             cost_host_share: 0.0,
+            no_cost_explorer: false,
             site_root: PathBuf::from("target/site"),
             request_timeout: 30,
             header_read_timeout: 10,

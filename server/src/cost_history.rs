@@ -10,20 +10,21 @@
 
 use std::{
     collections::{BTreeMap, HashSet},
-    sync::{Arc, Mutex, RwLock},
+    sync::{Mutex, RwLock},
 };
 
 use app::{
     model::{
         cost::{
-            holdings, Amounts, HoldingKey, HoldingKind, Holdings, Lifecycle, Recorded, SealedMonth,
-            Sealing,
+            Amounts, HoldingKey, HoldingKind, Holdings, Lifecycle, Recorded, SealedMonth, Sealing,
         },
         ServiceError,
     },
     service::ports::{BoxFuture, CostHistory},
 };
 use sqlx::{AnyPool, Row};
+
+pub mod bill;
 
 /// How many days of history are kept by default.
 pub const RETENTION_DAYS: u32 = 400;
@@ -138,26 +139,23 @@ impl SqlCostHistory {
         per_hour: &Holdings,
         minutes: std::ops::Range<i64>,
     ) -> Result<u32, sqlx::Error> {
+        self.record_seen(per_hour, &[], minutes).await
+    }
+
+    /// As [`record`](Self::record), and adds the minutes to each instance of `seen` (the bill's
+    /// side: which EC2 instances the console saw, for how long, each day).
+    pub async fn record_seen(
+        &self,
+        per_hour: &Holdings,
+        seen: &[bill::SeenInstance],
+        minutes: std::ops::Range<i64>,
+    ) -> Result<u32, sqlx::Error> {
         if minutes.is_empty() {
             return Ok(0);
         }
         self.store_keys(per_hour).await?;
         let mut tx = self.pool.begin().await?;
-        let all: Vec<i64> = minutes.collect();
-        let mut claimed = Vec::new();
-        for chunk in all.chunks(BATCH * 4) {
-            let sql = format!(
-                "INSERT INTO cost_minutes (minute, replica) VALUES {} ON CONFLICT (minute) DO NOTHING RETURNING minute",
-                placeholders(chunk.len(), 2)
-            );
-            let mut query = sqlx::query(&sql);
-            for minute in chunk {
-                query = query.bind(*minute).bind(self.replica.clone());
-            }
-            for row in query.fetch_all(&mut *tx).await? {
-                claimed.push(row.try_get::<i64, _>(0)?);
-            }
-        }
+        let claimed = self.claim(&mut tx, minutes).await?;
         // The minutes per hour and per day: each adds to its hour's rows and its day's.
         let mut hours: BTreeMap<i64, u32> = BTreeMap::new();
         let mut days: BTreeMap<i64, u32> = BTreeMap::new();
@@ -166,7 +164,10 @@ impl SqlCostHistory {
             *days.entry(minute.div_euclid(1440) * 86_400).or_default() += 1;
         }
         let rows: Vec<(i64, &Amounts)> = per_hour.iter().map(|(k, a)| (key_id(k), a)).collect();
-        for (table, column, spans) in [("cost_hours", "hour", hours), ("cost_days", "day", days)] {
+        for (table, column, spans) in [
+            ("cost_hours", "hour", hours),
+            ("cost_days", "day", days.clone()),
+        ] {
             for (at, count) in spans {
                 let factor = f64::from(count) / 60.0;
                 for chunk in rows.chunks(BATCH) {
@@ -208,8 +209,33 @@ impl SqlCostHistory {
                 }
             }
         }
+        bill::add_minutes(&mut tx, seen, &days).await?;
         tx.commit().await?;
         Ok(u32::try_from(claimed.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Claims each of `minutes` no replica has claimed yet; the minutes claimed.
+    async fn claim(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        minutes: std::ops::Range<i64>,
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let all: Vec<i64> = minutes.collect();
+        let mut claimed = Vec::new();
+        for chunk in all.chunks(BATCH * 4) {
+            let sql = format!(
+                "INSERT INTO cost_minutes (minute, replica) VALUES {} ON CONFLICT (minute) DO NOTHING RETURNING minute",
+                placeholders(chunk.len(), 2)
+            );
+            let mut query = sqlx::query(&sql);
+            for minute in chunk {
+                query = query.bind(*minute).bind(self.replica.clone());
+            }
+            for row in query.fetch_all(&mut **tx).await? {
+                claimed.push(row.try_get::<i64, _>(0)?);
+            }
+        }
+        Ok(claimed)
     }
 
     /// Forgets what is older than the retention.
@@ -227,6 +253,7 @@ impl SqlCostHistory {
             .bind(oldest.div_euclid(60))
             .execute(&self.pool)
             .await?;
+        self.prune_bill(oldest.div_euclid(86_400) * 86_400).await?;
         // A seal goes with the last of its month's history.
         let month = app::model::cost::sealed::month_label(oldest);
         sqlx::query("DELETE FROM cost_sealed_months WHERE month < $1")
@@ -445,6 +472,37 @@ impl CostHistory for SqlCostHistory {
         })
     }
 
+    fn bill(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'_, Result<app::model::cost::billed::Bill, ServiceError>> {
+        Box::pin(async move {
+            let (read, billed, seen) = self
+                .select_bill(from, to)
+                .await
+                .map_err(failed("read (Cost Explorer's lines)"))?;
+            Ok(app::model::cost::billed::Bill {
+                seen,
+                billed,
+                read,
+                off: None,
+            })
+        })
+    }
+
+    fn seen(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'_, Result<Vec<app::model::cost::billed::SeenDay>, ServiceError>> {
+        Box::pin(async move {
+            self.select_seen(from, to, false)
+                .await
+                .map_err(failed("read (the instances seen)"))
+        })
+    }
+
     fn seal(&self, month: SealedMonth) -> BoxFuture<'_, Result<bool, ServiceError>> {
         Box::pin(async move {
             self.insert_sealed(&month)
@@ -454,116 +512,5 @@ impl CostHistory for SqlCostHistory {
     }
 }
 
-/// Records the latest snapshot every minute, for the minutes since the last record (at most
-/// five, when a tick ran late); a snapshot older than five minutes is not recorded, and the
-/// minutes it would have stood for stay unrecorded, which the reports say. Prunes daily.
-pub fn spawn_recorder(
-    history: Arc<SqlCostHistory>,
-    store: Arc<crate::fleet::store::SnapshotStore>,
-) {
-    tokio::spawn(async move {
-        let mut last: Option<i64> = None;
-        let mut pruned = 0;
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if history.replaying().is_some() {
-                continue;
-            }
-            let now = chrono::Utc::now();
-            let minute = now.timestamp().div_euclid(60);
-            let state = store.state();
-            let (Some(snapshot), Some(taken_at)) = (state.snapshot, state.taken_at) else {
-                continue;
-            };
-            if (now - taken_at).num_seconds() > 300 {
-                continue;
-            }
-            let from = last.map_or(minute, |l| (l + 1).max(minute - 4));
-            let per_hour = holdings::of_snapshot(&snapshot, 1.0);
-            match history.record(&per_hour, from..minute + 1).await {
-                Ok(_) => last = Some(minute),
-                Err(error) => {
-                    tracing::warn!(%error, "the allocation history could not be written; the minute stays unrecorded");
-                }
-            }
-            if now.timestamp() - pruned > 86_400 {
-                pruned = now.timestamp();
-                if let Err(error) = history.prune(pruned).await {
-                    tracing::warn!(%error, "old allocation history could not be pruned");
-                }
-            }
-        }
-    });
-}
-
-/// Seals each closed month at today's prices, ten minutes after it closes, checking every five
-/// minutes — and every five seconds while the emulator's past is replayed or the markets have
-/// not been asked yet, so that a month is sealed as soon as both are done (never before). Start
-/// it after the replay, so that its first look sees the replay under way.
-pub fn spawn_sealer(context: app::service::context::ServiceContext) {
-    tokio::spawn(async move {
-        loop {
-            if context.history.replaying().is_some() || !context.markets.asked() {
-                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-                continue;
-            }
-            match app::service::cost::sealing::seal_closed_months(&context, chrono::Utc::now())
-                .await
-            {
-                Ok(months) => {
-                    for month in months {
-                        tracing::info!(%month, "the month closed: its cost is sealed at today's prices");
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "closed months could not be sealed; trying again in five minutes");
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_secs(300)).await;
-        }
-    });
-}
-
-/// How much simulated time one step of the replay records.
-pub const REPLAY_STEP_MINUTES: i64 = 15;
-
-/// Replays the emulator's past into the history: from the emulator's time (built days back) to
-/// `until`, moves its clock a step at a time, reads the fleet through the SDK as the refresher
-/// does (usage included, read up to the emulator's time), and records each step with the
-/// same recorder the live console uses. Says how far it has got until done.
-pub async fn replay(
-    emulator: emulator::Emulator,
-    reader: crate::fleet::reader::FleetReader,
-    history: Arc<SqlCostHistory>,
-    until: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<u32> {
-    let step = REPLAY_STEP_MINUTES * 60;
-    let begin = emulator.now().timestamp().div_euclid(step) * step + step;
-    let end = until.timestamp().div_euclid(60) * 60;
-    let total_days = ((end - begin) as f64 / 86_400.0).ceil().max(1.0);
-    let clock = emulator.clone();
-    let reader = reader.with_clock(Arc::new(move || clock.now()));
-    let mut recorded = 0;
-    let mut at = begin;
-    while at < end {
-        let day = ((at - begin) as f64 / 86_400.0).floor() + 1.0;
-        history.set_replaying(Some(format!(
-            "replaying the emulator's past into the cost history: day {day:.0} of {total_days:.0}"
-        )));
-        if let Some(to) = chrono::DateTime::from_timestamp(at, 0) {
-            emulator.advance_to(to);
-        }
-        let refresh = reader
-            .refresh()
-            .await
-            .map_err(|error| anyhow::anyhow!("reading the emulator's past failed: {error}"))?;
-        let per_hour = holdings::of_snapshot(&refresh.snapshot, 1.0);
-        let to = (at + step).min(end);
-        recorded += history.record(&per_hour, at / 60..to / 60).await?;
-        at += step;
-    }
-    history.set_replaying(None);
-    Ok(recorded)
-}
+mod tasks;
+pub use tasks::{replay, replay_in_steps, spawn_recorder, spawn_sealer, REPLAY_STEP_MINUTES};

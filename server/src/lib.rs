@@ -9,6 +9,7 @@ pub mod auth;
 pub mod aws;
 pub mod bench;
 pub mod config;
+pub mod cost_explorer;
 pub mod cost_history;
 pub mod demo;
 pub mod ecs;
@@ -66,6 +67,10 @@ pub fn api_routes() -> Vec<ApiRoute> {
         read("/api/v1/audit", get(http::audit::list)),
         read("/api/v1/cost", get(http::cost::report)),
         read("/api/v1/cost/plan", get(http::plan::plan)),
+        read(
+            "/api/v1/cost/reconciliation",
+            get(http::reconciliation::reconciliation),
+        ),
         read("/api/v1/cost/months", get(http::sealed::months)),
         read("/api/v1/cost/months/{month}", get(http::sealed::month)),
         write(

@@ -51,6 +51,7 @@ impl Settings {
 pub struct AwsMarkets {
     pub spot: Arc<crate::spot_prices::SpotPrices>,
     pub list: Arc<crate::price_list::ListPrices>,
+    pub cost_explorer: Arc<crate::cost_explorer::CostExplorer>,
 }
 
 impl Markets for AwsMarkets {
@@ -64,6 +65,10 @@ impl Markets for AwsMarkets {
 
     fn asked(&self) -> bool {
         self.spot.asked() && self.list.asked()
+    }
+
+    fn cost_explorer_off(&self) -> Option<String> {
+        self.cost_explorer.off()
     }
 }
 

@@ -63,14 +63,7 @@ pub fn start(
     spawn_refresher(&fleet, reader.clone());
     let history = Arc::new(SqlCostHistory::new(&audit, args.cost_retention_days));
     spawn_recorder(history.clone(), fleet.clone());
-    let spot = Arc::new(SpotPrices::new(clients.ec2.clone()));
-    crate::spot_prices::spawn(spot.clone(), fleet.clone());
-    let list = Arc::new(ListPrices::new(
-        clients.pricing.clone(),
-        &settings.prices.region,
-        &audit,
-    ));
-    crate::price_list::spawn(list.clone(), fleet.clone());
+    let markets = markets(args, &clients, &settings, &fleet, &history, &audit);
     let reads = Arc::new(ReadCache::default());
     let costs = Arc::new(Costs {
         calls: clients.calls.clone(),
@@ -86,7 +79,7 @@ pub fn start(
             fleet,
             audit,
             history: history.clone(),
-            markets: Arc::new(AwsMarkets { spot, list }),
+            markets: Arc::new(markets),
             reads,
         },
     );
@@ -121,6 +114,37 @@ pub fn start(
         body_limit: usize::try_from(args.body_limit).unwrap_or(usize::MAX),
         request_timeout: Duration::from_secs(args.request_timeout),
     })
+}
+
+/// What AWS says things cost — the spot market, the Price List, Cost Explorer — each read in
+/// the background from now on.
+fn markets(
+    args: &ServeArgs,
+    clients: &Clients,
+    settings: &Settings,
+    fleet: &Arc<SnapshotStore>,
+    history: &Arc<SqlCostHistory>,
+    audit: &SqlAuditLog,
+) -> AwsMarkets {
+    let spot = Arc::new(SpotPrices::new(clients.ec2.clone()));
+    crate::spot_prices::spawn(spot.clone(), fleet.clone());
+    let list = Arc::new(ListPrices::new(
+        clients.pricing.clone(),
+        &settings.prices.region,
+        audit,
+    ));
+    crate::price_list::spawn(list.clone(), fleet.clone());
+    let cost_explorer = Arc::new(crate::cost_explorer::CostExplorer::new(
+        clients.cost_explorer.clone(),
+        history.clone(),
+        args.no_cost_explorer,
+    ));
+    crate::cost_explorer::spawn(cost_explorer.clone());
+    AwsMarkets {
+        spot,
+        list,
+        cost_explorer,
+    }
 }
 
 /// What the use cases are told, from the flags: the policy file read, the prices of the region

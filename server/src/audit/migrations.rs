@@ -2,7 +2,7 @@
 //! the same SQL for SQLite and PostgreSQL.
 
 /// The schema, one migration per step; applied in order at start, each once.
-pub(super) const MIGRATIONS: [(i64, &str, &str); 13] = [
+pub(super) const MIGRATIONS: [(i64, &str, &str); 14] = [
     (
         1,
         "audit log and deploy locks",
@@ -211,6 +211,30 @@ pub(super) const MIGRATIONS: [(i64, &str, &str); 13] = [
         recorded_hours DOUBLE PRECISION NOT NULL,
         book TEXT NOT NULL,
         PRIMARY KEY (month, version)
+    );",
+    ),
+    (
+        14,
+        "the bill: minutes each instance was seen a day, Cost Explorer's amortized cost of each instance and day, and the days read",
+        "CREATE TABLE IF NOT EXISTS cost_instance_days (
+        day BIGINT NOT NULL,
+        instance_id TEXT NOT NULL,
+        cluster TEXT NOT NULL,
+        instance_type TEXT NOT NULL,
+        lifecycle TEXT NOT NULL,
+        minutes BIGINT NOT NULL,
+        PRIMARY KEY (day, instance_id)
+    );
+    CREATE TABLE IF NOT EXISTS cost_explorer_lines (
+        day BIGINT NOT NULL,
+        resource_id TEXT NOT NULL,
+        usd DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (day, resource_id)
+    );
+    CREATE TABLE IF NOT EXISTS cost_explorer_days (
+        day BIGINT PRIMARY KEY,
+        read_at BIGINT NOT NULL,
+        calls BIGINT NOT NULL
     );",
     ),
 ];

@@ -75,6 +75,9 @@ pub struct Clients {
     /// The Price List Query API, for on-demand prices. Its endpoints are in us-east-1,
     /// eu-central-1 and ap-south-1 only; it answers for every region.
     pub pricing: aws_sdk_pricing::Client,
+    /// Cost Explorer, for each instance's amortized daily cost. Its endpoint is us-east-1's
+    /// (cn-northwest-1's in China); it answers for the whole account.
+    pub cost_explorer: aws_sdk_costexplorer::Client,
     /// The SQS queue an EventBridge rule fills with ECS's events, when there is one.
     pub events_queue_url: Option<String>,
     /// The region the clients use, for display.
@@ -151,12 +154,8 @@ impl Clients {
                     .interceptor(count("autoscaling"))
                     .build(),
             ),
-            pricing: aws_sdk_pricing::Client::from_conf(
-                aws_sdk_pricing::config::Builder::from(&config)
-                    .region(pricing_region(config.region()))
-                    .interceptor(calls::CountCalls::new("pricing", counts.clone(), None))
-                    .build(),
-            ),
+            pricing: pricing(&config, &counts),
+            cost_explorer: cost_explorer(&config, &counts),
             sqs: aws_sdk_sqs::Client::from_conf(
                 aws_sdk_sqs::config::Builder::from(&config)
                     .interceptor(calls::CountCalls::new("sqs", counts.clone(), None))
@@ -167,6 +166,33 @@ impl Clients {
             budget,
         }
     }
+}
+
+/// The Price List's client, at its endpoint nearest the console's region, its calls counted
+/// apart from the refresher's budget.
+fn pricing(
+    config: &aws_config::SdkConfig,
+    counts: &Arc<calls::CallCounts>,
+) -> aws_sdk_pricing::Client {
+    aws_sdk_pricing::Client::from_conf(
+        aws_sdk_pricing::config::Builder::from(config)
+            .region(pricing_region(config.region()))
+            .interceptor(calls::CountCalls::new("pricing", counts.clone(), None))
+            .build(),
+    )
+}
+
+/// Cost Explorer's client, at its one endpoint, its calls counted (each costs $0.01).
+fn cost_explorer(
+    config: &aws_config::SdkConfig,
+    counts: &Arc<calls::CallCounts>,
+) -> aws_sdk_costexplorer::Client {
+    aws_sdk_costexplorer::Client::from_conf(
+        aws_sdk_costexplorer::config::Builder::from(config)
+            .region(cost_explorer_region(config.region()))
+            .interceptor(calls::CountCalls::new("ce", counts.clone(), None))
+            .build(),
+    )
 }
 
 /// The Price List endpoint nearest the console's region: eu-central-1 for Europe, the Middle
@@ -185,6 +211,12 @@ fn pricing_region(console: Option<&Region>) -> Region {
             "us-east-1"
         },
     )
+}
+
+/// Cost Explorer's endpoint: us-east-1's, or cn-northwest-1's for the China regions.
+fn cost_explorer_region(console: Option<&Region>) -> Region {
+    let china = console.is_some_and(|r| r.as_ref().starts_with("cn-"));
+    Region::from_static(if china { "cn-northwest-1" } else { "us-east-1" })
 }
 
 #[cfg(test)]

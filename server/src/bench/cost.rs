@@ -40,28 +40,17 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
     use app::model::cost::holdings;
     let snapshot = super::scenario_snapshot(&args.scenario).await?;
     let per_hour = holdings::of_snapshot(&snapshot, 1.0);
+    let seen = crate::cost_history::bill::seen_instances(&snapshot);
     let dir = std::env::temp_dir().join(format!("gpushare-bench-cost-{}", std::process::id()));
     let audit = crate::audit::SqlAuditLog::open(args.database_url.as_deref(), &dir).await?;
     let store = crate::cost_history::SqlCostHistory::new(&audit, 400);
-    // A month of hours, ending at the last whole hour.
     let end_hour = chrono::Utc::now().timestamp().div_euclid(3600);
-    let hours = i64::from(args.days) * 24;
-    let started = Instant::now();
-    for hour in end_hour - hours..end_hour {
-        store.record(&per_hour, hour * 60..hour * 60 + 60).await?;
-    }
-    let filled = started.elapsed().as_secs_f64();
-    // The recorder's own work: one minute at a time, as it runs.
-    let mut minute_ms = Vec::new();
-    let base = end_hour * 60;
-    for minute in base..base + 30 {
-        let started = Instant::now();
-        store.record(&per_hour, minute..minute + 1).await?;
-        minute_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-    }
+    let (filled, mut minute_ms) = fill(&store, &per_hour, &seen, args.days, end_hour).await?;
+    let billed_days = bill_days(&store, &seen, end_hour * 3600).await?;
     let storage = store.storage_bytes(audit.backend).await?;
     let (mut report_ms, rows) = time_reports(&store, args.rounds).await?;
     let (minutes, replay) = time_replay(args.replay_days, &dir).await?;
+    let (ce_instances, ce_calls) = cost_explorer_calls(&args.scenario, &dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
     let plans = plan_rows(args.rounds.min(10)).await?;
     print_table(
@@ -91,13 +80,20 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
             },
             Row {
                 what: format!(
-                    "30-day report with the previous period and chart ({rows} rows), p50 / p95"
+                    "30-day report with the previous period and chart ({rows} rows; {billed_days} days at Cost Explorer's bill), p50 / p95"
                 ),
                 value: format!(
                     "{:.1} ms / {:.1} ms",
                     percentile(&mut report_ms.clone(), 0.5),
                     percentile(&mut report_ms, 0.95)
                 ),
+            },
+            Row {
+                what: format!(
+                    "Cost Explorer requests for a day of {} ({ce_instances} instances billed)",
+                    args.scenario
+                ),
+                value: format!("{ce_calls}"),
             },
             Row {
                 what: format!(
@@ -114,14 +110,43 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `days` of hours of `per_hour` and `seen` written, ending at `end_hour`, an hour at a time,
+/// then 30 minutes after it one at a time as the recorder writes them: the seconds the hours
+/// took, and each minute's milliseconds.
+async fn fill(
+    store: &crate::cost_history::SqlCostHistory,
+    per_hour: &app::model::cost::Holdings,
+    seen: &[crate::cost_history::bill::SeenInstance],
+    days: u32,
+    end_hour: i64,
+) -> anyhow::Result<(f64, Vec<f64>)> {
+    let hours = i64::from(days) * 24;
+    let started = Instant::now();
+    for hour in end_hour - hours..end_hour {
+        store
+            .record_seen(per_hour, seen, hour * 60..hour * 60 + 60)
+            .await?;
+    }
+    let filled = started.elapsed().as_secs_f64();
+    let mut minute_ms = Vec::new();
+    let base = end_hour * 60;
+    for minute in base..base + 30 {
+        let started = Instant::now();
+        store
+            .record_seen(per_hour, seen, minute..minute + 1)
+            .await?;
+        minute_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((filled, minute_ms))
+}
+
 /// The 30-day report, both periods read, priced and charted as the page asks, `rounds` times:
 /// each one's time (ms), and the report's rows.
 async fn time_reports(
     store: &crate::cost_history::SqlCostHistory,
     rounds: u32,
 ) -> anyhow::Result<(Vec<f64>, usize)> {
-    use app::model::cost::{history, CostQuery, PriceBook};
-    let book: app::model::cost::Books = PriceBook::builtin("us-east-1").into();
+    use app::model::cost::{billed::Bill, history, Books, CostQuery, PriceBook};
     let query = CostQuery::default();
     let mut report_ms = Vec::new();
     let mut rows = 0;
@@ -131,15 +156,89 @@ async fn time_reports(
             history::resolve(&query, chrono::Utc::now(), 400).map_err(anyhow::Error::msg)?;
         let Some(range) = range else { break };
         let previous = range.previous();
-        let (now, before) = tokio::try_join!(
+        let (now, before, (read, billed, seen)) = tokio::try_join!(
             store.select(range.from, range.to),
-            store.select(previous.from, previous.to)
+            store.select(previous.from, previous.to),
+            store.select_bill(previous.from, range.to)
         )?;
+        let book = Books::from(PriceBook::builtin("us-east-1")).with_bill(&Bill {
+            seen,
+            billed,
+            read,
+            off: None,
+        });
         let report = history::report(&now, &before, &book, &query, range);
         rows = report.rows.len();
         report_ms.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     Ok((report_ms, rows))
+}
+
+/// Cost Explorer's lines for each of the 14 days before `end` (Unix seconds), as its reader
+/// stores them: each instance of `seen` a day at 80 % of its list price. The days stored.
+async fn bill_days(
+    store: &crate::cost_history::SqlCostHistory,
+    seen: &[crate::cost_history::bill::SeenInstance],
+    end: i64,
+) -> anyhow::Result<usize> {
+    let list = app::model::cost::PriceBook::builtin("us-east-1");
+    let lines: std::collections::BTreeMap<String, f64> = seen
+        .iter()
+        .map(|i| {
+            let usd = list
+                .price(&i.instance_type, app::model::cost::Lifecycle::OnDemand)
+                .map_or(1.0, |p| p.usd_per_hour);
+            (i.instance_id.clone(), usd * 24.0 * 0.8)
+        })
+        .collect();
+    let today = end.div_euclid(86_400) * 86_400;
+    let calls = u32::try_from(lines.len().div_ceil(200)).unwrap_or(u32::MAX);
+    let mut days = 0;
+    for ago in 1..=14 {
+        if store
+            .store_billed(today - ago * 86_400, &lines, end, calls)
+            .await?
+        {
+            days += 1;
+        }
+    }
+    Ok(days)
+}
+
+/// Cost Explorer read for one day of `scenario` as the console reads it, from the emulator (a
+/// minute recorded, the clock moved on two days so that the day is due): the instances it
+/// billed, and the requests it took.
+async fn cost_explorer_calls(
+    scenario: &str,
+    dir: &std::path::Path,
+) -> anyhow::Result<(usize, u32)> {
+    let args = crate::config::EmulatorArgs {
+        scenario: scenario.to_string(),
+        ..crate::config::EmulatorArgs::default()
+    };
+    let emulator = crate::build_emulator(&args, 0).await?;
+    let (_, clients) = crate::serve_emulator(&emulator).await?;
+    let audit = crate::audit::SqlAuditLog::open(None, &dir.join("cost-explorer")).await?;
+    let store = std::sync::Arc::new(crate::cost_history::SqlCostHistory::new(&audit, 400));
+    let now = emulator.now();
+    let minute = now.timestamp().div_euclid(60);
+    store
+        .record(&app::model::cost::Holdings::new(), minute..minute + 1)
+        .await?;
+    let later = now + chrono::Duration::days(2);
+    emulator.advance_to(later);
+    let explorer = crate::cost_explorer::CostExplorer::new(
+        clients.cost_explorer.clone(),
+        store.clone(),
+        false,
+    );
+    explorer
+        .read_due(later.timestamp())
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let (read, lines, _) = store.select_bill(0, later.timestamp()).await?;
+    let calls = read.iter().map(|r| r.calls).sum::<u32>();
+    Ok((lines.len(), calls))
 }
 
 /// The demo's start-up with the replay of `days` days of its past: the minutes replayed, and

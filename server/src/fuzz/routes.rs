@@ -2,7 +2,7 @@
 //! routes with the fields their bodies take, and a task definition's field names.
 
 /// The console's GET routes with the parameters each reads.
-pub(super) const API_ROUTES: [(&str, &[&str]); 16] = [
+pub(super) const API_ROUTES: [(&str, &[&str]); 17] = [
     (
         "/api/v1/fleet",
         &[
@@ -32,6 +32,7 @@ pub(super) const API_ROUTES: [(&str, &[&str]); 16] = [
         ],
     ),
     ("/api/v1/cost/plan", &["cluster", "spare", "format"]),
+    ("/api/v1/cost/reconciliation", &["month", "format"]),
     ("/api/v1/cost/months", &[]),
     ("/api/v1/cost/months/2026-10", &[]),
     ("/api/v1/capacity-providers", &["cluster"]),
@@ -62,7 +63,7 @@ pub(super) const API_ROUTES: [(&str, &[&str]); 16] = [
 ];
 
 /// The pages with the parameters each reads.
-pub(super) const PAGES: [(&str, &[&str]); 11] = [
+pub(super) const PAGES: [(&str, &[&str]); 12] = [
     (
         "/",
         &[
@@ -79,6 +80,7 @@ pub(super) const PAGES: [(&str, &[&str]); 11] = [
     ),
     ("/cost/plan", &["cluster", "spare"]),
     ("/cost/months", &["month"]),
+    ("/cost/reconciliation", &["month"]),
     ("/clusters/inference-prod/events", &["q", "since", "limit"]),
     ("/deployments", &["cluster"]),
     ("/deployments/new", &["cluster", "family"]),

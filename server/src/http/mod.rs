@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod origin;
 pub mod panics;
 pub mod plan;
+pub mod reconciliation;
 pub mod sealed;
 pub mod security;
 pub mod serve;

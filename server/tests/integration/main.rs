@@ -4,6 +4,7 @@
 
 mod audit_store;
 mod consolidation;
+mod cost_explorer;
 mod cost_history;
 mod deploy_reconcile;
 mod events_queue;

@@ -14,6 +14,8 @@ mod hardening;
 mod new_provider;
 mod new_service;
 mod oidc;
+mod plan;
+mod reconciliation;
 mod sealed;
 mod support;
 mod task_definition_lists;

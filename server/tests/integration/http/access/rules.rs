@@ -345,6 +345,10 @@ pub(super) fn rules() -> Vec<(&'static str, Rule)> {
             Rule::Read(|| form("/api/cost_months", "")),
         ),
         (
+            "/api/cost_reconciliation",
+            Rule::Read(|| form("/api/cost_reconciliation", "")),
+        ),
+        (
             "/api/reprice_month",
             // No month is sealed here: refused as not found after the authorization.
             Rule::Admin(|| form("/api/reprice_month", "month=2026-10&reason=rates")),
