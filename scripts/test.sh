@@ -152,9 +152,10 @@ fi
   GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 --test-timeout=360000 \
   --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
 
-gpushare_step "end-to-end tests of sealed months, on a console with 32 days of the demo's past"
+gpushare_step "end-to-end tests of sealed months and the reconciliation with Cost Explorer, on a console with 32 days of the demo's past"
 # 32 days reach into last month whatever the day of the month, so last month has history and is
-# sealed once the replay and the markets' first reads are done. A console of its own: a longer
+# sealed once the replay and the markets' first reads are done; Cost Explorer is read for the days
+# of its 14 that have been closed for a day. A console of its own: a longer
 # past changes which of the demo's services are settled, which the tests above rely on.
 kill "$server_pid" "$proxied_pid" "$oidc_pid" "$provider_pid" 2>/dev/null || true
 server_pid="" proxied_pid="" oidc_pid="" provider_pid=""
