@@ -43,21 +43,25 @@ trap cleanup EXIT
 gpushare_step "cargo fmt --check"
 cargo fmt --all --check
 
+# The release build (the site and the server) runs beside clippy and the build of the unit and
+# integration tests, from the start: each of those leaves a core idle for much of its time (a
+# crate's front end and its final link are one thread each), and the release build is the
+# longest of them. Clippy and the tests' build share the debug profile's directory, the release
+# build has its own, so neither waits for the other's lock. The tests run once all builds are
+# done, with the machine to themselves: some hold a refusal to a time limit.
+gpushare_step "the release build, in the background from here on"
+"$GPUSHARE_ROOT/scripts/build.sh" --release >"$logs/release-build.log" 2>&1 &
+release_pid=$!
+
 gpushare_step "cargo clippy (server side: ssr)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 gpushare_step "cargo clippy (browser side: hydrate)"
 cargo clippy -p app --all-targets --features hydrate --locked -- -D warnings
 
-# The release build (the site and the server) runs beside the build of the unit and integration
-# tests: each leaves a core idle for much of its time (a crate's front end and its final link
-# are one thread each). The tests run once both builds are done, with the machine to themselves:
-# some hold a refusal to a time limit.
 gpushare_step "building the tests, with the release build beside them"
-"$GPUSHARE_ROOT/scripts/build.sh" --release >"$logs/release-build.log" 2>&1 &
-release_pid=$!
 cargo nextest run --workspace --locked --no-run
-gpushare_step "the release build, which ran beside the tests' build"
+gpushare_step "the release build, which ran beside clippy and the tests' build"
 if ! wait "$release_pid"; then
   release_pid=""
   cat "$logs/release-build.log"
