@@ -113,6 +113,9 @@ struct Host {
     id: String,
     instance_type: String,
     mps_capable: bool,
+    /// Whether the agent reports the instance's MPS daemon impaired (`ACCELERATED_COMPUTE`
+    /// IMPAIRED): an MPS task placed there fails at start.
+    impaired: bool,
     gpus: Vec<GpuSlot>,
     /// What is left besides GPUs; `None` when the snapshot did not read it.
     room: Option<Room>,
@@ -175,7 +178,8 @@ impl Cluster {
             hosts.push(Host {
                 id: instance.ec2_instance_id.clone(),
                 instance_type: instance.instance_type.clone(),
-                mps_capable: instance.mps_capable && instance.impaired.is_none(),
+                mps_capable: instance.mps_capable,
+                impaired: instance.impaired.is_some(),
                 gpus: instance.gpus.iter().map(slot).collect(),
                 room: instance.room.clone(),
                 not_placing: instance.not_placing.clone(),
@@ -255,6 +259,7 @@ impl Cluster {
                 cluster.hosts.push(Host {
                     id: format!("new {instance_type}"),
                     mps_capable: true,
+                    impaired: false,
                     gpus: model
                         .gpus
                         .iter()
@@ -334,6 +339,7 @@ fn suggestions(cluster: &Cluster, plan: &RolloutPlan) -> Vec<String> {
         fewer_tasks(cluster, plan),
         less_memory(cluster, plan),
         more_instances(cluster, plan),
+        drain_impaired(cluster, plan),
     ]
     .into_iter()
     .flatten()
@@ -474,6 +480,28 @@ fn more_instances(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
         }
     }
     None
+}
+
+/// Draining the instances whose MPS daemon is impaired, so that ECS places no new task there.
+fn drain_impaired(cluster: &Cluster, plan: &RolloutPlan) -> Option<String> {
+    if !matches!(plan.new, GpuRequest::Mps(_)) {
+        return None;
+    }
+    let mut drained = cluster.clone();
+    let mut ids = Vec::new();
+    for host in drained.hosts.iter_mut().filter(|h| h.impaired) {
+        host.not_placing = Some("DRAINING".into());
+        ids.push(host.id.clone());
+    }
+    if ids.is_empty() || !completes(&drained, plan) {
+        return None;
+    }
+    Some(format!(
+        "Drain {} (set {} DRAINING) or have {} replaced, then deploy: ECS places no new task on a draining instance, and the rollout completes on the others. Draining moves the other services' tasks there too; the check does not count the room they take.",
+        ids.join(", "),
+        if ids.len() == 1 { "it" } else { "them" },
+        if ids.len() == 1 { "it" } else { "them" },
+    ))
 }
 
 /// A task's GPU request in words.

@@ -1,6 +1,6 @@
 //! The capacity pre-check against the emulator, across generated cases: clusters of random
 //! instances (GPUs, CPU, memory, type and so network interfaces, spread over three zones, one
-//! maybe DRAINING), a service of random size with static host ports, `awsvpc` mode or
+//! maybe DRAINING, one in some cases with an impaired MPS daemon), a service of random size with static host ports, `awsvpc` mode or
 //! `distinctInstance` now and then, another service fragmenting the GPUs, both placed by a
 //! random strategy (ECS's default spread across zones, spread by instance, binpack on memory,
 //! random), and a rollout of random GPU memory, CPU and bounds. Each case is read through the
@@ -39,6 +39,8 @@ struct Case {
     strategy: Vec<Value>,
     maximum_percent: u32,
     minimum_healthy_percent: u32,
+    /// The instance whose MPS daemon stops answering once both services run, if any.
+    impaired: Option<usize>,
 }
 
 fn generate(rng: &mut StdRng) -> Case {
@@ -89,6 +91,7 @@ fn generate(rng: &mut StdRng) -> Case {
         .clone(),
         maximum_percent: *[100, 150, 200].choose(rng).expect("some"),
         minimum_healthy_percent: *[0, 50, 100].choose(rng).expect("some"),
+        impaired: None,
     }
 }
 
@@ -209,6 +212,12 @@ fn build(case: &Case, seed: u64) -> Option<Fleet> {
         .create_service("c", service("svc", old, case.desired, constraints))
         .ok()?;
     fleet.advance(now + Duration::seconds(600));
+    if let Some(n) = case.impaired {
+        fleet.impair_mps(
+            "c",
+            &format!("arn:aws:ecs:us-east-1:123456789012:container-instance/c/{n:032x}"),
+        );
+    }
     // Only cases that start steady: the old revision fully running.
     let svc = &fleet.clusters["c"].services["svc"];
     (svc.deployments.len() == 1 && svc.deployments[0].rollout_state == RolloutState::Completed)
@@ -220,10 +229,14 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
     let mut rng = StdRng::seed_from_u64(20_261_201);
     let (mut cases, mut agree, mut cautious, mut stalls) = (0, 0, 0, 0);
     let (mut awsvpc_cases, mut eni_stalls) = (0, 0);
+    let (mut impaired_cases, mut impaired_stalls) = (0, 0);
     let mut attempts = 0;
     while cases < 60 && attempts < 400 {
         attempts += 1;
-        let case = generate(&mut rng);
+        let mut case = generate(&mut rng);
+        // One case in four has an instance whose MPS daemon is impaired (chosen apart from the
+        // generator, which leaves the other cases as they were).
+        case.impaired = (attempts % 4 == 0).then(|| attempts as usize % case.instances.len());
         let Some(fleet) = build(&case, attempts) else {
             continue;
         };
@@ -286,6 +299,11 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
         {
             eni_stalls += 1;
         }
+        impaired_cases += u32::from(case.impaired.is_some());
+        if matches!(&check.verdict, Verdict::Stalls { reason, .. } if reason.contains("MPS daemon is impaired"))
+        {
+            impaired_stalls += 1;
+        }
 
         // The same rollout on the emulator, for up to three simulated hours.
         let new_arn = emulator.with_fleet(|fleet| {
@@ -347,7 +365,11 @@ async fn the_pre_check_never_says_completes_where_the_emulator_stalls() {
         }
     }
     println!(
-        "pre-check vs emulator: {cases} cases, {agree} agree ({stalls} stall on both), {cautious} where the check was cautious; {awsvpc_cases} in awsvpc mode, {eni_stalls} stalled on ENIs"
+        "pre-check vs emulator: {cases} cases, {agree} agree ({stalls} stall on both), {cautious} where the check was cautious; {awsvpc_cases} in awsvpc mode, {eni_stalls} stalled on ENIs; {impaired_cases} with an impaired MPS daemon, {impaired_stalls} stalled on it"
+    );
+    assert!(
+        impaired_stalls >= 3,
+        "some stall on an impaired MPS daemon: {impaired_stalls} of {impaired_cases}"
     );
     assert!(
         awsvpc_cases >= 10,

@@ -261,6 +261,7 @@ fn fresh_host(kind: &TypeFacts, n: u32) -> Host {
         id: format!("new {} #{n}", kind.name),
         instance_type: kind.name.clone(),
         mps_capable: kind.shares_gpus(),
+        impaired: false,
         gpus: vec![GpuSlot::idle(kind.gpu_memory_mib); kind.gpus],
         room: Some(Room {
             status: "ACTIVE".into(),

@@ -49,8 +49,9 @@ fn run(
             .min(desired.saturating_sub(new_running));
         let (started, unplaced, blocked) = start_new(&mut hosts, plan, room);
         new_running += started;
-        // The provider launches for what waits; those tasks are placed in the next step.
-        let launched = unplaced > 0
+        // The provider launches for what waits; those tasks are placed in the next step. A
+        // task that fails at start was placed: nothing is launched for it.
+        let launched = matches!(blocked, Some(Miss::NoRoom(_)))
             && grower
                 .as_deref_mut()
                 .is_some_and(|g| g.grow(&mut hosts, plan, unplaced));
@@ -67,21 +68,20 @@ fn run(
             new_running,
         });
         if started == 0 && stopped == 0 && !launched {
-            let reason = if unplaced > 0 {
-                format!(
-                    "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones. {}",
+            let reason = match blocked {
+                Some(Miss::Impaired(host)) => impaired_stall(plan, &host),
+                Some(Miss::NoRoom(why)) if unplaced > 0 => format!(
+                    "{unplaced} new {} could not be placed: no instance of {} has room for {} while {} old and {new_running} new tasks run, and the minimum healthy percent ({} %) keeps the old ones. {why}",
                     if unplaced == 1 { "task" } else { "tasks" },
                     plan.cluster,
                     describe(&plan.new),
                     old.len(),
                     plan.minimum_healthy_percent,
-                    blocked.unwrap_or_default()
-                ) + &growth_limit(plan, grower.as_deref())
-            } else {
-                format!(
+                ) + &growth_limit(plan, grower.as_deref()),
+                _ => format!(
                     "The bounds allow no step: at most {upper} tasks ({} %) and at least {lower} healthy ({} %) of {desired}.",
                     plan.maximum_percent, plan.minimum_healthy_percent
-                )
+                ),
             };
             return (Verdict::Stalls { step, reason }, steps);
         }
@@ -92,6 +92,15 @@ fn run(
             reason: format!("The rollout had not finished after {MAX_STEPS} steps."),
         },
         steps,
+    )
+}
+
+/// The stall of a rollout whose new MPS tasks may be placed on `host`, whose MPS daemon is
+/// impaired.
+fn impaired_stall(plan: &RolloutPlan, host: &str) -> String {
+    format!(
+        "New tasks may be placed on {host}, whose MPS daemon is impaired: an MPS task placed there fails at start (\"MPS control daemon is not responding on this instance\"), and ECS places the next one by the same rules, so it may go there again while {} waits. Whether ECS avoids an impaired instance is not documented; this check assumes it does not.",
+        describe(&plan.new)
     )
 }
 
@@ -154,8 +163,18 @@ fn bounds(plan: &RolloutPlan) -> (u32, u32) {
     }
 }
 
-/// Starts up to `room` new tasks: how many started, how many could not be placed, and why.
-fn start_new(hosts: &mut [Host], plan: &RolloutPlan, room: u32) -> (u32, u32, Option<String>) {
+/// Why a new task did not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Miss {
+    /// No instance had room; what ran out, in ECS's words, at the closest one.
+    NoRoom(String),
+    /// An instance that could take the task has an impaired MPS daemon: ECS may place it there
+    /// (whether it avoids such an instance is not documented), and it then fails at start.
+    Impaired(String),
+}
+
+/// Starts up to `room` new tasks: how many started, how many did not, and why.
+fn start_new(hosts: &mut [Host], plan: &RolloutPlan, room: u32) -> (u32, u32, Option<Miss>) {
     let mut started = 0;
     for _ in 0..room {
         match place(hosts, &plan.new, &plan.new_needs) {
@@ -187,7 +206,7 @@ fn stop_old(hosts: &mut [Host], old: &mut Vec<OldTask>, can_stop: u32, needs: &N
 /// Places one task on the first instance that takes it (ECS's checks besides GPUs, then the
 /// GPU rules); or says what ran out, in ECS's words, at the closest instance: one short only
 /// of GPUs before one short of anything else.
-pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), String> {
+pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> Result<(), Miss> {
     let mut closest: Option<(u8, String)> = None;
     let mut note = |rank: u8, text: String| {
         if closest.as_ref().is_none_or(|(r, _)| rank > *r) {
@@ -196,6 +215,9 @@ pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> 
     };
     // The instance the emulator would pick: the lowest fit score, the first of equals.
     let mut best: Option<(u64, usize, GpuAssignment)> = None;
+    // An impaired instance that could take an MPS task: ECS's strategy may pick it whatever
+    // the fit score says, so the task may fail at start.
+    let mut impaired: Option<&str> = None;
     for (index, host) in hosts.iter().enumerate() {
         if let Some(reason) = &host.not_placing {
             note(0, format!("The closest instance {} is {reason}.", host.id));
@@ -217,6 +239,9 @@ pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> 
         }
         match find_gpus(&host.gpus, host.mps_capable, request) {
             Ok(assignment) => {
+                if host.impaired && matches!(request, GpuRequest::Mps(_)) {
+                    impaired.get_or_insert(host.id.as_str());
+                }
                 let score = placement::fit_score(&host.gpus, request, &assignment);
                 if best.as_ref().is_none_or(|(s, _, _)| score < *s) {
                     best = Some((score, index, assignment));
@@ -231,6 +256,9 @@ pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> 
             ),
         }
     }
+    if let Some(host) = impaired {
+        return Err(Miss::Impaired(host.to_string()));
+    }
     match best {
         Some((_, index, assignment)) => {
             let host = &mut hosts[index];
@@ -238,7 +266,9 @@ pub(super) fn place(hosts: &mut [Host], request: &GpuRequest, needs: &Needs) -> 
             take(host, needs);
             Ok(())
         }
-        None => Err(closest.map(|(_, text)| text).unwrap_or_default()),
+        None => Err(Miss::NoRoom(
+            closest.map(|(_, text)| text).unwrap_or_default(),
+        )),
     }
 }
 
@@ -290,17 +320,31 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
             expression.text
         ));
     }
-    let impaired: Vec<&str> = cluster
+    let no_mps: Vec<&str> = cluster
         .hosts
         .iter()
         .filter(|h| !h.mps_capable && h.gpus.iter().any(|g| g.total_memory_mib > 0))
         .map(|h| h.id.as_str())
         .collect();
-    if matches!(plan.new, GpuRequest::Mps(_)) && !impaired.is_empty() {
-        unknown.push(format!(
-            "instances that take no MPS task here ({}): without GPU sharing, or with an impaired MPS daemon. Whether ECS avoids an impaired daemon is not documented; if it does not, a task placed there fails at start (\"MPS control daemon is not responding on this instance\")",
-            impaired.join(", ")
-        ));
+    let impaired: Vec<&str> = cluster
+        .hosts
+        .iter()
+        .filter(|h| h.impaired && h.not_placing.is_none())
+        .map(|h| h.id.as_str())
+        .collect();
+    if matches!(plan.new, GpuRequest::Mps(_)) {
+        if !no_mps.is_empty() {
+            checked.push(format!(
+                "instances without GPU sharing, which take no MPS task: {}",
+                no_mps.join(", ")
+            ));
+        }
+        if !impaired.is_empty() {
+            unknown.push(format!(
+                "whether ECS avoids an instance whose MPS daemon is impaired ({}): it is not documented, so the check counts each as a place a new task may go and fail at start (\"MPS control daemon is not responding on this instance\")",
+                impaired.join(", ")
+            ));
+        }
     }
     if plan.new_needs.awsvpc {
         eni_scope(cluster, &mut checked, &mut unknown);

@@ -376,3 +376,70 @@ fn a_blue_green_rollout_needs_room_for_the_whole_new_set() {
     assert!(matches!(check.verdict, Verdict::Stalls { .. }), "{check:?}");
     assert!(check.checked.iter().any(|c| c.contains("BLUE_GREEN")));
 }
+
+/// Two instances with one old 8 GB task each, and a third whose MPS daemon is impaired, holding
+/// `on_impaired`.
+fn with_impaired(on_impaired: Vec<GpuContainer>) -> Cluster {
+    let mut snapshot_cluster = cluster(vec![
+        vec![mps("t1", 8_000)],
+        vec![mps("t2", 8_000)],
+        on_impaired,
+    ]);
+    snapshot_cluster.hosts[2].impaired = true;
+    snapshot_cluster
+}
+
+#[test]
+fn an_instance_with_an_impaired_mps_daemon_that_could_take_a_new_task_stalls_the_rollout() {
+    // ECS does not document avoiding an impaired instance: a new MPS task may go there and fail
+    // at start, so the check does not promise the rollout, and draining it is the way through.
+    let check = pre_check(&with_impaired(Vec::new()), &plan(2, 200, 100, 12_000));
+    let Verdict::Stalls { step, reason } = &check.verdict else {
+        panic!("{check:?}");
+    };
+    assert_eq!(*step, 1);
+    assert!(
+        reason.contains("may be placed on i-2, whose MPS daemon is impaired"),
+        "{reason}"
+    );
+    assert!(reason.contains("MPS control daemon is not responding on this instance"));
+    assert!(
+        check
+            .suggestions
+            .iter()
+            .any(|s| s.starts_with("Drain i-2 (set it DRAINING)")),
+        "{:?}",
+        check.suggestions
+    );
+    assert!(
+        check.unknown.iter().any(
+            |u| u.contains("whether ECS avoids an instance whose MPS daemon is impaired (i-2)")
+        ),
+        "{:?}",
+        check.unknown
+    );
+    // Old tasks are not stopped for new ones that do not start: with a lower minimum the check
+    // shows the service shrinking, and still stalls.
+    let check = pre_check(&with_impaired(Vec::new()), &plan(2, 200, 50, 12_000));
+    assert!(matches!(check.verdict, Verdict::Stalls { .. }), "{check:?}");
+    let last = check.steps.last().expect("steps");
+    assert_eq!((last.old_running, last.new_running), (1, 0), "{check:?}");
+}
+
+#[test]
+fn an_impaired_instance_without_room_or_a_whole_gpu_task_does_not_stall_the_rollout() {
+    // The impaired instance's GPU is too full for a new task: ECS cannot place one there.
+    let full = with_impaired(vec![GpuContainer {
+        service: Some("other".into()),
+        ..mps("o1", 20_000)
+    }]);
+    let check = pre_check(&full, &plan(2, 200, 100, 12_000));
+    assert_eq!(check.verdict, Verdict::Completes, "{check:?}");
+    // A whole-GPU task passes no MPS gate at start: the impaired instance takes it.
+    let mut whole = plan(1, 200, 0, 0);
+    whole.old = GpuRequest::Whole(vec![1]);
+    whole.new = GpuRequest::Whole(vec![1]);
+    whole.running = 0;
+    let check = pre_check(&with_impaired(Vec::new()), &whole);
+    assert_eq!(check.verdict, Verdict::Completes, "{check:?}");
+}
