@@ -6,6 +6,16 @@
 //! pages read, so the WebAssembly carried two JSON readers of each (9 % of the file).
 //! [`JsonCodec`] reads the hand-over as bytes, the way server functions read their answers, so
 //! that one reader of each type serves both.
+//!
+//! The answers are handed over by number, in the order the resources are created, and the
+//! browser reads them back in the order it creates them. So a page creates its resources where
+//! it is built once: in the page's component or the shell, never in a view inside a `Suspend`.
+//! The server may run a `Suspend`'s closure again when the resource it awaits resolves, creating
+//! the resources inside it a second time under new numbers; the browser, creating them once,
+//! then reads another resource's answer and cannot hydrate the page. A view inside a `Suspend`
+//! takes the resource it shows from the page (as `StaleReadsBanner` and `RecentEvents` do), or
+//! reads on request with an action. `server/tests/integration/http/handover.rs` holds every
+//! page to it.
 
 use leptos::prelude::Resource;
 use leptos::server::codee::{Decoder, Encoder};

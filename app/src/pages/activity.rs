@@ -15,7 +15,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    components::{error_banner::ErrorBanner, stale_reads::StaleReadsBanner},
+    components::{
+        error_banner::ErrorBanner,
+        stale_reads::{stale_reads_after, StaleReadsBanner},
+    },
     model::{
         activity::{
             when, ClusterEvent, EventFilter, EventKind, StopCode, StoppedFilter, TaskInfo,
@@ -73,6 +76,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
             }
         },
     );
+    let stale = stale_reads_after(feed);
     // Inside the suspense, so that the server and the browser render the same options. Its one
     // button reads ECS again with what the form holds, so nothing typed is lost.
     let form = move |services: Vec<String>| {
@@ -112,7 +116,7 @@ pub fn ClusterEventsPage() -> impl IntoView {
                     Ok(feed) => {
                         let shown = feed.events.len();
                         view! {
-                            <StaleReadsBanner />
+                            <StaleReadsBanner status=stale />
                             {form(feed.services.clone())}
                             <p class="muted" data-testid="events-count">{format!("{shown} of {} events · read at {}", feed.total, feed.read_at)}</p>
                             <EventTable events=feed.events cluster=feed.cluster />

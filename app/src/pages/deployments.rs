@@ -25,11 +25,11 @@ use crate::{
     components::budget_bars::BudgetBars,
     components::{
         error_banner::{set_status, ErrorBanner},
-        stale_reads::StaleReadsBanner,
+        stale_reads::{stale_reads_after, StaleReadsBanner},
         td_views::{DiffTable, GpuChanges},
     },
     model::{
-        activity::{when, EventFilter},
+        activity::{when, EventFeed, EventFilter},
         arn::{arn_tail, RevisionRef},
         audit::AuditAction,
         budget::mib_words,
@@ -41,12 +41,13 @@ use crate::{
         fleet_view::encode,
         retire::{RetirePreview, RetireRequest},
         rollout::{GrowthPlan, RolloutCheck, Verdict},
+        ServiceError,
     },
     pages::activity::TaskTable,
     server_fns::activity::cluster_events,
     server_fns::deployments::{
-        deployment_state, list_services, pre_check_rollout, retire_preview, CheckNewService,
-        CreateNewService, DeployService, RestartService, RetireService, ScaleService,
+        deployment_state, list_services, pre_check_rollout, CheckNewService, CreateNewService,
+        DeployService, PreviewRetirement, RestartService, RetireService, ScaleService,
     },
 };
 
@@ -54,9 +55,15 @@ pub use self::new_service_page::NewServicePage;
 pub use self::service_page::ServicePage;
 pub use self::watch_page::DeploymentWatchPage;
 use self::{
-    cluster_links::ClusterLinks, deploy_form::DeployForm, growth_view::GrowthView,
-    pre_check_view::PreCheckView, recent_events::RecentEvents, retire_form::RetireForm,
-    scale_form::ScaleForm, service_rollout::ServiceRollout, service_table::ServiceTable,
+    cluster_links::ClusterLinks,
+    deploy_form::DeployForm,
+    growth_view::GrowthView,
+    pre_check_view::PreCheckView,
+    recent_events::{recent_events, RecentEvents},
+    retire_form::RetireForm,
+    scale_form::ScaleForm,
+    service_rollout::ServiceRollout,
+    service_table::ServiceTable,
     watch::Watch,
 };
 
@@ -66,6 +73,7 @@ pub fn DeploymentsPage() -> impl IntoView {
     let query = use_query_map();
     let cluster = Memo::new(move |_| query.with(|q| q.get("cluster").filter(|c| !c.is_empty())));
     let rows = fetched(move || cluster.get(), list_services);
+    let stale = stale_reads_after(rows);
     view! {
         <Title text="Deployments" />
         <h1>"Deployments"</h1>
@@ -79,7 +87,7 @@ pub fn DeploymentsPage() -> impl IntoView {
                     Ok(rows) if rows.is_empty() => view! {
                         <p data-testid="no-services">"There are no services in this fleet."</p>
                     }.into_any(),
-                    Ok(rows) => view! { <StaleReadsBanner /><ClusterLinks rows=rows.clone() /><ServiceTable rows /> }.into_any(),
+                    Ok(rows) => view! { <StaleReadsBanner status=stale /><ClusterLinks rows=rows.clone() /><ServiceTable rows /> }.into_any(),
                     Err(error) => view! {
                         <p class="banner error" role="alert" data-testid="services-error">{format!("The services could not be read: {error}")}</p>
                     }.into_any(),

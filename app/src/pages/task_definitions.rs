@@ -22,7 +22,7 @@ use crate::{
     components::{
         error_banner::{set_status, ErrorBanner},
         gpu_editor::GpuEditor,
-        stale_reads::StaleReadsBanner,
+        stale_reads::{stale_reads_after, StaleReadsBanner},
         td_views::{DiffTable, Exports, GpuChanges},
     },
     model::{
@@ -51,6 +51,7 @@ use self::{
 #[component]
 pub fn TaskDefinitionsPage() -> impl IntoView {
     let families = fetched(|| (), |_| task_definition_families());
+    let stale = stale_reads_after(families);
     view! {
         <Title text="Task definitions" />
         <h1>"Task definitions"</h1>
@@ -63,7 +64,7 @@ pub fn TaskDefinitionsPage() -> impl IntoView {
                     Ok(list) if list.is_empty() => view! {
                         <p data-testid="no-families">"There are no active task definitions in this account and region."</p>
                     }.into_any(),
-                    Ok(list) => view! { <StaleReadsBanner /><FamilyTable families=list /> }.into_any(),
+                    Ok(list) => view! { <StaleReadsBanner status=stale /><FamilyTable families=list /> }.into_any(),
                     Err(error) => view! {
                         <ErrorBanner error lead="The task definitions could not be read: " />
                     }.into_any(),

@@ -24,6 +24,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
             }
         },
     );
+    let stale = stale_reads_after(stopped);
     // Inside the suspense, so that the server and the browser render the same options. Its one
     // button reads ECS again with what the form holds, so nothing typed is lost.
     let form = move |services: Vec<String>| {
@@ -61,7 +62,7 @@ pub fn StoppedTasksPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match stopped.await {
                     Ok(found) => view! {
-                        <StaleReadsBanner />
+                        <StaleReadsBanner status=stale />
                         {form(found.services.clone())}
                         <p class="muted" data-testid="stopped-count">{format!("{} of {} stopped tasks · read at {}", found.tasks.len(), found.total, found.read_at)}</p>
                         <TaskTable tasks=found.tasks stopped=true />

@@ -36,6 +36,9 @@ fn not_offered(provider: &ProviderView) -> Option<String> {
 pub fn NewServicePage() -> impl IntoView {
     let query = use_query_map();
     let clusters = fetched(|| (), |_| crate::server_fns::clusters::list_clusters());
+    // Every cluster's providers, read once beside the clusters: a resource created in the form
+    // (inside the `Suspense`) would be numbered apart on the server (see `crate::resource`).
+    let capacity = fetched(|| (), |_| crate::server_fns::capacity::list_capacity(None));
     let cluster = RwSignal::new(query.with_untracked(|q| q.get("cluster").unwrap_or_default()));
     view! {
         <Title text="New service · Deployments" />
@@ -62,7 +65,7 @@ pub fn NewServicePage() -> impl IntoView {
                                     <select data-testid="new-cluster" on:change=move |ev| cluster.set(event_target_value(&ev))>{options}</select>
                                 </label>
                             </section>
-                            {move || view! { <NewServiceForm cluster=cluster.get() /> }}
+                            {move || view! { <NewServiceForm cluster=cluster.get() capacity /> }}
                         }.into_any()
                     }
                     Err(error) => view! { <ErrorBanner error lead="The clusters could not be read: " testid="new-service-error" /> }.into_any(),
@@ -72,22 +75,18 @@ pub fn NewServicePage() -> impl IntoView {
     }
 }
 
-/// The form for one cluster: its providers read first.
+/// The form for one cluster, once the providers are read.
 #[component]
-fn NewServiceForm(cluster: String) -> impl IntoView {
-    let read = {
-        let cluster = cluster.clone();
-        fetched(
-            move || cluster.clone(),
-            |c| crate::server_fns::capacity::list_capacity(Some(c)),
-        )
-    };
+fn NewServiceForm(
+    cluster: String,
+    capacity: Resource<Result<Vec<ClusterCapacity>, ServiceError>, crate::resource::JsonCodec>,
+) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Reading the capacity providers…"</p> }>
             {move || {
                 let cluster = cluster.clone();
                 Suspend::new(async move {
-                    match read.await {
+                    match capacity.await {
                         Ok(list) => {
                             let capacity = list.into_iter().find(|c| c.cluster == cluster).unwrap_or(ClusterCapacity { cluster: cluster.clone(), ..ClusterCapacity::default() });
                             view! { <Choices capacity /> }.into_any()

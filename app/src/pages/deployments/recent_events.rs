@@ -1,20 +1,37 @@
 //! The service's latest events, with links to the cluster's feed and stopped tasks.
 
 use super::*;
-use crate::resource::fetched;
+use crate::resource::{fetched, JsonCodec};
 
-/// The service's latest events, with links to the cluster's feed and stopped tasks.
+/// The service's ten latest events, read beside the page's own data: created with the page's
+/// resources, outside its `Suspense` (see [`crate::resource`]).
+pub(super) fn recent_events(
+    cluster: Memo<String>,
+    service: Memo<String>,
+) -> Resource<Result<EventFeed, ServiceError>, JsonCodec> {
+    fetched(
+        move || (cluster.get(), service.get()),
+        |(cluster, service)| {
+            cluster_events(
+                cluster,
+                EventFilter {
+                    service: Some(service),
+                    limit: Some(10),
+                    ..EventFilter::default()
+                },
+            )
+        },
+    )
+}
+
+/// The service's latest events (from [`recent_events`]), with links to the cluster's feed and
+/// stopped tasks.
 #[component]
-pub(super) fn RecentEvents(cluster: String, service: String) -> impl IntoView {
-    let filter = EventFilter {
-        service: Some(service.clone()),
-        limit: Some(10),
-        ..EventFilter::default()
-    };
-    let events = fetched(move || (), {
-        let cluster = cluster.clone();
-        move |_| cluster_events(cluster.clone(), filter.clone())
-    });
+pub(super) fn RecentEvents(
+    cluster: String,
+    service: String,
+    events: Resource<Result<EventFeed, ServiceError>, JsonCodec>,
+) -> impl IntoView {
     let (c, s) = (encode(&cluster), encode(&service));
     view! {
         <section class="card" data-testid="recent-events">

@@ -2,48 +2,35 @@
 //! the cost, requests that wait for it), then the service's name typed to confirm.
 
 use super::*;
-use crate::resource::fetched;
 
 /// Retiring the service: scale to 0, then delete, after its blast radius and a typed
 /// confirmation.
 #[component]
 pub(super) fn RetireForm(cluster: String, service: String) -> impl IntoView {
-    let shown = RwSignal::new(false);
-    let preview = {
-        let (cluster, service) = (cluster.clone(), service.clone());
-        fetched(
-            move || shown.get(),
-            move |shown| {
-                let (cluster, service) = (cluster.clone(), service.clone());
-                async move {
-                    if shown {
-                        retire_preview(cluster, service).await.map(Some)
-                    } else {
-                        Ok(None)
-                    }
-                }
-            },
-        )
+    // An action, not a resource: it is read only when asked for, and a resource created here
+    // (inside the page's `Suspense`) would be numbered apart on the server (see
+    // `crate::resource`).
+    let preview = ServerAction::<PreviewRetirement>::new();
+    let show = move |_| {
+        preview.dispatch(PreviewRetirement {
+            cluster: cluster.clone(),
+            service: service.clone(),
+        });
     };
     view! {
         <section class="card danger" data-testid="retire">
             <h2>"Retire this service"</h2>
             <p class="muted">"Scales it to 0 tasks, then deletes it (UpdateService, then DeleteService). Its GPUs are freed; its task definition stays."</p>
             <noscript><p class="banner info">"Retiring needs JavaScript; GET and POST /api/v1/clusters/{cluster}/services/{service}/retire work without it."</p></noscript>
-            {move || (!shown.get()).then(|| view! {
-                <button type="button" data-testid="retire-show" on:click=move |_| shown.set(true)>"Show what retiring frees…"</button>
+            {move || preview.value().with(|v| v.is_none()).then(|| view! {
+                <button type="button" data-testid="retire-show" on:click=show.clone() disabled=move || preview.pending().get()>"Show what retiring frees…"</button>
             })}
-            <Suspense fallback=|| ()>
-                {move || Suspend::new(async move {
-                    match preview.await {
-                        Ok(None) => ().into_any(),
-                        Ok(Some(found)) => view! { <RetireConfirm found /> }.into_any(),
-                        Err(error) => view! {
-                            <ErrorBanner error lead="What retiring frees could not be worked out: " testid="retire-preview-error" />
-                        }.into_any(),
-                    }
-                })}
-            </Suspense>
+            {move || preview.value().get().map(|answer| match answer {
+                Ok(found) => view! { <RetireConfirm found /> }.into_any(),
+                Err(error) => view! {
+                    <ErrorBanner error lead="What retiring frees could not be worked out: " testid="retire-preview-error" />
+                }.into_any(),
+            })}
         </section>
     }
 }

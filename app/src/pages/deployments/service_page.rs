@@ -1,7 +1,7 @@
 //! One service: a revision of its family and the pre-check of rolling it out.
 
 use super::*;
-use crate::resource::fetched;
+use crate::{components::stale_reads::stale_reads_after, resource::fetched};
 
 /// One service: a revision of its family and the pre-check of rolling it out.
 #[component]
@@ -32,6 +32,9 @@ pub fn ServicePage() -> impl IntoView {
             }
         },
     );
+    // Created here, not in the views that show them: see `crate::resource`.
+    let stale = stale_reads_after(check);
+    let events = recent_events(cluster, service);
     view! {
         <Title text={ let service = crate::pages::title_part(service); move || format!("{} · Deployments", service()) } />
         <p><a href="/deployments">"← Deployments"</a></p>
@@ -39,7 +42,7 @@ pub fn ServicePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Checking the rollout…"</p> }>
             {move || Suspend::new(async move {
                 match check.await {
-                    Ok(Ok(found)) => view! { <StaleReadsBanner /><ServiceRollout found /> }.into_any(),
+                    Ok(Ok(found)) => view! { <StaleReadsBanner status=stale /><ServiceRollout found events /> }.into_any(),
                     Ok(Err(message)) => {
                         set_status(400);
                         view! { <p class="banner error" role="alert" data-testid="bad-revision">{message}</p> }.into_any()

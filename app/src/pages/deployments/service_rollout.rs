@@ -4,7 +4,10 @@
 use super::*;
 
 #[component]
-pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
+pub(super) fn ServiceRollout(
+    found: PreCheck,
+    events: Resource<Result<EventFeed, ServiceError>, crate::resource::JsonCodec>,
+) -> impl IntoView {
     let PreCheck {
         service,
         target,
@@ -80,7 +83,7 @@ pub(super) fn ServiceRollout(found: PreCheck) -> impl IntoView {
                 </section>
             }.into_any()
         }}
-        <RecentEvents cluster=service.cluster.clone() service=s.name.clone() />
+        <RecentEvents cluster=service.cluster.clone() service=s.name.clone() events />
         <RetireForm cluster=service.cluster.clone() service=s.name.clone() />
     }
 }

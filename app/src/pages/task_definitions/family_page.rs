@@ -13,6 +13,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
         move || (family.get(), reveal.get()),
         |(family, reveal)| family_data(family, reveal),
     );
+    let stale = stale_reads_after(data);
     // Kept here: the editor is rebuilt for the new revision once the revisions are read again.
     let last_registered = RwSignal::new(None::<RevisionDetail>);
     let registered = Callback::new(move |new: RevisionDetail| {
@@ -32,7 +33,7 @@ pub fn TaskDefinitionFamilyPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Reading the revisions…"</p> }>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(Some(data)) => view! { <StaleReadsBanner /><FamilyRevisions data reveal=reveal.get_untracked() registered /> }.into_any(),
+                    Ok(Some(data)) => view! { <StaleReadsBanner status=stale /><FamilyRevisions data reveal=reveal.get_untracked() registered /> }.into_any(),
                     Ok(None) => {
                         set_status(404);
                         view! {

@@ -10,6 +10,7 @@ mod demo;
 mod deployments;
 mod edge;
 mod fleet;
+mod handover;
 mod hardening;
 mod new_provider;
 mod new_service;
