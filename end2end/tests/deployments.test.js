@@ -19,12 +19,24 @@ async function api(path, init) {
   return { status: response.status, body: await response.json() };
 }
 
+// The clusters with an instance whose MPS daemon is impaired (the demo's batch-sim keeps one):
+// a new MPS task may be placed there and fail at start, so a rollout there may never finish.
+async function impairedClusters() {
+  const { snapshot } = (await api('/api/v1/fleet')).body;
+  return new Set(snapshot.clusters.filter((c) => c.instances.some((i) => i.impaired)).map((c) => c.name));
+}
+
+// The MPS services that run one settled deployment, on clusters where a rollout can finish.
+async function settledMpsServices() {
+  const impaired = await impairedClusters();
+  const services = (await api('/api/v1/services')).body;
+  return services.filter((s) => s.family !== 'embed-api' && s.gpu.some((g) => g.includes('MPS'))
+    && s.service.rollout_state === 'COMPLETED' && s.service.deployments === 1 && !impaired.has(s.cluster));
+}
+
 describe('deployments', () => {
   test('a service is restarted from the pre-check of the revision it runs', async () => {
-    const services = (await api('/api/v1/services')).body;
-    const settled = services.filter((s) => s.family !== 'embed-api' && s.gpu.some((g) => g.includes('MPS'))
-      && s.service.rollout_state === 'COMPLETED' && s.service.deployments === 1);
-    const row = settled.at(-1);
+    const row = (await settledMpsServices()).at(-1);
     assert.ok(row, 'a settled MPS service');
     const { cluster, revision } = row;
     const name = row.service.name;
@@ -55,10 +67,9 @@ describe('deployments', () => {
   });
 
   test('a revision is deployed from the page and its rollout watched to the end', async () => {
-    // A settled MPS service other than embed-api (the editor's tests use that one).
-    const services = (await api('/api/v1/services')).body;
-    const row = services.find((s) => s.family !== 'embed-api' && s.gpu.some((g) => g.includes('MPS'))
-      && s.service.rollout_state === 'COMPLETED' && s.service.deployments === 1);
+    // A settled MPS service other than embed-api (the editor's tests use that one), on a
+    // cluster where nothing is impaired.
+    const row = (await settledMpsServices())[0];
     assert.ok(row, 'a settled MPS service');
     const { cluster, family, revision } = row;
     const name = row.service.name;
@@ -121,9 +132,34 @@ describe('deployments', () => {
     await context.close();
   });
 
-  test("a cluster's events are merged and filtered from the page, and bad filters are explained", async () => {
+  test('a rollout onto a cluster with an impaired MPS daemon is said to stall, naming the instance and what lets it through', async () => {
+    const { snapshot } = (await api('/api/v1/fleet')).body;
+    const cluster = snapshot.clusters.find((c) => c.instances.some((i) => i.impaired && !i.not_placing));
+    assert.ok(cluster, 'the demo keeps an instance with an impaired MPS daemon');
+    const impaired = cluster.instances.find((i) => i.impaired && !i.not_placing).ec2_instance_id;
     const services = (await api('/api/v1/services')).body;
-    const cluster = services[0].cluster;
+    // An MPS service of that cluster whose task fits one of the impaired instance's GPUs.
+    const row = services.find((s) => s.cluster === cluster.name && s.gpu.some((g) => g.includes('MPS'))
+      && Number(s.gpu[0].match(/MPS (\d+) MiB/)?.[1] ?? Infinity) <= Math.max(...cluster.instances
+        .find((i) => i.ec2_instance_id === impaired).gpus.map((g) => g.remaining_memory_mib)));
+    assert.ok(row, `an MPS service of ${cluster.name} that fits on ${impaired}`);
+    const { context, page, problems } = await openPage(browser);
+    await page.goto(`${BASE_URL}/deployments/${cluster.name}/${row.service.name}?revision=${row.revision}`);
+    const verdict = page.getByTestId('pre-check-verdict');
+    await verdict.waitFor();
+    assert.equal(await verdict.getAttribute('data-verdict'), 'stalls');
+    const text = await verdict.textContent();
+    assert.match(text, new RegExp(`may be placed on ${impaired}, whose MPS daemon is impaired`));
+    assert.match(text, /MPS control daemon is not responding on this instance/);
+    assert.match(await page.getByTestId('pre-check-suggestions').textContent(), new RegExp(`Drain ${impaired}`));
+    assert.match(await page.getByTestId('pre-check-unknown').textContent(), /whether ECS avoids an instance whose MPS daemon is impaired/);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  test("a cluster's events are merged and filtered from the page, and bad filters are explained", async () => {
+    // A cluster where no service keeps failing to start tasks on an impaired instance.
+    const { cluster } = (await settledMpsServices())[0];
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/deployments');
     await waitForHydration(page);
@@ -138,7 +174,11 @@ describe('deployments', () => {
 
     // Filter by kind and service with the form.
     await waitForHydration(page);
-    const service = [...shownServices][0];
+    // A service with a steady-state event in the window (ECS keeps a service's last 100 events,
+    // so one that keeps failing to start tasks may have none left).
+    const steady = await rows.evaluateAll((trs) => trs.filter((tr) => tr.dataset.kind === 'steady').map((tr) => tr.dataset.service));
+    assert.ok(steady.length > 0, 'some service reached a steady state in the window');
+    const service = steady[0];
     await page.getByTestId('events-kind').selectOption('steady');
     await page.getByTestId('events-service').selectOption(service);
     await page.getByTestId('events-apply').click();
