@@ -320,6 +320,33 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
             expression.text
         ));
     }
+    mps_scope(cluster, plan, &mut checked, &mut unknown);
+    if plan.new_needs.awsvpc {
+        eni_scope(cluster, &mut checked, &mut unknown);
+    }
+    checked.push(format!(
+        "placement strategy {}: it chooses among the instances that fit; every new task being alike, it changes which instances take them, not how many fit",
+        if plan.placement_strategy.is_empty() {
+            "spread(attribute:ecs.availability-zone) (ECS's default for services)".to_string()
+        } else {
+            plan.placement_strategy.join(", ")
+        }
+    ));
+    unknown.push("which old tasks ECS stops first (it keeps the service balanced across Availability Zones), and so where room frees up: the check stops those holding GPUs first".into());
+    unknown.push("how long new tasks take to pass health checks, and whether they do".into());
+    if cluster.old_tasks.len() < plan.running as usize {
+        unknown.push("where the old tasks without GPUs run: their CPU, memory and ports are not given back as they stop".into());
+    }
+    (checked, unknown)
+}
+
+/// Instances that take no MPS task, and those whose MPS daemon is impaired, for an MPS rollout.
+fn mps_scope(
+    cluster: &Cluster,
+    plan: &RolloutPlan,
+    checked: &mut Vec<String>,
+    unknown: &mut Vec<String>,
+) {
     let no_mps: Vec<&str> = cluster
         .hosts
         .iter()
@@ -346,23 +373,6 @@ pub(super) fn scope(cluster: &Cluster, plan: &RolloutPlan) -> (Vec<String>, Vec<
             ));
         }
     }
-    if plan.new_needs.awsvpc {
-        eni_scope(cluster, &mut checked, &mut unknown);
-    }
-    checked.push(format!(
-        "placement strategy {}: it chooses among the instances that fit; every new task being alike, it changes which instances take them, not how many fit",
-        if plan.placement_strategy.is_empty() {
-            "spread(attribute:ecs.availability-zone) (ECS's default for services)".to_string()
-        } else {
-            plan.placement_strategy.join(", ")
-        }
-    ));
-    unknown.push("which old tasks ECS stops first (it keeps the service balanced across Availability Zones), and so where room frees up: the check stops those holding GPUs first".into());
-    unknown.push("how long new tasks take to pass health checks, and whether they do".into());
-    if cluster.old_tasks.len() < plan.running as usize {
-        unknown.push("where the old tasks without GPUs run: their CPU, memory and ports are not given back as they stop".into());
-    }
-    (checked, unknown)
 }
 
 /// CPU, memory and static host ports: checked where the fleet data has the instances' room.

@@ -32,20 +32,7 @@ pub(super) fn ServiceRollout(
         })
         .collect_view();
     view! {
-        <section class="card" data-testid="service-facts">
-            <dl class="facts">
-                <dt>"Runs"</dt>
-                <dd><a class="mono" href=format!("/task-definitions/{}/{}", service.family, running)>{format!("{}:{running}", service.family)}</a></dd>
-                <dt>"GPU"</dt>
-                <dd>{if service.gpu.is_empty() { "no GPU".to_string() } else { service.gpu.join("; ") }}</dd>
-                <dt>"Tasks"</dt>
-                <dd>{format!("{} desired, {} running, {} pending", s.desired, s.running, s.pending)}</dd>
-                <dt>"Rollout"</dt>
-                <dd>{s.rollout_state.as_ref().map_or_else(|| "—".to_string(), |r| r.to_string())}</dd>
-                <dt>"Team"</dt>
-                <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
-            </dl>
-        </section>
+        <ServiceFacts service=service.clone() />
         {deploy.allowed.then(|| view! { <ScaleForm cluster=service.cluster.clone() service=s.name.clone() desired=s.desired runs=format!("{}:{running}", service.family) /> })}
         <form class="compare-picker card" method="get" data-testid="revision-picker">
             <label><span>"Roll out"</span><select name="revision" data-testid="rollout-revision">{options}</select></label>
@@ -85,5 +72,28 @@ pub(super) fn ServiceRollout(
         }}
         <RecentEvents cluster=service.cluster.clone() service=s.name.clone() events />
         <RetireForm cluster=service.cluster.clone() service=s.name.clone() />
+    }
+}
+
+/// What the service runs now: its revision, GPUs, tasks, rollout and team.
+#[component]
+fn ServiceFacts(service: ServiceRow) -> impl IntoView {
+    let s = &service.service;
+    let running = service.revision;
+    view! {
+        <section class="card" data-testid="service-facts">
+            <dl class="facts">
+                <dt>"Runs"</dt>
+                <dd><a class="mono" href=format!("/task-definitions/{}/{}", service.family, running)>{format!("{}:{running}", service.family)}</a></dd>
+                <dt>"GPU"</dt>
+                <dd>{if service.gpu.is_empty() { "no GPU".to_string() } else { service.gpu.join("; ") }}</dd>
+                <dt>"Tasks"</dt>
+                <dd>{format!("{} desired, {} running, {} pending", s.desired, s.running, s.pending)}</dd>
+                <dt>"Rollout"</dt>
+                <dd>{s.rollout_state.as_ref().map_or_else(|| "—".to_string(), |r| r.to_string())}</dd>
+                <dt>"Team"</dt>
+                <dd>{s.team.clone().unwrap_or_else(|| "—".into())}</dd>
+            </dl>
+        </section>
     }
 }
