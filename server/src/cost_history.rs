@@ -478,15 +478,14 @@ impl CostHistory for SqlCostHistory {
         to: i64,
     ) -> BoxFuture<'_, Result<app::model::cost::billed::Bill, ServiceError>> {
         Box::pin(async move {
-            let (read, billed, seen) = self
-                .select_bill(from, to)
+            let (read, sums) = self
+                .select_bill_sums(from, to)
                 .await
-                .map_err(failed("read (Cost Explorer's lines)"))?;
+                .map_err(failed("read (Cost Explorer's days)"))?;
             Ok(app::model::cost::billed::Bill {
-                seen,
-                billed,
                 read,
-                off: None,
+                sums: app::model::cost::billed::grouped(sums),
+                ..Default::default()
             })
         })
     }
@@ -497,9 +496,21 @@ impl CostHistory for SqlCostHistory {
         to: i64,
     ) -> BoxFuture<'_, Result<Vec<app::model::cost::billed::SeenDay>, ServiceError>> {
         Box::pin(async move {
-            self.select_seen(from, to, false)
+            self.select_seen(from, to)
                 .await
                 .map_err(failed("read (the instances seen)"))
+        })
+    }
+
+    fn billed_lines(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'_, Result<Vec<app::model::cost::billed::BilledLine>, ServiceError>> {
+        Box::pin(async move {
+            self.select_lines(from, to)
+                .await
+                .map_err(failed("read (Cost Explorer's lines)"))
         })
     }
 

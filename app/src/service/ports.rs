@@ -436,8 +436,9 @@ pub trait CostHistory: Send + Sync {
         &self,
         month: crate::model::cost::SealedMonth,
     ) -> BoxFuture<'_, Result<bool, ServiceError>>;
-    /// What Cost Explorer billed for the days of `[from, to)` it was read for, and what the
-    /// console saw of each instance on those days (none where the history keeps no bill).
+    /// The days of `[from, to)` Cost Explorer was read for, with what it billed for the instances
+    /// the console saw on them summed per type and lifecycle (`Bill::sums`; no detail), none
+    /// where the history keeps no bill.
     fn bill(
         &self,
         _from: i64,
@@ -451,6 +452,14 @@ pub trait CostHistory: Send + Sync {
         _from: i64,
         _to: i64,
     ) -> BoxFuture<'_, Result<Vec<crate::model::cost::billed::SeenDay>, ServiceError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// Cost Explorer's lines for the days of `[from, to)`.
+    fn billed_lines(
+        &self,
+        _from: i64,
+        _to: i64,
+    ) -> BoxFuture<'_, Result<Vec<crate::model::cost::billed::BilledLine>, ServiceError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 }

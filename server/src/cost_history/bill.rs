@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use app::model::{
     cost::{
-        billed::{BilledLine, ReadDay, SeenDay},
+        billed::{BilledLine, ReadDay, SeenDay, SeenSum},
         Lifecycle,
     },
     FleetSnapshot,
@@ -77,21 +77,56 @@ impl SqlCostHistory {
         &self.pool
     }
 
-    /// The days of `[from, to)` Cost Explorer was read for, their lines, and what the console
-    /// saw on those days.
-    pub async fn select_bill(
+    /// The days of `[from, to)` Cost Explorer was read for, and on those days what the console
+    /// saw summed per instance type and lifecycle with what Cost Explorer billed for those
+    /// instances: a few hundred rows where the instances' own are thousands a day.
+    pub async fn select_bill_sums(
         &self,
         from: i64,
         to: i64,
-    ) -> Result<(Vec<ReadDay>, Vec<BilledLine>, Vec<SeenDay>), sqlx::Error> {
-        let read = self
+    ) -> Result<(Vec<ReadDay>, Vec<SeenSum>), sqlx::Error> {
+        let read = self.select_read(from, to).await?;
+        let sums = self
             .between(
-                "SELECT day, read_at, calls FROM cost_explorer_days WHERE day >= $1 AND day < $2 ORDER BY day",
+                "SELECT s.day, s.instance_type, s.lifecycle, COUNT(*), CAST(SUM(s.minutes) AS BIGINT),
+                        SUM(COALESCE(l.usd, 0.0)), COUNT(l.usd)
+                 FROM cost_instance_days s
+                 LEFT JOIN cost_explorer_lines l ON l.day = s.day AND l.resource_id = s.instance_id
+                 WHERE s.day >= $1 AND s.day < $2 AND s.minutes > 0
+                   AND s.day IN (SELECT day FROM cost_explorer_days)
+                 GROUP BY s.day, s.instance_type, s.lifecycle",
                 from,
                 to,
             )
             .await?
             .into_iter()
+            .map(|row| {
+                let count = |at: usize| -> Result<usize, sqlx::Error> {
+                    Ok(usize::try_from(row.try_get::<i64, _>(at)?).unwrap_or(0))
+                };
+                Ok(SeenSum {
+                    day: row.try_get(0)?,
+                    instance_type: row.try_get(1)?,
+                    lifecycle: Lifecycle::parse(&row.try_get::<String, _>(2)?),
+                    instances: count(3)?,
+                    minutes: u64::try_from(row.try_get::<i64, _>(4)?).unwrap_or(0),
+                    usd: row.try_get(5)?,
+                    listed: count(6)?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok((read, sums))
+    }
+
+    /// The days of `[from, to)` Cost Explorer was read for.
+    async fn select_read(&self, from: i64, to: i64) -> Result<Vec<ReadDay>, sqlx::Error> {
+        self.between(
+            "SELECT day, read_at, calls FROM cost_explorer_days WHERE day >= $1 AND day < $2 ORDER BY day",
+            from,
+            to,
+        )
+        .await?
+        .into_iter()
         .map(|row| {
             Ok(ReadDay {
                 day: row.try_get(0)?,
@@ -99,15 +134,18 @@ impl SqlCostHistory {
                 calls: u32::try_from(row.try_get::<i64, _>(2)?).unwrap_or(u32::MAX),
             })
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        let lines = self
-            .between(
-                "SELECT day, resource_id, usd FROM cost_explorer_lines WHERE day >= $1 AND day < $2",
-                from,
-                to,
-            )
-            .await?
-            .into_iter()
+        .collect()
+    }
+
+    /// Cost Explorer's lines for the days of `[from, to)`.
+    pub async fn select_lines(&self, from: i64, to: i64) -> Result<Vec<BilledLine>, sqlx::Error> {
+        self.between(
+            "SELECT day, resource_id, usd FROM cost_explorer_lines WHERE day >= $1 AND day < $2",
+            from,
+            to,
+        )
+        .await?
+        .into_iter()
         .map(|row| {
             Ok(BilledLine {
                 day: row.try_get(0)?,
@@ -115,28 +153,13 @@ impl SqlCostHistory {
                 usd: row.try_get(2)?,
             })
         })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        let seen = self.select_seen(from, to, true).await?;
-        Ok((read, lines, seen))
+        .collect()
     }
 
-    /// What the console saw of each instance on the days of `[from, to)`; only on the days
-    /// Cost Explorer was read for when `read_only`.
-    pub async fn select_seen(
-        &self,
-        from: i64,
-        to: i64,
-        read_only: bool,
-    ) -> Result<Vec<SeenDay>, sqlx::Error> {
-        let only = if read_only {
-            " AND day IN (SELECT day FROM cost_explorer_days)"
-        } else {
-            ""
-        };
+    /// What the console saw of each instance on the days of `[from, to)`.
+    pub async fn select_seen(&self, from: i64, to: i64) -> Result<Vec<SeenDay>, sqlx::Error> {
         self.between(
-            &format!(
-                "SELECT day, instance_id, cluster, instance_type, lifecycle, minutes FROM cost_instance_days WHERE day >= $1 AND day < $2{only}"
-            ),
+            "SELECT day, instance_id, cluster, instance_type, lifecycle, minutes FROM cost_instance_days WHERE day >= $1 AND day < $2",
             from,
             to,
         )

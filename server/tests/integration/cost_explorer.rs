@@ -10,8 +10,8 @@ use std::{collections::BTreeSet, sync::Arc};
 use crate::support::temp_dir;
 
 use app::model::cost::{
-    exact_dollars, history::price_recorded, reconcile::reconcile, Books, CostQuery, Grouping,
-    Lifecycle, PriceBook, PriceSource, Range, SealedMonth, Sealing,
+    billed::Bill, exact_dollars, history::price_recorded, reconcile::reconcile, Books, CostQuery,
+    Grouping, Lifecycle, PriceBook, PriceSource, Range, SealedMonth, Sealing,
 };
 use app::service::ports::CostHistory;
 use emulator::billing::Purchase;
@@ -85,7 +85,42 @@ async fn thirty_days_replayed_price_each_billed_day_at_cost_explorers_total_to_t
 
     let from = today - i64::from(days) * DAY;
     let mut bill = history.bill(from, today + DAY).await.expect("the bill");
+    assert!(bill.seen.is_empty() && bill.billed.is_empty(), "sums only");
     bill.seen = history.seen(from, today + DAY).await.expect("seen");
+    bill.billed = history
+        .billed_lines(from, today + DAY)
+        .await
+        .expect("the lines");
+    // The store's sums per day, type and lifecycle are what the instances' own rows add up to.
+    let detail = Bill {
+        sums: Default::default(),
+        ..bill.clone()
+    };
+    assert_eq!(
+        bill.sums.keys().copied().collect::<Vec<_>>(),
+        {
+            let mut days = expected.clone();
+            days.sort_unstable();
+            days
+        },
+        "a sum for each day read"
+    );
+    for (day, sums) in &bill.sums {
+        let summed = detail.groups(*day);
+        assert_eq!(
+            sums.keys().collect::<Vec<_>>(),
+            summed.keys().collect::<Vec<_>>()
+        );
+        for (key, group) in sums {
+            let other = &summed[key];
+            assert_eq!(
+                (group.minutes, group.instances, group.listed),
+                (other.minutes, other.instances, other.listed),
+                "{day} {key:?}"
+            );
+            assert!((group.usd - other.usd).abs() < 1e-6, "{day} {key:?}");
+        }
+    }
     let list = PriceBook::builtin("us-east-1");
     let books = Books::new(list.clone(), Vec::new()).with_bill(&bill);
     let ledger = emulator.with_fleet(|fleet| fleet.billing.clone());

@@ -10,6 +10,7 @@ use crate::support::{temp_dir, Postgres};
 use app::model::cost::{
     history, Amounts, CostQuery, HoldingKey, HoldingKind, Holdings, Period, PriceBook,
 };
+use app::service::ports::CostHistory;
 use gpushare::{audit::SqlAuditLog, config::EmulatorArgs, cost_history::SqlCostHistory};
 
 fn key(kind: HoldingKind, team: &str, service: &str) -> HoldingKey {
@@ -123,6 +124,7 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
         "{:?}",
         report.notes
     );
+    check_bill(&a, &b, base).await;
     // Pruned past the retention: nothing left.
     a.prune((base + 400 * 1440 + 600) * 60)
         .await
@@ -132,6 +134,68 @@ async fn check_replicas(first: SqlAuditLog, second: SqlAuditLog) {
         after.days.is_empty() && after.minutes.is_empty(),
         "{after:?}"
     );
+}
+
+/// The bill as the cost report reads it: the instances seen on a day Cost Explorer was read
+/// for, summed per type and lifecycle as priced (no lifecycle is on demand), with what Cost
+/// Explorer billed for those it listed; a day not read has no sums.
+async fn check_bill(a: &SqlCostHistory, b: &SqlCostHistory, base: i64) {
+    use app::model::cost::Lifecycle;
+    use gpushare::cost_history::bill::SeenInstance;
+    let instance = |id: &str, instance_type: &str, lifecycle| SeenInstance {
+        instance_id: id.into(),
+        cluster: "prod".into(),
+        instance_type: instance_type.into(),
+        lifecycle,
+    };
+    let seen = [
+        instance("i-a", "g5.12xlarge", Some(Lifecycle::OnDemand)),
+        instance("i-b", "g5.12xlarge", None),
+        instance("i-c", "p5.48xlarge", Some(Lifecycle::CapacityBlock)),
+    ];
+    // Two hours of each, on the day of `base`, and a minute on the next day.
+    let day = base * 60;
+    a.record_seen(&an_hour(), &seen, base + 300..base + 420)
+        .await
+        .expect("records");
+    a.record_seen(&an_hour(), &seen, base + 1440..base + 1441)
+        .await
+        .expect("records");
+    let lines =
+        std::collections::BTreeMap::from([("i-a".to_string(), 10.25), ("i-c".to_string(), 30.5)]);
+    assert!(a
+        .store_billed(day, &lines, day + 2 * 86_400, 1)
+        .await
+        .expect("stores"));
+    assert!(!b
+        .store_billed(day, &lines, day + 2 * 86_400, 1)
+        .await
+        .expect("once"));
+    let bill = CostHistory::bill(b, day - 86_400, day + 2 * 86_400)
+        .await
+        .expect("the bill");
+    assert_eq!(bill.read.len(), 1);
+    assert_eq!(
+        bill.sums.keys().collect::<Vec<_>>(),
+        vec![&day],
+        "only the day read"
+    );
+    let g5 = &bill.sums[&day][&("g5.12xlarge".to_string(), Lifecycle::OnDemand)];
+    assert_eq!((g5.minutes, g5.instances, g5.listed), (240, 2, 1), "{g5:?}");
+    assert!((g5.usd - 10.25).abs() < 1e-9, "{g5:?}");
+    let p5 = &bill.sums[&day][&("p5.48xlarge".to_string(), Lifecycle::CapacityBlock)];
+    assert_eq!((p5.minutes, p5.instances, p5.listed), (120, 1, 1), "{p5:?}");
+    assert!((p5.usd - 30.5).abs() < 1e-9, "{p5:?}");
+    assert_eq!(bill.sums[&day].len(), 2);
+    // The detail, for the reconciliation.
+    let lines = CostHistory::billed_lines(b, day, day + 86_400)
+        .await
+        .expect("lines");
+    assert_eq!(lines.len(), 2);
+    let seen = CostHistory::seen(b, day, day + 2 * 86_400)
+        .await
+        .expect("seen");
+    assert_eq!(seen.len(), 6);
 }
 
 #[tokio::test]

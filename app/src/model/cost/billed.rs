@@ -62,9 +62,15 @@ pub struct ReadDay {
 /// What the console knows of the bill over a period.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Bill {
+    /// What the console saw of each instance a day (the reconciliation's detail; the store
+    /// leaves it out when only the prices are wanted, and gives `sums`).
     pub seen: Vec<SeenDay>,
+    /// Cost Explorer's lines (detail, as `seen`).
     pub billed: Vec<BilledLine>,
     pub read: Vec<ReadDay>,
+    /// The days' groups as the store summed them; a day not here is summed from `seen` and
+    /// `billed`.
+    pub sums: BTreeMap<i64, DayGroups>,
     /// Why there is no Cost Explorer data (resource-level data off, not allowed, not asked),
     /// when that is so.
     pub off: Option<String>,
@@ -73,12 +79,56 @@ pub struct Bill {
 /// One instance type and lifecycle on one day.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DayGroup {
-    pub hours: f64,
+    /// Minutes recorded, of all its instances.
+    pub minutes: u64,
     /// What Cost Explorer billed for the instances of it the console saw.
     pub usd: f64,
     pub instances: usize,
-    /// Of them, those Cost Explorer did not list, with their hours.
-    pub unlisted: Vec<(String, f64)>,
+    /// Of them, those Cost Explorer listed.
+    pub listed: usize,
+}
+
+impl DayGroup {
+    /// Instance-hours recorded.
+    pub fn hours(&self) -> f64 {
+        self.minutes as f64 / 60.0
+    }
+}
+
+/// A day's groups, by type and lifecycle as priced.
+pub type DayGroups = BTreeMap<(String, Lifecycle), DayGroup>;
+
+/// The instances of one type and lifecycle seen on one day, summed: a row of the store's sum,
+/// or one instance.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeenSum {
+    pub day: i64,
+    pub instance_type: String,
+    pub lifecycle: Option<Lifecycle>,
+    pub instances: usize,
+    pub minutes: u64,
+    /// What Cost Explorer billed for them.
+    pub usd: f64,
+    /// How many of them Cost Explorer listed.
+    pub listed: usize,
+}
+
+/// `sums` by day, and by type and lifecycle as priced (instances with no lifecycle are priced
+/// as on demand, so their sums join those of on demand).
+pub fn grouped(sums: impl IntoIterator<Item = SeenSum>) -> BTreeMap<i64, DayGroups> {
+    let mut out: BTreeMap<i64, DayGroups> = BTreeMap::new();
+    for sum in sums.into_iter().filter(|s| s.minutes > 0) {
+        let group = out
+            .entry(sum.day)
+            .or_default()
+            .entry((sum.instance_type, Lifecycle::priced_as(sum.lifecycle)))
+            .or_default();
+        group.minutes += sum.minutes;
+        group.usd += sum.usd;
+        group.instances += sum.instances;
+        group.listed += sum.listed;
+    }
+    out
 }
 
 /// The midnight before `at`.
@@ -102,26 +152,27 @@ impl Bill {
     }
 
     /// What the console saw on `day`, per type and lifecycle (as priced), with what Cost
-    /// Explorer billed for those instances.
-    pub fn groups(&self, day: i64) -> BTreeMap<(String, Lifecycle), DayGroup> {
-        let lines = self.lines(day);
-        let mut out: BTreeMap<(String, Lifecycle), DayGroup> = BTreeMap::new();
-        for seen in self.seen.iter().filter(|s| s.day == day && s.minutes > 0) {
-            let group = out
-                .entry((
-                    seen.instance_type.clone(),
-                    Lifecycle::priced_as(seen.lifecycle),
-                ))
-                .or_default();
-            let hours = f64::from(seen.minutes) / 60.0;
-            group.hours += hours;
-            group.instances += 1;
-            match lines.get(seen.instance_id.as_str()) {
-                Some(usd) => group.usd += usd,
-                None => group.unlisted.push((seen.instance_id.clone(), hours)),
-            }
+    /// Explorer billed for those instances: the store's sums when it gave them, else summed
+    /// from the detail.
+    pub fn groups(&self, day: i64) -> DayGroups {
+        if let Some(sums) = self.sums.get(&day) {
+            return sums.clone();
         }
-        out
+        let lines = self.lines(day);
+        grouped(self.seen.iter().filter(|s| s.day == day).map(|seen| {
+            let usd = lines.get(seen.instance_id.as_str());
+            SeenSum {
+                day,
+                instance_type: seen.instance_type.clone(),
+                lifecycle: seen.lifecycle,
+                instances: 1,
+                minutes: u64::from(seen.minutes),
+                usd: usd.copied().unwrap_or(0.0),
+                listed: usize::from(usd.is_some()),
+            }
+        }))
+        .remove(&day)
+        .unwrap_or_default()
     }
 }
 
@@ -134,7 +185,8 @@ pub fn day_book(base: &PriceBook, bill: &Bill, day: i64) -> PriceBook {
         .map(|t| t.format("%Y-%m-%d").to_string())
         .unwrap_or_default();
     for ((instance_type, lifecycle), group) in bill.groups(day) {
-        if group.unlisted.len() == group.instances || group.hours <= 0.0 {
+        let hours = group.hours();
+        if group.listed == 0 || hours <= 0.0 {
             continue;
         }
         let fee = base
@@ -143,7 +195,7 @@ pub fn day_book(base: &PriceBook, bill: &Bill, day: i64) -> PriceBook {
         let price = Price {
             instance_type: instance_type.clone(),
             lifecycle,
-            usd_per_hour: group.usd / group.hours,
+            usd_per_hour: group.usd / hours,
             managed_instances_usd_per_hour: (lifecycle == Lifecycle::OnDemand)
                 .then_some(fee)
                 .flatten(),
@@ -152,7 +204,7 @@ pub fn day_book(base: &PriceBook, bill: &Bill, day: i64) -> PriceBook {
                 "Cost Explorer, amortized, {label}: {} instance{} over {:.1} recorded hours",
                 group.instances,
                 if group.instances == 1 { "" } else { "s" },
-                group.hours
+                hours
             ),
             commitment: None,
             effective: Some(label.clone()),

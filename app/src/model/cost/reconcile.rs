@@ -233,14 +233,15 @@ mod compute {
                 book.price(instance_type, *lifecycle)
                     .map(|p| p.usd_per_hour)
             };
+            let hours = group.hours();
             match rate(priced) {
-                Some(usd) => console += usd * group.hours,
-                None => unpriced += group.hours,
+                Some(usd) => console += usd * hours,
+                None => unpriced += hours,
             }
-            list += rate(listed).unwrap_or(0.0) * group.hours;
-            if read && group.unlisted.len() == group.instances {
+            list += rate(listed).unwrap_or(0.0) * hours;
+            if read && group.listed == 0 {
                 not_billed.0 += group.instances;
-                not_billed.1 += rate(priced).unwrap_or(0.0) * group.hours;
+                not_billed.1 += rate(priced).unwrap_or(0.0) * hours;
             }
         }
         let seen: BTreeSet<&str> = bill

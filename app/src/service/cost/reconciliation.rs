@@ -97,13 +97,17 @@ pub async fn reconciliation(
         from: whole.from,
         to: end,
     };
-    let (recorded, seen, (books, mut bill)) = futures::future::try_join3(
+    let (recorded, seen, lines, (books, mut bill)) = futures::future::try_join4(
         context.history.recorded(range.from, range.to),
         context.history.seen(range.from, range.to),
+        context.history.billed_lines(range.from, range.to),
         books_for(context, range.from, range.to),
     )
     .await?;
+    // The detail the days are explained with; the read days' sums stay the store's, the ones the
+    // books priced with.
     bill.seen = seen;
+    bill.billed = lines;
     let off = bill.off.clone();
     let now = now.timestamp();
     let why_not = move |day: i64| -> String {

@@ -72,7 +72,7 @@ fn billed(rng: &mut StdRng, seen: &[SeenDay], others: usize) -> Bill {
             read_at: DAY + 2 * 86_400,
             calls: 1,
         }],
-        off: None,
+        ..Bill::default()
     }
 }
 
@@ -181,7 +181,7 @@ fn a_type_cost_explorer_did_not_bill_keeps_its_list_price_and_today_learns_a_blo
             read_at: 0,
             calls: 1,
         }],
-        off: None,
+        ..Bill::default()
     };
     let list = PriceBook::builtin("us-east-1");
     let books = Books::from(list.clone()).with_bill(&bill);
@@ -249,12 +249,12 @@ fn instances_of_one_type_under_different_terms_share_the_days_rate() {
             read_at: 0,
             calls: 1,
         }],
-        off: None,
+        ..Bill::default()
     };
     let groups = bill.groups(DAY);
     let group = &groups[&("g5.12xlarge".to_string(), Lifecycle::OnDemand)];
     assert_eq!(group.instances, 2);
-    assert!((group.hours - 48.0).abs() < 1e-9);
+    assert!((group.hours() - 48.0).abs() < 1e-9);
     let book = day_book(&PriceBook::builtin("us-east-1"), &bill, DAY);
     let rate = book.price("g5.12xlarge", Lifecycle::OnDemand).unwrap();
     assert!(

@@ -43,7 +43,7 @@ fn month() -> Reconciliation {
             read_at: DAY + 2 * 86_400,
             calls: 2,
         }],
-        off: None,
+        ..Bill::default()
     };
     let books = Books::from(PriceBook::builtin("us-east-1")).with_bill(&bill);
     let mut recorded = Recorded::default();
