@@ -12,6 +12,12 @@ fn percentile(samples: &mut [f64], p: f64) -> f64 {
     samples.get(at).copied().unwrap_or(0.0)
 }
 
+/// `p50 ms / p95 ms` of `samples`.
+fn p50_p95(samples: &mut [f64]) -> String {
+    let p50 = percentile(samples, 0.5);
+    format!("{p50:.1} ms / {:.1} ms", percentile(samples, 0.95))
+}
+
 /// The consolidation plan on `scenario`, made the way the page makes it (the services' task
 /// definitions read through the SDK from the emulator): the time of each plan, and the plan.
 async fn plan_on(
@@ -48,7 +54,7 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
     let (filled, mut minute_ms) = fill(&store, &per_hour, &seen, args.days, end_hour).await?;
     let billed_days = bill_days(&store, &seen, end_hour * 3600).await?;
     let storage = store.storage_bytes(audit.backend).await?;
-    let (mut report_ms, rows) = time_reports(&store, args.rounds).await?;
+    let (mut report, rows) = time_reports(&store, args.rounds).await?;
     let (minutes, replay) = time_replay(args.replay_days, &dir).await?;
     let (ce_instances, ce_calls) = cost_explorer_calls(&args.scenario, &dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -78,16 +84,10 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
                 what: format!("storage for {} days", args.days),
                 value: super::mib(u64::try_from(storage).unwrap_or(0)),
             },
-            Row {
-                what: format!(
-                    "30-day report with the previous period and chart ({rows} rows; {billed_days} days at Cost Explorer's bill), p50 / p95"
-                ),
-                value: format!(
-                    "{:.1} ms / {:.1} ms",
-                    percentile(&mut report_ms.clone(), 0.5),
-                    percentile(&mut report_ms, 0.95)
-                ),
-            },
+        ]
+        .into_iter()
+        .chain(report_rows(&mut report, rows, billed_days))
+        .chain([
             Row {
                 what: format!(
                     "Cost Explorer requests for a day of {} ({ce_instances} instances billed)",
@@ -102,8 +102,7 @@ pub async fn cost(args: crate::config::BenchCostArgs) -> anyhow::Result<()> {
                 ),
                 value: format!("{replay:.1} s"),
             },
-        ]
-        .into_iter()
+        ])
         .chain(plans)
         .collect::<Vec<_>>(),
     );
@@ -140,38 +139,84 @@ async fn fill(
     Ok((filled, minute_ms))
 }
 
+/// The 30-day report's rows of the table: its time and its parts'.
+fn report_rows(report: &mut ReportTimes, rows: usize, billed_days: usize) -> Vec<Row> {
+    vec![
+        Row {
+            what: format!(
+                "30-day report with the previous period and chart ({rows} rows; {billed_days} days at Cost Explorer's bill), p50 / p95"
+            ),
+            value: p50_p95(&mut report.total),
+        },
+        Row {
+            what: "  of which reading the history and the bill, p50 / p95".into(),
+            value: p50_p95(&mut report.read),
+        },
+        Row {
+            what: "  of which the billed days' prices, p50 / p95".into(),
+            value: p50_p95(&mut report.books),
+        },
+        Row {
+            what: "  of which pricing both periods and the chart, p50 / p95".into(),
+            value: p50_p95(&mut report.priced),
+        },
+    ]
+}
+
+/// The 30-day report's times, per round (ms): all of it, and its phases.
+#[derive(Default)]
+struct ReportTimes {
+    total: Vec<f64>,
+    /// Reading both periods' history and the bill from the database.
+    read: Vec<f64>,
+    /// Making the books: each billed day's prices.
+    books: Vec<f64>,
+    /// Pricing both periods and the chart.
+    priced: Vec<f64>,
+}
+
 /// The 30-day report, both periods read, priced and charted as the page asks, `rounds` times:
-/// each one's time (ms), and the report's rows.
+/// each one's times, and the report's rows.
 async fn time_reports(
     store: &crate::cost_history::SqlCostHistory,
     rounds: u32,
-) -> anyhow::Result<(Vec<f64>, usize)> {
-    use app::model::cost::{billed::Bill, history, Books, CostQuery, PriceBook};
+) -> anyhow::Result<(ReportTimes, usize)> {
+    use app::{
+        model::cost::{history, Books, CostQuery, PriceBook},
+        service::ports::CostHistory,
+    };
     let query = CostQuery::default();
-    let mut report_ms = Vec::new();
+    let mut times = ReportTimes::default();
     let mut rows = 0;
+    let ms = |since: Instant| since.elapsed().as_secs_f64() * 1000.0;
     for _ in 0..rounds {
         let started = Instant::now();
         let range =
             history::resolve(&query, chrono::Utc::now(), 400).map_err(anyhow::Error::msg)?;
         let Some(range) = range else { break };
         let previous = range.previous();
-        let (now, before, (read, billed, seen)) = tokio::try_join!(
-            store.select(range.from, range.to),
-            store.select(previous.from, previous.to),
-            store.select_bill(previous.from, range.to)
+        // The bill as the page reads it: the days' sums, not the instances' lines.
+        let bill = async {
+            CostHistory::bill(store, previous.from, range.to)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))
+        };
+        let (now, before, bill) = tokio::try_join!(
+            async { Ok(store.select(range.from, range.to).await?) },
+            async { Ok(store.select(previous.from, previous.to).await?) },
+            bill
         )?;
-        let book = Books::from(PriceBook::builtin("us-east-1")).with_bill(&Bill {
-            seen,
-            billed,
-            read,
-            off: None,
-        });
+        times.read.push(ms(started));
+        let phase = Instant::now();
+        let book = Books::from(PriceBook::builtin("us-east-1")).with_bill(&bill);
+        times.books.push(ms(phase));
+        let phase = Instant::now();
         let report = history::report(&now, &before, &book, &query, range);
+        times.priced.push(ms(phase));
         rows = report.rows.len();
-        report_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        times.total.push(ms(started));
     }
-    Ok((report_ms, rows))
+    Ok((times, rows))
 }
 
 /// Cost Explorer's lines for each of the 14 days before `end` (Unix seconds), as its reader
@@ -236,7 +281,8 @@ async fn cost_explorer_calls(
         .read_due(later.timestamp())
         .await
         .map_err(anyhow::Error::msg)?;
-    let (read, lines, _) = store.select_bill(0, later.timestamp()).await?;
+    let lines = store.select_lines(0, later.timestamp()).await?;
+    let (read, _) = store.select_bill_sums(0, later.timestamp()).await?;
     let calls = read.iter().map(|r| r.calls).sum::<u32>();
     Ok((lines.len(), calls))
 }
