@@ -95,11 +95,14 @@ fn run(
     )
 }
 
+/// ECS's reason for an MPS task stopped at start on an instance whose MPS daemon is impaired.
+pub(crate) const MPS_NOT_RESPONDING: &str = "MPS control daemon is not responding on this instance";
+
 /// The stall of a rollout whose new MPS tasks may be placed on `host`, whose MPS daemon is
 /// impaired.
 fn impaired_stall(plan: &RolloutPlan, host: &str) -> String {
     format!(
-        "New tasks may be placed on {host}, whose MPS daemon is impaired: an MPS task placed there fails at start (\"MPS control daemon is not responding on this instance\"), and ECS places the next one by the same rules, so it may go there again while {} waits. Whether ECS avoids an impaired instance is not documented; this check assumes it does not.",
+        "New tasks may be placed on {host}, whose MPS daemon is impaired: an MPS task placed there fails at start (\"{MPS_NOT_RESPONDING}\"), and ECS places the next one by the same rules, so it may go there again while {} waits. Whether ECS avoids an impaired instance is not documented; this check assumes it does not.",
         describe(&plan.new)
     )
 }
@@ -368,7 +371,7 @@ fn mps_scope(
         }
         if !impaired.is_empty() {
             unknown.push(format!(
-                "whether ECS avoids an instance whose MPS daemon is impaired ({}): it is not documented, so the check counts each as a place a new task may go and fail at start (\"MPS control daemon is not responding on this instance\")",
+                "whether ECS avoids an instance whose MPS daemon is impaired ({}): it is not documented, so the check counts each as a place a new task may go and fail at start (\"{MPS_NOT_RESPONDING}\")",
                 impaired.join(", ")
             ));
         }
