@@ -96,7 +96,7 @@ fn run(
 }
 
 /// ECS's reason for an MPS task stopped at start on an instance whose MPS daemon is impaired.
-pub(crate) const MPS_NOT_RESPONDING: &str = "MPS control daemon is not responding on this instance";
+const MPS_NOT_RESPONDING: &str = "MPS control daemon is not responding on this instance";
 
 /// The stall of a rollout whose new MPS tasks may be placed on `host`, whose MPS daemon is
 /// impaired.
