@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the console: the WebAssembly half, the stylesheet and assets into target/site, and the
-# server binary. `--release` for an optimised build (what `run.sh` uses); `--site-only` builds the
-# site alone (the tests build the WebAssembly optimised, and the server as the tests' debug build).
+# server binary. `--release` for an optimised build (what `run.sh` and the tests use);
+# `--site-only` builds the site alone.
 #
 # This is what `cargo leptos build` does, with plain cargo, wasm-bindgen and wasm-opt, so that a
 # new machine need not build cargo-leptos first. The environment below is the one cargo-leptos
