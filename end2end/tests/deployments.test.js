@@ -136,15 +136,31 @@ describe('deployments', () => {
     const { snapshot } = (await api('/api/v1/fleet')).body;
     const cluster = snapshot.clusters.find((c) => c.instances.some((i) => i.impaired && !i.not_placing));
     assert.ok(cluster, 'the demo keeps an instance with an impaired MPS daemon');
-    const impaired = cluster.instances.find((i) => i.impaired && !i.not_placing).ec2_instance_id;
+    const instance = cluster.instances.find((i) => i.impaired && !i.not_placing);
+    const impaired = instance.ec2_instance_id;
+    assert.ok(instance.gpus.some((g) => g.remaining_memory_mib >= 1024), `${impaired} has a GPU with 1 GiB free: ${JSON.stringify(instance.gpus)}`);
+    // A revision of one of that cluster's MPS services that asks for 1 GiB of GPU memory, so it
+    // fits on the impaired instance whatever its tasks are doing at this moment: its GPUs fill
+    // and empty as ECS places tasks there that fail at start, and the smallest room the demo's
+    // tasks can leave on a GPU is 2.5 GiB.
     const services = (await api('/api/v1/services')).body;
-    // An MPS service of that cluster whose task fits one of the impaired instance's GPUs.
-    const row = services.find((s) => s.cluster === cluster.name && s.gpu.some((g) => g.includes('MPS'))
-      && Number(s.gpu[0].match(/MPS (\d+) MiB/)?.[1] ?? Infinity) <= Math.max(...cluster.instances
-        .find((i) => i.ec2_instance_id === impaired).gpus.map((g) => g.remaining_memory_mib)));
-    assert.ok(row, `an MPS service of ${cluster.name} that fits on ${impaired}`);
+    const row = services.find((s) => s.cluster === cluster.name && s.gpu.some((g) => g.includes('MPS')));
+    assert.ok(row, `an MPS service of ${cluster.name}`);
+    const source = (await api(`/api/v1/task-definitions/${row.family}/${row.revision}`)).body.task_definition;
+    const mps = source.containerDefinitions
+      .flatMap((c) => c.resourceRequirements ?? [])
+      .find((r) => r.type === 'GPU' && r.sharingStrategy?.nvidiaMps);
+    assert.ok(mps, JSON.stringify(source.containerDefinitions));
+    mps.sharingStrategy.nvidiaMps.memory = 1024;
+    const registered = await api(`/api/v1/task-definitions/${row.family}/${row.revision}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ task_definition: source, description: 'a small MPS task, to fit anywhere' }),
+    });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    const revision = registered.body.registered.revision;
     const { context, page, problems } = await openPage(browser);
-    await page.goto(`${BASE_URL}/deployments/${cluster.name}/${row.service.name}?revision=${row.revision}`);
+    await page.goto(`${BASE_URL}/deployments/${cluster.name}/${row.service.name}?revision=${revision}`);
     const verdict = page.getByTestId('pre-check-verdict');
     await verdict.waitFor();
     assert.equal(await verdict.getAttribute('data-verdict'), 'stalls');
