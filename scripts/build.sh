@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the console: the WebAssembly half, the stylesheet and assets into target/site, and the
-# server binary. `--release` for an optimised build (what `run.sh` and the tests use).
+# server binary. `--release` for an optimised build (what `run.sh` uses); `--site-only` builds the
+# site alone (the tests build the WebAssembly optimised, and the server as the tests' debug build).
 #
 # This is what `cargo leptos build` does, with plain cargo, wasm-bindgen and wasm-opt, so that a
 # new machine need not build cargo-leptos first. The environment below is the one cargo-leptos
@@ -11,7 +12,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
 
 release=0
-if [ "${1:-}" = "--release" ]; then release=1; fi
+server=1
+for arg in "$@"; do
+  case "$arg" in
+    --release) release=1 ;;
+    --site-only) server=0 ;;
+    *)
+      echo "build.sh: unknown argument '$arg' (expected --release and/or --site-only)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 site="$GPUSHARE_ROOT/target/site"
 pkg="$site/pkg"
@@ -33,10 +44,13 @@ fi
 server_log="$(mktemp)"
 server_build=(cargo build --package=gpushare --bin=gpushare --no-default-features "${server_profile[@]}")
 if [ "${GPUSHARE_BUILD_TIMINGS:-0}" = 1 ]; then server_build+=(--timings); fi
-gpushare_step "building the server (${server_profile[*]:-debug}) in the background"
-"${server_build[@]}" >"$server_log" 2>&1 &
-server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true; rm -f "$server_log"' EXIT
+server_pid=""
+if [ "$server" = 1 ]; then
+  gpushare_step "building the server (${server_profile[*]:-debug}) in the background"
+  "${server_build[@]}" >"$server_log" 2>&1 &
+  server_pid=$!
+fi
+trap '[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true; rm -f "$server_log"' EXIT
 
 # wasm-bindgen's CLI must be exactly the version of the wasm-bindgen crate in Cargo.lock.
 # Without --locked: its lock file pins a crate version the registry no longer serves.
@@ -97,6 +111,10 @@ cp style/main.css "$pkg/gpushare.css"
 cp -R public/. "$site/"
 precompress "$pkg/gpushare.css"
 
+if [ "$server" = 0 ]; then
+  echo "built the site in $site"
+  exit 0
+fi
 gpushare_step "the server's build (${server_profile[*]:-debug}), which ran beside the browser half"
 # Its output so far, then the rest as it comes.
 tail -n +1 -f --pid="$server_pid" "$server_log"

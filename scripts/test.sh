@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command 2 of the README: set up, then run every check and test. `.ci/run` calls this.
 #   formatting, clippy (server side and browser side), the Rust unit and integration tests,
-#   a release build, and the end-to-end tests in headless Chromium against that build.
+#   the site's release build (the WebAssembly as it ships), and the end-to-end tests and the
+#   one-minute soak in headless Chromium against the server binary the tests' build made.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
@@ -48,14 +49,15 @@ trap cleanup EXIT
 gpushare_step "cargo fmt --check"
 cargo fmt --all --check
 
-# The release build (the site and the server) runs beside clippy and the build of the unit and
-# integration tests, from the start: each of those leaves a core idle for much of its time (a
-# crate's front end and its final link are one thread each), and the release build is the
-# longest of them. Clippy and the tests' build share the debug profile's directory, the release
-# build has its own, so neither waits for the other's lock. The tests run once all builds are
-# done, with the machine to themselves: some hold a refusal to a time limit.
-gpushare_step "the release build, in the background from here on"
-"$GPUSHARE_ROOT/scripts/build.sh" --release >"$logs/release-build.log" 2>&1 &
+# The site's release build (the WebAssembly, optimised for size as it ships) runs beside clippy
+# and the build of the unit and integration tests, from the start: its link and `wasm-opt` are one
+# thread each. It has a target directory of its own, so neither waits for the other's lock. The
+# server the end-to-end tests run is the tests' own debug build of `gpushare` (its dependencies
+# optimised, Cargo.toml's dev profile): a release build of the server took another 25 minutes of
+# CPU for the same code. The tests run once all builds are done, with the machine to themselves:
+# some hold a refusal to a time limit.
+gpushare_step "the site's release build, in the background from here on"
+"$GPUSHARE_ROOT/scripts/build.sh" --release --site-only >"$logs/release-build.log" 2>&1 &
 release_pid=$!
 
 gpushare_step "cargo clippy (server side: ssr)"
@@ -64,13 +66,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 gpushare_step "cargo clippy (browser side: hydrate)"
 cargo clippy -p app --all-targets --features hydrate --locked -- -D warnings
 
-gpushare_step "building the tests, with the release build beside them"
+gpushare_step "building the tests, with the site's release build beside them"
+# Building the server crate's integration tests builds its binary too (they may run it): the
+# console the end-to-end tests and the soak run.
 cargo nextest run --workspace --locked --no-run
-gpushare_step "the release build, which ran beside clippy and the tests' build"
+server_bin="$CARGO_TARGET_DIR/debug/gpushare"
+gpushare_step "the site's release build, which ran beside clippy and the tests' build"
 if ! wait "$release_pid"; then
   release_pid=""
   cat "$logs/release-build.log"
-  echo "the release build failed (its output is above)" >&2
+  echo "the site's release build failed (its output is above)" >&2
   exit 1
 fi
 release_pid=""
@@ -94,7 +99,7 @@ data_dir="$(mktemp -d)"
 # freely (the demo's policy and its requests are tested in the Rust integration tests).
 GPUSHARE_LISTEN="127.0.0.1:$port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
   GPUSHARE_DATA_DIR="$data_dir" GPUSHARE_REFRESH_INTERVAL=3 GPUSHARE_HISTORY_DAYS=3 GPUSHARE_DEMO_POLICY=off \
-  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/server.log" 2>&1 &
+  "$server_bin" serve >"$logs/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
   if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
@@ -114,7 +119,7 @@ proxied_data="$(mktemp -d)"
 GPUSHARE_LISTEN="127.0.0.1:$proxied_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
   GPUSHARE_DATA_DIR="$proxied_data" GPUSHARE_AUTH=proxy GPUSHARE_TRUSTED_PROXY=127.0.0.1 GPUSHARE_HISTORY_DAYS=0 \
   GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" \
-  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/proxied.log" 2>&1 &
+  "$server_bin" serve >"$logs/proxied.log" 2>&1 &
 proxied_pid=$!
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$proxied_port/readyz" >/dev/null 2>&1 && break
@@ -134,7 +139,7 @@ GPUSHARE_LISTEN="127.0.0.1:$oidc_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target
   GPUSHARE_OIDC_ISSUER="http://127.0.0.1:$provider_port" GPUSHARE_OIDC_CLIENT_ID=gpushare \
   GPUSHARE_OIDC_CLIENT_SECRET=gpushare-test-secret GPUSHARE_OIDC_SCOPES="openid email groups" \
   GPUSHARE_SESSION_TTL=20 GPUSHARE_POLICY="$GPUSHARE_ROOT/policy.example.toml" GPUSHARE_HISTORY_DAYS=0 \
-  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/oidc.log" 2>&1 &
+  "$server_bin" serve >"$logs/oidc.log" 2>&1 &
 oidc_pid=$!
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$oidc_port/readyz" >/dev/null 2>&1 \
@@ -155,6 +160,14 @@ if [ -z "$snapshot" ]; then
   echo "the console had no fleet snapshot 20 s after it was ready (GET /api/v1/fleet)" >&2
   exit 1
 fi
+# The sealed months' console (below) starts now and replays its 32 days while these tests run: the
+# replay keeps one core busy for about two and a half minutes.
+months_port="$(free_port)"
+months_data="$(mktemp -d)"
+GPUSHARE_LISTEN="127.0.0.1:$months_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
+  GPUSHARE_DATA_DIR="$months_data" GPUSHARE_HISTORY_DAYS=32 GPUSHARE_DEMO_POLICY=off \
+  "$server_bin" serve >"$logs/months.log" 2>&1 &
+months_pid=$!
 (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
   GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
   GPUSHARE_OIDC_URL="http://127.0.0.1:$oidc_port" GPUSHARE_OIDC_PROVIDER_URL="http://127.0.0.1:$provider_port" \
@@ -168,20 +181,15 @@ gpushare_step "end-to-end tests of sealed months and the reconciliation with Cos
 # past changes which of the demo's services are settled, which the tests above rely on.
 kill "$server_pid" "$proxied_pid" "$oidc_pid" "$provider_pid" 2>/dev/null || true
 server_pid="" proxied_pid="" oidc_pid="" provider_pid=""
-months_port="$(free_port)"
-months_data="$(mktemp -d)"
-GPUSHARE_LISTEN="127.0.0.1:$months_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  GPUSHARE_DATA_DIR="$months_data" GPUSHARE_HISTORY_DAYS=32 GPUSHARE_DEMO_POLICY=off \
-  "$CARGO_TARGET_DIR/release/gpushare" serve >"$logs/months.log" 2>&1 &
-months_pid=$!
-# Ready once the 32 days are in (about 40 s on two cores).
-for _ in $(seq 1 900); do
+# Ready once the 32 days are in: 145 s after its start for the tests' debug build on two cores
+# with nothing beside it (40 s for a release build), most of it the workspace's unoptimised code.
+for _ in $(seq 1 1800); do
   curl -fsS "http://127.0.0.1:$months_port/readyz" >/dev/null 2>&1 && break
   kill -0 "$months_pid" 2>/dev/null || break
   sleep 0.2
 done
 curl -fsS "http://127.0.0.1:$months_port/readyz" >/dev/null \
-  || { echo "the sealed months' console was not ready 180 s after it started" >&2; exit 1; }
+  || { echo "the sealed months' console was not ready 360 s after the tests above" >&2; exit 1; }
 (cd end2end && GPUSHARE_URL="http://127.0.0.1:$months_port" node --test --test-concurrency=1 \
   --test-timeout=360000 --test-reporter=spec months/) 2>&1 | tee "$logs/e2e-months.log"
 kill "$months_pid" 2>/dev/null || true
@@ -192,7 +200,7 @@ gpushare_step "the soak, one minute: faults on every AWS call, load, writers, a 
 # (SIGKILL) halfway and started again; fails on any write lost, sent twice or audited wrongly,
 # on any panic or 500, and on the console exiting.
 GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
-  "$CARGO_TARGET_DIR/release/gpushare" bench soak --minutes 1 --scenario demo --streams 200 --rate 100 \
+  "$server_bin" bench soak --minutes 1 --scenario demo --streams 200 --rate 100 \
   2>&1 | tee "$logs/soak.log"
 
 # One closing line for both runners.
