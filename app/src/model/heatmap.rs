@@ -203,12 +203,13 @@ pub fn render_overview(snapshot: &FleetSnapshot, query: &FleetQuery, threshold: 
     );
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm packed {}" width="{OVERVIEW_WIDTH}" height="{height}" viewBox="0 0 {OVERVIEW_WIDTH} {height}" role="group" aria-label="{gpus} GPUs coloured by {}, grouped by {}" data-gpus="{gpus}" data-colour="{}" data-cell="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm packed {}" width="{OVERVIEW_WIDTH}" height="{height}" viewBox="0 0 {OVERVIEW_WIDTH} {height}" role="group" aria-label="{gpus} GPUs coloured by {}, grouped by {}" data-gpus="{gpus}" data-colour="{}" data-cell="{}" data-taken-at="{}">"#,
         scale.class,
         escape(colour.label()),
         query.group.label().to_lowercase(),
         colour.as_str(),
         scale.cell,
+        escape(&snapshot.taken_at),
     );
     for (group, (head, blocks)) in groups.iter().zip(&placed.groups) {
         let zoom = Zoom::Group(query.group, group.key.clone());
@@ -353,9 +354,10 @@ pub fn render(
     let mut svg = String::with_capacity(120 + rows * 110 + gpus * 28);
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{gpus} GPUs coloured by {}" data-gpus="{gpus}" data-colour="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="hm" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{gpus} GPUs coloured by {}" data-gpus="{gpus}" data-colour="{}" data-taken-at="{}">"#,
         escape(colour.label()),
         colour.as_str(),
+        escape(&snapshot.taken_at),
     );
     let mut y = 0;
     for cluster in &snapshot.clusters {

@@ -45,6 +45,8 @@ fn one_cell_per_gpu_coloured_by_the_mode() {
     let svg = render(&fleet(&["a", "b"], 4), ColourMode::Memory, None, 90);
     assert_eq!(svg.matches("<rect").count(), 8);
     assert!(svg.contains(r#"data-gpus="8""#));
+    // The snapshot it was drawn from, so that a reader can match it with another answer.
+    assert!(svg.contains(r#"data-taken-at="t""#), "{svg}");
     // Index 2: 5,000 of 10,000 allocated.
     assert!(svg.contains(r#"data-x="2" class="c5 s""#), "{svg}");
     assert!(svg.contains(r#"data-x="0" class="c0 i""#));
@@ -146,6 +148,7 @@ fn the_overview_has_one_cell_per_gpu_and_fits_8000_gpus_in_its_height() {
     assert_eq!(fleet.gpu_count(), 8_000);
     let svg = render_overview(&fleet, &FleetQuery::default(), 90);
     assert_eq!(svg.matches("<rect").count(), 8_000);
+    assert!(svg.contains(&format!(r#"data-taken-at="{}""#, fleet.taken_at)));
     let height: u32 = svg
         .split(r#"height=""#)
         .nth(1)

@@ -32,7 +32,13 @@ pub(super) fn Freshness(overview: FleetOverview) -> impl IntoView {
     let usage_error = overview.usage_error.clone();
     let server_stale = overview.stale;
     view! {
-        <p class="freshness" data-testid="freshness" data-version=overview.version.to_string()>
+        <p
+            class="freshness"
+            data-testid="freshness"
+            data-version=overview.version.to_string()
+            data-taken-at=overview.taken_at.clone()
+            title=overview.taken_at.as_ref().map(|at| format!("The fleet as read at {at}"))
+        >
             {move || match age() {
                 Some(age) => format!("Updated {} ago · refreshes every {interval} s", format_age(age)),
                 None => "Reading the fleet for the first time…".to_string(),
