@@ -15,8 +15,9 @@ after(async () => {
   await browser?.close();
 });
 
-// The GPUs the API reports for a query string, as `<EC2 instance ID>:<index>` → GPU.
-async function apiGpus(query = '') {
+// The GPUs the API reports for a query string, as `<EC2 instance ID>:<index>` → GPU, and the
+// time of the snapshot they come from.
+async function apiFleet(query = '') {
   const response = await fetch(`${BASE_URL}/api/v1/fleet${query}`);
   assert.equal(response.status, 200, await response.clone().text());
   const body = await response.json();
@@ -26,10 +27,76 @@ async function apiGpus(query = '') {
       for (const gpu of instance.gpus) gpus.set(`${instance.ec2_instance_id}:${gpu.index}`, gpu);
     }
   }
-  return gpus;
+  return { takenAt: body.snapshot.taken_at, gpus };
+}
+
+async function apiGpus(query = '') {
+  return (await apiFleet(query)).gpus;
 }
 
 const cells = (page) => page.locator('[data-testid="heatmap"] svg rect');
+
+// What the page shows, read at once: the heatmap's cells (with their boxes) and the snapshot it
+// was drawn from, and the summary's GPU count and its snapshot.
+const shownNow = (page) =>
+  page.evaluate(() => {
+    const svg = document.querySelector('[data-testid="heatmap"] svg');
+    const rects = svg ? [...svg.querySelectorAll('rect')] : [];
+    const summary = document.querySelector('[data-testid="gpu-count"]')?.textContent;
+    return {
+      takenAt: svg?.dataset.takenAt ?? null,
+      packed: svg?.classList.contains('packed') ?? false,
+      cells: rects.length,
+      boxes: rects.map((r) => {
+        const b = r.getBoundingClientRect();
+        return { bottom: b.bottom, right: b.right, width: b.width };
+      }),
+      summary: summary === undefined ? null : Number(summary.replaceAll(',', '')),
+      summaryAt: document.querySelector('[data-testid="freshness"]')?.dataset.takenAt ?? null,
+    };
+  });
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Waits until the heatmap shows, from the snapshot the API answers from, the GPUs `expected`
+// counts in that answer (all of them unless told), and with `summary` until the summary counts
+// the same from that snapshot too. The console reads the fleet again every few seconds and the
+// demo's elastic capacity launches and retires instances, so a count read from the page and one
+// from the API may straddle a refresh; each heatmap names its snapshot (`data-taken-at`). A
+// hydrated page follows live updates by itself; one without JavaScript is loaded again (`reload`).
+// Fails after 20 s with what it saw last.
+async function shownAsApi(page, { query = '', expected = (gpus) => gpus.size, summary = false, reload = false } = {}) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const shown = await shownNow(page);
+    const api = await apiFleet(query);
+    const want = expected(api.gpus);
+    const same = shown.takenAt === api.takenAt && shown.cells === want
+      && (!summary || (shown.summaryAt === api.takenAt && shown.summary === want));
+    if (same) return { shown, gpus: api.gpus };
+    if (Date.now() > deadline) {
+      assert.fail(`the page never showed the API's ${want} GPUs (${query || 'the whole fleet'}, the snapshot of ${api.takenAt}) in 20 s: `
+        + `the heatmap had ${shown.cells} cells from the snapshot of ${shown.takenAt}`
+        + (summary ? `, the summary ${shown.summary} GPUs from that of ${shown.summaryAt}` : ''));
+    }
+    if (reload) await page.reload();
+    else await pause(250);
+  }
+}
+
+// Waits until the heatmap and the summary are of one snapshot, and returns what they show (for a
+// part the API has no query for, such as a group).
+async function shownWithSummary(page) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const shown = await shownNow(page);
+    if (shown.takenAt && shown.takenAt === shown.summaryAt) return shown;
+    if (Date.now() > deadline) {
+      assert.fail(`the heatmap (the snapshot of ${shown.takenAt}) and the summary (of ${shown.summaryAt}) never showed one snapshot in 20 s`);
+    }
+    await pause(250);
+  }
+}
 const blocks = (page) =>
   page.locator('[data-testid="heatmap"] svg.packed a[data-i]').evaluateAll((as) => as.map((a) => a.dataset.i));
 
@@ -38,10 +105,10 @@ describe('fleet heatmap, hydrated', () => {
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/');
     await waitForHydration(page);
-    const gpus = await apiGpus();
+    const { shown, gpus } = await shownAsApi(page, { summary: true });
     assert.ok(gpus.size > 0);
-    assert.equal(await cells(page).count(), gpus.size);
-    assert.equal(Number(await page.getByTestId('gpu-count').textContent()), gpus.size);
+    assert.equal(shown.cells, gpus.size);
+    assert.equal(shown.summary, gpus.size);
     assert.match(await page.getByTestId('freshness').textContent(), /^Updated \d+ s ago/);
     assert.deepEqual(problems, []);
     await context.close();
@@ -111,13 +178,9 @@ describe('fleet heatmap, hydrated', () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.goto(BASE_URL + '/');
     await waitForHydration(page);
-    const total = (await apiGpus()).size;
-    const boxes = await cells(page).evaluateAll((rs) =>
-      rs.map((r) => {
-        const b = r.getBoundingClientRect();
-        return { bottom: b.bottom, right: b.right, width: b.width };
-      }),
-    );
+    const { shown, gpus } = await shownAsApi(page);
+    const total = gpus.size;
+    const { boxes } = shown;
     assert.equal(boxes.length, total);
     assert.equal(boxes.filter((b) => b.bottom <= 900 && b.right <= 1440).length, total, 'every GPU without scrolling');
     assert.ok(Math.min(...boxes.map((b) => b.width)) >= 4, 'cells no smaller than 4 px');
@@ -135,15 +198,11 @@ describe('fleet heatmap, hydrated', () => {
     await block(range[0]).click({ modifiers: ['Shift'] });
     await block(range[3]).click({ modifiers: ['Shift'] });
     await page.waitForURL((url) => url.searchParams.get('zoom') === `instances:${range.join(',')}`);
-    const expected = [...(await apiGpus()).keys()].filter((k) => range.includes(k.split(':')[0])).length;
-    await page.waitForFunction(
-      (n) => document.querySelectorAll('[data-testid="heatmap"] svg:not(.packed) rect').length === n,
-      expected,
-    );
-    await page.waitForFunction(
-      (n) => document.querySelector('[data-testid="gpu-count"]')?.textContent === String(n),
-      expected,
-    );
+    await page.waitForSelector('[data-testid="heatmap"] svg:not(.packed)');
+    // The range's GPUs, in the heatmap and the summary.
+    const inRange = (gpus) => [...gpus.keys()].filter((k) => range.includes(k.split(':')[0])).length;
+    const { shown } = await shownAsApi(page, { expected: inRange, summary: true });
+    assert.ok(shown.cells > 0 && !shown.packed);
     assert.match(await page.getByTestId('zoom-trail').textContent(), /4 selected instances/);
     assert.deepEqual(problems, []);
     await context.close();
@@ -153,34 +212,39 @@ describe('fleet heatmap, hydrated', () => {
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/');
     await waitForHydration(page);
-    const total = (await apiGpus()).size;
     await page.getByTestId('filter-group').selectOption('team');
     await page.waitForURL((url) => url.searchParams.get('group') === 'team');
     await page.waitForSelector('[data-testid="heatmap"] svg.packed a.gh[data-z^="team:"]');
     await page.getByTestId('filter-sort').selectOption('free');
     await page.waitForURL((url) => url.searchParams.get('sort') === 'free');
-    assert.equal(await cells(page).count(), total);
+    // Grouped and sorted, every GPU of the fleet still has its cell.
+    const total = (await shownAsApi(page)).shown.cells;
     // A group's header opens it.
     const header = page.locator('[data-testid="heatmap"] a.gh').first();
     const zoom = await header.getAttribute('data-z');
     await header.click();
     await page.waitForURL((url) => url.searchParams.get('zoom') === zoom);
     await page.waitForSelector('[data-testid="heatmap"] svg:not(.packed)');
-    const zoomed = await cells(page).count();
-    assert.ok(zoomed > 0 && zoomed < total, `${zoomed} of ${total}`);
-    const summary = Number(await page.getByTestId('gpu-count').textContent());
-    assert.equal(summary, zoomed, 'the summary is of the part shown');
-    // The same URL, loaded afresh, is the same view.
+    const zoomed = await shownWithSummary(page);
+    assert.ok(zoomed.cells > 0 && zoomed.cells < total, `${zoomed.cells} of ${total}`);
+    assert.equal(zoomed.summary, zoomed.cells, 'the summary is of the part shown');
+    // The same URL, loaded afresh, is the same view: the same grouping, sort and part. (Its GPUs
+    // are counted again: the team's tasks move between instances as the fleet changes.)
+    const trail = await page.getByTestId('zoom-trail').textContent();
     await page.goto(page.url());
     await waitForHydration(page);
     assert.equal(await page.getByTestId('filter-group').inputValue(), 'team');
     assert.equal(await page.getByTestId('filter-sort').inputValue(), 'free');
-    assert.equal(await cells(page).count(), zoomed);
-    assert.match(await page.getByTestId('zoom-trail').textContent(), /Whole fleet/);
+    assert.equal(new URL(page.url()).searchParams.get('zoom'), zoom);
+    assert.equal(await page.getByTestId('zoom-trail').textContent(), trail);
+    assert.match(trail, /Whole fleet/);
+    const again = await shownWithSummary(page);
+    assert.ok(again.cells > 0 && !again.packed);
+    assert.equal(again.summary, again.cells, 'the summary is of the part shown');
     await page.getByTestId('zoom-out').click();
     await page.waitForURL((url) => !url.searchParams.has('zoom') && url.searchParams.get('group') === 'team');
     await page.waitForSelector('[data-testid="heatmap"] svg.packed');
-    assert.equal(await cells(page).count(), total);
+    await shownAsApi(page, { summary: true });
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -205,26 +269,18 @@ describe('fleet heatmap, hydrated', () => {
     await waitForHydration(page);
     await page.getByTestId('filter-cluster').selectOption('ml-dev');
     await page.waitForURL((url) => url.searchParams.get('cluster') === 'ml-dev');
-    const expected = (await apiGpus('?cluster=ml-dev')).size;
-    await page.waitForFunction(
-      (n) => document.querySelectorAll('[data-testid="heatmap"] svg rect').length === n,
-      expected,
-    );
+    const expected = (await shownAsApi(page, { query: '?cluster=ml-dev' })).shown.cells;
     assert.ok(expected < (await apiGpus()).size);
     await page.getByTestId('filter-mode').selectOption('IDLE');
     await page.waitForURL((url) => url.searchParams.get('mode') === 'IDLE' && url.searchParams.get('cluster') === 'ml-dev');
-    const idle = (await apiGpus('?cluster=ml-dev&mode=IDLE')).size;
-    await page.waitForFunction(
-      (n) => document.querySelectorAll('[data-testid="heatmap"] svg rect').length === n,
-      idle,
-    );
+    await shownAsApi(page, { query: '?cluster=ml-dev&mode=IDLE' });
     await page.getByTestId('filter-colour').selectOption('compute');
     await page.waitForURL((url) => url.searchParams.get('colour') === 'compute');
     await page.waitForSelector('[data-testid="heatmap"] svg[data-colour="compute"]');
     // A link with the view opens the same view.
     await page.goto(page.url());
     await waitForHydration(page);
-    assert.equal(await cells(page).count(), idle);
+    await shownAsApi(page, { query: '?cluster=ml-dev&mode=IDLE' });
     assert.equal(await page.getByTestId('filter-cluster').inputValue(), 'ml-dev');
     assert.deepEqual(problems, []);
     await context.close();
@@ -255,7 +311,8 @@ describe('fleet heatmap, hydrated', () => {
     assert.match(notes, /no cluster "nope"; they are: batch-sim, inference-prod, ml-dev/);
     assert.match(notes, /Sharing mode "SHARED" does not exist/);
     assert.match(notes, /Colour mode "rainbow" does not exist/);
-    assert.equal(await cells(page).count(), (await apiGpus()).size, 'the whole fleet instead');
+    // The whole fleet instead.
+    await shownAsApi(page);
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -265,12 +322,12 @@ describe('fleet heatmap, JavaScript off', () => {
   test('the server renders the same overview, and its groups and blocks are links', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     await page.goto(BASE_URL + '/');
-    assert.equal(await cells(page).count(), (await apiGpus()).size);
+    await shownAsApi(page, { reload: true, summary: true });
     assert.equal(await page.locator('[data-testid="heatmap"] svg.packed').count(), 1);
     const header = page.locator('[data-testid="heatmap"] a.gh[data-z="cluster:ml-dev"]');
     await header.click();
     await page.waitForURL((url) => url.searchParams.get('zoom') === 'cluster:ml-dev');
-    assert.equal(await cells(page).count(), (await apiGpus('?cluster=ml-dev')).size);
+    await shownAsApi(page, { query: '?cluster=ml-dev', reload: true, summary: true });
     await page.getByTestId('zoom-out').click();
     await page.waitForURL((url) => !url.searchParams.has('zoom'));
     const [first] = await page
@@ -288,7 +345,7 @@ describe('fleet heatmap, JavaScript off', () => {
     await page.getByTestId('filter-cluster').selectOption('batch-sim');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL((url) => url.searchParams.get('cluster') === 'batch-sim');
-    assert.equal(await cells(page).count(), (await apiGpus('?cluster=batch-sim')).size);
+    await shownAsApi(page, { query: '?cluster=batch-sim', reload: true, summary: true });
     await context.close();
   });
 
