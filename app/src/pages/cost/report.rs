@@ -39,7 +39,7 @@ pub(super) fn Report(report: CostReport) -> impl IntoView {
             <p class="banner info" role="status" data-testid="cost-replaying">{format!("The console is {progress}; the history fills in as it goes.")}</p>
         })}
         <p class="muted print-only">{format!("Grouped by {}, over {span}, idle {}{}.", query.group.label().to_lowercase(), if query.share_idle { "shared out" } else { "as rows" }, query.cluster.as_ref().map(|c| format!(", cluster {c}")).unwrap_or_default())}</p>
-        <p class="freshness" data-testid="cost-taken-at">{match &report.range {
+        <p class="freshness" data-testid="cost-taken-at" data-taken-at=report.taken_at.clone()>{match &report.range {
             Some(_) if report.sealed.is_empty() => format!("{:.0} hours recorded of the period; made at {}; prices for {}, today's applied to every hour.", report.recorded_hours, report.taken_at, report.region),
             Some(_) => format!("{:.0} hours recorded of the period; made at {}; prices for {}: sealed months at their sealed prices, the rest at today's.", report.recorded_hours, report.taken_at, report.region),
             None => format!("Fleet as read at {}; prices for {}.", report.taken_at, report.region),

@@ -27,7 +27,7 @@ pub(super) fn Plan(plan: ConsolidationPlan) -> impl IntoView {
     };
     view! {
         <PlanForm query=query.clone() clusters=plan.all_clusters.clone() csv />
-        <p class="freshness" data-testid="plan-taken-at">{format!("From the fleet as read at {}; {} % of each kept instance's GPU memory left spare.", plan.taken_at, query.spare_percent)}</p>
+        <p class="freshness" data-testid="plan-taken-at" data-taken-at=plan.taken_at.clone()>{format!("From the fleet as read at {}; {} % of each kept instance's GPU memory left spare.", plan.taken_at, query.spare_percent)}</p>
         <section class="summary" aria-label="What the plan saves" data-testid="plan-totals">
             <div class="stat"><span class="value" data-testid="plan-saving">{money(plan.net_saving_cents_per_month)}</span><span class="label">{net_label(&plan, &percent)}</span></div>
             <div class="stat"><span class="value" data-testid="plan-drains">{plan.drains.len()}</span><span class="label">{format!("instances to drain, of {before} ({after} kept)")}</span></div>
