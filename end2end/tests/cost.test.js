@@ -22,6 +22,41 @@ async function apiReport(query = '') {
   return response.json();
 }
 
+// Today's report and the consolidation plan price the fleet as last read, and the demo's elastic
+// capacity launches and retires instances between two reads. A page and the API's JSON are
+// compared when they come from the same snapshot (the page's `data-taken-at`, the JSON's
+// `taken_at`). The API answers from the latest snapshot, and a page takes longer to load and
+// hydrate than the console takes to read the fleet again, so the page is loaded again between two
+// reads of the API, and compared with the one of its snapshot. Fails after 20 s with what it saw.
+async function asShown(page, testId, read, { hydrated = false } = {}) {
+  const deadline = Date.now() + 20_000;
+  let before = null;
+  for (;;) {
+    const shownAt = await page.getByTestId(testId).getAttribute('data-taken-at');
+    const after = await read();
+    const answer = [before, after].find((a) => a?.taken_at === shownAt);
+    if (answer) return answer;
+    if (Date.now() > deadline) {
+      assert.fail(`the page (the fleet as read at ${shownAt}) and the API (at ${before?.taken_at} and ${after.taken_at}) never showed one snapshot in 20 s`);
+    }
+    before = await read();
+    await page.reload();
+    if (hydrated) await waitForHydration(page);
+  }
+}
+
+// Answers of the API from one snapshot, read one after the other until they are.
+async function ofOneSnapshot(...reads) {
+  let seen = [];
+  for (let tries = 0; tries < 10; tries++) {
+    const answers = [];
+    for (const read of reads) answers.push(await read());
+    if (answers.every((a) => a.taken_at === answers[0].taken_at)) return answers;
+    seen = answers.map((a) => a.taken_at);
+  }
+  assert.fail(`ten reads in a row straddled a refresh of the fleet: ${seen.join(', ')}`);
+}
+
 const rowNames = (page) => page.getByTestId('cost-table').locator('tbody th').allTextContents();
 
 describe('cost review', () => {
@@ -29,7 +64,7 @@ describe('cost review', () => {
     const { context, page, problems } = await openPage(browser);
     await page.goto(BASE_URL + '/cost?period=now');
     await waitForHydration(page);
-    const byTeam = await apiReport('?period=now');
+    const byTeam = await asShown(page, 'cost-taken-at', () => apiReport('?period=now'), { hydrated: true });
     assert.equal(await page.getByTestId('cost-total').textContent(), money(byTeam.total_cents));
     assert.equal(await page.getByTestId('cost-table-total').textContent(), money(byTeam.total_cents));
 
@@ -38,11 +73,10 @@ describe('cost review', () => {
     await form.getByLabel("Today's allocations over").selectOption('day');
     await form.getByRole('button', { name: 'Show' }).click();
     await page.waitForURL((url) => url.searchParams.get('group') === 'cluster' && url.searchParams.get('span') === 'day');
-    const byCluster = await apiReport('?period=now&group=cluster&span=day');
-    await page.waitForFunction(
-      (total) => document.querySelector('[data-testid="cost-total"]')?.textContent === total,
-      money(byCluster.total_cents),
-    );
+    // The page has the new view's report once its caption says so.
+    await page.waitForFunction(() => /^Grouped by cluster, over /.test(document.querySelector('.print-only')?.textContent ?? ''));
+    const byCluster = await asShown(page, 'cost-taken-at', () => apiReport('?period=now&group=cluster&span=day'), { hydrated: true });
+    assert.equal(await page.getByTestId('cost-total').textContent(), money(byCluster.total_cents));
     const allocated = byCluster.rows.filter((r) => r.kind === 'allocated').map((r) => r.name);
     assert.deepEqual((await rowNames(page)).slice(0, allocated.length), allocated);
 
@@ -164,7 +198,7 @@ describe('cost review, JavaScript off', () => {
   test('the server renders the view of the URL, and the form and sort links work', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     await page.goto(BASE_URL + '/cost?period=now&group=instance_type&sort=name');
-    const report = await apiReport('?period=now&group=instance_type&sort=name');
+    const report = await asShown(page, 'cost-taken-at', () => apiReport('?period=now&group=instance_type&sort=name'));
     assert.equal(await page.getByTestId('cost-total').textContent(), money(report.total_cents));
     const allocated = report.rows.filter((r) => r.kind === 'allocated').map((r) => r.name);
     assert.deepEqual((await rowNames(page)).slice(0, allocated.length), allocated);
@@ -173,16 +207,20 @@ describe('cost review, JavaScript off', () => {
     await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && url.searchParams.get('sort') === 'name');
     await page.getByTestId('cost-sort-cost').click();
     await page.waitForURL((url) => url.searchParams.get('idle') === 'share' && !url.searchParams.has('sort'));
-    const shared = await apiReport('?period=now&group=instance_type&idle=share');
+    const shared = await asShown(page, 'cost-taken-at', () => apiReport('?period=now&group=instance_type&idle=share'));
     assert.equal(await page.getByTestId('cost-table').locator('tbody tr').count(), shared.rows.length);
     // The split rule is the view's too, and the page writes out the rule it followed.
     await page.getByTestId('cost-form').getByLabel('MPS GPUs split by').selectOption('max');
     await page.getByTestId('cost-form').getByRole('button', { name: 'Show' }).click();
     await page.waitForURL((url) => url.searchParams.get('split') === 'max' && url.searchParams.get('idle') === 'share');
     assert.match(await page.getByTestId('cost-rule').textContent(), /larger of each container's share of the GPU's memory and its compute limit/);
-    const larger = await apiReport('?period=now&group=instance_type&idle=share&split=max');
+    const larger = await asShown(page, 'cost-taken-at', () => apiReport('?period=now&group=instance_type&idle=share&split=max'));
     assert.equal(await page.getByTestId('cost-total').textContent(), money(larger.total_cents));
-    assert.equal(larger.total_cents, shared.total_cents, 'the rule moves cost between rows, not the bill');
+    const [byShare, byLarger] = await ofOneSnapshot(
+      () => apiReport('?period=now&group=instance_type&idle=share'),
+      () => apiReport('?period=now&group=instance_type&idle=share&split=max'),
+    );
+    assert.equal(byLarger.total_cents, byShare.total_cents, 'the rule moves cost between rows, not the bill');
     await context.close();
   });
 });
@@ -200,9 +238,9 @@ describe('consolidation plan', () => {
     await waitForHydration(page);
     await page.getByTestId('cost-plan-link').click();
     await page.waitForURL(BASE_URL + '/cost/plan');
-    const plan = await apiPlan();
-    assert.ok(plan.drains.length > 0, 'the demo has instances to drain');
     await page.waitForSelector('[data-testid="plan-saving"]');
+    const plan = await asShown(page, 'plan-taken-at', () => apiPlan(), { hydrated: true });
+    assert.ok(plan.drains.length > 0, 'the demo has instances to drain');
     assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.net_saving_cents_per_month));
     assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
     const first = plan.drains[0];
@@ -213,20 +251,29 @@ describe('consolidation plan', () => {
     await page.getByTestId('plan-form').getByLabel('Spare GPU memory, %').fill('60');
     await page.getByTestId('plan-form').getByRole('button', { name: 'Plan' }).click();
     await page.waitForURL((url) => url.searchParams.get('spare') === '60');
-    const spared = await apiPlan('?spare=60');
-    assert.ok(spared.saving_cents_per_month <= plan.saving_cents_per_month);
-    await page.waitForFunction(
-      (saving) => document.querySelector('[data-testid="plan-saving"]')?.textContent === saving,
-      money(spared.net_saving_cents_per_month),
-    );
+    // The page has the new plan once its caption says so.
+    await page.waitForFunction(() => /60 % of each kept instance/.test(document.querySelector('[data-testid="plan-taken-at"]')?.textContent ?? ''));
+    const spared = await asShown(page, 'plan-taken-at', () => apiPlan('?spare=60'), { hydrated: true });
+    assert.equal(await page.getByTestId('plan-saving').textContent(), money(spared.net_saving_cents_per_month));
+    assert.equal(await page.getByTestId('plan-who-acts').count(), spared.drains.length);
+    const [tight, loose] = await ofOneSnapshot(() => apiPlan(), () => apiPlan('?spare=60'));
+    assert.ok(loose.saving_cents_per_month <= tight.saving_cents_per_month, `${loose.saving_cents_per_month} > ${tight.saving_cents_per_month}`);
     const href = await page.getByTestId('plan-csv').getAttribute('href');
     assert.equal(href, '/api/v1/cost/plan?spare=60&format=csv');
-    const csv = (await (await fetch(BASE_URL + href)).text()).trim().split('\n');
-    const moves = spared.drains.reduce((n, d) => n + Math.max(d.moves.length, 1), 0);
+    // The CSV is held to a JSON read of the same snapshot's plan, one just before and just after it.
+    let csv;
+    let same;
+    for (let pairs = 0; same === undefined; pairs++) {
+      assert.ok(pairs < 5, 'the fleet was read again between each of five reads of the plan and the next');
+      const before = await apiPlan('?spare=60');
+      csv = (await (await fetch(BASE_URL + href)).text()).trim().split('\n');
+      const after = await apiPlan('?spare=60');
+      if (before.taken_at === after.taken_at) same = after;
+    }
+    const moves = same.drains.reduce((n, d) => n + Math.max(d.moves.length, 1), 0);
     // Each line per instance and move, then the gross total, what is still billed and the net.
     assert.equal(csv.length, moves + 4);
-    assert.match(csv[csv.length - 1], new RegExp('^net saving,,,,' + (spared.net_saving_cents_per_month / 100).toFixed(2) + ','));
-    assert.equal(await page.getByTestId('plan-who-acts').count(), spared.drains.length);
+    assert.match(csv[csv.length - 1], new RegExp('^net saving,,,,' + (same.net_saving_cents_per_month / 100).toFixed(2) + ','));
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -234,7 +281,7 @@ describe('consolidation plan', () => {
   test('without JavaScript the server renders the plan of the URL, and a bad spare says what to give', async () => {
     const { context, page } = await openPage(browser, { javaScriptEnabled: false });
     await page.goto(BASE_URL + '/cost/plan?spare=0');
-    const plan = await apiPlan('?spare=0');
+    const plan = await asShown(page, 'plan-taken-at', () => apiPlan('?spare=0'));
     assert.equal(await page.getByTestId('plan-saving').textContent(), money(plan.net_saving_cents_per_month));
     assert.equal(await page.getByTestId('plan-drain').count(), plan.drains.length);
     await page.goto(BASE_URL + '/cost/plan?spare=200');

@@ -67,9 +67,12 @@ const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // Fails after 20 s with what it saw last.
 async function shownAsApi(page, { query = '', expected = (gpus) => gpus.size, summary = false, reload = false } = {}) {
   const deadline = Date.now() + 20_000;
+  // Loaded again, the page is compared with the API's answer just before its load too.
+  let before = null;
   for (;;) {
     const shown = await shownNow(page);
-    const api = await apiFleet(query);
+    const after = await apiFleet(query);
+    const api = [before, after].find((a) => a?.takenAt === shown.takenAt) ?? after;
     const want = expected(api.gpus);
     const same = shown.takenAt === api.takenAt && shown.cells === want
       && (!summary || (shown.summaryAt === api.takenAt && shown.summary === want));
@@ -79,8 +82,12 @@ async function shownAsApi(page, { query = '', expected = (gpus) => gpus.size, su
         + `the heatmap had ${shown.cells} cells from the snapshot of ${shown.takenAt}`
         + (summary ? `, the summary ${shown.summary} GPUs from that of ${shown.summaryAt}` : ''));
     }
-    if (reload) await page.reload();
-    else await pause(250);
+    if (reload) {
+      before = await apiFleet(query);
+      await page.reload();
+    } else {
+      await pause(250);
+    }
   }
 }
 
