@@ -104,6 +104,34 @@ async function shownWithSummary(page) {
     await pause(250);
   }
 }
+// Waits until the GPU panel of `key` and the API's answer are of one snapshot (the panel names its
+// own, `data-taken-at`, and a hydrated page reads it again on every live update), and returns what
+// the panel shows with that answer's GPU. Fails after 20 s with what it saw last.
+async function panelAsApi(page, key) {
+  const deadline = Date.now() + 20_000;
+  let before = null;
+  for (;;) {
+    const shown = await page.evaluate(() => {
+      const panel = document.querySelector('[data-testid="gpu-panel"]');
+      return {
+        takenAt: panel?.dataset.takenAt ?? null,
+        uuid: panel?.querySelector('[data-testid="gpu-uuid"]')?.textContent ?? null,
+        rows: panel?.querySelectorAll('[data-testid="gpu-containers"] tbody tr').length ?? 0,
+        blastRadius: panel?.querySelector('[data-testid="blast-radius"]')?.textContent ?? '',
+      };
+    });
+    const after = await apiFleet();
+    const api = [before, after].find((a) => a?.takenAt === shown.takenAt);
+    if (api?.gpus.has(key)) return { shown, gpu: api.gpus.get(key) };
+    if (Date.now() > deadline) {
+      assert.fail(`the panel of GPU ${key} (from the snapshot of ${shown.takenAt}, ${shown.rows} containers) `
+        + `and the API (the snapshot of ${after.takenAt}, GPU ${after.gpus.has(key) ? 'present' : 'absent'}) never showed one snapshot in 20 s`);
+    }
+    before = after;
+    await pause(250);
+  }
+}
+
 const blocks = (page) =>
   page.locator('[data-testid="heatmap"] svg.packed a[data-i]').evaluateAll((as) => as.map((a) => a.dataset.i));
 
@@ -133,16 +161,17 @@ describe('fleet heatmap, hydrated', () => {
     await page.waitForURL((url) => url.searchParams.get('gpu') === key);
     assert.equal(new URL(page.url()).searchParams.get('zoom'), `instance:${instance}`);
     await page.waitForSelector(`[data-testid="heatmap"] svg:not(.packed) g[data-i="${instance}"]`);
-    const panel = page.getByTestId('gpu-panel');
-    await panel.waitFor();
-    assert.equal(await page.getByTestId('gpu-uuid').textContent(), gpu.uuid);
-    const rows = page.getByTestId('gpu-containers').locator('tbody tr');
-    assert.equal(await rows.count(), gpu.containers.length);
-    const services = [...new Set(gpu.containers.map((c) => c.service))].sort().join(', ');
-    assert.match(await page.getByTestId('blast-radius').textContent(), new RegExp(services));
+    await page.getByTestId('gpu-panel').waitFor();
+    // The panel as the API answered from the snapshot it names: its tenants can change between
+    // two reads.
+    const { shown, gpu: now } = await panelAsApi(page, key);
+    assert.equal(shown.uuid, gpu.uuid);
+    assert.equal(shown.rows, now.containers.length);
+    const services = [...new Set(now.containers.map((c) => c.service))].sort().join(', ');
+    assert.match(shown.blastRadius, new RegExp(services));
     // Unused is the GPU's measured figure, and an MPS GPU's panel says why tenants get only an
     // estimate of it.
-    const used = gpu.usage?.memory_used_mib;
+    const used = now.usage?.memory_used_mib;
     assert.match(await page.getByTestId('gpu-unused').textContent(), used ? /^\d+ % of the \d+ MiB allocated/ : /^no usage data$/);
     assert.match(await page.getByTestId('instance-unused').textContent(), /% of its GPUs' allocations|^no usage data$/);
     assert.match(await page.getByTestId('unused-estimate').textContent(), /CloudWatch's GPU metrics are per GPU/);

@@ -28,8 +28,9 @@ pub fn GpuPanel(detail: GpuDetail, close: String) -> impl IntoView {
     };
     let free = gpu.total_memory_mib.saturating_sub(allocated);
     let many_clients = gpu.containers.len() > MPS_CLIENT_LIMIT;
+    let taken_at = detail.taken_at.clone();
     view! {
-        <aside class="card gpu-panel" data-testid="gpu-panel" aria-labelledby="gpu-panel-heading">
+        <aside class="card gpu-panel" data-testid="gpu-panel" data-taken-at=taken_at aria-labelledby="gpu-panel-heading">
             <div class="card-title">
                 <h2 id="gpu-panel-heading">
                     {format!("GPU {} on {}", gpu.index, detail.instance.ec2_instance_id)}

@@ -26,6 +26,9 @@ pub struct GpuDetail {
     /// What the instance's GPUs did not use of their allocations, as they measure it.
     #[serde(default)]
     pub instance_unused: Option<crate::model::InstanceUnused>,
+    /// When the snapshot it comes from was read (its `taken_at`).
+    #[serde(default)]
+    pub taken_at: String,
 }
 
 /// A GPU's place, `<EC2 instance ID>:<index>`, as the page's URL and the heatmap name it.
@@ -90,6 +93,7 @@ pub fn gpu_detail(snapshot: &FleetSnapshot, key: &str) -> Option<GpuDetail> {
                 teams,
                 key: format!("{}:{}", instance.ec2_instance_id, gpu.index),
                 instance_unused: crate::model::instance_unused(instance),
+                taken_at: snapshot.taken_at.clone(),
             });
         }
     }
@@ -114,6 +118,8 @@ mod tests {
         );
         assert_eq!(detail.teams, ["search"]);
         assert_eq!(detail.key, "i-1:0");
+        assert_eq!(detail.taken_at, all.taken_at, "it names its snapshot");
+        assert!(!detail.taken_at.is_empty());
         assert_eq!(
             gpu_detail(&all, "GPU-0").map(|d| d.cluster),
             Some("prod".into())
