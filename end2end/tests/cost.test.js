@@ -45,6 +45,20 @@ async function asShown(page, testId, read, { hydrated = false } = {}) {
   }
 }
 
+// A CSV held to the JSON answer it must agree with: read between two reads of that answer until
+// the two are `alike`, five times at most (the console reads the fleet again every few seconds).
+async function csvBetween(href, read, alike) {
+  for (let pairs = 0; pairs < 5; pairs++) {
+    const before = await read();
+    const response = await fetch(BASE_URL + href);
+    const csv = await response.text();
+    assert.equal(response.status, 200, `${href}: ${csv}`);
+    const after = await read();
+    if (alike(before, after)) return { csv, answer: after };
+  }
+  assert.fail(`the answer changed between each of five reads of its JSON and the next, around ${href}`);
+}
+
 // Answers of the API from one snapshot, read one after the other until they are.
 async function ofOneSnapshot(...reads) {
   let seen = [];
@@ -101,15 +115,11 @@ describe('cost review', () => {
         report.unpriced.length,
         report.notes.length,
       ]);
-    let csv;
-    let sorted;
-    for (let pairs = 0; sorted === undefined; pairs++) {
-      assert.ok(pairs < 5, "today's report changed between each of five reads and the next");
-      const before = await apiReport('?period=now&group=cluster&span=day&sort=name');
-      csv = await (await fetch(BASE_URL + href)).text();
-      const after = await apiReport('?period=now&group=cluster&span=day&sort=name');
-      if (shape(before) === shape(after)) sorted = after;
-    }
+    const { csv, answer: sorted } = await csvBetween(
+      href,
+      () => apiReport('?period=now&group=cluster&span=day&sort=name'),
+      (before, after) => shape(before) === shape(after),
+    );
     const lines = csv.trim().split('\n');
     // As many rows as that report, which the page's table showed sorted above (its rows may have
     // changed since, with the fleet).
@@ -261,15 +271,9 @@ describe('consolidation plan', () => {
     const href = await page.getByTestId('plan-csv').getAttribute('href');
     assert.equal(href, '/api/v1/cost/plan?spare=60&format=csv');
     // The CSV is held to a JSON read of the same snapshot's plan, one just before and just after it.
-    let csv;
-    let same;
-    for (let pairs = 0; same === undefined; pairs++) {
-      assert.ok(pairs < 5, 'the fleet was read again between each of five reads of the plan and the next');
-      const before = await apiPlan('?spare=60');
-      csv = (await (await fetch(BASE_URL + href)).text()).trim().split('\n');
-      const after = await apiPlan('?spare=60');
-      if (before.taken_at === after.taken_at) same = after;
-    }
+    const held = await csvBetween(href, () => apiPlan('?spare=60'), (before, after) => before.taken_at === after.taken_at);
+    const csv = held.csv.trim().split('\n');
+    const same = held.answer;
     const moves = same.drains.reduce((n, d) => n + Math.max(d.moves.length, 1), 0);
     // Each line per instance and move, then the gross total, what is still billed and the net.
     assert.equal(csv.length, moves + 4);
