@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the console: the WebAssembly half, the stylesheet and assets into target/site, and the
 # server binary. `--release` for an optimised build (what `run.sh` uses); `--site-only` builds the
-# site alone (the tests build the WebAssembly optimised, and the server as the tests' debug build).
+# site alone; `--tests` builds the site the end-to-end tests load (`test.sh`, whose server is the
+# tests' own debug build): the release code, without the whole-program link and `wasm-opt`.
 #
 # This is what `cargo leptos build` does, with plain cargo, wasm-bindgen and wasm-opt, so that a
 # new machine need not build cargo-leptos first. The environment below is the one cargo-leptos
@@ -12,17 +13,23 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
 
 release=0
+tests=0
 server=1
 for arg in "$@"; do
   case "$arg" in
     --release) release=1 ;;
     --site-only) server=0 ;;
+    --tests) tests=1 server=0 ;;
     *)
-      echo "build.sh: unknown argument '$arg' (expected --release and/or --site-only)" >&2
+      echo "build.sh: unknown argument '$arg' (expected --release, --site-only or --tests)" >&2
       exit 2
       ;;
   esac
 done
+if [ "$release" = 1 ] && [ "$tests" = 1 ]; then
+  echo "build.sh: --release and --tests are two different builds of the site; give one of them" >&2
+  exit 2
+fi
 
 site="$GPUSHARE_ROOT/target/site"
 pkg="$site/pkg"
@@ -32,6 +39,10 @@ export LEPTOS_OUTPUT_NAME=gpushare LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_PKG_
 if [ "$release" = 1 ]; then
   export LEPTOS_JS_MINIFY=true
   wasm_profile=wasm-release server_profile=(--release) server_dir=release
+elif [ "$tests" = 1 ]; then
+  # Compressed copies as a release build has them, which the end-to-end tests check are sent.
+  export LEPTOS_JS_MINIFY=true
+  wasm_profile=wasm-tests server_profile=() server_dir=debug
 else
   export LEPTOS_JS_MINIFY=false
   wasm_profile=dev server_profile=() server_dir=debug
@@ -68,7 +79,7 @@ fi
 precompress() {
   for file in "$@"; do
     rm -f "$file.br" "$file.gz"
-    if [ "$release" = 1 ]; then
+    if [ "$release" = 1 ] || [ "$tests" = 1 ]; then
       brotli --best --force --output="$file.br" "$file"
       gzip --best --force --keep "$file"
       # Both tools give a copy its file's time (brotli to the second): the server takes a copy
@@ -95,7 +106,10 @@ stamp="$wasm_profile $(stat -c %Y "$input") $(wasm-bindgen --version)"
 if [ "$(cat "$GPUSHARE_ROOT/target/.site-built-from" 2>/dev/null)" = "$stamp" ] && [ -f "$pkg/gpushare.wasm" ]; then
   echo "the site's WebAssembly is this build's already"
 else
-  wasm-bindgen --target=web --out-name=gpushare --out-dir="$pkg" "$input"
+  bindgen=(wasm-bindgen --target=web --out-name=gpushare --out-dir="$pkg")
+  # The tests' build has no wasm-opt to drop the function names (59 MB once demangled).
+  if [ "$tests" = 1 ]; then bindgen+=(--remove-name-section); fi
+  "${bindgen[@]}" "$input"
   # The name the server's hydration script asks for (as cargo-leptos names it).
   mv -f "$pkg/gpushare_bg.wasm" "$pkg/gpushare.wasm"
   if [ "$release" = 1 ]; then

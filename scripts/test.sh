@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Command 2 of the README: set up, then run every check and test. `.ci/run` calls this.
 #   formatting, clippy (server side and browser side), the Rust unit and integration tests,
-#   the site's release build (the WebAssembly as it ships), and the end-to-end tests and the
-#   one-minute soak in headless Chromium against the server binary the tests' build made.
+#   the site's build for the tests (the release code of the WebAssembly), and the end-to-end
+#   tests and the one-minute soak in headless Chromium against the server binary the tests'
+#   build made.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GPUSHARE_ROOT"
@@ -16,11 +17,12 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 logs="$(mktemp -d)"
 server_pid=""
-release_pid=""
+site_pid=""
 proxied_pid=""
 provider_pid=""
 oidc_pid=""
 months_pid=""
+signed_in_pid=""
 cleanup() {
   local status=$?
   # On a failure, what the servers said: the end of each log, and any panic.
@@ -32,12 +34,13 @@ cleanup() {
       tail -n 40 "$log"
     done
   fi
-  if [ -n "$release_pid" ]; then kill "$release_pid" 2>/dev/null || true; fi
+  if [ -n "$site_pid" ]; then kill "$site_pid" 2>/dev/null || true; fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
   if [ -n "$proxied_pid" ]; then kill "$proxied_pid" 2>/dev/null || true; fi
   if [ -n "$provider_pid" ]; then kill "$provider_pid" 2>/dev/null || true; fi
   if [ -n "$oidc_pid" ]; then kill "$oidc_pid" 2>/dev/null || true; fi
   if [ -n "$months_pid" ]; then kill "$months_pid" 2>/dev/null || true; fi
+  if [ -n "$signed_in_pid" ]; then kill "$signed_in_pid" 2>/dev/null || true; fi
   if [ -n "${data_dir:-}" ]; then rm -rf "$data_dir"; fi
   if [ -n "${proxied_data:-}" ]; then rm -rf "$proxied_data"; fi
   if [ -n "${oidc_data:-}" ]; then rm -rf "$oidc_data"; fi
@@ -49,16 +52,18 @@ trap cleanup EXIT
 gpushare_step "cargo fmt --check"
 cargo fmt --all --check
 
-# The site's release build (the WebAssembly, optimised for size as it ships) runs beside clippy
-# and the build of the unit and integration tests, from the start: its link and `wasm-opt` are one
-# thread each. It has a target directory of its own, so neither waits for the other's lock. The
-# server the end-to-end tests run is the tests' own debug build of `gpushare` (its dependencies
-# optimised, Cargo.toml's dev profile): a release build of the server took another 25 minutes of
-# CPU for the same code. The tests run once all builds are done, with the machine to themselves:
-# some hold a refusal to a time limit.
-gpushare_step "the site's release build, in the background from here on"
-"$GPUSHARE_ROOT/scripts/build.sh" --release --site-only >"$logs/release-build.log" 2>&1 &
-release_pid=$!
+# The site's build for the tests runs beside clippy and the build of the unit and integration
+# tests, from the start, in a target directory of its own, so neither waits for the other's lock.
+# Its WebAssembly is the release code (opt-level "z", panics abort) without the shipped build's
+# whole-program link and `wasm-opt`, which only make the file smaller and took one core for about
+# eight minutes beside the tests' build (Cargo.toml, profile `wasm-tests`). The server the
+# end-to-end tests run is the tests' own debug build of `gpushare` (its dependencies optimised,
+# Cargo.toml's dev profile): a release build of the server took another 25 minutes of CPU for the
+# same code. The tests run once all builds are done, with the machine to themselves: some hold a
+# refusal to a time limit.
+gpushare_step "the site's build for the tests, in the background from here on"
+"$GPUSHARE_ROOT/scripts/build.sh" --tests >"$logs/site-build.log" 2>&1 &
+site_pid=$!
 
 gpushare_step "cargo clippy (server side: ssr)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -66,21 +71,21 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 gpushare_step "cargo clippy (browser side: hydrate)"
 cargo clippy -p app --all-targets --features hydrate --locked -- -D warnings
 
-gpushare_step "building the tests, with the site's release build beside them"
+gpushare_step "building the tests, with the site's build beside them"
 # Building the server crate's integration tests builds its binary too (they may run it): the
 # console the end-to-end tests and the soak run.
 cargo nextest run --workspace --locked --no-run
 server_bin="$CARGO_TARGET_DIR/debug/gpushare"
-gpushare_step "the site's release build, which ran beside clippy and the tests' build"
-if ! wait "$release_pid"; then
-  release_pid=""
-  cat "$logs/release-build.log"
-  echo "the site's release build failed (its output is above)" >&2
+gpushare_step "the site's build, which ran beside clippy and the tests' build"
+if ! wait "$site_pid"; then
+  site_pid=""
+  cat "$logs/site-build.log"
+  echo "the site's build failed (its output is above)" >&2
   exit 1
 fi
-release_pid=""
+site_pid=""
 # What it said, without the compiler's progress lines.
-grep -v '^\s*\(Compiling\|Blocking\)' "$logs/release-build.log" || true
+grep -v '^\s*\(Compiling\|Blocking\)' "$logs/site-build.log" || true
 
 gpushare_step "unit and integration tests"
 cargo nextest run --workspace --locked --no-fail-fast 2>&1 | tee "$logs/nextest.log"
@@ -168,11 +173,35 @@ GPUSHARE_LISTEN="127.0.0.1:$months_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/targ
   GPUSHARE_DATA_DIR="$months_data" GPUSHARE_HISTORY_DAYS=32 GPUSHARE_DEMO_POLICY=off \
   "$server_bin" serve >"$logs/months.log" 2>&1 &
 months_pid=$!
-(cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
-  GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
-  GPUSHARE_OIDC_URL="http://127.0.0.1:$oidc_port" GPUSHARE_OIDC_PROVIDER_URL="http://127.0.0.1:$provider_port" \
-  GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 --test-timeout=360000 \
-  --test-reporter=spec tests/) 2>&1 | tee "$logs/e2e.log"
+# Two runs side by side, each a file at a time, on consoles neither shares with the other: the
+# files of the signed-in consoles (behind the proxy, and with OpenID Connect), and the rest on the
+# first console. Each run's files share their console's state, so within a run they take turns.
+e2e_run() {
+  (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
+    GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
+    GPUSHARE_OIDC_URL="http://127.0.0.1:$oidc_port" GPUSHARE_OIDC_PROVIDER_URL="http://127.0.0.1:$provider_port" \
+    GPUSHARE_OIDC_SESSION_TTL=20 node --test --test-concurrency=1 --test-timeout=360000 \
+    --test-reporter=spec "$@")
+}
+signed_in=(tests/access.test.js tests/approvals.test.js tests/new_service.test.js tests/oidc.test.js)
+first=()
+for file in end2end/tests/*.test.js; do
+  file="tests/$(basename "$file")"
+  [[ " ${signed_in[*]} " == *" $file "* ]] || first+=("$file")
+done
+e2e_run "${signed_in[@]}" >"$logs/e2e-signed-in.log" 2>&1 &
+signed_in_pid=$!
+first_status=0
+e2e_run "${first[@]}" 2>&1 | tee "$logs/e2e.log" || first_status=$?
+signed_in_status=0
+wait "$signed_in_pid" || signed_in_status=$?
+signed_in_pid=""
+echo "--- the signed-in consoles' tests, which ran beside those above ---"
+cat "$logs/e2e-signed-in.log"
+if [ "$first_status" != 0 ] || [ "$signed_in_status" != 0 ]; then
+  echo "end-to-end tests failed (their output is above)" >&2
+  exit 1
+fi
 
 gpushare_step "end-to-end tests of sealed months and the reconciliation with Cost Explorer, on a console with 32 days of the demo's past"
 # 32 days reach into last month whatever the day of the month, so last month has history and is
@@ -207,7 +236,7 @@ GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/target/site" \
 rust_passed="$(grep -oE '[0-9]+ tests? run: [0-9]+ passed' "$logs/nextest.log" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)"
 e2e_passed=0
 e2e_failed=0
-for log in "$logs/e2e.log" "$logs/e2e-months.log"; do
+for log in "$logs/e2e.log" "$logs/e2e-signed-in.log" "$logs/e2e-months.log"; do
   passed="$(grep -oE '^. pass [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
   failed="$(grep -oE '^. fail [0-9]+' "$log" | grep -oE '[0-9]+' | tail -1 || echo 0)"
   e2e_passed=$((e2e_passed + passed))
