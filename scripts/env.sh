@@ -38,7 +38,7 @@ fi
 # The Python environment with boto3 for `gpushare bench fleet`'s comparison with a boto3 script.
 export GPUSHARE_PYTHON="${GPUSHARE_PYTHON:-$HOME/.cache/gpushare/venv/bin/python}"
 
-# wasm-opt for release builds comes from the npm package binaryen, installed in end2end/.
+# The npm packages' commands, installed in end2end/.
 export PATH="$GPUSHARE_ROOT/end2end/node_modules/.bin:$PATH"
 
 # The exact wasm-bindgen version the app is built against; its CLI must match it.

@@ -43,19 +43,19 @@ else
   rustup component add clippy rustfmt >/dev/null
 fi
 
-command -v node >/dev/null 2>&1 || apt_install nodejs npm
 # brotli compresses the site's files once per release build.
 apt_install brotli
 
-# npm packages: the browser driver for the end-to-end tests and wasm-opt for release builds.
-if [ ! -x "$GPUSHARE_ROOT/end2end/node_modules/.bin/wasm-opt" ] \
-  || [ ! -d "$GPUSHARE_ROOT/end2end/node_modules/playwright-core" ] \
-  || [ "$GPUSHARE_ROOT/end2end/package-lock.json" -nt "$GPUSHARE_ROOT/end2end/node_modules/.package-lock.json" ]; then
-  gpushare_step "installing npm packages in end2end/"
-  (cd "$GPUSHARE_ROOT/end2end" && npm ci --no-audit --no-fund)
-fi
-
 if [ "$build_only" = 0 ]; then
+  # npm packages: the browser driver for the end-to-end tests, the accessibility checker, and the
+  # OpenID Connect provider they sign in with.
+  command -v node >/dev/null 2>&1 || apt_install nodejs npm
+  if [ ! -d "$GPUSHARE_ROOT/end2end/node_modules/playwright-core" ] \
+    || [ "$GPUSHARE_ROOT/end2end/package-lock.json" -nt "$GPUSHARE_ROOT/end2end/node_modules/.package-lock.json" ]; then
+    gpushare_step "installing npm packages in end2end/"
+    (cd "$GPUSHARE_ROOT/end2end" && npm ci --no-audit --no-fund)
+  fi
+
   # The browser for the end-to-end tests; wrk, which measures the JSON API's throughput in
   # `gpushare bench fleet`; PostgreSQL, whose binaries the audit log's tests start a server from.
   apt_install chromium wrk postgresql

@@ -55,8 +55,9 @@ cargo fmt --all --check
 # The site's build for the tests runs beside clippy and the build of the unit and integration
 # tests, from the start, in a target directory of its own, so neither waits for the other's lock.
 # Its WebAssembly is the release code (opt-level "z", panics abort) without the shipped build's
-# whole-program link and `wasm-opt`, which only make the file smaller and took one core for about
-# eight minutes beside the tests' build (Cargo.toml, profile `wasm-tests`). The server the
+# whole-program link, which only makes the file smaller and, with the `wasm-opt` release builds
+# ran then, took one core for about eight minutes beside the tests' build (Cargo.toml, profile
+# `wasm-tests`). The server the
 # end-to-end tests run is the tests' own debug build of `gpushare` (its dependencies optimised,
 # Cargo.toml's dev profile): a release build of the server took another 25 minutes of CPU for the
 # same code. The tests run once all builds are done, with the machine to themselves: some hold a
