@@ -57,11 +57,10 @@ cargo fmt --all --check
 # Its WebAssembly is the release code (opt-level "z", panics abort) without the shipped build's
 # whole-program link, which only makes the file smaller and, with the `wasm-opt` release builds
 # ran then, took one core for about eight minutes beside the tests' build (Cargo.toml, profile
-# `wasm-tests`). The server the
-# end-to-end tests run is the tests' own debug build of `gpushare` (its dependencies optimised,
-# Cargo.toml's dev profile): a release build of the server took another 25 minutes of CPU for the
-# same code. The tests run once all builds are done, with the machine to themselves: some hold a
-# refusal to a time limit.
+# `wasm-tests`). The server the end-to-end tests run is the tests' own debug build of `gpushare`
+# (its dependencies optimised, Cargo.toml's dev profile): a release build of the server took
+# another 25 minutes of CPU for the same code. The tests run once all builds are done, with the
+# machine to themselves: some hold a refusal to a time limit.
 gpushare_step "the site's build for the tests, in the background from here on"
 "$GPUSHARE_ROOT/scripts/build.sh" --tests >"$logs/site-build.log" 2>&1 &
 site_pid=$!
@@ -176,7 +175,8 @@ GPUSHARE_LISTEN="127.0.0.1:$months_port" GPUSHARE_SITE_ROOT="$GPUSHARE_ROOT/targ
 months_pid=$!
 # Two runs side by side, each a file at a time, on consoles neither shares with the other: the
 # files of the signed-in consoles (behind the proxy, and with OpenID Connect), and the rest on the
-# first console. Each run's files share their console's state, so within a run they take turns.
+# first console. Each run's files share their console's state, so within a run they take turns;
+# a new file that uses the signed-in consoles belongs in `signed_in`.
 e2e_run() {
   (cd end2end && GPUSHARE_URL="http://127.0.0.1:$port" \
     GPUSHARE_PROXY_URL="http://127.0.0.1:$proxied_port" \
