@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
+import { untilOneSnapshot } from '../support/snapshot.js';
 
 let browser;
 before(async () => {
@@ -29,20 +30,21 @@ async function apiReport(query = '') {
 // hydrate than the console takes to read the fleet again, so the page is loaded again between two
 // reads of the API, and compared with the one of its snapshot. Fails after 20 s with what it saw.
 async function asShown(page, testId, read, { hydrated = false } = {}) {
-  const deadline = Date.now() + 20_000;
-  let before = null;
-  for (;;) {
-    const shownAt = await page.getByTestId(testId).getAttribute('data-taken-at');
-    const after = await read();
-    const answer = [before, after].find((a) => a?.taken_at === shownAt);
-    if (answer) return answer;
-    if (Date.now() > deadline) {
-      assert.fail(`the page (the fleet as read at ${shownAt}) and the API (at ${before?.taken_at} and ${after.taken_at}) never showed one snapshot in 20 s`);
-    }
-    before = await read();
-    await page.reload();
-    if (hydrated) await waitForHydration(page);
-  }
+  return untilOneSnapshot({
+    readPage: () => page.getByTestId(testId).getAttribute('data-taken-at'),
+    readApi: read,
+    pageAt: (shownAt) => shownAt,
+    apiAt: (answer) => answer.taken_at,
+    matches: (_, answer) => answer,
+    between: async () => {
+      const before = await read();
+      await page.reload();
+      if (hydrated) await waitForHydration(page);
+      return before;
+    },
+    describe: (shownAt, before, after) =>
+      `the page (the fleet as read at ${shownAt}) and the API (at ${before?.taken_at} and ${after.taken_at}) never showed one snapshot in 20 s`,
+  });
 }
 
 // A CSV held to the JSON answer it must agree with: read between two reads of that answer until

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { BASE_URL, launch, openPage, waitForHydration } from '../support/browser.js';
+import { pause, untilOneSnapshot, waitAWhile } from '../support/snapshot.js';
 
 let browser;
 before(async () => {
@@ -56,39 +57,37 @@ const shownNow = (page) =>
     };
   });
 
-const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // Waits until the heatmap shows, from the snapshot the API answers from, the GPUs `expected`
 // counts in that answer (all of them unless told), and with `summary` until the summary counts
-// the same from that snapshot too. The console reads the fleet again every few seconds and the
-// demo's elastic capacity launches and retires instances, so a count read from the page and one
-// from the API may straddle a refresh; each heatmap names its snapshot (`data-taken-at`). A
-// hydrated page follows live updates by itself; one without JavaScript is loaded again (`reload`).
-// Fails after 20 s with what it saw last.
+// the same from that snapshot too (`untilOneSnapshot`: the heatmap and the summary name their
+// snapshot). A hydrated page follows live updates by itself; one without JavaScript is loaded
+// again (`reload`), and compared with the API's answer just before its load too. Fails after 20 s
+// with what it saw last.
 async function shownAsApi(page, { query = '', expected = (gpus) => gpus.size, summary = false, reload = false } = {}) {
-  const deadline = Date.now() + 20_000;
-  // Loaded again, the page is compared with the API's answer just before its load too.
-  let before = null;
-  for (;;) {
-    const shown = await shownNow(page);
-    const after = await apiFleet(query);
-    const api = [before, after].find((a) => a?.takenAt === shown.takenAt) ?? after;
-    const want = expected(api.gpus);
-    const same = shown.takenAt === api.takenAt && shown.cells === want
-      && (!summary || (shown.summaryAt === api.takenAt && shown.summary === want));
-    if (same) return { shown, gpus: api.gpus };
-    if (Date.now() > deadline) {
-      assert.fail(`the page never showed the API's ${want} GPUs (${query || 'the whole fleet'}, the snapshot of ${api.takenAt}) in 20 s: `
+  return untilOneSnapshot({
+    readPage: () => shownNow(page),
+    readApi: () => apiFleet(query),
+    pageAt: (shown) => shown.takenAt,
+    apiAt: (api) => api.takenAt,
+    matches: (shown, api) => {
+      const want = expected(api.gpus);
+      const same = shown.cells === want && (!summary || (shown.summaryAt === api.takenAt && shown.summary === want));
+      return same ? { shown, gpus: api.gpus } : null;
+    },
+    between: reload
+      ? async () => {
+        const before = await apiFleet(query);
+        await page.reload();
+        return before;
+      }
+      : waitAWhile,
+    describe: (shown, before, after) => {
+      const api = [before, after].find((a) => a?.takenAt === shown.takenAt) ?? after;
+      return `the page never showed the API's ${expected(api.gpus)} GPUs (${query || 'the whole fleet'}, the snapshot of ${api.takenAt}) in 20 s: `
         + `the heatmap had ${shown.cells} cells from the snapshot of ${shown.takenAt}`
-        + (summary ? `, the summary ${shown.summary} GPUs from that of ${shown.summaryAt}` : ''));
-    }
-    if (reload) {
-      before = await apiFleet(query);
-      await page.reload();
-    } else {
-      await pause(250);
-    }
-  }
+        + (summary ? `, the summary ${shown.summary} GPUs from that of ${shown.summaryAt}` : '');
+    },
+  });
 }
 
 // Waits until the heatmap and the summary are of one snapshot, and returns what they show (for a
@@ -108,10 +107,8 @@ async function shownWithSummary(page) {
 // own, `data-taken-at`, and a hydrated page reads it again on every live update), and returns what
 // the panel shows with that answer's GPU. Fails after 20 s with what it saw last.
 async function panelAsApi(page, key) {
-  const deadline = Date.now() + 20_000;
-  let before = null;
-  for (;;) {
-    const shown = await page.evaluate(() => {
+  return untilOneSnapshot({
+    readPage: () => page.evaluate(() => {
       const panel = document.querySelector('[data-testid="gpu-panel"]');
       return {
         takenAt: panel?.dataset.takenAt ?? null,
@@ -119,17 +116,16 @@ async function panelAsApi(page, key) {
         rows: panel?.querySelectorAll('[data-testid="gpu-containers"] tbody tr').length ?? 0,
         blastRadius: panel?.querySelector('[data-testid="blast-radius"]')?.textContent ?? '',
       };
-    });
-    const after = await apiFleet();
-    const api = [before, after].find((a) => a?.takenAt === shown.takenAt);
-    if (api?.gpus.has(key)) return { shown, gpu: api.gpus.get(key) };
-    if (Date.now() > deadline) {
-      assert.fail(`the panel of GPU ${key} (from the snapshot of ${shown.takenAt}, ${shown.rows} containers) `
-        + `and the API (the snapshot of ${after.takenAt}, GPU ${after.gpus.has(key) ? 'present' : 'absent'}) never showed one snapshot in 20 s`);
-    }
-    before = after;
-    await pause(250);
-  }
+    }),
+    readApi: () => apiFleet(),
+    pageAt: (shown) => shown.takenAt,
+    apiAt: (api) => api.takenAt,
+    matches: (shown, api) => (api.gpus.has(key) ? { shown, gpu: api.gpus.get(key) } : null),
+    between: waitAWhile,
+    describe: (shown, before, after) =>
+      `the panel of GPU ${key} (from the snapshot of ${shown.takenAt}, ${shown.rows} containers) `
+      + `and the API (the snapshot of ${after.takenAt}, GPU ${after.gpus.has(key) ? 'present' : 'absent'}) never showed one snapshot in 20 s`,
+  });
 }
 
 const blocks = (page) =>
