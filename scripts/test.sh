@@ -33,6 +33,13 @@ cleanup() {
       grep -n "panicked" "$log" || true
       tail -n 40 "$log"
     done
+    # Then the end-to-end failures once more, with what each assertion saw, so that they are the
+    # last thing printed and not lost above the servers' logs.
+    for log in "$logs"/e2e.log "$logs"/e2e-signed-in.log "$logs"/e2e-months.log; do
+      [ -s "$log" ] && grep -q "failing tests:" "$log" || continue
+      echo "--- the failing tests of $(basename "$log" .log), again ---"
+      sed -n '/failing tests:/,$p' "$log" | head -n 120
+    done
   fi
   if [ -n "$site_pid" ]; then kill "$site_pid" 2>/dev/null || true; fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
