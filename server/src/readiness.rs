@@ -3,7 +3,10 @@
 use std::{
     future::Future,
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU8, Ordering},
+        Arc,
+    },
 };
 
 use app::service::ports::BoxFuture;
@@ -32,7 +35,14 @@ pub struct CheckResult {
 #[derive(Clone, Default)]
 pub struct Readiness {
     checks: Vec<Arc<dyn ReadinessCheck>>,
+    /// What the last run found, to log each change once rather than every probe's answer:
+    /// [`NEVER_RUN`], [`READY`] or [`NOT_READY`].
+    last: Arc<AtomicU8>,
 }
+
+const NEVER_RUN: u8 = 0;
+const READY: u8 = 1;
+const NOT_READY: u8 = 2;
 
 impl Readiness {
     /// The checks of a console whose built site is in `site_root`.
@@ -56,7 +66,62 @@ impl Readiness {
                 error: result.err(),
             }
         });
-        futures::future::join_all(runs).await
+        let results = futures::future::join_all(runs).await;
+        if let Some(change) = self.change(&results) {
+            change.log();
+        }
+        results
+    }
+
+    /// What changed since the last run, if anything: so that each change is logged once, not
+    /// every probe's answer.
+    fn change<'a>(&self, results: &'a [CheckResult]) -> Option<Change<'a>> {
+        let failing = results.iter().find(|check| !check.ok);
+        let now = if failing.is_some() { NOT_READY } else { READY };
+        let before = self.last.swap(now, Ordering::Relaxed);
+        if before == now {
+            return None;
+        }
+        let failing = failing.map(|check| Failing {
+            check: check.name,
+            error: check.error.as_deref().unwrap_or("no reason given"),
+        });
+        Some(match (before, failing) {
+            (_, None) => Change::Ready,
+            (NEVER_RUN, Some(failing)) => Change::NotReadyYet(failing),
+            (_, Some(failing)) => Change::NoLongerReady(failing),
+        })
+    }
+}
+
+/// A change of readiness, as the log says it.
+#[derive(Debug, PartialEq, Eq)]
+enum Change<'a> {
+    Ready,
+    /// The first run failed: the server is starting, or started without a dependency.
+    NotReadyYet(Failing<'a>),
+    /// It was ready and no longer is.
+    NoLongerReady(Failing<'a>),
+}
+
+/// The first failing check and what it said.
+#[derive(Debug, PartialEq, Eq)]
+struct Failing<'a> {
+    check: &'static str,
+    error: &'a str,
+}
+
+impl Change<'_> {
+    fn log(&self) {
+        match self {
+            Change::Ready => tracing::info!("ready: every readiness check passes"),
+            Change::NotReadyYet(Failing { check, error }) => {
+                tracing::info!(check, "not ready yet: {error}")
+            }
+            Change::NoLongerReady(Failing { check, error }) => {
+                tracing::warn!(check, "no longer ready: {error}")
+            }
+        }
     }
 }
 
@@ -259,6 +324,63 @@ mod tests {
                 Err("down".to_string())
             })
         }
+    }
+
+    /// A check that passes when its switch is on.
+    struct Switch(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+    impl ReadinessCheck for Switch {
+        fn name(&self) -> &'static str {
+            "switch"
+        }
+
+        fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+            let on = self.0.load(std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if on {
+                    Ok(())
+                } else {
+                    Err("off".to_string())
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn each_change_of_readiness_is_told_once_and_probes_in_between_are_not() {
+        let on = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readiness = Readiness::default().with(Switch(on.clone()));
+        let mut told = Vec::new();
+        for switch in [false, false, true, true, false, false, true] {
+            on.store(switch, std::sync::atomic::Ordering::SeqCst);
+            let checks = futures::future::join_all(readiness.checks.iter().map(|c| async move {
+                let result = c.check().await;
+                CheckResult {
+                    name: c.name(),
+                    ok: result.is_ok(),
+                    error: result.err(),
+                }
+            }))
+            .await;
+            told.push(readiness.change(&checks).map(|c| format!("{c:?}")));
+        }
+        let failing = "Failing { check: \"switch\", error: \"off\" }";
+        assert_eq!(
+            told,
+            [
+                Some(format!("NotReadyYet({failing})")),
+                None,
+                Some("Ready".to_string()),
+                None,
+                Some(format!("NoLongerReady({failing})")),
+                None,
+                Some("Ready".to_string()),
+            ]
+        );
+        // A run says the same through `run`: the state is shared with it.
+        on.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert!(!readiness.run().await[0].ok);
+        assert_eq!(readiness.last.load(Ordering::Relaxed), NOT_READY);
     }
 
     #[tokio::test]

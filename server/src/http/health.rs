@@ -1,6 +1,11 @@
 //! `/healthz` (the process is up) and `/readyz` (its dependencies are usable).
 
-use axum::{extract::State, http::StatusCode, response::IntoResponse, Json};
+use axum::{
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
 use serde::Serialize;
 
 use crate::{http::state::AppState, readiness::CheckResult};
@@ -29,8 +34,13 @@ pub struct Ready {
     pub checks: Vec<CheckResult>,
 }
 
+/// Marks `/readyz`'s 503: the answer a probe asked for, not a failure of the request, so the
+/// request log does not report it as a server error (readiness logs its own changes).
+#[derive(Clone, Copy, Debug)]
+pub struct NotReady;
+
 /// `GET /readyz`: 200 when every dependency is usable, 503 with the failing checks otherwise.
-pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+pub async fn readyz(State(state): State<AppState>) -> Response {
     let checks = state.readiness.run().await;
     let ready = checks.iter().all(|check| check.ok);
     let status = if ready {
@@ -42,5 +52,9 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         status: if ready { "ready" } else { "not_ready" },
         checks,
     };
-    (status, Json(body))
+    let mut response = (status, Json(body)).into_response();
+    if !ready {
+        response.extensions_mut().insert(NotReady);
+    }
+    response
 }

@@ -24,6 +24,8 @@ pub mod state;
 pub mod streams;
 pub mod task_definitions;
 
+use std::time::Duration;
+
 use axum::{
     extract::{MatchedPath, Request, State},
     middleware::{self, Next},
@@ -73,18 +75,21 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
         ))
         .layer(middleware::from_fn(panics::catch))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map_or("unmatched", MatchedPath::as_str);
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    route,
-                    path = %request.uri().path()
-                )
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let route = request
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map_or("unmatched", MatchedPath::as_str);
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        route,
+                        path = %request.uri().path()
+                    )
+                })
+                .on_response(log_answer)
+                .on_failure(()),
         )
         // Outside the tracing: a read refused as busy is counted and logged by the admission,
         // a line a while, not one per refusal.
@@ -97,6 +102,20 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
             state.clone(),
             metrics::record,
         ))
+}
+
+/// Logs an answer once it is sent, in the request's span: a server error at ERROR with its
+/// status and time (what went wrong is logged where it happened, in words), anything else at
+/// DEBUG. `/readyz`'s 503 is what a probe asked for while the console starts or a dependency is
+/// down, not a failed request: readiness logs its own changes once each.
+fn log_answer<B>(response: &Response<B>, latency: Duration, _span: &tracing::Span) {
+    let status = response.status();
+    let latency_ms = latency.as_millis();
+    if status.is_server_error() && response.extensions().get::<health::NotReady>().is_none() {
+        tracing::error!(status = status.as_u16(), latency_ms, "answered {status}");
+    } else {
+        tracing::debug!(status = status.as_u16(), latency_ms, "answered");
+    }
 }
 
 /// Replaces the terse bodies of the timeout and body-limit layers with [`AppError`]'s messages.
