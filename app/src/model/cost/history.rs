@@ -225,18 +225,14 @@ pub fn report(
     report.recorded_hours = hours;
     let wanted = range.hours();
     if hours + 0.01 < wanted {
-        let percent = if wanted > 0.0 {
-            hours / wanted * 100.0
-        } else {
-            0.0
-        };
+        let covered = coverage(hours, wanted);
         let since = recorded
             .first
             .and_then(|t| DateTime::from_timestamp(t, 0))
             .map(|t| format!(" (recording began {} UTC)", t.format("%Y-%m-%d %H:%M")))
             .unwrap_or_default();
         report.notes.push(format!(
-            "The history covers {percent:.0} % of this period{since}: hours the console was not recording are not in the figures."
+            "The history covers {covered} of this period{since}: hours the console was not recording are not in the figures."
         ));
     }
     if previous_hours + 0.01 < range.hours() && previous_hours > 0.0 {
@@ -462,6 +458,24 @@ pub fn daily_cents(
         })
         .collect();
     (period, shares)
+}
+
+/// How much of a period of `wanted` hours the `hours` recorded cover, as a person reads it:
+/// `none`, `under 1 %`, `37 %`, `over 99 %`. Never `-0 %` (no recorded hours may sum to minus
+/// zero), and never `100 %` for a period that is not whole.
+#[cfg(feature = "ssr")]
+fn coverage(hours: f64, wanted: f64) -> String {
+    if hours <= 0.0 || wanted <= 0.0 {
+        return "none".to_string();
+    }
+    let percent = hours / wanted * 100.0;
+    if percent < 1.0 {
+        "under 1 %".to_string()
+    } else if percent > 99.0 {
+        "over 99 %".to_string()
+    } else {
+        format!("{percent:.0} %")
+    }
 }
 
 #[cfg(all(test, feature = "ssr"))]

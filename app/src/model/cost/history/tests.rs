@@ -157,3 +157,15 @@ fn the_focus_export_is_the_daily_lines_in_focus_columns() {
         assert_eq!(billed, period.total_cents, "case {case} {query:?}");
     }
 }
+
+#[test]
+fn coverage_is_said_without_minus_zero_or_a_whole_that_is_not() {
+    use super::coverage;
+    assert_eq!(coverage(-0.0, 720.0), "none");
+    assert_eq!(coverage(0.0, 720.0), "none");
+    assert_eq!(coverage(1.0, 0.0), "none");
+    assert_eq!(coverage(3.6, 720.0), "under 1 %");
+    assert_eq!(coverage(7.2, 720.0), "1 %");
+    assert_eq!(coverage(266.4, 720.0), "37 %");
+    assert_eq!(coverage(716.0, 720.0), "over 99 %");
+}
