@@ -34,6 +34,7 @@ use axum::{
 };
 use http::StatusCode;
 use tower_http::{
+    classify::ServerErrorsFailureClass,
     compression::{CompressionLayer, CompressionLevel},
     limit::RequestBodyLimitLayer,
     timeout::TimeoutLayer,
@@ -89,7 +90,7 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
                     )
                 })
                 .on_response(log_answer)
-                .on_failure(()),
+                .on_failure(log_broken_answer),
         )
         // Outside the tracing: a read refused as busy is counted and logged by the admission,
         // a line a while, not one per refusal.
@@ -104,17 +105,30 @@ pub fn with_layers(router: Router<AppState>, state: &AppState) -> Router<AppStat
         ))
 }
 
-/// Logs an answer once it is sent, in the request's span: a server error at ERROR with its
-/// status and time (what went wrong is logged where it happened, in words), anything else at
-/// DEBUG. `/readyz`'s 503 is what a probe asked for while the console starts or a dependency is
-/// down, not a failed request: readiness logs its own changes once each.
+/// Logs an answer once it is sent, in the request's span: a 500 at ERROR (what went wrong is
+/// logged where it happened, in words), another server error at WARN (ECS or the fleet not
+/// there yet, a timeout: the answer says why and when to try again), anything else at DEBUG.
+/// `/readyz`'s 503 is what a probe asked for while the console starts or a dependency is down,
+/// not a failed request: readiness logs its own changes once each.
 fn log_answer<B>(response: &Response<B>, latency: Duration, _span: &tracing::Span) {
     let status = response.status();
     let latency_ms = latency.as_millis();
-    if status.is_server_error() && response.extensions().get::<health::NotReady>().is_none() {
+    let probe = response.extensions().get::<health::NotReady>().is_some();
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!(status = status.as_u16(), latency_ms, "answered {status}");
+    } else if status.is_server_error() && !probe {
+        tracing::warn!(status = status.as_u16(), latency_ms, "answered {status}");
     } else {
         tracing::debug!(status = status.as_u16(), latency_ms, "answered");
+    }
+}
+
+/// Logs an answer whose body failed while it was sent. A server error's status is logged by
+/// [`log_answer`], which knows `/readyz`'s 503 from a failure.
+fn log_broken_answer(class: ServerErrorsFailureClass, latency: Duration, _span: &tracing::Span) {
+    if let ServerErrorsFailureClass::Error(error) = class {
+        let latency_ms = latency.as_millis();
+        tracing::error!(latency_ms, "the answer failed while it was sent: {error}");
     }
 }
 
