@@ -237,9 +237,9 @@ pub fn report(
     }
     if previous_hours + 0.01 < range.hours() && previous_hours > 0.0 {
         report.notes.push(format!(
-            "The previous period ({}) is only {:.0} % recorded, so the changes compare unlike spans.",
+            "The previous period ({}) is only {} recorded, so the changes compare unlike spans.",
             range.previous().label(),
-            previous_hours / range.hours() * 100.0
+            coverage(previous_hours, range.hours())
         ));
     }
     sealed_notes(&mut report, recorded, books, range);
